@@ -1,0 +1,344 @@
+//! State document sniffing: validates a whole Terraform/OpenTofu state as JSON without
+//! building a tree, and keeps only the top-level fields the write checks need.
+//!
+//! Everything below the top level is skipped with `IgnoredAny`, which still checks its
+//! syntax, so a 32 MiB state costs one pass and no allocation beyond a few strings.
+
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+
+use super::Refusal;
+
+/// What the write checks need of a state document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateMeta {
+    pub serial: Option<u64>,
+    pub lineage: Option<String>,
+    /// OpenTofu client-side encryption (a non-empty top-level `encryption_version`): stored
+    /// as sent; serial and lineage are checked only when present.
+    pub opentofu_encrypted: bool,
+}
+
+/// Classifies `body` as a state document.
+///
+/// # Errors
+/// `Refusal::NotAState` saying what is wrong: not UTF-8, not JSON (with the line and column),
+/// not an object, or a plain state without an integer `serial`, a string `lineage` or a
+/// `version`.
+pub fn sniff(body: &[u8]) -> Result<StateMeta, Refusal> {
+    let refuse = |reason: String| Refusal::NotAState { reason };
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(refuse("the body is empty".into()));
+    }
+    // serde_json skips strings it ignores without checking their UTF-8; JSON text must be
+    // UTF-8, so check the whole body once up front (this is fast and allocation-free).
+    if let Err(e) = std::str::from_utf8(body) {
+        return Err(refuse(format!("invalid UTF-8 at byte {}", e.valid_up_to())));
+    }
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let top = de
+        .deserialize_any(TopLevel)
+        .map_err(|e| refuse(describe_json_error(&e)))?;
+    de.end().map_err(|e| refuse(describe_json_error(&e)))?;
+    let top = top.ok_or_else(|| refuse("the top level is not a JSON object".into()))?;
+    top.into_meta().map_err(refuse)
+}
+
+fn describe_json_error(e: &serde_json::Error) -> String {
+    format!(
+        "invalid JSON at line {} column {}: {e}",
+        e.line(),
+        e.column()
+    )
+}
+
+/// The top-level fields as found; `None` for a top level that is not an object.
+#[derive(Default)]
+struct Fields {
+    version: Option<Field<u64>>,
+    serial: Option<Field<u64>>,
+    lineage: Option<Field<String>>,
+    encryption_version: Option<Field<String>>,
+}
+
+/// A top-level field's value: the expected type, or something else (kept as a description).
+enum Field<T> {
+    Ok(T),
+    Other(&'static str),
+}
+
+impl Fields {
+    fn into_meta(self) -> Result<StateMeta, String> {
+        let encrypted = matches!(&self.encryption_version, Some(Field::Ok(v)) if !v.is_empty());
+        let serial = match self.serial {
+            Some(Field::Ok(s)) => Some(s),
+            Some(Field::Other(what)) if !(encrypted && what == "null") => {
+                return Err(format!(
+                    "\"serial\" must be a non-negative integer, not {what}"
+                ))
+            }
+            _ => None,
+        };
+        let lineage = match self.lineage {
+            Some(Field::Ok(l)) if !l.is_empty() => Some(l),
+            Some(Field::Ok(_)) => return Err("\"lineage\" must not be empty".into()),
+            Some(Field::Other(what)) => {
+                return Err(format!("\"lineage\" must be a string, not {what}"))
+            }
+            None => None,
+        };
+        if encrypted {
+            return Ok(StateMeta {
+                serial,
+                lineage,
+                opentofu_encrypted: true,
+            });
+        }
+        match self.version {
+            Some(Field::Ok(_)) => {}
+            Some(Field::Other(what)) => {
+                return Err(format!("\"version\" must be an integer, not {what}"))
+            }
+            None => return Err("it has no \"version\"".into()),
+        }
+        let serial = serial.ok_or("it has no \"serial\"")?;
+        let lineage = lineage.ok_or("it has no \"lineage\"")?;
+        Ok(StateMeta {
+            serial: Some(serial),
+            lineage: Some(lineage),
+            opentofu_encrypted: false,
+        })
+    }
+}
+
+struct TopLevel;
+
+impl<'de> Visitor<'de> for TopLevel {
+    type Value = Option<Fields>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut fields = Fields::default();
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            // Later duplicates win, as in Terraform's own JSON decoder.
+            match key.as_ref() {
+                "version" => fields.version = Some(map.next_value_seed(FieldSeed::<u64>::new())?),
+                "serial" => fields.serial = Some(map.next_value_seed(FieldSeed::<u64>::new())?),
+                "lineage" => {
+                    fields.lineage = Some(map.next_value_seed(FieldSeed::<String>::new())?)
+                }
+                "encryption_version" => {
+                    fields.encryption_version =
+                        Some(map.next_value_seed(FieldSeed::<String>::new())?)
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(Some(fields))
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+}
+
+/// Reads one top-level value as `T` when it has T's JSON type, and otherwise skips it
+/// (validating it) and remembers what it was, so the error can say so.
+struct FieldSeed<T>(std::marker::PhantomData<T>);
+
+impl<T> FieldSeed<T> {
+    fn new() -> Self {
+        Self(std::marker::PhantomData)
+    }
+}
+
+macro_rules! other {
+    ($name:ident, $ty:ty, $what:expr) => {
+        fn $name<E>(self, _: $ty) -> Result<Self::Value, E> {
+            Ok(Field::Other($what))
+        }
+    };
+}
+
+impl<'de> DeserializeSeed<'de> for FieldSeed<u64> {
+    type Value = Field<u64>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for FieldSeed<u64> {
+    type Value = Field<u64>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(Field::Ok(v))
+    }
+    other!(visit_i64, i64, "a negative number");
+    other!(visit_f64, f64, "a fraction");
+    other!(visit_bool, bool, "a boolean");
+    other!(visit_str, &str, "a string");
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(Field::Other("null"))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Field::Other("an object"))
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Field::Other("an array"))
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for FieldSeed<String> {
+    type Value = Field<String>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for FieldSeed<String> {
+    type Value = Field<String>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Field::Ok(v.to_owned()))
+    }
+    other!(visit_u64, u64, "a number");
+    other!(visit_i64, i64, "a number");
+    other!(visit_f64, f64, "a number");
+    other!(visit_bool, bool, "a boolean");
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(Field::Other("null"))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Field::Other("an object"))
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Field::Other("an array"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reason(body: &str) -> String {
+        match sniff(body.as_bytes()) {
+            Err(Refusal::NotAState { reason }) => reason,
+            other => panic!("expected a refusal for {body:?}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn keeps_serial_and_lineage_of_a_terraform_state() {
+        let meta = sniff(
+            br#"{"version":4,"terraform_version":"1.11.4","serial":9,"lineage":"abc","outputs":{"x":{"value":[1,{"a":null}]}},"resources":[],"check_results":null}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            meta,
+            StateMeta {
+                serial: Some(9),
+                lineage: Some("abc".into()),
+                opentofu_encrypted: false
+            }
+        );
+    }
+
+    #[test]
+    fn classifies_opentofu_encryption_by_its_last_field() {
+        let meta = sniff(br#"{"serial":7,"lineage":"l","meta":{"key_provider.pbkdf2.main":"eA=="},"encrypted_data":"AAAA","encryption_version":"v0"}"#).unwrap();
+        assert!(meta.opentofu_encrypted);
+        assert_eq!(meta.serial, Some(7));
+        let bare = sniff(br#"{"encrypted_data":"AAAA","encryption_version":"v0"}"#).unwrap();
+        assert!(bare.opentofu_encrypted);
+        assert_eq!(bare.serial, None);
+    }
+
+    #[test]
+    fn an_empty_encryption_version_is_a_plain_state_and_needs_its_fields() {
+        assert!(reason(r#"{"encryption_version":"","encrypted_data":"x"}"#).contains("version"));
+    }
+
+    #[test]
+    fn refuses_broken_json_anywhere_in_the_document() {
+        assert!(
+            reason(r#"{"version":4,"serial":1,"lineage":"l","resources":[1,2,}"#)
+                .contains("invalid JSON")
+        );
+        assert!(
+            reason(r#"{"version":4,"serial":1,"lineage":"l","outputs":{"a":"\q"}}"#)
+                .contains("invalid JSON")
+        );
+        assert!(
+            reason(r#"{"version":4,"serial":1,"lineage":"l"} trailing"#).contains("invalid JSON")
+        );
+    }
+
+    #[test]
+    fn refuses_invalid_utf8_inside_ignored_strings() {
+        let mut body = br#"{"version":4,"serial":1,"lineage":"l","outputs":{"a":""#.to_vec();
+        body.extend_from_slice(&[0xff, 0xfe]);
+        body.extend_from_slice(br#""}}"#);
+        assert!(
+            matches!(sniff(&body), Err(Refusal::NotAState { reason }) if reason.contains("UTF-8"))
+        );
+    }
+
+    #[test]
+    fn refuses_non_objects_and_empty_bodies() {
+        assert!(reason("[]").contains("not a JSON object"));
+        assert!(reason("42").contains("not a JSON object"));
+        assert!(reason("  ").contains("empty"));
+    }
+
+    #[test]
+    fn names_the_missing_or_mistyped_field() {
+        assert!(reason(r#"{"serial":1,"lineage":"l"}"#).contains("\"version\""));
+        assert!(reason(r#"{"version":4,"lineage":"l"}"#).contains("\"serial\""));
+        assert!(reason(r#"{"version":4,"serial":1}"#).contains("\"lineage\""));
+        assert!(reason(r#"{"version":4,"serial":"1","lineage":"l"}"#).contains("not a string"));
+        assert!(reason(r#"{"version":4,"serial":-1,"lineage":"l"}"#).contains("negative"));
+        assert!(reason(r#"{"version":4,"serial":1.5,"lineage":"l"}"#).contains("fraction"));
+        assert!(reason(r#"{"version":4,"serial":1,"lineage":7}"#).contains("must be a string"));
+        assert!(reason(r#"{"version":4,"serial":1,"lineage":""}"#).contains("empty"));
+    }
+
+    #[test]
+    fn a_later_duplicate_key_wins() {
+        let meta = sniff(br#"{"version":4,"serial":1,"serial":2,"lineage":"l"}"#).unwrap();
+        assert_eq!(meta.serial, Some(2));
+    }
+}

@@ -1,0 +1,62 @@
+//! The state record: one per (org, state name), the unit of every compare-and-swap. It holds
+//! the lock, a copy of the latest version record, the version counter and the revision.
+
+use serde::{Deserialize, Serialize};
+
+use super::lock::Lock;
+use super::version::VersionRecord;
+use super::Timestamp;
+
+/// A state's record as the catalog stores it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateRecord {
+    pub org: String,
+    pub name: String,
+    /// Random id of this incarnation of the name; blobs and encryption bindings use it, so a
+    /// state created later under the same name never meets an earlier one's objects.
+    pub incarnation: String,
+    /// Bumped by every commit; 0 for a record not yet stored. The compare-and-swap condition.
+    pub revision: u64,
+    pub lock: Option<Lock>,
+    /// A copy of the latest version's record, so reads and listings need one lookup.
+    pub latest: Option<VersionRecord>,
+    /// The number the next new version gets; versions are never renumbered or reused.
+    pub next_version: u64,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: Timestamp,
+}
+
+impl StateRecord {
+    /// The record of a state that does not exist yet (revision 0).
+    pub fn fresh(org: &str, name: &str, incarnation: &str, now: Timestamp) -> Self {
+        Self {
+            org: org.to_owned(),
+            name: name.to_owned(),
+            incarnation: incarnation.to_owned(),
+            revision: 0,
+            lock: None,
+            latest: None,
+            next_version: 1,
+            created_at: now,
+        }
+    }
+
+    /// The lock, if it is live at `now`: a lock past its `live_until` reads as unlocked.
+    pub fn live_lock(&self, now: Timestamp) -> Option<&Lock> {
+        self.lock.as_ref().filter(|l| l.is_live(now))
+    }
+
+    /// The record a commit stores in place of this one: the same content, the next revision.
+    pub fn successor(&self) -> Self {
+        Self {
+            revision: self.revision + 1,
+            ..self.clone()
+        }
+    }
+
+    /// Whether the record only exists for a lock (a plan or migration that never wrote): such
+    /// a record is not listed and is removed at its unlock.
+    pub fn is_lock_only(&self) -> bool {
+        self.latest.is_none() && self.next_version == 1
+    }
+}

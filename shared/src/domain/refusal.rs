@@ -1,0 +1,81 @@
+//! Why the domain refuses a request. Each refusal is an expected outcome with a message a
+//! person can act on; the http layer alone decides its status code and error code.
+
+/// A refused request, decided by a domain rule.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error("invalid {kind} name: {reason}")]
+    InvalidName { kind: &'static str, reason: String },
+
+    #[error("the request body is larger than the limit of {limit} bytes")]
+    BodyTooLarge { limit: u64 },
+
+    #[error("invalid lock document: {reason}")]
+    InvalidLock { reason: String },
+
+    #[error("invalid unlock request: {reason}")]
+    InvalidUnlock { reason: String },
+
+    /// Someone else's live lock stands in the way; `document` is the holder's stored lock
+    /// document, which the client reads back.
+    #[error("the state is locked by {holder} (lock ID {lock_id})")]
+    Locked {
+        lock_id: String,
+        holder: String,
+        document: String,
+    },
+
+    /// A request named a lock ID that is not the current lock's.
+    #[error("{}", lock_id_mismatch(given, current.as_deref()))]
+    LockIdMismatch {
+        given: String,
+        current: Option<String>,
+    },
+
+    #[error("the body is not a Terraform or OpenTofu state: {reason}")]
+    NotAState { reason: String },
+
+    #[error(
+        "state from another configuration: its lineage is {given}, the stored state's is {stored}"
+    )]
+    LineageMismatch { stored: String, given: String },
+
+    #[error("stale state: serial {given} is older than the stored serial {stored}; pull the state and plan again")]
+    StaleSerial { stored: u64, given: u64 },
+
+    #[error("fork: serial {serial} is already stored with different content (two writers from one base); pull the state and plan again")]
+    Fork { serial: u64 },
+
+    #[error("permission denied: {reason}")]
+    Forbidden { reason: String },
+
+    /// Releasing a lock the caller does not hold is a force unlock.
+    #[error("the lock is held by {holder}; releasing someone else's lock is a force unlock, which needs tf_state:manage")]
+    NotYourLock { holder: String, lock_id: String },
+}
+
+fn lock_id_mismatch(given: &str, current: Option<&str>) -> String {
+    match current {
+        Some(current) => format!(
+            "lock ID {given} is not the current lock; the state is locked with ID {current}"
+        ),
+        None => format!("lock ID {given} is not held: the state is not locked (the lock was released or taken away)"),
+    }
+}
+
+impl Refusal {
+    /// The lock IDs a refusal involves, for the WARNING log line.
+    pub fn lock_ids(&self) -> Vec<&str> {
+        match self {
+            Refusal::Locked { lock_id, .. } | Refusal::NotYourLock { lock_id, .. } => {
+                vec![lock_id]
+            }
+            Refusal::LockIdMismatch { given, current } => {
+                let mut ids = vec![given.as_str()];
+                ids.extend(current.as_deref());
+                ids
+            }
+            _ => Vec::new(),
+        }
+    }
+}

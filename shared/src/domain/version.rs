@@ -1,0 +1,120 @@
+//! Versions and their change records: what each version holds and what the server saw of
+//! the operation that produced it (the journal of DESIGN section 7).
+
+use serde::{Deserialize, Serialize};
+
+use super::lock::{Lock, LockDocument};
+use super::{Actor, Timestamp};
+
+/// Where a version came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    Write,
+}
+
+/// How the operation that produced a version ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ended {
+    /// The lock is still held: more saves may replace this version's content.
+    Open,
+    /// The holder released the lock.
+    Released,
+    /// Someone else released the lock.
+    ForceUnlocked,
+    /// Written without a lock ID: a version of its own.
+    UnlockedWrite,
+}
+
+/// The lock as a change record shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockSummary {
+    #[serde(rename = "ID")]
+    pub id: String,
+    #[serde(rename = "Operation")]
+    pub operation: Option<String>,
+    #[serde(rename = "Who")]
+    pub who: Option<String>,
+    #[serde(rename = "Version")]
+    pub version: Option<String>,
+    #[serde(rename = "Created")]
+    pub created: Option<String>,
+}
+
+impl From<&LockDocument> for LockSummary {
+    fn from(d: &LockDocument) -> Self {
+        Self {
+            id: d.id.clone(),
+            operation: d.operation.clone(),
+            who: d.who.clone(),
+            version: d.version.clone(),
+            created: d.created.clone(),
+        }
+    }
+}
+
+/// What the server saw of the operation that produced a version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangeRecord {
+    pub lock: Option<LockSummary>,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub locked_at: Option<Timestamp>,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub released_at: Option<Timestamp>,
+    pub saves: u64,
+    #[serde(with = "time::serde::rfc3339")]
+    pub first_save_at: Timestamp,
+    #[serde(with = "time::serde::rfc3339")]
+    pub last_save_at: Timestamp,
+    pub ended: Ended,
+}
+
+impl ChangeRecord {
+    /// The record of a version's first save, under `lock` or without one.
+    pub fn first_save(lock: Option<&Lock>, now: Timestamp) -> Self {
+        Self {
+            lock: lock.map(|l| LockSummary::from(&l.document)),
+            locked_at: lock.map(|l| l.since),
+            released_at: None,
+            saves: 1,
+            first_save_at: now,
+            last_save_at: now,
+            ended: if lock.is_some() {
+                Ended::Open
+            } else {
+                Ended::UnlockedWrite
+            },
+        }
+    }
+
+    /// Closes an open record when its lock goes; a closed one is left as it is.
+    pub fn close(&mut self, ended: Ended, now: Timestamp) {
+        if self.ended == Ended::Open {
+            self.ended = ended;
+            self.released_at = Some(now);
+        }
+    }
+}
+
+/// One version of a state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VersionRecord {
+    pub version: u64,
+    pub serial: Option<u64>,
+    pub lineage: Option<String>,
+    /// Plaintext size in bytes.
+    pub size: u64,
+    /// Hex SHA-256 of the plaintext.
+    pub sha256: String,
+    pub source: Source,
+    /// The key that wrapped the data key: `platform:<fingerprint>` or `kms:<key arn>`.
+    pub key: String,
+    pub opentofu_encrypted: bool,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: Timestamp,
+    pub writer: Actor,
+    pub change: ChangeRecord,
+    /// The blob holding the sealed content; never shown to clients.
+    pub blob: String,
+}

@@ -1,0 +1,439 @@
+//! The checks on every write, in DESIGN section 6's order, and the folding rule: writes
+//! under one lock acquisition update one version.
+//!
+//! The size check happens as the body arrives (in the http layer); everything else is here.
+
+use super::document::StateMeta;
+use super::lock::locked_by;
+use super::record::StateRecord;
+use super::version::{ChangeRecord, Source, VersionRecord};
+use super::{Principal, Refusal, Timestamp};
+
+/// What a write request brings besides its principal.
+#[derive(Debug, Clone)]
+pub struct WriteRequest<'a> {
+    /// The `?ID=` query parameter.
+    pub lock_id: Option<&'a str>,
+    /// The body's classification, computed before the snapshot but reported in its turn.
+    pub document: &'a Result<StateMeta, Refusal>,
+    /// Hex SHA-256 of the body.
+    pub sha256: &'a str,
+}
+
+/// What a write does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WritePlan {
+    /// The same bytes at the same serial: an idempotent replay that creates nothing.
+    Unchanged,
+    /// A new version with this number.
+    Create { version: u64 },
+    /// Replace the content of this version, opened by the same lock acquisition.
+    Replace { version: u64 },
+}
+
+impl WritePlan {
+    /// The version number the content is sealed for, if anything is written.
+    pub fn version(self) -> Option<u64> {
+        match self {
+            WritePlan::Unchanged => None,
+            WritePlan::Create { version } | WritePlan::Replace { version } => Some(version),
+        }
+    }
+}
+
+/// Runs the write checks on a snapshot and decides what the write does.
+///
+/// # Errors
+/// In order: `Locked` (someone else's live lock), `LockIdMismatch` (`?ID=` not the current
+/// lock), `NotAState`, `LineageMismatch`, `StaleSerial`, `Fork`.
+pub fn plan_write(
+    record: &StateRecord,
+    request: &WriteRequest<'_>,
+    principal: &Principal,
+    now: Timestamp,
+) -> Result<WritePlan, Refusal> {
+    let lock = record.live_lock(now);
+    match (lock, request.lock_id) {
+        (Some(lock), _) if !principal.is(&lock.holder) => return Err(locked_by(lock)),
+        (Some(lock), Some(id)) if id != lock.id() => {
+            return Err(Refusal::LockIdMismatch {
+                given: id.to_owned(),
+                current: Some(lock.id().to_owned()),
+            })
+        }
+        (None, Some(id)) => {
+            return Err(Refusal::LockIdMismatch {
+                given: id.to_owned(),
+                current: None,
+            })
+        }
+        _ => {}
+    }
+    let meta = request.document.as_ref().map_err(Clone::clone)?;
+    if let Some(latest) = &record.latest {
+        if let (Some(stored), Some(given)) = (&latest.lineage, &meta.lineage) {
+            if stored != given {
+                return Err(Refusal::LineageMismatch {
+                    stored: stored.clone(),
+                    given: given.clone(),
+                });
+            }
+        }
+        if latest.sha256 == request.sha256 {
+            return Ok(WritePlan::Unchanged);
+        }
+        if let (Some(stored), Some(given)) = (latest.serial, meta.serial) {
+            if given < stored {
+                return Err(Refusal::StaleSerial { stored, given });
+            }
+            if given == stored {
+                return Err(Refusal::Fork { serial: given });
+            }
+        }
+    }
+    // Only a `?ID=` write belongs to the lock's operation; the holder saving without an ID
+    // makes a version of its own.
+    let opened = lock
+        .filter(|_| request.lock_id.is_some())
+        .and_then(|l| l.version_opened);
+    match (opened, &record.latest) {
+        (Some(v), Some(latest)) if latest.version == v => Ok(WritePlan::Replace { version: v }),
+        _ => Ok(WritePlan::Create {
+            version: record.next_version,
+        }),
+    }
+}
+
+/// The sealed content of a write, ready to commit.
+#[derive(Debug, Clone)]
+pub struct SealedContent {
+    pub meta: StateMeta,
+    pub size: u64,
+    pub sha256: String,
+    pub key: String,
+    pub blob: String,
+}
+
+/// What a write commits.
+#[derive(Debug, Clone)]
+pub struct WriteCommit {
+    pub state: StateRecord,
+    pub version: VersionRecord,
+    /// The blob a replaced version no longer uses.
+    pub replaced_blob: Option<String>,
+}
+
+/// Applies a `Create` or `Replace` plan to the snapshot it was decided on.
+///
+/// # Panics
+/// On `WritePlan::Unchanged`, or a `Replace` whose version is not the latest: `plan_write`
+/// never returns those, and calling this otherwise is a bug.
+pub fn apply_write(
+    record: &StateRecord,
+    plan: WritePlan,
+    content: SealedContent,
+    principal: &Principal,
+    under_lock: bool,
+    now: Timestamp,
+) -> WriteCommit {
+    let mut state = record.successor();
+    let (version, replaced_blob) = match plan {
+        WritePlan::Unchanged => unreachable!("nothing to apply for an unchanged write"),
+        WritePlan::Create { version } => {
+            let lock = state.lock.as_mut().filter(|_| under_lock);
+            let change = ChangeRecord::first_save(lock.as_deref(), now);
+            if let Some(lock) = lock {
+                lock.version_opened = Some(version);
+            }
+            state.next_version = version + 1;
+            let record = VersionRecord {
+                version,
+                serial: content.meta.serial,
+                lineage: content.meta.lineage,
+                size: content.size,
+                sha256: content.sha256,
+                source: Source::Write,
+                key: content.key,
+                opentofu_encrypted: content.meta.opentofu_encrypted,
+                created_at: now,
+                writer: principal.actor.clone(),
+                change,
+                blob: content.blob,
+            };
+            (record, None)
+        }
+        WritePlan::Replace { version } => {
+            let latest = record
+                .latest
+                .as_ref()
+                .filter(|l| l.version == version)
+                .expect("a replaced version is the latest");
+            let mut record = latest.clone();
+            record.serial = content.meta.serial;
+            record.lineage = content.meta.lineage;
+            record.size = content.size;
+            record.sha256 = content.sha256;
+            record.key = content.key;
+            record.opentofu_encrypted = content.meta.opentofu_encrypted;
+            record.writer = principal.actor.clone();
+            record.change.saves += 1;
+            record.change.last_save_at = now;
+            let old = std::mem::replace(&mut record.blob, content.blob);
+            (record, Some(old))
+        }
+    };
+    state.latest = Some(version.clone());
+    WriteCommit {
+        state,
+        version,
+        replaced_blob,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::document::sniff;
+    use crate::domain::lock::{decide_lock, parse_lock, LockDecision};
+    use crate::domain::permission::Role;
+    use crate::domain::version::Ended;
+    use crate::domain::Actor;
+    use time::macros::datetime;
+
+    const NOW: Timestamp = datetime!(2026-11-30 01:00:00 UTC);
+
+    fn user(name: &str) -> Principal {
+        Principal {
+            org: "acme".into(),
+            role: Role::Operator,
+            actor: Actor::User { user: name.into() },
+        }
+    }
+
+    fn state_doc(serial: u64, lineage: &str, extra: &str) -> String {
+        format!(
+            r#"{{"version":4,"serial":{serial},"lineage":"{lineage}","outputs":{{"x":"{extra}"}}}}"#
+        )
+    }
+
+    /// Plans and applies a write of `body`, as the service does, returning the plan.
+    fn write(
+        record: &mut StateRecord,
+        who: &Principal,
+        lock_id: Option<&str>,
+        body: &str,
+    ) -> Result<WritePlan, Refusal> {
+        let document = sniff(body.as_bytes());
+        let sha = format!("{:x}", md5_like(body));
+        let request = WriteRequest {
+            lock_id,
+            document: &document,
+            sha256: &sha,
+        };
+        let plan = plan_write(record, &request, who, NOW)?;
+        if plan != WritePlan::Unchanged {
+            let content = SealedContent {
+                meta: document.unwrap(),
+                size: body.len() as u64,
+                sha256: sha,
+                key: "platform:test".into(),
+                blob: format!("blob-{}", record.revision),
+            };
+            let commit = apply_write(record, plan, content, who, lock_id.is_some(), NOW);
+            *record = commit.state;
+        }
+        Ok(plan)
+    }
+
+    /// A stand-in digest for tests: distinct bodies get distinct values.
+    fn md5_like(body: &str) -> u128 {
+        body.bytes().fold(0xcbf29ce484222325u128, |h, b| {
+            (h ^ b as u128).wrapping_mul(0x100000001b3)
+        })
+    }
+
+    fn lock(record: &mut StateRecord, who: &Principal, id: &str) {
+        let doc = parse_lock(format!(r#"{{"ID":"{id}"}}"#).as_bytes()).unwrap();
+        let LockDecision::Granted(lock) = decide_lock(record, doc, who, NOW).unwrap() else {
+            panic!("expected a grant")
+        };
+        record.lock = Some(lock);
+    }
+
+    fn fresh() -> StateRecord {
+        StateRecord::fresh("acme", "net", "inc", NOW)
+    }
+
+    #[test]
+    fn three_writes_under_one_lock_make_one_version_with_the_last_serial() {
+        let alice = user("alice");
+        let mut r = fresh();
+        lock(&mut r, &alice, "L1");
+        assert_eq!(
+            write(&mut r, &alice, Some("L1"), &state_doc(1, "l", "a")),
+            Ok(WritePlan::Create { version: 1 })
+        );
+        assert_eq!(
+            write(&mut r, &alice, Some("L1"), &state_doc(2, "l", "b")),
+            Ok(WritePlan::Replace { version: 1 })
+        );
+        assert_eq!(
+            write(&mut r, &alice, Some("L1"), &state_doc(3, "l", "c")),
+            Ok(WritePlan::Replace { version: 1 })
+        );
+        let latest = r.latest.unwrap();
+        assert_eq!(
+            (latest.version, latest.serial, latest.change.saves),
+            (1, Some(3), 3)
+        );
+        assert_eq!(latest.change.ended, Ended::Open);
+        assert_eq!(latest.change.lock.unwrap().id, "L1");
+    }
+
+    #[test]
+    fn relocking_with_the_same_id_starts_a_new_version() {
+        let alice = user("alice");
+        let mut r = fresh();
+        lock(&mut r, &alice, "L1");
+        write(&mut r, &alice, Some("L1"), &state_doc(1, "l", "a")).unwrap();
+        r.lock = None;
+        lock(&mut r, &alice, "L1");
+        assert_eq!(
+            write(&mut r, &alice, Some("L1"), &state_doc(2, "l", "b")),
+            Ok(WritePlan::Create { version: 2 })
+        );
+    }
+
+    #[test]
+    fn a_holders_write_without_id_is_its_own_version_and_the_next_id_write_another() {
+        let alice = user("alice");
+        let mut r = fresh();
+        lock(&mut r, &alice, "L1");
+        write(&mut r, &alice, Some("L1"), &state_doc(1, "l", "a")).unwrap();
+        assert_eq!(
+            write(&mut r, &alice, None, &state_doc(2, "l", "b")),
+            Ok(WritePlan::Create { version: 2 })
+        );
+        assert_eq!(
+            r.latest.as_ref().unwrap().change.ended,
+            Ended::UnlockedWrite
+        );
+        assert_eq!(
+            write(&mut r, &alice, Some("L1"), &state_doc(3, "l", "c")),
+            Ok(WritePlan::Create { version: 3 })
+        );
+        assert_eq!(
+            write(&mut r, &alice, Some("L1"), &state_doc(4, "l", "d")),
+            Ok(WritePlan::Replace { version: 3 })
+        );
+    }
+
+    #[test]
+    fn someone_elses_lock_refuses_before_anything_else() {
+        let mut r = fresh();
+        lock(&mut r, &user("alice"), "L1");
+        let err = write(&mut r, &user("bob"), Some("L1"), "not json").unwrap_err();
+        assert!(matches!(err, Refusal::Locked { ref lock_id, .. } if lock_id == "L1"));
+        let err = write(&mut r, &user("bob"), None, &state_doc(1, "l", "")).unwrap_err();
+        assert!(matches!(err, Refusal::Locked { .. }));
+    }
+
+    #[test]
+    fn an_id_must_name_the_current_lock() {
+        let alice = user("alice");
+        let mut r = fresh();
+        assert!(matches!(
+            write(&mut r, &alice, Some("GONE"), &state_doc(1, "l", "")),
+            Err(Refusal::LockIdMismatch { current: None, .. })
+        ));
+        lock(&mut r, &alice, "L1");
+        assert!(matches!(
+            write(&mut r, &alice, Some("L0"), &state_doc(1, "l", "")),
+            Err(Refusal::LockIdMismatch {
+                current: Some(_),
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn a_bad_document_is_refused_after_the_lock_checks() {
+        let mut r = fresh();
+        assert!(matches!(
+            write(&mut r, &user("a"), None, "[]"),
+            Err(Refusal::NotAState { .. })
+        ));
+    }
+
+    #[test]
+    fn lineage_then_serial_are_checked_against_the_latest_version() {
+        let a = user("a");
+        let mut r = fresh();
+        write(&mut r, &a, None, &state_doc(5, "l", "x")).unwrap();
+        assert!(matches!(
+            write(&mut r, &a, None, &state_doc(9, "other", "")),
+            Err(Refusal::LineageMismatch { .. })
+        ));
+        assert_eq!(
+            write(&mut r, &a, None, &state_doc(4, "l", "")),
+            Err(Refusal::StaleSerial {
+                stored: 5,
+                given: 4
+            })
+        );
+        assert_eq!(
+            write(&mut r, &a, None, &state_doc(5, "l", "different")),
+            Err(Refusal::Fork { serial: 5 })
+        );
+        assert_eq!(
+            write(&mut r, &a, None, &state_doc(5, "l", "x")),
+            Ok(WritePlan::Unchanged)
+        );
+        assert_eq!(
+            write(&mut r, &a, None, &state_doc(6, "l", "y")),
+            Ok(WritePlan::Create { version: 2 })
+        );
+    }
+
+    #[test]
+    fn any_lineage_is_accepted_when_none_is_stored() {
+        let mut r = fresh();
+        assert!(write(&mut r, &user("a"), None, &state_doc(1, "first", "")).is_ok());
+    }
+
+    #[test]
+    fn encrypted_states_are_checked_when_they_carry_serial_and_lineage() {
+        let a = user("a");
+        let mut r = fresh();
+        let enc = |serial: u64, data: &str| {
+            format!(
+                r#"{{"serial":{serial},"lineage":"l","meta":{{}},"encrypted_data":"{data}","encryption_version":"v0"}}"#
+            )
+        };
+        write(&mut r, &a, None, &enc(3, "AA")).unwrap();
+        assert!(r.latest.as_ref().unwrap().opentofu_encrypted);
+        assert_eq!(
+            write(&mut r, &a, None, &enc(2, "BB")),
+            Err(Refusal::StaleSerial {
+                stored: 3,
+                given: 2
+            })
+        );
+        let bare = r#"{"encrypted_data":"CC","encryption_version":"v0"}"#;
+        assert_eq!(
+            write(&mut r, &a, None, bare),
+            Ok(WritePlan::Create { version: 2 })
+        );
+    }
+
+    #[test]
+    fn version_numbers_keep_counting() {
+        let a = user("a");
+        let mut r = fresh();
+        for serial in 1..=3 {
+            write(&mut r, &a, None, &state_doc(serial, "l", "")).unwrap();
+        }
+        assert_eq!(r.next_version, 4);
+        assert_eq!(r.revision, 3);
+    }
+}

@@ -1,0 +1,3 @@
+pub mod crypto;
+pub mod domain;
+pub mod ports;

@@ -1,0 +1,185 @@
+//! The ports: what storage must provide, as few and as narrow traits as the use cases need.
+//! Adapters (memory, local, and later AWS) implement them and pass one contract suite.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use zeroize::Zeroizing;
+
+use crate::domain::permission::{Allocation, Role};
+use crate::domain::record::StateRecord;
+use crate::domain::version::VersionRecord;
+use crate::domain::{Actor, Timestamp};
+
+/// Why storage could not do what was asked. A lost compare-and-swap is an expected outcome
+/// (`Conflict`), which the services retry; it never reaches a client as an error.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("the record changed since it was read")]
+    Conflict,
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
+    #[error("stored data is damaged: {0}")]
+    Corrupt(String),
+}
+
+/// One mutation of a state, committed atomically: the state record (compare-and-swap on its
+/// revision), the version records it writes, the blobs it commits and dooms, its audit.
+#[derive(Debug, Clone)]
+pub struct Commit {
+    pub org: String,
+    pub name: String,
+    /// The revision the decision was made on; 0 means the record must not exist yet.
+    pub expected_revision: u64,
+    /// The record to store (its revision is `expected_revision + 1`), or `None` to remove it.
+    pub state: Option<StateRecord>,
+    /// Version records to insert or replace, under `state`'s incarnation.
+    pub versions: Vec<VersionRecord>,
+    /// Blobs this commit makes part of a version: their pending records go.
+    pub committed_blobs: Vec<String>,
+    /// Blobs no committed version uses any more: listed for deletion.
+    pub doomed_blobs: Vec<String>,
+    pub audit: Vec<AuditEntry>,
+}
+
+/// An audit entry: who did what to which state and version, when.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditEntry {
+    pub org: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: Timestamp,
+    pub action: String,
+    pub actor: Actor,
+    pub state: Option<String>,
+    pub version: Option<u64>,
+    /// Action-specific facts (the key of a new version, old and new allocations...).
+    pub detail: serde_json::Value,
+}
+
+/// State records and versions.
+#[async_trait]
+pub trait StateCatalog: Send + Sync {
+    /// The record of one state, read strongly consistently.
+    async fn state(&self, org: &str, name: &str) -> Result<Option<StateRecord>, StoreError>;
+
+    /// Records of an org's states in name order, after `after`, at most `limit`.
+    async fn states(
+        &self,
+        org: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<StateRecord>, StoreError>;
+
+    /// One version of one incarnation of a state.
+    async fn version(
+        &self,
+        org: &str,
+        name: &str,
+        incarnation: &str,
+        version: u64,
+    ) -> Result<Option<VersionRecord>, StoreError>;
+
+    /// Records a blob about to be written, so one never committed can be found and deleted.
+    async fn add_pending_blob(&self, blob: &str, at: Timestamp) -> Result<(), StoreError>;
+
+    /// Commits a mutation if the state record's revision is still `expected_revision`.
+    ///
+    /// # Errors
+    /// `Conflict` when it is not (someone else committed first): re-read and decide again.
+    async fn commit(&self, commit: Commit) -> Result<(), StoreError>;
+
+    /// Audit entries of an org, newest first.
+    async fn audit(&self, org: &str, limit: usize) -> Result<Vec<AuditEntry>, StoreError>;
+}
+
+/// A personal access token as stored: its SHA-256, never the token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenRecord {
+    /// Hex SHA-256 of the token.
+    pub hash: String,
+    pub org: String,
+    pub user: String,
+    pub role: Role,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: Timestamp,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub expires_at: Option<Timestamp>,
+    pub revoked: bool,
+}
+
+/// An org's settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OrgRecord {
+    pub org: String,
+    pub allocation: Allocation,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: Timestamp,
+}
+
+/// Tokens and orgs.
+#[async_trait]
+pub trait AccessCatalog: Send + Sync {
+    /// The token with this hash. Looked up on every request, never cached, so a revocation
+    /// takes effect at once.
+    async fn token(&self, hash: &str) -> Result<Option<TokenRecord>, StoreError>;
+
+    async fn put_token(&self, token: &TokenRecord) -> Result<(), StoreError>;
+
+    async fn org(&self, org: &str) -> Result<Option<OrgRecord>, StoreError>;
+
+    /// Creates the org unless it exists; returns whether it was created.
+    async fn create_org(&self, org: &OrgRecord) -> Result<bool, StoreError>;
+}
+
+/// Everything a catalog provides.
+pub trait Catalog: StateCatalog + AccessCatalog {}
+impl<T: StateCatalog + AccessCatalog> Catalog for T {}
+
+/// Sealed state content by blob key. Keys are made of ids, never of state names.
+#[async_trait]
+pub trait BlobStore: Send + Sync {
+    /// Stores a new object durably before returning.
+    async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), StoreError>;
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError>;
+    async fn delete(&self, key: &str) -> Result<(), StoreError>;
+}
+
+/// What a data key is bound to (KMS's encryption context).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyContext<'a> {
+    pub org: &'a str,
+    pub state: &'a str,
+}
+
+/// A fresh data key: its plaintext for this one seal, and its wrapped form to store.
+pub struct DataKey {
+    pub plaintext: Zeroizing<[u8; 32]>,
+    pub wrapped: Vec<u8>,
+    /// What wrapped it: `platform:<fingerprint>` or `kms:<key arn>`.
+    pub key_id: String,
+}
+
+/// Why a key operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    /// The object was sealed under another key than the one configured.
+    #[error("this version's data key was wrapped by {stored}, but the configured key is {configured}; configure the key it was written with")]
+    WrongKey { stored: String, configured: String },
+    /// The wrapped key does not open: damaged, or a different context.
+    #[error("the data key does not unwrap under {key_id}: the stored key is damaged or belongs to another state")]
+    Unwrap { key_id: String },
+    /// The key service is down, throttled or refused: a transient fault.
+    #[error("key service unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// Data keys: a new one per version, and unwrapping stored ones.
+#[async_trait]
+pub trait KeyService: Send + Sync {
+    async fn data_key(&self, context: &KeyContext<'_>) -> Result<DataKey, KeyError>;
+    async fn unwrap_key(
+        &self,
+        key_id: &str,
+        wrapped: &[u8],
+        context: &KeyContext<'_>,
+    ) -> Result<Zeroizing<[u8; 32]>, KeyError>;
+}
