@@ -1,3 +1,24 @@
+//! Hegemony State: managed Terraform and OpenTofu state over the tools' `http` backend.
+//!
+//! # Layout
+//!
+//! - [`domain`]: pure types and rules (names, lock documents, state sniffing, records,
+//!   versions, the write checks, roles). No I/O, no clock, no status codes.
+//! - [`ports`]: the traits storage provides: a catalog with compare-and-swap commits, a blob
+//!   store, a key service.
+//! - [`crypto`]: the envelope (zstd, AES-256-GCM STREAM segments, wrapped data keys) and the
+//!   platform key.
+//! - [`adapters`]: the ports on memory (tests) and on the local embedded store (SQLite +
+//!   files).
+//! - [`service`]: the use cases: snapshot -> decide -> write blobs -> one commit.
+//! - [`http`]: the route table and one handler per route group, `lambda_http::Request` in,
+//!   response out. The only layer that knows status codes.
+//! - [`config`]: the environment settings, checked at start.
+
+pub mod adapters;
+pub mod config;
 pub mod crypto;
 pub mod domain;
+pub mod http;
 pub mod ports;
+pub mod service;

@@ -30,6 +30,8 @@ pub struct Commit {
     pub name: String,
     /// The revision the decision was made on; 0 means the record must not exist yet.
     pub expected_revision: u64,
+    /// When the decision was made: the time doomed blobs are listed with.
+    pub at: Timestamp,
     /// The record to store (its revision is `expected_revision + 1`), or `None` to remove it.
     pub state: Option<StateRecord>,
     /// Version records to insert or replace, under `state`'s incarnation.

@@ -1,0 +1,220 @@
+//! The local server: HTTP/1.1 on a TCP listener. Each request's body is read up to its
+//! route's limit (refused as soon as it passes it, with or without Content-Length), turned
+//! into the `lambda_http::Request` an API Gateway HTTP API (payload v2, `$default` stage)
+//! would deliver, path parameters included, and answered by the same handlers the Lambda
+//! functions run.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use hegemony_state::http::{self, find_route, Route, RouteMatch};
+use hegemony_state::service::{tokens, App};
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use lambda_http::aws_lambda_events::apigw::{
+    ApiGatewayV2httpRequestContext, ApiGatewayV2httpRequestContextHttpDescription,
+};
+use lambda_http::aws_lambda_events::query_map::QueryMap;
+use lambda_http::request::RequestContext;
+use lambda_http::{Body, RequestExt};
+use tokio::net::TcpListener;
+
+/// How long an over-limit body is read and thrown away so the client sees the 413 instead of
+/// a reset connection.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub async fn serve(
+    listen: SocketAddr,
+    data_dir: &Path,
+    key_file: Option<&Path>,
+) -> anyhow::Result<()> {
+    let app = Arc::new(super::local::app(data_dir, key_file)?);
+    let listener = TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("cannot listen on {listen}"))?;
+    let bound = listener.local_addr()?;
+    let first_token =
+        tokens::bootstrap(app.catalog.as_ref(), time::OffsetDateTime::now_utc()).await?;
+    if let Some(token) = first_token {
+        print_welcome(bound, &token);
+    }
+    tracing::info!("listening on http://{bound}");
+    let shutdown = shutdown_signal();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (stream, _) = match accepted {
+                    Ok(conn) => conn,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accept failed");
+                        continue;
+                    }
+                };
+                let app = app.clone();
+                tokio::spawn(async move {
+                    let service = service_fn(move |req| answer(app.clone(), req));
+                    if let Err(e) = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await {
+                        tracing::debug!(error = %e, "connection ended with an error");
+                    }
+                });
+            }
+            () = &mut shutdown => {
+                tracing::info!("shutting down");
+                return Ok(());
+            }
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => return std::future::pending().await,
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}
+
+/// Printed once, to the terminal only (never to a log): the first admin token and a
+/// backend.hcl that works against this server.
+fn print_welcome(bound: SocketAddr, token: &str) {
+    let base = format!("http://{bound}/api/tf-states/example");
+    println!(
+        "\nA new store: org \"{org}\" and an admin token were created. The token is shown only this once:\n\n    {token}\n\n\
+         Save this as backend.hcl (with terraform {{ backend \"http\" {{}} }} in your configuration):\n\n\
+         address        = \"{base}/state\"\n\
+         lock_address   = \"{base}/lock\"\n\
+         unlock_address = \"{base}/lock\"\n\
+         lock_method    = \"POST\"\n\
+         unlock_method  = \"DELETE\"\n\
+         username       = \"{user}\"\n\n\
+         then:\n\n    export TF_HTTP_PASSWORD='{token}'\n    terraform init -backend-config=backend.hcl\n",
+        org = tokens::DEFAULT_ORG,
+        user = tokens::FIRST_ADMIN,
+    );
+}
+
+async fn answer(
+    app: Arc<App>,
+    req: hyper::Request<Incoming>,
+) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
+    let started = Instant::now();
+    let method = req.method().clone();
+    let path = req.uri().path().to_owned();
+    let response = match find_route(method.as_str(), &path) {
+        RouteMatch::Found { route, params } => routed(&app, route, &params, req).await,
+        other => http::no_route(&other),
+    };
+    tracing::info!(
+        %method,
+        path,
+        status = response.status().as_u16(),
+        ms = started.elapsed().as_millis() as u64,
+        "request"
+    );
+    Ok(response.map(|body| match body {
+        Body::Text(text) => Full::new(Bytes::from(text)),
+        Body::Binary(bytes) => Full::new(Bytes::from(bytes)),
+        other => Full::new(Bytes::copy_from_slice(other.as_ref())),
+    }))
+}
+
+async fn routed(
+    app: &App,
+    route: &'static Route,
+    params: &[(&'static str, &str)],
+    req: hyper::Request<Incoming>,
+) -> lambda_http::Response<Body> {
+    let limit = route.body_limit(&app.limits);
+    let (parts, incoming) = req.into_parts();
+    let body = match read_body(&parts.headers, incoming, limit).await {
+        Ok(body) => body,
+        Err(BodyError::TooLarge) => return http::too_large(route, limit),
+        Err(BodyError::Broken(e)) => return http::unreadable_body(route, &e.to_string()),
+    };
+    let query: QueryMap = parts.uri.query().unwrap_or("").parse().unwrap_or_default();
+    let path_parameters: HashMap<String, String> = params
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    let mut context = ApiGatewayV2httpRequestContext::default();
+    context.route_key = Some(format!("{} {}", route.method, route.path));
+    context.stage = Some("$default".into());
+    let mut description = ApiGatewayV2httpRequestContextHttpDescription::default();
+    description.method = parts.method.clone();
+    description.path = Some(parts.uri.path().to_owned());
+    description.protocol = Some("HTTP/1.1".into());
+    context.http = description;
+    let mut request = lambda_http::http::Request::new(if body.is_empty() {
+        Body::Empty
+    } else {
+        Body::Binary(body)
+    });
+    *request.method_mut() = parts.method;
+    *request.uri_mut() = parts.uri;
+    *request.headers_mut() = parts.headers;
+    let request = request
+        .with_path_parameters(path_parameters)
+        .with_query_string_parameters(query)
+        .with_request_context(RequestContext::ApiGatewayV2(context));
+    http::handle(app, route, request).await
+}
+
+enum BodyError {
+    TooLarge,
+    Broken(hyper::Error),
+}
+
+/// Reads the body into one buffer sized from Content-Length (so a large state is never
+/// copied by regrowth), refusing it as soon as it passes `limit`. An over-limit body is
+/// drained, unbuffered and for a bounded time, so the client reads the 413.
+async fn read_body(
+    headers: &hyper::HeaderMap,
+    mut incoming: Incoming,
+    limit: u64,
+) -> Result<Vec<u8>, BodyError> {
+    let declared = headers
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let mut too_large = declared.is_some_and(|n| n > limit);
+    let mut buf = Vec::with_capacity(if too_large {
+        0
+    } else {
+        declared.unwrap_or(0) as usize
+    });
+    let drain_deadline = Instant::now() + DRAIN_TIMEOUT;
+    while let Some(frame) = incoming.frame().await {
+        let frame = frame.map_err(BodyError::Broken)?;
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        if too_large {
+            if Instant::now() > drain_deadline {
+                break;
+            }
+            continue;
+        }
+        if (buf.len() + data.len()) as u64 > limit {
+            too_large = true;
+            buf = Vec::new();
+            continue;
+        }
+        buf.extend_from_slice(&data);
+    }
+    if too_large {
+        return Err(BodyError::TooLarge);
+    }
+    Ok(buf)
+}

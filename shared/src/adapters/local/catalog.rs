@@ -1,0 +1,325 @@
+//! The catalog in SQLite. Records are stored as JSON beside the columns their lookups need;
+//! a commit is one `BEGIN IMMEDIATE` transaction that checks the state record's revision
+//! first, so two processes on one folder never both win a compare-and-swap.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::domain::record::StateRecord;
+use crate::domain::version::VersionRecord;
+use crate::domain::{rfc3339, Timestamp};
+use crate::ports::{
+    AccessCatalog, AuditEntry, Commit, OrgRecord, StateCatalog, StoreError, TokenRecord,
+};
+
+/// How long a writer waits for another process's transaction before giving up (a 503 with
+/// `Retry-After`, which clients retry).
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS states (
+    org TEXT NOT NULL, name TEXT NOT NULL, revision INTEGER NOT NULL, record TEXT NOT NULL,
+    PRIMARY KEY (org, name)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS versions (
+    org TEXT NOT NULL, name TEXT NOT NULL, incarnation TEXT NOT NULL, version INTEGER NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (org, name, incarnation, version)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS pending_blobs (blob TEXT PRIMARY KEY, since TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS doomed_blobs (blob TEXT PRIMARY KEY, since TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS audit (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, org TEXT NOT NULL, entry TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS audit_by_org ON audit (org, id);
+CREATE TABLE IF NOT EXISTS tokens (hash TEXT PRIMARY KEY, record TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS orgs (org TEXT PRIMARY KEY, record TEXT NOT NULL);
+PRAGMA user_version = 1;
+";
+
+/// The catalog on one SQLite file.
+#[derive(Clone)]
+pub struct SqliteCatalog {
+    conn: Arc<Mutex<Connection>>,
+}
+
+fn sql_error(e: rusqlite::Error) -> StoreError {
+    StoreError::Unavailable(format!("catalog: {e}"))
+}
+
+fn to_json<T: Serialize>(value: &T) -> String {
+    // Records are plain data (strings, numbers, options): serializing them cannot fail.
+    serde_json::to_string(value).expect("records serialize")
+}
+
+fn from_json<T: DeserializeOwned>(text: &str) -> Result<T, StoreError> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("catalog record: {e}")))
+}
+
+impl SqliteCatalog {
+    /// Opens the catalog file, creating its tables on first use.
+    ///
+    /// # Errors
+    /// A message naming the file when it cannot be opened or set up.
+    pub fn open(path: &Path) -> Result<Self, String> {
+        let fail = |e: rusqlite::Error| format!("cannot open the catalog {}: {e}", path.display());
+        let conn = Connection::open(path).map_err(fail)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
+        // WAL lets readers proceed during a write; FULL makes every commit durable.
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(fail)?;
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(fail)?;
+        let tx = conn.unchecked_transaction().map_err(fail)?;
+        tx.execute_batch(SCHEMA).map_err(fail)?;
+        tx.commit().map_err(fail)?;
+        Ok(Self {
+            conn: Arc::new(Mutex::new(conn)),
+        })
+    }
+
+    /// Runs `f` on the connection off the async threads.
+    async fn with<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let conn = self.conn.clone();
+        tokio::task::spawn_blocking(move || {
+            // A panic inside `f` leaves SQLite consistent (an open transaction rolls back
+            // when dropped), so a poisoned lock is safe to take over.
+            let mut conn = conn.lock().unwrap_or_else(|e| e.into_inner());
+            f(&mut conn)
+        })
+        .await
+        .map_err(|e| StoreError::Unavailable(format!("catalog task failed: {e}")))?
+    }
+}
+
+fn commit_in(conn: &mut Connection, commit: Commit) -> Result<(), StoreError> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(sql_error)?;
+    let current: u64 = tx
+        .query_row(
+            "SELECT revision FROM states WHERE org = ?1 AND name = ?2",
+            params![commit.org, commit.name],
+            |row| row.get(0),
+        )
+        .optional()
+        .map_err(sql_error)?
+        .unwrap_or(0);
+    if current != commit.expected_revision {
+        return Err(StoreError::Conflict);
+    }
+    match &commit.state {
+        Some(record) => {
+            tx.execute(
+                "INSERT OR REPLACE INTO states (org, name, revision, record) VALUES (?1, ?2, ?3, ?4)",
+                params![commit.org, commit.name, record.revision, to_json(record)],
+            )
+            .map_err(sql_error)?;
+            for v in &commit.versions {
+                tx.execute(
+                    "INSERT OR REPLACE INTO versions (org, name, incarnation, version, record)
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                    params![
+                        commit.org,
+                        commit.name,
+                        record.incarnation,
+                        v.version,
+                        to_json(v)
+                    ],
+                )
+                .map_err(sql_error)?;
+            }
+        }
+        None => {
+            tx.execute(
+                "DELETE FROM states WHERE org = ?1 AND name = ?2",
+                params![commit.org, commit.name],
+            )
+            .map_err(sql_error)?;
+        }
+    }
+    for blob in &commit.committed_blobs {
+        tx.execute("DELETE FROM pending_blobs WHERE blob = ?1", params![blob])
+            .map_err(sql_error)?;
+    }
+    let now = rfc3339(commit.at);
+    for blob in &commit.doomed_blobs {
+        tx.execute(
+            "INSERT OR IGNORE INTO doomed_blobs (blob, since) VALUES (?1, ?2)",
+            params![blob, now],
+        )
+        .map_err(sql_error)?;
+    }
+    for entry in &commit.audit {
+        tx.execute(
+            "INSERT INTO audit (org, entry) VALUES (?1, ?2)",
+            params![entry.org, to_json(entry)],
+        )
+        .map_err(sql_error)?;
+    }
+    tx.commit().map_err(sql_error)
+}
+
+#[async_trait]
+impl StateCatalog for SqliteCatalog {
+    async fn state(&self, org: &str, name: &str) -> Result<Option<StateRecord>, StoreError> {
+        let (org, name) = (org.to_owned(), name.to_owned());
+        self.with(move |conn| {
+            let text: Option<String> = conn
+                .query_row(
+                    "SELECT record FROM states WHERE org = ?1 AND name = ?2",
+                    params![org, name],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(sql_error)?;
+            text.as_deref().map(from_json).transpose()
+        })
+        .await
+    }
+
+    async fn states(
+        &self,
+        org: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<StateRecord>, StoreError> {
+        let (org, after) = (org.to_owned(), after.unwrap_or("").to_owned());
+        self.with(move |conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT record FROM states WHERE org = ?1 AND name > ?2 ORDER BY name LIMIT ?3",
+                )
+                .map_err(sql_error)?;
+            let rows = stmt
+                .query_map(params![org, after, limit as i64], |row| {
+                    row.get::<_, String>(0)
+                })
+                .map_err(sql_error)?;
+            rows.map(|r| from_json(&r.map_err(sql_error)?)).collect()
+        })
+        .await
+    }
+
+    async fn version(
+        &self,
+        org: &str,
+        name: &str,
+        incarnation: &str,
+        version: u64,
+    ) -> Result<Option<VersionRecord>, StoreError> {
+        let key = (org.to_owned(), name.to_owned(), incarnation.to_owned());
+        self.with(move |conn| {
+            let text: Option<String> = conn
+                .query_row(
+                    "SELECT record FROM versions
+                     WHERE org = ?1 AND name = ?2 AND incarnation = ?3 AND version = ?4",
+                    params![key.0, key.1, key.2, version],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(sql_error)?;
+            text.as_deref().map(from_json).transpose()
+        })
+        .await
+    }
+
+    async fn add_pending_blob(&self, blob: &str, at: Timestamp) -> Result<(), StoreError> {
+        let (blob, since) = (blob.to_owned(), rfc3339(at));
+        self.with(move |conn| {
+            conn.execute(
+                "INSERT OR IGNORE INTO pending_blobs (blob, since) VALUES (?1, ?2)",
+                params![blob, since],
+            )
+            .map_err(sql_error)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn commit(&self, commit: Commit) -> Result<(), StoreError> {
+        self.with(move |conn| commit_in(conn, commit)).await
+    }
+
+    async fn audit(&self, org: &str, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
+        let org = org.to_owned();
+        self.with(move |conn| {
+            let mut stmt = conn
+                .prepare_cached("SELECT entry FROM audit WHERE org = ?1 ORDER BY id DESC LIMIT ?2")
+                .map_err(sql_error)?;
+            let rows = stmt
+                .query_map(params![org, limit as i64], |row| row.get::<_, String>(0))
+                .map_err(sql_error)?;
+            rows.map(|r| from_json(&r.map_err(sql_error)?)).collect()
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl AccessCatalog for SqliteCatalog {
+    async fn token(&self, hash: &str) -> Result<Option<TokenRecord>, StoreError> {
+        let hash = hash.to_owned();
+        self.with(move |conn| {
+            let text: Option<String> = conn
+                .query_row(
+                    "SELECT record FROM tokens WHERE hash = ?1",
+                    params![hash],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(sql_error)?;
+            text.as_deref().map(from_json).transpose()
+        })
+        .await
+    }
+
+    async fn put_token(&self, token: &TokenRecord) -> Result<(), StoreError> {
+        let (hash, record) = (token.hash.clone(), to_json(token));
+        self.with(move |conn| {
+            conn.execute(
+                "INSERT OR REPLACE INTO tokens (hash, record) VALUES (?1, ?2)",
+                params![hash, record],
+            )
+            .map_err(sql_error)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn org(&self, org: &str) -> Result<Option<OrgRecord>, StoreError> {
+        let org = org.to_owned();
+        self.with(move |conn| {
+            let text: Option<String> = conn
+                .query_row(
+                    "SELECT record FROM orgs WHERE org = ?1",
+                    params![org],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(sql_error)?;
+            text.as_deref().map(from_json).transpose()
+        })
+        .await
+    }
+
+    async fn create_org(&self, org: &OrgRecord) -> Result<bool, StoreError> {
+        let (name, record) = (org.org.clone(), to_json(org));
+        self.with(move |conn| {
+            let inserted = conn
+                .execute(
+                    "INSERT OR IGNORE INTO orgs (org, record) VALUES (?1, ?2)",
+                    params![name, record],
+                )
+                .map_err(sql_error)?;
+            Ok(inserted == 1)
+        })
+        .await
+    }
+}

@@ -1,0 +1,71 @@
+//! The local embedded store: a data folder holding an SQLite catalog and a folder of blob
+//! files. `serve`, `token` and later `sweep` may be separate processes on one folder, so
+//! every write is a `BEGIN IMMEDIATE` transaction with a busy timeout, and a 200 survives a
+//! power cut: blobs are fsynced before the commit that names them, and the commit itself is
+//! durable (WAL, `synchronous=FULL`).
+
+mod blobs;
+mod catalog;
+
+use std::path::{Path, PathBuf};
+
+pub use blobs::FileBlobs;
+pub use catalog::SqliteCatalog;
+
+/// The catalog's file inside the data folder.
+pub const CATALOG_FILE: &str = "catalog.sqlite";
+/// The blob folder inside the data folder.
+pub const BLOB_DIR: &str = "blobs";
+
+/// Opens (creating if needed) the store in `data_dir`.
+///
+/// # Errors
+/// A message naming the folder or file that could not be created or opened.
+pub fn open(data_dir: &Path) -> Result<(SqliteCatalog, FileBlobs), String> {
+    std::fs::create_dir_all(data_dir)
+        .map_err(|e| format!("cannot create the data folder {}: {e}", data_dir.display()))?;
+    let catalog = SqliteCatalog::open(&data_dir.join(CATALOG_FILE))?;
+    let blobs = FileBlobs::open(&data_dir.join(BLOB_DIR))?;
+    Ok((catalog, blobs))
+}
+
+/// Whether `data_dir` already holds a catalog.
+pub fn exists(data_dir: &Path) -> bool {
+    data_dir.join(CATALOG_FILE).exists()
+}
+
+/// Where the platform key lives for a data folder when none is configured: beside it, not
+/// inside it (`./.hegemony.key` for `./.hegemony`), so copying the data folder alone never
+/// copies the key that opens it.
+pub fn default_key_file(data_dir: &Path) -> PathBuf {
+    let name = data_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "hegemony".into());
+    let parent = data_dir
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    parent.join(format!("{name}.key"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_key_file_sits_beside_the_data_folder() {
+        assert_eq!(
+            default_key_file(Path::new("./.hegemony")),
+            Path::new("./.hegemony.key")
+        );
+        assert_eq!(
+            default_key_file(Path::new(".hegemony")),
+            Path::new("./.hegemony.key")
+        );
+        assert_eq!(
+            default_key_file(Path::new("/var/lib/hs")),
+            Path::new("/var/lib/hs.key")
+        );
+    }
+}

@@ -1,0 +1,180 @@
+//! The ports in memory: one lock around plain maps. For tests and the contract suite's
+//! reference; nothing survives the process.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+
+use crate::domain::record::StateRecord;
+use crate::domain::version::VersionRecord;
+use crate::domain::Timestamp;
+use crate::ports::{
+    AccessCatalog, AuditEntry, BlobStore, Commit, OrgRecord, StateCatalog, StoreError, TokenRecord,
+};
+
+/// A catalog and blob store in memory.
+#[derive(Default)]
+pub struct MemoryStore {
+    inner: Mutex<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    states: BTreeMap<(String, String), StateRecord>,
+    versions: HashMap<(String, String, String, u64), VersionRecord>,
+    pending: HashMap<String, Timestamp>,
+    doomed: HashSet<String>,
+    audit: Vec<AuditEntry>,
+    tokens: HashMap<String, TokenRecord>,
+    orgs: HashMap<String, OrgRecord>,
+    blobs: HashMap<String, Vec<u8>>,
+}
+
+impl MemoryStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // A panic while holding this lock can only come from a bug in a test; the maps are
+        // still consistent (every mutation is a single insert or remove), so carry on.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Blobs written but never committed, for tests of crash leftovers.
+    pub fn pending_blobs(&self) -> Vec<String> {
+        self.lock().pending.keys().cloned().collect()
+    }
+
+    /// Blobs listed for deletion.
+    pub fn doomed_blobs(&self) -> Vec<String> {
+        self.lock().doomed.iter().cloned().collect()
+    }
+}
+
+#[async_trait]
+impl StateCatalog for MemoryStore {
+    async fn state(&self, org: &str, name: &str) -> Result<Option<StateRecord>, StoreError> {
+        Ok(self.lock().states.get(&(org.into(), name.into())).cloned())
+    }
+
+    async fn states(
+        &self,
+        org: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<StateRecord>, StoreError> {
+        let inner = self.lock();
+        Ok(inner
+            .states
+            .range((org.to_owned(), after.unwrap_or("").to_owned())..)
+            .take_while(|((o, _), _)| o == org)
+            .filter(|((_, n), _)| after.is_none_or(|a| n.as_str() > a))
+            .take(limit)
+            .map(|(_, r)| r.clone())
+            .collect())
+    }
+
+    async fn version(
+        &self,
+        org: &str,
+        name: &str,
+        incarnation: &str,
+        version: u64,
+    ) -> Result<Option<VersionRecord>, StoreError> {
+        let key = (org.into(), name.into(), incarnation.into(), version);
+        Ok(self.lock().versions.get(&key).cloned())
+    }
+
+    async fn add_pending_blob(&self, blob: &str, at: Timestamp) -> Result<(), StoreError> {
+        self.lock().pending.insert(blob.to_owned(), at);
+        Ok(())
+    }
+
+    async fn commit(&self, commit: Commit) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        let key = (commit.org.clone(), commit.name.clone());
+        let current = inner.states.get(&key).map_or(0, |r| r.revision);
+        if current != commit.expected_revision {
+            return Err(StoreError::Conflict);
+        }
+        match commit.state {
+            Some(record) => {
+                for v in commit.versions {
+                    let vkey = (
+                        commit.org.clone(),
+                        commit.name.clone(),
+                        record.incarnation.clone(),
+                        v.version,
+                    );
+                    inner.versions.insert(vkey, v);
+                }
+                inner.states.insert(key, record);
+            }
+            None => {
+                inner.states.remove(&key);
+            }
+        }
+        for blob in &commit.committed_blobs {
+            inner.pending.remove(blob);
+        }
+        inner.doomed.extend(commit.doomed_blobs);
+        inner.audit.extend(commit.audit);
+        Ok(())
+    }
+
+    async fn audit(&self, org: &str, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
+        let inner = self.lock();
+        Ok(inner
+            .audit
+            .iter()
+            .rev()
+            .filter(|e| e.org == org)
+            .take(limit)
+            .cloned()
+            .collect())
+    }
+}
+
+#[async_trait]
+impl AccessCatalog for MemoryStore {
+    async fn token(&self, hash: &str) -> Result<Option<TokenRecord>, StoreError> {
+        Ok(self.lock().tokens.get(hash).cloned())
+    }
+
+    async fn put_token(&self, token: &TokenRecord) -> Result<(), StoreError> {
+        self.lock().tokens.insert(token.hash.clone(), token.clone());
+        Ok(())
+    }
+
+    async fn org(&self, org: &str) -> Result<Option<OrgRecord>, StoreError> {
+        Ok(self.lock().orgs.get(org).cloned())
+    }
+
+    async fn create_org(&self, org: &OrgRecord) -> Result<bool, StoreError> {
+        let mut inner = self.lock();
+        if inner.orgs.contains_key(&org.org) {
+            return Ok(false);
+        }
+        inner.orgs.insert(org.org.clone(), org.clone());
+        Ok(true)
+    }
+}
+
+#[async_trait]
+impl BlobStore for MemoryStore {
+    async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), StoreError> {
+        self.lock().blobs.insert(key.to_owned(), bytes);
+        Ok(())
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self.lock().blobs.get(key).cloned())
+    }
+
+    async fn delete(&self, key: &str) -> Result<(), StoreError> {
+        self.lock().blobs.remove(key);
+        Ok(())
+    }
+}

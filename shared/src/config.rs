@@ -1,0 +1,164 @@
+//! The environment settings (DESIGN section 11), checked at start: a bad value stops the
+//! process with a message naming the variable and its allowed range.
+
+use crate::crypto::PlatformKey;
+
+/// The default and largest state size.
+pub const DEFAULT_MAX_BYTES: u64 = 32 * 1024 * 1024;
+pub const MIN_MAX_BYTES: u64 = 1024;
+pub const LIMIT_MAX_BYTES: u64 = 128 * 1024 * 1024;
+pub const DEFAULT_KEEP_VERSIONS: u64 = 50;
+
+/// Where data keys are wrapped.
+#[derive(Debug)]
+pub enum KeySetting {
+    /// `HEGEMONY_TF_STATE_ENCRYPTION_KEY`, the platform key.
+    Platform(PlatformKey),
+    /// Neither a key backend nor a platform key is configured.
+    Unset,
+}
+
+/// The settings read from the environment.
+#[derive(Debug)]
+pub struct Config {
+    pub max_state_bytes: u64,
+    /// How many versions of each state are kept (the sweeper prunes older ones).
+    pub keep_versions: u64,
+    pub key: KeySetting,
+}
+
+/// A setting that does not parse, with the variable's name and what it allows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{variable}: {message}")]
+pub struct ConfigError {
+    pub variable: &'static str,
+    pub message: String,
+}
+
+fn integer(
+    env: &dyn Fn(&str) -> Option<String>,
+    variable: &'static str,
+    default: u64,
+    range: std::ops::RangeInclusive<u64>,
+) -> Result<u64, ConfigError> {
+    let Some(raw) = env(variable).filter(|v| !v.trim().is_empty()) else {
+        return Ok(default);
+    };
+    let error = || ConfigError {
+        variable,
+        message: format!(
+            "{raw:?} is not allowed: use a whole number from {} to {}",
+            range.start(),
+            range.end()
+        ),
+    };
+    let value: u64 = raw.trim().parse().map_err(|_| error())?;
+    if range.contains(&value) {
+        Ok(value)
+    } else {
+        Err(error())
+    }
+}
+
+impl Config {
+    /// Reads the settings through `env` (the process environment in production).
+    ///
+    /// # Errors
+    /// The first setting that is out of range or malformed.
+    pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let max_state_bytes = integer(
+            env,
+            "HEGEMONY_TF_STATE_MAX_BYTES",
+            DEFAULT_MAX_BYTES,
+            MIN_MAX_BYTES..=LIMIT_MAX_BYTES,
+        )?;
+        let keep_versions = integer(
+            env,
+            "HEGEMONY_TF_STATE_KEEP_VERSIONS",
+            DEFAULT_KEEP_VERSIONS,
+            1..=u64::from(u32::MAX),
+        )?;
+        let backend = env("HEGEMONY_TF_STATE_KEY_BACKEND").filter(|v| !v.trim().is_empty());
+        match backend.as_deref().map(str::trim) {
+            None | Some("none") => {}
+            Some(other) if other.starts_with("kms:") => {
+                return Err(ConfigError {
+                    variable: "HEGEMONY_TF_STATE_KEY_BACKEND",
+                    message: "kms:<key> needs the AWS store, which this build does not include yet; use none (the platform key)".into(),
+                })
+            }
+            Some(other) => {
+                return Err(ConfigError {
+                    variable: "HEGEMONY_TF_STATE_KEY_BACKEND",
+                    message: format!("{other:?} is not allowed: use kms:<key id | arn | alias> or none"),
+                })
+            }
+        }
+        let key = match env("HEGEMONY_TF_STATE_ENCRYPTION_KEY").filter(|v| !v.trim().is_empty()) {
+            Some(text) => {
+                KeySetting::Platform(PlatformKey::from_base64(&text).map_err(|message| {
+                    ConfigError {
+                        variable: "HEGEMONY_TF_STATE_ENCRYPTION_KEY",
+                        message,
+                    }
+                })?)
+            }
+            None => KeySetting::Unset,
+        };
+        Ok(Self {
+            max_state_bytes,
+            keep_versions,
+            key,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_env(&move |name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
+    }
+
+    #[test]
+    fn defaults_without_settings() {
+        let c = config(&[]).unwrap();
+        assert_eq!(c.max_state_bytes, 32 * 1024 * 1024);
+        assert_eq!(c.keep_versions, 50);
+        assert!(matches!(c.key, KeySetting::Unset));
+    }
+
+    #[test]
+    fn a_bad_value_names_the_variable_and_the_range() {
+        for bad in ["0", "1023", "134217729", "lots", "-5"] {
+            let err = config(&[("HEGEMONY_TF_STATE_MAX_BYTES", bad)]).unwrap_err();
+            assert_eq!(err.variable, "HEGEMONY_TF_STATE_MAX_BYTES");
+            assert!(err.message.contains("1024 to 134217728"), "{err}");
+        }
+        let err = config(&[("HEGEMONY_TF_STATE_KEEP_VERSIONS", "0")]).unwrap_err();
+        assert_eq!(err.variable, "HEGEMONY_TF_STATE_KEEP_VERSIONS");
+    }
+
+    #[test]
+    fn the_platform_key_must_be_32_bytes_of_base64() {
+        let err = config(&[("HEGEMONY_TF_STATE_ENCRYPTION_KEY", "c2hvcnQ=")]).unwrap_err();
+        assert!(err
+            .to_string()
+            .starts_with("HEGEMONY_TF_STATE_ENCRYPTION_KEY: "));
+        let key = PlatformKey::generate().to_base64();
+        let c = config(&[("HEGEMONY_TF_STATE_ENCRYPTION_KEY", &key)]).unwrap();
+        assert!(matches!(c.key, KeySetting::Platform(_)));
+    }
+
+    #[test]
+    fn key_backends_are_none_or_kms() {
+        assert!(config(&[("HEGEMONY_TF_STATE_KEY_BACKEND", "none")]).is_ok());
+        let err = config(&[("HEGEMONY_TF_STATE_KEY_BACKEND", "vault")]).unwrap_err();
+        assert!(err.message.contains("kms:"));
+    }
+}

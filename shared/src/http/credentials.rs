@@ -1,0 +1,69 @@
+//! Credentials: Basic (any username, the token as password) or Bearer on the backend routes,
+//! Bearer only elsewhere. A token never reaches a log or an error message.
+
+use base64::Engine;
+use lambda_http::http::header;
+use lambda_http::Request;
+
+use super::error::HttpError;
+use super::routes::Route;
+use crate::domain::Principal;
+use crate::ports::AccessCatalog;
+use crate::service::{auth, App, Error};
+
+fn unauthenticated(reason: &str) -> HttpError {
+    HttpError::Service(Error::Unauthenticated(reason.to_owned()))
+}
+
+/// Resolves the request's credentials to a principal.
+///
+/// # Errors
+/// 401 (`Unauthenticated`) for missing, malformed, unknown, expired or revoked credentials,
+/// and for Basic credentials on a route that takes Bearer only.
+pub async fn authenticate(app: &App, route: &Route, req: &Request) -> Result<Principal, HttpError> {
+    let token = token(route, req)?;
+    let access: &dyn AccessCatalog = app.catalog.as_ref();
+    Ok(auth::authenticate(access, &token, app.clock.now()).await?)
+}
+
+fn token(route: &Route, req: &Request) -> Result<String, HttpError> {
+    let value = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .ok_or_else(|| {
+            unauthenticated(if route.is_backend() {
+                "no credentials: send your token as the password (TF_HTTP_PASSWORD) or as a Bearer token"
+            } else {
+                "no credentials: send your token as a Bearer token"
+            })
+        })?
+        .to_str()
+        .map_err(|_| unauthenticated("the Authorization header is not readable text"))?;
+    let (scheme, rest) = value.trim().split_once(' ').unwrap_or((value.trim(), ""));
+    let token = if scheme.eq_ignore_ascii_case("bearer") {
+        rest.trim().to_owned()
+    } else if scheme.eq_ignore_ascii_case("basic") {
+        if !route.is_backend() {
+            return Err(unauthenticated(
+                "Basic credentials work only on the backend routes (state and lock); send the token as a Bearer token",
+            ));
+        }
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(rest.trim())
+            .map_err(|_| unauthenticated("the Basic credentials are not valid base64"))?;
+        let text = String::from_utf8(decoded)
+            .map_err(|_| unauthenticated("the Basic credentials are not UTF-8"))?;
+        let (_user, password) = text
+            .split_once(':')
+            .ok_or_else(|| unauthenticated("the Basic credentials have no password"))?;
+        password.to_owned()
+    } else {
+        return Err(unauthenticated(
+            "unsupported Authorization scheme: use Bearer (or Basic on the backend routes)",
+        ));
+    };
+    if token.is_empty() {
+        return Err(unauthenticated("the token is empty"));
+    }
+    Ok(token)
+}

@@ -1,0 +1,89 @@
+//! The HTTP layer: the route table and one handler per route group, `lambda_http::Request`
+//! in, `Response` out. The only layer that knows status codes. The local server and the
+//! Lambda functions both call [`handle`] with a request built the way API Gateway's HTTP API
+//! (payload v2) builds it.
+
+mod credentials;
+mod error;
+mod list;
+mod lock;
+mod response;
+pub mod routes;
+mod state;
+
+use lambda_http::{Body, Request, RequestExt, Response};
+
+pub use error::ErrorCode;
+pub use routes::{find_route, Handler, Route, RouteMatch, ROUTES};
+
+use crate::domain::name::StateName;
+use crate::domain::Principal;
+use crate::service::App;
+use error::{error_response, LogContext};
+
+/// Answers a request for `route`. Every outcome is a response: refusals are 4xx, transient
+/// faults 503, never an `Err`.
+pub async fn handle(app: &App, route: &Route, req: Request) -> Response<Body> {
+    let mut ctx = LogContext::new(route);
+    match dispatch(app, route, req, &mut ctx).await {
+        Ok(response) => response,
+        Err(err) => error_response(&err, &ctx),
+    }
+}
+
+/// Answers a request that matched no route: 404, or 405 naming the allowed methods.
+pub fn no_route(matched: &RouteMatch<'_>) -> Response<Body> {
+    error::no_route(matched)
+}
+
+/// 413 for a body refused as it arrived (the local server reads bodies before handling).
+pub fn too_large(route: &Route, limit: u64) -> Response<Body> {
+    error_response(
+        &error::HttpError::TooLarge { limit },
+        &LogContext::new(route),
+    )
+}
+
+/// 400 for a body that could not be read (a broken chunked encoding, a dropped connection).
+pub fn unreadable_body(route: &Route, reason: &str) -> Response<Body> {
+    error_response(
+        &error::HttpError::InvalidRequest(format!("the request body could not be read: {reason}")),
+        &LogContext::new(route),
+    )
+}
+
+async fn dispatch(
+    app: &App,
+    route: &Route,
+    req: Request,
+    ctx: &mut LogContext,
+) -> Result<Response<Body>, error::HttpError> {
+    let limit = route.body_limit(&app.limits);
+    if req.body().len() as u64 > limit {
+        return Err(error::HttpError::TooLarge { limit });
+    }
+    let params = req.path_parameters();
+    let name = params.first("name").map(str::to_owned);
+    ctx.state = name.clone();
+    let principal = credentials::authenticate(app, route, &req).await?;
+    ctx.principal = Some(describe(&principal));
+    let state = || -> Result<StateName, error::HttpError> {
+        Ok(StateName::parse(name.as_deref().unwrap_or_default())?)
+    };
+    match route.handler {
+        Handler::StateRead => state::read(app, &principal, &state()?, &req).await,
+        Handler::StateWrite => state::write(app, &principal, &state()?, req, ctx).await,
+        Handler::Lock => lock::lock(app, &principal, &state()?, &req, ctx).await,
+        Handler::Unlock => lock::unlock(app, &principal, &state()?, &req, ctx).await,
+        Handler::List => list::list(app, &principal, &req).await,
+    }
+}
+
+fn describe(principal: &Principal) -> String {
+    format!(
+        "{} in org {} ({})",
+        principal.actor.describe(),
+        principal.org,
+        principal.role.as_str()
+    )
+}

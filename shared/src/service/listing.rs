@@ -1,0 +1,112 @@
+//! The state list: what an org has, its latest versions and locks. Never any content.
+
+use serde::Serialize;
+
+use super::{App, Error};
+use crate::domain::actor::Actor;
+use crate::domain::lock::Lock;
+use crate::domain::record::StateRecord;
+use crate::domain::{rfc3339, Principal};
+
+/// The most states one page lists.
+pub const MAX_PAGE: usize = 1000;
+
+/// One page of an org's states.
+#[derive(Debug, Clone, Serialize)]
+pub struct Listing {
+    pub org: String,
+    pub states: Vec<StateItem>,
+    pub next_cursor: Option<String>,
+}
+
+/// A state as the list shows it (DESIGN section 3, "Shapes").
+#[derive(Debug, Clone, Serialize)]
+pub struct StateItem {
+    pub name: String,
+    pub lineage: Option<String>,
+    pub latest_version: Option<u64>,
+    pub serial: Option<u64>,
+    pub size: Option<u64>,
+    pub updated_at: Option<String>,
+    pub updated_by: Option<Actor>,
+    pub opentofu_encrypted: bool,
+    pub lock: Option<LockView>,
+    pub hold: Option<()>,
+}
+
+/// A lock as shown: the holder's document fields, who holds it, since when.
+#[derive(Debug, Clone, Serialize)]
+pub struct LockView {
+    pub id: String,
+    pub operation: Option<String>,
+    pub who: Option<String>,
+    pub version: Option<String>,
+    pub created: Option<String>,
+    pub info: Option<String>,
+    pub holder: Actor,
+    pub since: String,
+    pub live_until: Option<String>,
+}
+
+impl LockView {
+    fn of(lock: &Lock) -> Self {
+        let d = &lock.document;
+        Self {
+            id: d.id.clone(),
+            operation: d.operation.clone(),
+            who: d.who.clone(),
+            version: d.version.clone(),
+            created: d.created.clone(),
+            info: d.info.clone(),
+            holder: lock.holder.clone(),
+            since: rfc3339(lock.since),
+            live_until: lock.live_until.map(rfc3339),
+        }
+    }
+}
+
+impl StateItem {
+    fn of(record: &StateRecord, now: crate::domain::Timestamp) -> Self {
+        let latest = record.latest.as_ref();
+        Self {
+            name: record.name.clone(),
+            lineage: latest.and_then(|l| l.lineage.clone()),
+            latest_version: latest.map(|l| l.version),
+            serial: latest.and_then(|l| l.serial),
+            size: latest.map(|l| l.size),
+            updated_at: latest.map(|l| rfc3339(l.change.last_save_at)),
+            updated_by: latest.map(|l| l.writer.clone()),
+            opentofu_encrypted: latest.is_some_and(|l| l.opentofu_encrypted),
+            lock: record.live_lock(now).map(LockView::of),
+            hold: None,
+        }
+    }
+}
+
+/// Lists the caller's org's states in name order, `limit` at most, after `cursor`. Any role
+/// may list. States that only exist for a lock (never written) are left out.
+///
+/// # Errors
+/// `Unavailable` when the catalog cannot be read.
+pub async fn list(
+    app: &App,
+    principal: &Principal,
+    limit: usize,
+    cursor: Option<&str>,
+) -> Result<Listing, Error> {
+    let limit = limit.clamp(1, MAX_PAGE);
+    let now = app.clock.now();
+    let records = app.catalog.states(&principal.org, cursor, limit).await?;
+    let next_cursor = (records.len() == limit)
+        .then(|| records.last().map(|r| r.name.clone()))
+        .flatten();
+    Ok(Listing {
+        org: principal.org.clone(),
+        states: records
+            .iter()
+            .filter(|r| !r.is_lock_only())
+            .map(|r| StateItem::of(r, now))
+            .collect(),
+        next_cursor,
+    })
+}

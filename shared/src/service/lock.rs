@@ -1,0 +1,180 @@
+//! Locking and unlocking a state: the backend protocol's LOCK and UNLOCK.
+
+use super::state::snapshot;
+use super::{App, Error, MAX_ATTEMPTS};
+use crate::domain::lock::{
+    decide_lock, decide_unlock, parse_lock, parse_unlock, Lock, LockDecision, UnlockDecision,
+};
+use crate::domain::name::StateName;
+use crate::domain::permission::Permission;
+use crate::domain::record::StateRecord;
+use crate::domain::version::{Ended, VersionRecord};
+use crate::domain::{Principal, Timestamp};
+use crate::ports::{AuditEntry, Commit, StoreError};
+
+/// What an unlock did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UnlockOutcome {
+    /// Nothing was locked.
+    NotLocked,
+    /// This lock was released; `forced` when by someone other than its holder.
+    Released { lock: Lock, forced: bool },
+}
+
+/// Takes the lock described by `body` (a lock document), or confirms the caller already
+/// holds it with that ID.
+///
+/// # Errors
+/// `Refused` for an invalid document, without tf_state:write, or when someone else's lock
+/// is live (`Locked`, carrying the holder's document).
+pub async fn lock(
+    app: &App,
+    principal: &Principal,
+    name: &StateName,
+    body: &[u8],
+) -> Result<(), Error> {
+    app.require(principal, Permission::Write).await?;
+    app.keys()?;
+    let document = parse_lock(body)?;
+    for _ in 0..MAX_ATTEMPTS {
+        let now = app.clock.now();
+        let snapshot = snapshot(app, &principal.org, name, now).await?;
+        let lock = match decide_lock(&snapshot, document.clone(), principal, now)? {
+            LockDecision::AlreadyHeld => return Ok(()),
+            LockDecision::Granted(lock) => lock,
+        };
+        let mut state = snapshot.successor();
+        state.lock = Some(lock);
+        match app
+            .catalog
+            .commit(simple_commit(
+                &snapshot,
+                now,
+                Some(state),
+                Vec::new(),
+                Vec::new(),
+            ))
+            .await
+        {
+            Ok(()) => return Ok(()),
+            Err(StoreError::Conflict) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(StoreError::Conflict.into())
+}
+
+fn simple_commit(
+    snapshot: &StateRecord,
+    at: Timestamp,
+    state: Option<StateRecord>,
+    versions: Vec<VersionRecord>,
+    audit: Vec<AuditEntry>,
+) -> Commit {
+    Commit {
+        org: snapshot.org.clone(),
+        name: snapshot.name.clone(),
+        expected_revision: snapshot.revision,
+        at,
+        state,
+        versions,
+        committed_blobs: Vec::new(),
+        doomed_blobs: Vec::new(),
+        audit,
+    }
+}
+
+/// Releases a lock as `body` asks: empty (release what the caller holds, or force), or
+/// naming a lock ID.
+///
+/// # Errors
+/// `Refused` for an invalid body, without tf_state:write, for an ID that is not the current
+/// lock's, or for a force unlock without tf_state:manage.
+pub async fn unlock(
+    app: &App,
+    principal: &Principal,
+    name: &StateName,
+    body: &[u8],
+) -> Result<UnlockOutcome, Error> {
+    let allocation = app.require(principal, Permission::Write).await?;
+    app.keys()?;
+    let request = parse_unlock(body)?;
+    for _ in 0..MAX_ATTEMPTS {
+        let now = app.clock.now();
+        let Some(snapshot) = app.catalog.state(&principal.org, name.as_str()).await? else {
+            return Ok(UnlockOutcome::NotLocked);
+        };
+        let forced = match decide_unlock(&snapshot, &request, principal, &allocation, now)? {
+            UnlockDecision::NotLocked => return Ok(UnlockOutcome::NotLocked),
+            UnlockDecision::Release { forced } => forced,
+        };
+        let lock = snapshot.lock.clone().expect("a released lock exists");
+        let (state, versions) = release(app, &snapshot, &lock, forced, now).await?;
+        let audit = if forced {
+            vec![AuditEntry {
+                org: principal.org.clone(),
+                at: now,
+                action: "lock.force_unlocked".into(),
+                actor: principal.actor.clone(),
+                state: Some(name.to_string()),
+                version: lock.version_opened,
+                detail: serde_json::json!({
+                    "lock_id": lock.id(),
+                    "holder": lock.holder,
+                }),
+            }]
+        } else {
+            Vec::new()
+        };
+        match app
+            .catalog
+            .commit(simple_commit(&snapshot, now, state, versions, audit))
+            .await
+        {
+            Ok(()) => return Ok(UnlockOutcome::Released { lock, forced }),
+            Err(StoreError::Conflict) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(StoreError::Conflict.into())
+}
+
+/// The record without its lock, and the version the lock opened with its change record
+/// closed. A record that only existed for this lock is removed (`None`).
+async fn release(
+    app: &App,
+    snapshot: &StateRecord,
+    lock: &Lock,
+    forced: bool,
+    now: Timestamp,
+) -> Result<(Option<StateRecord>, Vec<VersionRecord>), Error> {
+    let mut state = snapshot.successor();
+    state.lock = None;
+    if state.is_lock_only() {
+        return Ok((None, Vec::new()));
+    }
+    let ended = if forced {
+        Ended::ForceUnlocked
+    } else {
+        Ended::Released
+    };
+    let mut versions = Vec::new();
+    if let Some(opened) = lock.version_opened {
+        let version = match &state.latest {
+            Some(latest) if latest.version == opened => Some(latest.clone()),
+            _ => {
+                app.catalog
+                    .version(&state.org, &state.name, &state.incarnation, opened)
+                    .await?
+            }
+        };
+        if let Some(mut version) = version {
+            version.change.close(ended, now);
+            if let Some(latest) = state.latest.as_mut().filter(|l| l.version == opened) {
+                *latest = version.clone();
+            }
+            versions.push(version);
+        }
+    }
+    Ok((Some(state), versions))
+}

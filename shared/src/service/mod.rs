@@ -1,0 +1,144 @@
+//! The use cases. Each reads a snapshot, asks the domain for a decision, writes blobs, and
+//! commits with one compare-and-swap, re-reading and deciding again when it lost a race (a
+//! lost race is never an error a client sees).
+
+pub mod auth;
+pub mod listing;
+pub mod lock;
+pub mod state;
+pub mod tokens;
+
+use std::sync::Arc;
+
+use aes_gcm::aead::rand_core::RngCore;
+use aes_gcm::aead::OsRng;
+
+use crate::domain::permission::{Allocation, Permission};
+use crate::domain::{Principal, Refusal, Timestamp};
+use crate::ports::{BlobStore, Catalog, KeyError, KeyService, StoreError};
+
+/// How many times a use case re-reads and decides again after losing a compare-and-swap
+/// before it answers 503 (clients retry that). Each loss means another request committed,
+/// so reaching this needs sustained contention on one state.
+const MAX_ATTEMPTS: usize = 16;
+
+/// The time, injectable so tests move it instead of sleeping.
+pub trait Clock: Send + Sync {
+    fn now(&self) -> Timestamp;
+}
+
+/// The system clock.
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Timestamp {
+        time::OffsetDateTime::now_utc()
+    }
+}
+
+/// Limits that requests are checked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// `HEGEMONY_TF_STATE_MAX_BYTES`: the largest state accepted.
+    pub max_state_bytes: u64,
+}
+
+/// Everything a handler needs: built once at start, borrowed by every request.
+pub struct App {
+    pub catalog: Arc<dyn Catalog>,
+    pub blobs: Arc<dyn BlobStore>,
+    /// `None` when no key is configured: managed state is then unavailable, and says why.
+    pub keys: Option<Arc<dyn KeyService>>,
+    pub clock: Arc<dyn Clock>,
+    pub limits: Limits,
+}
+
+/// Why a use case did not succeed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    /// No, unknown, expired or revoked credentials.
+    #[error("{0}")]
+    Unauthenticated(String),
+    /// A transient fault: storage busy, the key service down. Clients retry.
+    #[error("{0}")]
+    Unavailable(String),
+    /// No key is configured: permanent until an operator configures one.
+    #[error("managed state unavailable: no key configured (set HEGEMONY_TF_STATE_ENCRYPTION_KEY or HEGEMONY_TF_STATE_KEY_BACKEND)")]
+    NoKey,
+    /// A version was sealed under another key than the one configured.
+    #[error("{0}")]
+    WrongKey(String),
+    /// Stored data does not open or is missing: needs an operator.
+    #[error("{0}")]
+    Damaged(String),
+}
+
+impl From<StoreError> for Error {
+    fn from(e: StoreError) -> Self {
+        match e {
+            // Use cases retry conflicts themselves; one that escapes has exhausted them.
+            StoreError::Conflict => {
+                Error::Unavailable("too many concurrent changes to this state; retry".into())
+            }
+            StoreError::Unavailable(why) => Error::Unavailable(why),
+            StoreError::Corrupt(why) => Error::Damaged(why),
+        }
+    }
+}
+
+impl From<KeyError> for Error {
+    fn from(e: KeyError) -> Self {
+        match e {
+            KeyError::WrongKey { .. } => Error::WrongKey(e.to_string()),
+            KeyError::Unwrap { .. } => Error::Damaged(e.to_string()),
+            KeyError::Unavailable(_) => Error::Unavailable(e.to_string()),
+        }
+    }
+}
+
+impl App {
+    fn keys(&self) -> Result<&dyn KeyService, Error> {
+        self.keys.as_deref().ok_or(Error::NoKey)
+    }
+
+    /// The caller's org's allocation of permissions to roles.
+    async fn allocation(&self, org: &str) -> Result<Allocation, Error> {
+        Ok(self
+            .catalog
+            .org(org)
+            .await?
+            .map(|o| o.allocation)
+            .unwrap_or_default())
+    }
+
+    /// Checks that the caller holds `permission`, returning the org's allocation.
+    async fn require(
+        &self,
+        principal: &Principal,
+        permission: Permission,
+    ) -> Result<Allocation, Error> {
+        let allocation = self.allocation(&principal.org).await?;
+        allocation.require(principal.role, permission)?;
+        Ok(allocation)
+    }
+}
+
+/// A new random id: 128 bits as 32 hex digits, for incarnations and blobs.
+pub fn new_id() -> String {
+    let mut bytes = [0u8; 16];
+    OsRng.fill_bytes(&mut bytes);
+    hex(&bytes)
+}
+
+/// Lowercase hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+}

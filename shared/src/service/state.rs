@@ -1,0 +1,258 @@
+//! Reading and writing state content: the backend protocol's GET and POST.
+
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+
+use super::{hex, new_id, App, Error, MAX_ATTEMPTS};
+use crate::crypto::{self, Binding};
+use crate::domain::document::sniff;
+use crate::domain::name::StateName;
+use crate::domain::permission::Permission;
+use crate::domain::record::StateRecord;
+use crate::domain::version::VersionRecord;
+use crate::domain::write::{apply_write, plan_write, SealedContent, WritePlan, WriteRequest};
+use crate::domain::{Principal, Timestamp};
+use crate::ports::{AuditEntry, Commit, KeyContext};
+
+/// What a write did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteOutcome {
+    /// The same bytes were already stored at that serial: nothing new.
+    Unchanged,
+    /// A new version.
+    Created { version: u64 },
+    /// The lock's open version took the new content.
+    Replaced { version: u64 },
+}
+
+/// The blob key of a version's content: ids only, never the state's name.
+fn blob_key(org: &str, incarnation: &str, version: u64, blob_id: &str) -> String {
+    format!("orgs/{org}/states/{incarnation}/{version}-{blob_id}")
+}
+
+fn binding<'a>(org: &'a str, incarnation: &'a str, version: u64, blob: &'a str) -> Binding<'a> {
+    Binding {
+        org,
+        incarnation,
+        version,
+        blob_id: blob,
+    }
+}
+
+/// Reads the latest version's content, exactly as written. `None` when the state has no
+/// version. Reading works while the state is locked.
+///
+/// # Errors
+/// `Refused` without tf_state:read; `NoKey`, `WrongKey`, `Damaged` or `Unavailable` when
+/// the content cannot be opened.
+pub async fn read(
+    app: &App,
+    principal: &Principal,
+    name: &StateName,
+) -> Result<Option<Vec<u8>>, Error> {
+    app.require(principal, Permission::Read).await?;
+    let keys = app.keys()?;
+    let Some(record) = app.catalog.state(&principal.org, name.as_str()).await? else {
+        return Ok(None);
+    };
+    let Some(latest) = &record.latest else {
+        return Ok(None);
+    };
+    open_version(app, keys, &record, latest).await.map(Some)
+}
+
+async fn open_version(
+    app: &App,
+    keys: &dyn crate::ports::KeyService,
+    record: &StateRecord,
+    version: &VersionRecord,
+) -> Result<Vec<u8>, Error> {
+    let object = app.blobs.get(&version.blob).await?.ok_or_else(|| {
+        Error::Damaged(format!(
+            "the content of version {} of state {} is missing from the blob store",
+            version.version, record.name
+        ))
+    })?;
+    let header = crypto::read_header(&object).map_err(|e| Error::Damaged(e.to_string()))?;
+    let context = KeyContext {
+        org: &record.org,
+        state: &record.name,
+    };
+    let data_key = keys
+        .unwrap_key(&header.key_id, &header.wrapped_key, &context)
+        .await?;
+    let (org, incarnation, blob) = (
+        record.org.clone(),
+        record.incarnation.clone(),
+        version.blob.clone(),
+    );
+    let (number, size) = (version.version, version.size as usize);
+    tokio::task::spawn_blocking(move || {
+        let binding = binding(&org, &incarnation, number, &blob);
+        crypto::open(&object, &header, &data_key, &binding, size)
+    })
+    .await
+    .map_err(|e| Error::Unavailable(format!("decryption task failed: {e}")))?
+    .map_err(|e| Error::Damaged(format!("version {number}: {e}")))
+}
+
+/// A sealed blob, remembered across compare-and-swap retries so the same decision does not
+/// encrypt and store the body twice.
+struct Sealed {
+    incarnation: String,
+    version: u64,
+    blob: String,
+    key_id: String,
+}
+
+/// Writes a new state document (the backend POST), with `?ID=` as `lock_id`.
+///
+/// # Errors
+/// `Refused` for every failed write check (DESIGN section 6, in order), `NoKey` without a
+/// key, `Unavailable` on a transient fault.
+pub async fn write(
+    app: &App,
+    principal: &Principal,
+    name: &StateName,
+    lock_id: Option<&str>,
+    body: Vec<u8>,
+) -> Result<WriteOutcome, Error> {
+    app.require(principal, Permission::Write).await?;
+    let keys = app.keys()?;
+    // One pass over the body for validation and one for the digest, off the async threads.
+    let (body, document, sha256) = tokio::task::spawn_blocking(move || {
+        let document = sniff(&body);
+        let sha256 = hex(&Sha256::digest(&body));
+        (Arc::new(body), document, sha256)
+    })
+    .await
+    .map_err(|e| Error::Unavailable(format!("validation task failed: {e}")))?;
+    let request = WriteRequest {
+        lock_id,
+        document: &document,
+        sha256: &sha256,
+    };
+    let org = principal.org.as_str();
+    let mut sealed: Option<Sealed> = None;
+    for _ in 0..MAX_ATTEMPTS {
+        let now = app.clock.now();
+        let snapshot = snapshot(app, org, name, now).await?;
+        let plan = plan_write(&snapshot, &request, principal, now)?;
+        let Some(version) = plan.version() else {
+            return Ok(WriteOutcome::Unchanged);
+        };
+        let reusable = sealed
+            .as_ref()
+            .is_some_and(|s| s.incarnation == snapshot.incarnation && s.version == version);
+        if !reusable {
+            sealed = Some(seal(app, keys, &snapshot, version, &body, now).await?);
+        }
+        let blob = sealed.as_ref().expect("sealed above");
+        let meta = document.clone().expect("plan_write refuses a non-state");
+        let content = SealedContent {
+            meta,
+            size: body.len() as u64,
+            sha256: sha256.clone(),
+            key: blob.key_id.clone(),
+            blob: blob.blob.clone(),
+        };
+        let commit = apply_write(&snapshot, plan, content, principal, lock_id.is_some(), now);
+        let audit = match plan {
+            WritePlan::Create { version } => vec![AuditEntry {
+                org: org.to_owned(),
+                at: now,
+                action: "version.created".into(),
+                actor: principal.actor.clone(),
+                state: Some(name.to_string()),
+                version: Some(version),
+                detail: serde_json::json!({"source": "write", "key": blob.key_id}),
+            }],
+            _ => Vec::new(),
+        };
+        let result = app
+            .catalog
+            .commit(Commit {
+                org: org.to_owned(),
+                name: name.to_string(),
+                expected_revision: snapshot.revision,
+                at: now,
+                state: Some(commit.state),
+                versions: vec![commit.version],
+                committed_blobs: vec![blob.blob.clone()],
+                doomed_blobs: commit.replaced_blob.into_iter().collect(),
+                audit,
+            })
+            .await;
+        match result {
+            Ok(()) => {
+                return Ok(match plan {
+                    WritePlan::Replace { version } => WriteOutcome::Replaced { version },
+                    _ => WriteOutcome::Created { version },
+                })
+            }
+            Err(crate::ports::StoreError::Conflict) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(crate::ports::StoreError::Conflict.into())
+}
+
+/// The state's record, or the record of a state not created yet.
+pub(super) async fn snapshot(
+    app: &App,
+    org: &str,
+    name: &StateName,
+    now: Timestamp,
+) -> Result<StateRecord, Error> {
+    Ok(app
+        .catalog
+        .state(org, name.as_str())
+        .await?
+        .unwrap_or_else(|| StateRecord::fresh(org, name.as_str(), &new_id(), now)))
+}
+
+/// Seals the body for one version under a fresh data key and stores it, pending until a
+/// commit names it.
+async fn seal(
+    app: &App,
+    keys: &dyn crate::ports::KeyService,
+    snapshot: &StateRecord,
+    version: u64,
+    body: &Arc<Vec<u8>>,
+    now: Timestamp,
+) -> Result<Sealed, Error> {
+    let context = KeyContext {
+        org: &snapshot.org,
+        state: &snapshot.name,
+    };
+    let data_key = keys.data_key(&context).await?;
+    let blob = blob_key(&snapshot.org, &snapshot.incarnation, version, &new_id());
+    app.catalog.add_pending_blob(&blob, now).await?;
+    let (body, org, incarnation, blob_for_task) = (
+        body.clone(),
+        snapshot.org.clone(),
+        snapshot.incarnation.clone(),
+        blob.clone(),
+    );
+    let key_id = data_key.key_id.clone();
+    let object = tokio::task::spawn_blocking(move || {
+        let binding = binding(&org, &incarnation, version, &blob_for_task);
+        crypto::seal(
+            &body,
+            &data_key.plaintext,
+            &data_key.key_id,
+            &data_key.wrapped,
+            &binding,
+        )
+    })
+    .await
+    .map_err(|e| Error::Unavailable(format!("encryption task failed: {e}")))?;
+    app.blobs.put(&blob, object).await?;
+    Ok(Sealed {
+        incarnation: snapshot.incarnation.clone(),
+        version,
+        blob,
+        key_id,
+    })
+}
