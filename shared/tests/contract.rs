@@ -1,0 +1,396 @@
+//! The contract every storage adapter passes: the same cases, run against the memory and the
+//! local (SQLite + files) adapters. An adapter that passes them can carry the services.
+
+use std::sync::Arc;
+
+use hegemony_state::adapters::{local, memory::MemoryStore};
+use hegemony_state::domain::permission::{Allocation, Role};
+use hegemony_state::domain::record::StateRecord;
+use hegemony_state::domain::version::{ChangeRecord, Source, VersionRecord};
+use hegemony_state::domain::{Actor, Timestamp};
+use hegemony_state::ports::{
+    AuditEntry, BlobStore, Catalog, Commit, OrgRecord, StoreError, TokenRecord,
+};
+use time::macros::datetime;
+
+const NOW: Timestamp = datetime!(2026-11-30 01:00:00 UTC);
+
+/// One adapter's catalog and blob store, and whatever keeps them alive.
+struct Fixture {
+    catalog: Arc<dyn Catalog>,
+    blobs: Arc<dyn BlobStore>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+fn memory() -> Fixture {
+    let store = Arc::new(MemoryStore::new());
+    Fixture {
+        catalog: store.clone(),
+        blobs: store,
+        _dir: None,
+    }
+}
+
+fn local_store() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let (catalog, blobs) = local::open(&dir.path().join("data")).unwrap();
+    Fixture {
+        catalog: Arc::new(catalog),
+        blobs: Arc::new(blobs),
+        _dir: Some(dir),
+    }
+}
+
+fn user() -> Actor {
+    Actor::User {
+        user: "alice".into(),
+    }
+}
+
+fn version(n: u64, blob: &str) -> VersionRecord {
+    VersionRecord {
+        version: n,
+        serial: Some(n),
+        lineage: Some("l".into()),
+        size: 10,
+        sha256: format!("{n:064x}"),
+        source: Source::Write,
+        key: "platform:test".into(),
+        opentofu_encrypted: false,
+        created_at: NOW,
+        writer: user(),
+        change: ChangeRecord::first_save(None, NOW),
+        blob: blob.into(),
+    }
+}
+
+fn audit(org: &str, action: &str) -> AuditEntry {
+    AuditEntry {
+        org: org.into(),
+        at: NOW,
+        action: action.into(),
+        actor: user(),
+        state: Some("net".into()),
+        version: None,
+        detail: serde_json::Value::Null,
+    }
+}
+
+/// A commit that stores `record` (at `expected + 1`) with the given versions.
+fn commit(record: &StateRecord, expected: u64, versions: Vec<VersionRecord>) -> Commit {
+    let mut stored = record.clone();
+    stored.revision = expected + 1;
+    Commit {
+        org: record.org.clone(),
+        name: record.name.clone(),
+        expected_revision: expected,
+        at: NOW,
+        state: Some(stored),
+        versions,
+        committed_blobs: Vec::new(),
+        doomed_blobs: Vec::new(),
+        audit: Vec::new(),
+    }
+}
+
+mod cases {
+    use super::*;
+
+    pub async fn creating_twice_conflicts(f: Fixture) {
+        let record = StateRecord::fresh("acme", "net", "inc", NOW);
+        f.catalog.commit(commit(&record, 0, vec![])).await.unwrap();
+        let again = f.catalog.commit(commit(&record, 0, vec![])).await;
+        assert!(matches!(again, Err(StoreError::Conflict)));
+        assert_eq!(
+            f.catalog
+                .state("acme", "net")
+                .await
+                .unwrap()
+                .unwrap()
+                .revision,
+            1
+        );
+    }
+
+    pub async fn a_stale_revision_conflicts_and_writes_nothing(f: Fixture) {
+        let mut record = StateRecord::fresh("acme", "net", "inc", NOW);
+        f.catalog.commit(commit(&record, 0, vec![])).await.unwrap();
+        record.next_version = 2;
+        f.catalog
+            .commit(commit(&record, 1, vec![version(1, "b1")]))
+            .await
+            .unwrap();
+        let mut stale = commit(&record, 1, vec![version(2, "b2")]);
+        stale.audit.push(audit("acme", "should.not.appear"));
+        assert!(matches!(
+            f.catalog.commit(stale).await,
+            Err(StoreError::Conflict)
+        ));
+        assert!(f
+            .catalog
+            .version("acme", "net", "inc", 2)
+            .await
+            .unwrap()
+            .is_none());
+        assert!(f.catalog.audit("acme", 10).await.unwrap().is_empty());
+        assert_eq!(
+            f.catalog
+                .state("acme", "net")
+                .await
+                .unwrap()
+                .unwrap()
+                .revision,
+            2
+        );
+    }
+
+    pub async fn versions_commit_with_their_state_under_its_incarnation(f: Fixture) {
+        let record = StateRecord::fresh("acme", "net", "inc", NOW);
+        f.catalog
+            .commit(commit(&record, 0, vec![version(1, "b1"), version(2, "b2")]))
+            .await
+            .unwrap();
+        assert_eq!(
+            f.catalog.version("acme", "net", "inc", 2).await.unwrap(),
+            Some(version(2, "b2"))
+        );
+        assert!(f
+            .catalog
+            .version("acme", "net", "other", 2)
+            .await
+            .unwrap()
+            .is_none());
+        let mut replaced = version(2, "b3");
+        replaced.serial = Some(9);
+        f.catalog
+            .commit(commit(&record, 1, vec![replaced.clone()]))
+            .await
+            .unwrap();
+        assert_eq!(
+            f.catalog.version("acme", "net", "inc", 2).await.unwrap(),
+            Some(replaced)
+        );
+    }
+
+    pub async fn a_record_can_be_removed_by_revision(f: Fixture) {
+        let record = StateRecord::fresh("acme", "net", "inc", NOW);
+        f.catalog.commit(commit(&record, 0, vec![])).await.unwrap();
+        let mut remove = commit(&record, 1, vec![]);
+        remove.state = None;
+        f.catalog.commit(remove.clone()).await.unwrap();
+        assert!(f.catalog.state("acme", "net").await.unwrap().is_none());
+        // Removing again expects revision 1, which no longer exists.
+        assert!(matches!(
+            f.catalog.commit(remove).await,
+            Err(StoreError::Conflict)
+        ));
+    }
+
+    pub async fn states_list_in_name_order_by_page_within_one_org(f: Fixture) {
+        for (org, name) in [
+            ("acme", "b"),
+            ("acme", "a"),
+            ("acme", "c"),
+            ("zeta", "a0"),
+            ("ac", "z"),
+        ] {
+            let record = StateRecord::fresh(org, name, "inc", NOW);
+            f.catalog.commit(commit(&record, 0, vec![])).await.unwrap();
+        }
+        let names = |v: Vec<StateRecord>| v.into_iter().map(|r| r.name).collect::<Vec<_>>();
+        assert_eq!(
+            names(f.catalog.states("acme", None, 2).await.unwrap()),
+            ["a", "b"]
+        );
+        assert_eq!(
+            names(f.catalog.states("acme", Some("b"), 2).await.unwrap()),
+            ["c"]
+        );
+        assert_eq!(
+            names(f.catalog.states("zeta", None, 10).await.unwrap()),
+            ["a0"]
+        );
+        assert!(f
+            .catalog
+            .states("nobody", None, 10)
+            .await
+            .unwrap()
+            .is_empty());
+    }
+
+    pub async fn audit_is_per_org_newest_first(f: Fixture) {
+        let record = StateRecord::fresh("acme", "net", "inc", NOW);
+        let mut c = commit(&record, 0, vec![]);
+        c.audit = vec![
+            audit("acme", "first"),
+            audit("acme", "second"),
+            audit("other", "x"),
+        ];
+        f.catalog.commit(c).await.unwrap();
+        let entries = f.catalog.audit("acme", 10).await.unwrap();
+        let actions: Vec<_> = entries.iter().map(|e| e.action.as_str()).collect();
+        assert_eq!(actions, ["second", "first"]);
+        assert_eq!(f.catalog.audit("acme", 1).await.unwrap().len(), 1);
+    }
+
+    pub async fn tokens_are_found_by_hash(f: Fixture) {
+        let token = TokenRecord {
+            hash: "ab".repeat(32),
+            org: "acme".into(),
+            user: "alice".into(),
+            role: Role::Operator,
+            created_at: NOW,
+            expires_at: None,
+            revoked: false,
+        };
+        f.catalog.put_token(&token).await.unwrap();
+        assert_eq!(
+            f.catalog.token(&token.hash).await.unwrap(),
+            Some(token.clone())
+        );
+        assert!(f.catalog.token(&"cd".repeat(32)).await.unwrap().is_none());
+        let revoked = TokenRecord {
+            revoked: true,
+            ..token.clone()
+        };
+        f.catalog.put_token(&revoked).await.unwrap();
+        assert!(f.catalog.token(&token.hash).await.unwrap().unwrap().revoked);
+    }
+
+    pub async fn an_org_is_created_once(f: Fixture) {
+        let org = OrgRecord {
+            org: "acme".into(),
+            allocation: Allocation::default(),
+            created_at: NOW,
+        };
+        assert!(f.catalog.create_org(&org).await.unwrap());
+        let other = OrgRecord {
+            allocation: Allocation {
+                read: None,
+                ..Allocation::default()
+            },
+            ..org.clone()
+        };
+        assert!(!f.catalog.create_org(&other).await.unwrap());
+        assert_eq!(f.catalog.org("acme").await.unwrap(), Some(org));
+        assert!(f.catalog.org("nobody").await.unwrap().is_none());
+    }
+
+    pub async fn blobs_put_get_delete(f: Fixture) {
+        let key = "orgs/acme.x/states/inc/1-abc";
+        assert!(f.blobs.get(key).await.unwrap().is_none());
+        f.blobs.put(key, b"sealed".to_vec()).await.unwrap();
+        assert_eq!(
+            f.blobs.get(key).await.unwrap().as_deref(),
+            Some(&b"sealed"[..])
+        );
+        f.blobs.delete(key).await.unwrap();
+        assert!(f.blobs.get(key).await.unwrap().is_none());
+        f.blobs.delete(key).await.unwrap();
+    }
+
+    /// Many writers doing read-modify-write with retries: every increment lands exactly
+    /// once, which only holds if the compare-and-swap is atomic.
+    pub async fn racing_read_modify_writes_lose_no_update(f: Fixture) {
+        let record = StateRecord::fresh("acme", "net", "inc", NOW);
+        f.catalog.commit(commit(&record, 0, vec![])).await.unwrap();
+        let writers = 8;
+        let rounds = 10;
+        let mut tasks = Vec::new();
+        for _ in 0..writers {
+            let catalog = f.catalog.clone();
+            tasks.push(tokio::spawn(async move {
+                for _ in 0..rounds {
+                    loop {
+                        let current = catalog.state("acme", "net").await.unwrap().unwrap();
+                        let mut next = current.clone();
+                        next.next_version += 1;
+                        match catalog
+                            .commit(commit(&next, current.revision, vec![]))
+                            .await
+                        {
+                            Ok(()) => break,
+                            Err(StoreError::Conflict) => continue,
+                            Err(e) => panic!("{e}"),
+                        }
+                    }
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let done = f.catalog.state("acme", "net").await.unwrap().unwrap();
+        assert_eq!(done.next_version, 1 + writers * rounds);
+        assert_eq!(done.revision, 1 + writers * rounds);
+    }
+}
+
+macro_rules! contract {
+    ($adapter:ident, $make:expr) => {
+        mod $adapter {
+            use super::*;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn creating_twice_conflicts() {
+                cases::creating_twice_conflicts($make).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_stale_revision_conflicts_and_writes_nothing() {
+                cases::a_stale_revision_conflicts_and_writes_nothing($make).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn versions_commit_with_their_state_under_its_incarnation() {
+                cases::versions_commit_with_their_state_under_its_incarnation($make).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_record_can_be_removed_by_revision() {
+                cases::a_record_can_be_removed_by_revision($make).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn states_list_in_name_order_by_page_within_one_org() {
+                cases::states_list_in_name_order_by_page_within_one_org($make).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn audit_is_per_org_newest_first() {
+                cases::audit_is_per_org_newest_first($make).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn tokens_are_found_by_hash() {
+                cases::tokens_are_found_by_hash($make).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn an_org_is_created_once() {
+                cases::an_org_is_created_once($make).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn blobs_put_get_delete() {
+                cases::blobs_put_get_delete($make).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn racing_read_modify_writes_lose_no_update() {
+                cases::racing_read_modify_writes_lose_no_update($make).await
+            }
+        }
+    };
+}
+
+contract!(memory_adapter, memory());
+contract!(local_adapter, local_store());
+
+/// Two connections on one folder, as `serve` and `token create` are two processes: a commit
+/// through one is seen by the other at once, and their compare-and-swaps exclude each other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_local_catalogs_on_one_folder_share_one_truth() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, _) = local::open(dir.path()).unwrap();
+    let (b, _) = local::open(dir.path()).unwrap();
+    let record = StateRecord::fresh("acme", "net", "inc", NOW);
+    use hegemony_state::ports::StateCatalog;
+    a.commit(commit(&record, 0, vec![])).await.unwrap();
+    assert_eq!(b.state("acme", "net").await.unwrap().unwrap().revision, 1);
+    assert!(matches!(
+        b.commit(commit(&record, 0, vec![])).await,
+        Err(StoreError::Conflict)
+    ));
+}

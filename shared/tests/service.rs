@@ -1,0 +1,252 @@
+//! The use cases over the memory adapter: what a write, lock and unlock leave in storage.
+
+use std::sync::Arc;
+
+use hegemony_state::adapters::memory::MemoryStore;
+use hegemony_state::crypto::PlatformKey;
+use hegemony_state::domain::name::StateName;
+use hegemony_state::domain::permission::Role;
+use hegemony_state::domain::version::Ended;
+use hegemony_state::domain::{Actor, Principal, Refusal};
+use hegemony_state::ports::{BlobStore, StateCatalog};
+use hegemony_state::service::lock::{lock, unlock, UnlockOutcome};
+use hegemony_state::service::state::{read, write, WriteOutcome};
+use hegemony_state::service::{App, Error, Limits, SystemClock};
+
+fn app_with(store: Arc<MemoryStore>, key: Option<PlatformKey>) -> App {
+    App {
+        catalog: store.clone(),
+        blobs: store,
+        keys: key.map(|k| Arc::new(k) as _),
+        clock: Arc::new(SystemClock),
+        limits: Limits {
+            max_state_bytes: 32 << 20,
+        },
+    }
+}
+
+fn who(user: &str, role: Role) -> Principal {
+    Principal {
+        org: "acme".into(),
+        role,
+        actor: Actor::User { user: user.into() },
+    }
+}
+
+fn net() -> StateName {
+    StateName::parse("net").unwrap()
+}
+
+fn doc(serial: u64, secret: &str) -> Vec<u8> {
+    format!(r#"{{"version":4,"serial":{serial},"lineage":"lin","outputs":{{"pw":{{"value":"{secret}","type":"string"}}}}}}"#).into_bytes()
+}
+
+fn lock_doc(id: &str) -> Vec<u8> {
+    format!(r#"{{"ID":"{id}","Operation":"OperationTypeApply","Info":"","Who":"a@h","Version":"1.11.4","Created":"2026-11-30T01:07:12Z","Path":""}}"#).into_bytes()
+}
+
+#[tokio::test]
+async fn a_write_reads_back_byte_for_byte_and_is_sealed_at_rest() {
+    let store = Arc::new(MemoryStore::new());
+    let app = app_with(store.clone(), Some(PlatformKey::generate()));
+    let alice = who("alice", Role::Operator);
+    let body = doc(1, "s3cr3t-planted-value");
+    assert_eq!(
+        write(&app, &alice, &net(), None, body.clone())
+            .await
+            .unwrap(),
+        WriteOutcome::Created { version: 1 }
+    );
+    assert_eq!(read(&app, &alice, &net()).await.unwrap(), Some(body));
+    let record = store.state("acme", "net").await.unwrap().unwrap();
+    let blob = store
+        .get(&record.latest.unwrap().blob)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!blob.windows(8).any(|w| w == b"s3cr3t-p"));
+    assert!(
+        store.pending_blobs().is_empty(),
+        "the commit clears the pending record"
+    );
+}
+
+#[tokio::test]
+async fn an_identical_replay_creates_nothing() {
+    let store = Arc::new(MemoryStore::new());
+    let app = app_with(store.clone(), Some(PlatformKey::generate()));
+    let alice = who("alice", Role::Operator);
+    write(&app, &alice, &net(), None, doc(1, "x"))
+        .await
+        .unwrap();
+    assert_eq!(
+        write(&app, &alice, &net(), None, doc(1, "x"))
+            .await
+            .unwrap(),
+        WriteOutcome::Unchanged
+    );
+    assert_eq!(
+        store
+            .state("acme", "net")
+            .await
+            .unwrap()
+            .unwrap()
+            .next_version,
+        2
+    );
+    assert_eq!(store.audit("acme", 10).await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn saves_under_one_lock_fold_and_the_unlock_closes_the_change_record() {
+    let store = Arc::new(MemoryStore::new());
+    let app = app_with(store.clone(), Some(PlatformKey::generate()));
+    let alice = who("alice", Role::Operator);
+    lock(&app, &alice, &net(), &lock_doc("L1")).await.unwrap();
+    for serial in 1..=3 {
+        write(&app, &alice, &net(), Some("L1"), doc(serial, "x"))
+            .await
+            .unwrap();
+    }
+    let record = store.state("acme", "net").await.unwrap().unwrap();
+    let latest = record.latest.clone().unwrap();
+    assert_eq!(
+        (latest.version, latest.serial, latest.change.saves),
+        (1, Some(3), 3)
+    );
+    assert_eq!(
+        store.doomed_blobs().len(),
+        2,
+        "each replaced blob is listed for deletion"
+    );
+    assert_eq!(
+        store.audit("acme", 10).await.unwrap().len(),
+        1,
+        "one audit entry per version"
+    );
+    unlock(&app, &alice, &net(), &lock_doc("L1")).await.unwrap();
+    let v1 = store
+        .version("acme", "net", &record.incarnation, 1)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(v1.change.ended, Ended::Released);
+    assert!(v1.change.released_at.is_some());
+    let record = store.state("acme", "net").await.unwrap().unwrap();
+    assert_eq!(record.latest.unwrap().change.ended, Ended::Released);
+    assert!(record.lock.is_none());
+}
+
+#[tokio::test]
+async fn a_force_unlock_is_audited_and_ends_the_version_as_forced() {
+    let store = Arc::new(MemoryStore::new());
+    let app = app_with(store.clone(), Some(PlatformKey::generate()));
+    let alice = who("alice", Role::Operator);
+    lock(&app, &alice, &net(), &lock_doc("L1")).await.unwrap();
+    write(&app, &alice, &net(), Some("L1"), doc(1, "x"))
+        .await
+        .unwrap();
+    let root = who("root", Role::Admin);
+    let outcome = unlock(&app, &root, &net(), b"").await.unwrap();
+    assert!(matches!(
+        outcome,
+        UnlockOutcome::Released { forced: true, .. }
+    ));
+    let latest = store
+        .state("acme", "net")
+        .await
+        .unwrap()
+        .unwrap()
+        .latest
+        .unwrap();
+    assert_eq!(latest.change.ended, Ended::ForceUnlocked);
+    let audit = store.audit("acme", 10).await.unwrap();
+    assert_eq!(audit[0].action, "lock.force_unlocked");
+    assert_eq!(
+        audit[0].actor,
+        Actor::User {
+            user: "root".into()
+        }
+    );
+}
+
+#[tokio::test]
+async fn a_lock_that_never_wrote_leaves_no_record() {
+    let store = Arc::new(MemoryStore::new());
+    let app = app_with(store.clone(), Some(PlatformKey::generate()));
+    let alice = who("alice", Role::Operator);
+    lock(&app, &alice, &net(), &lock_doc("L1")).await.unwrap();
+    assert!(store.state("acme", "net").await.unwrap().is_some());
+    unlock(&app, &alice, &net(), b"").await.unwrap();
+    assert!(store.state("acme", "net").await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn a_changed_platform_key_is_a_wrong_key_error_naming_both() {
+    let store = Arc::new(MemoryStore::new());
+    let old = PlatformKey::generate();
+    let old_id = old.key_id().to_owned();
+    let alice = who("alice", Role::Operator);
+    write(
+        &app_with(store.clone(), Some(old)),
+        &alice,
+        &net(),
+        None,
+        doc(1, "x"),
+    )
+    .await
+    .unwrap();
+    let err = read(
+        &app_with(store, Some(PlatformKey::generate())),
+        &alice,
+        &net(),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(err, Error::WrongKey(ref m) if m.contains(&old_id)),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn without_a_key_managed_state_is_unavailable() {
+    let app = app_with(Arc::new(MemoryStore::new()), None);
+    let alice = who("alice", Role::Operator);
+    assert!(matches!(
+        read(&app, &alice, &net()).await,
+        Err(Error::NoKey)
+    ));
+    assert!(matches!(
+        write(&app, &alice, &net(), None, doc(1, "x")).await,
+        Err(Error::NoKey)
+    ));
+}
+
+#[tokio::test]
+async fn viewers_may_not_read_or_write_content() {
+    let app = app_with(Arc::new(MemoryStore::new()), Some(PlatformKey::generate()));
+    let viewer = who("v", Role::Viewer);
+    assert!(matches!(
+        read(&app, &viewer, &net()).await,
+        Err(Error::Refused(Refusal::Forbidden { .. }))
+    ));
+    assert!(matches!(
+        lock(&app, &viewer, &net(), &lock_doc("L")).await,
+        Err(Error::Refused(Refusal::Forbidden { .. }))
+    ));
+}
+
+#[tokio::test]
+async fn states_of_one_org_are_invisible_to_another() {
+    let store = Arc::new(MemoryStore::new());
+    let app = app_with(store, Some(PlatformKey::generate()));
+    write(&app, &who("a", Role::Operator), &net(), None, doc(1, "x"))
+        .await
+        .unwrap();
+    let stranger = Principal {
+        org: "other".into(),
+        ..who("a", Role::Admin)
+    };
+    assert_eq!(read(&app, &stranger, &net()).await.unwrap(), None);
+}
