@@ -747,3 +747,58 @@ fn racing_lockers_get_exactly_one_winner_per_round() {
         );
     }
 }
+
+/// DESIGN section 6's folding rule, seen through the list's latest version number.
+#[test]
+fn writes_under_one_lock_fold_into_one_version() {
+    let api = Api::new();
+    let t = api.server.token("acme", "alice", "operator");
+    let latest = |api: &Api| {
+        let listed = api.list(&t);
+        let s = &listed["states"][0];
+        (
+            s["latest_version"].as_u64().unwrap(),
+            s["serial"].as_u64().unwrap(),
+        )
+    };
+    api.lock(&t, "net", &lock_doc("L1"));
+    for serial in 1..=3 {
+        assert_eq!(
+            api.post(
+                &t,
+                "net",
+                Some("L1"),
+                state_doc(serial, "lin", &serial.to_string())
+            )
+            .status(),
+            200
+        );
+    }
+    assert_eq!(
+        latest(&api),
+        (1, 3),
+        "three writes under one lock: one version, the last serial"
+    );
+    api.unlock(&t, "net", &lock_doc("L1"));
+    api.lock(&t, "net", &lock_doc("L1"));
+    api.post(&t, "net", Some("L1"), state_doc(4, "lin", "4"));
+    assert_eq!(
+        latest(&api),
+        (2, 4),
+        "relocking with the same ID starts a new version"
+    );
+    api.post(&t, "net", None, state_doc(5, "lin", "5"));
+    assert_eq!(
+        latest(&api),
+        (3, 5),
+        "the holder's write without ID is a version of its own"
+    );
+    api.post(&t, "net", Some("L1"), state_doc(6, "lin", "6"));
+    assert_eq!(
+        latest(&api),
+        (4, 6),
+        "and the next ?ID= write starts another"
+    );
+    api.post(&t, "net", Some("L1"), state_doc(7, "lin", "7"));
+    assert_eq!(latest(&api), (4, 7));
+}

