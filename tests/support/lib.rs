@@ -179,9 +179,14 @@ impl Server {
 
     /// Starts the server again on the same data folder and settings.
     pub fn restart(mut self) -> Server {
+        let env = std::mem::take(&mut self.env);
+        self.restart_with(env)
+    }
+
+    /// Starts the server again on the same data folder with other settings.
+    pub fn restart_with(mut self, env: Vec<(String, String)>) -> Server {
         self.kill9();
         let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap());
-        let env = std::mem::take(&mut self.env);
         Self::spawn(dir, env)
     }
 }
