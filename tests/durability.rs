@@ -10,7 +10,11 @@ use serde_json::Value;
 
 /// A state of about 200 KB, so a kill lands in the middle of writing one.
 fn big_doc(serial: u64) -> String {
-    state_doc(serial, "crash-lineage", &format!("{serial}-{}", "p".repeat(200_000)))
+    state_doc(
+        serial,
+        "crash-lineage",
+        &format!("{serial}-{}", "p".repeat(200_000)),
+    )
 }
 
 /// Every write that got a 200 is readable after a kill -9 and a restart, and decrypts; no
@@ -29,7 +33,12 @@ fn every_acknowledged_write_survives_kill_9() {
             let (http, token, last_ok) = (http.clone(), token.clone(), last_ok.clone());
             std::thread::spawn(move || {
                 for serial in acked + 1.. {
-                    match http.post(&url).basic_auth("u", Some(&token)).body(big_doc(serial)).send() {
+                    match http
+                        .post(&url)
+                        .basic_auth("u", Some(&token))
+                        .body(big_doc(serial))
+                        .send()
+                    {
                         Ok(r) if r.status() == 200 => last_ok.store(serial, Ordering::SeqCst),
                         Ok(r) => panic!("write {serial}: {}", r.status()),
                         Err(_) => return,
@@ -38,7 +47,8 @@ fn every_acknowledged_write_survives_kill_9() {
             })
         };
         assert!(
-            eventually(Duration::from_secs(30), || last_ok.load(Ordering::SeqCst) >= acked + 3 + cycle),
+            eventually(Duration::from_secs(30), || last_ok.load(Ordering::SeqCst)
+                >= acked + 3 + cycle),
             "writes are being acknowledged"
         );
         server.kill9();
@@ -58,7 +68,11 @@ fn every_acknowledged_write_survives_kill_9() {
             serial == acked || serial == acked + 1,
             "cycle {cycle}: stored serial {serial}, last acknowledged {acked}"
         );
-        assert_eq!(text, big_doc(serial), "the stored version is exactly what was sent");
+        assert_eq!(
+            text,
+            big_doc(serial),
+            "the stored version is exactly what was sent"
+        );
         acked = serial;
     }
 }
@@ -93,8 +107,16 @@ fn nothing_secret_is_stored_in_plaintext() {
         .send()
         .unwrap();
     assert_eq!(r.status(), 200);
-    let r = http.get(server.url("/api/tf-states/secrets/state")).basic_auth("u", Some(&token)).send().unwrap();
-    assert_eq!(r.text().unwrap(), doc, "the secret is there for those who may read it");
+    let r = http
+        .get(server.url("/api/tf-states/secrets/state"))
+        .basic_auth("u", Some(&token))
+        .send()
+        .unwrap();
+    assert_eq!(
+        r.text().unwrap(),
+        doc,
+        "the secret is there for those who may read it"
+    );
     let files = files_under(&server.data_dir());
     assert!(files.iter().any(|f| f.to_string_lossy().contains("blobs")));
     for file in &files {
@@ -109,8 +131,13 @@ fn nothing_secret_is_stored_in_plaintext() {
     }
     let key_file = server.dir.path().join("data.key");
     assert!(key_file.exists(), "the key sits beside the data folder");
-    assert_eq!(std::fs::metadata(&key_file).unwrap().permissions().mode() & 0o777, 0o600);
-    assert!(!files.iter().any(|f| f.extension().is_some_and(|e| e == "key")));
+    assert_eq!(
+        std::fs::metadata(&key_file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    assert!(!files
+        .iter()
+        .any(|f| f.extension().is_some_and(|e| e == "key")));
 }
 
 /// A changed platform key gives a clear "wrong key" error, not a decryption failure.
@@ -126,13 +153,23 @@ fn a_changed_platform_key_is_named_as_the_wrong_key() {
         .body(state_doc(1, "lin", "x"))
         .send()
         .unwrap();
-    let server = server.restart_with(vec![("HEGEMONY_TF_STATE_ENCRYPTION_KEY".into(), key_b.into())]);
-    let r = http.get(server.url("/api/tf-states/net/state")).basic_auth("u", Some(&token)).send().unwrap();
+    let server = server.restart_with(vec![(
+        "HEGEMONY_TF_STATE_ENCRYPTION_KEY".into(),
+        key_b.into(),
+    )]);
+    let r = http
+        .get(server.url("/api/tf-states/net/state"))
+        .basic_auth("u", Some(&token))
+        .send()
+        .unwrap();
     assert_eq!(r.status(), 500);
     let body: Value = r.json().unwrap();
     assert_eq!(body["error"]["code"], "wrong_key");
     let message = body["error"]["message"].as_str().unwrap();
-    assert!(message.contains("platform:") && message.contains("configure the key"), "{message}");
+    assert!(
+        message.contains("platform:") && message.contains("configure the key"),
+        "{message}"
+    );
 }
 
 /// A data folder that holds states never gets a new key silently when its key file is gone.
@@ -155,7 +192,10 @@ fn a_missing_key_file_for_an_existing_store_stops_the_start() {
         .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("key file") && err.contains("is missing"), "{err}");
+    assert!(
+        err.contains("key file") && err.contains("is missing"),
+        "{err}"
+    );
 }
 
 /// A bad setting fails the start, naming the variable and its range.
@@ -177,7 +217,10 @@ fn a_bad_setting_stops_the_start_naming_it() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(var) && err.contains(words), "{err}");
     }
-    let out = std::process::Command::new(bin()).args(["serve", "--listen", "nowhere"]).output().unwrap();
+    let out = std::process::Command::new(bin())
+        .args(["serve", "--listen", "nowhere"])
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--listen"));
 }

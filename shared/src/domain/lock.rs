@@ -159,7 +159,7 @@ impl Lock {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LockDecision {
     /// Take this lock.
-    Granted(Lock),
+    Granted(Box<Lock>),
     /// The caller already holds the lock with this ID: a retried request.
     AlreadyHeld,
 }
@@ -189,13 +189,13 @@ pub fn decide_lock(
             rfc3339(now)
         ));
     }
-    Ok(LockDecision::Granted(Lock {
+    Ok(LockDecision::Granted(Box::new(Lock {
         document,
         holder: principal.actor.clone(),
         since: now,
         live_until: None,
         version_opened: None,
-    }))
+    })))
 }
 
 /// The refusal for a request blocked by `lock`.
@@ -307,7 +307,7 @@ mod tests {
         else {
             panic!("expected a grant")
         };
-        record.lock = Some(lock);
+        record.lock = Some(*lock);
         record
     }
 

@@ -257,7 +257,7 @@ mod tests {
         let LockDecision::Granted(lock) = decide_lock(record, doc, who, NOW).unwrap() else {
             panic!("expected a grant")
         };
-        record.lock = Some(lock);
+        record.lock = Some(*lock);
     }
 
     fn fresh() -> StateRecord {

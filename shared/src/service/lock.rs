@@ -18,7 +18,7 @@ pub enum UnlockOutcome {
     /// Nothing was locked.
     NotLocked,
     /// This lock was released; `forced` when by someone other than its holder.
-    Released { lock: Lock, forced: bool },
+    Released { lock: Box<Lock>, forced: bool },
 }
 
 /// Takes the lock described by `body` (a lock document), or confirms the caller already
@@ -44,7 +44,7 @@ pub async fn lock(
             LockDecision::Granted(lock) => lock,
         };
         let mut state = snapshot.successor();
-        state.lock = Some(lock);
+        state.lock = Some(*lock);
         match app
             .catalog
             .commit(simple_commit(
@@ -131,7 +131,12 @@ pub async fn unlock(
             .commit(simple_commit(&snapshot, now, state, versions, audit))
             .await
         {
-            Ok(()) => return Ok(UnlockOutcome::Released { lock, forced }),
+            Ok(()) => {
+                return Ok(UnlockOutcome::Released {
+                    lock: Box::new(lock),
+                    forced,
+                })
+            }
             Err(StoreError::Conflict) => continue,
             Err(e) => return Err(e.into()),
         }

@@ -1,0 +1,218 @@
+//! `make bench`: the backend's speed and memory, measured (a benchmark, not a test).
+//!
+//! Starts the release `hegemony-state` server on a fresh data folder (fsync on, as in
+//! production) and, for states of 10 KiB to 32 MiB shaped like real Terraform states,
+//! times LOCK, GET, POST and UNLOCK (p50/p95). Then measures the save path's CPU throughput
+//! in-process (validate + SHA-256 + compress + encrypt), and the server's peak memory growth
+//! during a 32 MiB save, body buffer included, against the state's size.
+
+use std::time::{Duration, Instant};
+
+use hegemony_state::crypto::{self, Binding};
+use hegemony_state::domain::document::sniff;
+use hegemony_state_blackbox::*;
+use sha2::{Digest, Sha256};
+
+const SIZES: &[(&str, usize, usize)] = &[
+    ("10 KiB", 10 << 10, 100),
+    ("100 KiB", 100 << 10, 60),
+    ("2 MiB", 2 << 20, 20),
+    ("8 MiB", 8 << 20, 8),
+    ("32 MiB", 32 << 20, 4),
+];
+
+/// A Terraform-shaped state of about `size` bytes: terraform_data instances with padded
+/// inputs, as `count` makes them, each with its own id and varied text so it compresses
+/// like real states rather than like one repeated byte.
+fn state_of_size(size: usize, serial: u64) -> String {
+    let mut resources = String::new();
+    let mut i = 0u64;
+    let mut seed = 0x9E3779B97F4A7C15u64 ^ serial;
+    while resources.len() + 6000 < size {
+        let mut pad = String::with_capacity(2000);
+        while pad.len() < 2000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            pad.push_str(&format!("{:x}-", seed % 1_000_003));
+        }
+        if i > 0 {
+            resources.push(',');
+        }
+        resources.push_str(&format!(
+            r#"
+        {{
+          "index_key": {i},
+          "schema_version": 0,
+          "attributes": {{
+            "id": "{:08x}-e45e-3e6f-90bf-{:012x}",
+            "input": {{"value": "{pad}", "type": "string"}},
+            "output": {{"value": "{pad}", "type": "string"}},
+            "triggers_replace": null
+          }},
+          "sensitive_attributes": []
+        }}"#,
+            seed as u32, i
+        ));
+        i += 1;
+    }
+    format!(
+        "{{\n  \"version\": 4,\n  \"terraform_version\": \"1.11.4\",\n  \"serial\": {serial},\n  \"lineage\": \"bench-lineage\",\n  \"outputs\": {{}},\n  \"resources\": [\n    {{\n      \"mode\": \"managed\",\n      \"type\": \"terraform_data\",\n      \"name\": \"x\",\n      \"provider\": \"provider[\\\"terraform.io/builtin/terraform\\\"]\",\n      \"instances\": [{resources}\n      ]\n    }}\n  ],\n  \"check_results\": null\n}}\n"
+    )
+}
+
+fn percentile(samples: &mut [Duration], p: f64) -> f64 {
+    samples.sort();
+    let idx = ((samples.len() as f64 - 1.0) * p).round() as usize;
+    samples[idx].as_secs_f64() * 1000.0
+}
+
+fn rss_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find(|l| l.starts_with(field))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+fn main() {
+    // Built with the bench (release) profile, so `bin()` finds the release server.
+    let server = Server::start();
+    let token = server.token("bench", "bench", "operator");
+    let http = client();
+    println!("Hegemony State backend benchmark: local server, release build, fsync on\n");
+    println!(
+        "{:>8}  {:>15}  {:>15}  {:>15}  {:>15}  {:>7}",
+        "state", "LOCK p50/p95", "GET p50/p95", "POST p50/p95", "UNLOCK p50/p95", "cycles"
+    );
+    let mut serial = 0u64;
+    for (label, size, cycles) in SIZES {
+        let name = format!("bench-{size}");
+        let (lock, unlock, state) = (
+            server.url(&format!("/api/tf-states/{name}/lock")),
+            server.url(&format!("/api/tf-states/{name}/lock")),
+            server.url(&format!("/api/tf-states/{name}/state")),
+        );
+        let docs: Vec<String> = (0..*cycles + 1)
+            .map(|i| state_of_size(*size, serial + 1 + i as u64))
+            .collect();
+        // The first version, so every timed GET reads a stored state of this size.
+        http.post(&state)
+            .basic_auth("u", Some(&token))
+            .body(docs[0].clone())
+            .send()
+            .unwrap();
+        serial += 1;
+        let mut times: [Vec<Duration>; 4] = Default::default();
+        for (i, doc) in docs.iter().enumerate().skip(1) {
+            let id = format!("bench-{size}-{i}");
+            let t = Instant::now();
+            let r = http
+                .post(&lock)
+                .basic_auth("u", Some(&token))
+                .body(lock_doc(&id))
+                .send()
+                .unwrap();
+            times[0].push(t.elapsed());
+            assert_eq!(r.status(), 200);
+            let t = Instant::now();
+            let r = http
+                .get(&state)
+                .basic_auth("u", Some(&token))
+                .header("Accept-Encoding", "gzip")
+                .send()
+                .unwrap();
+            let _ = r.bytes().unwrap();
+            times[1].push(t.elapsed());
+            let body = doc.clone();
+            let t = Instant::now();
+            let r = http
+                .post(format!("{state}?ID={id}"))
+                .basic_auth("u", Some(&token))
+                .body(body)
+                .send()
+                .unwrap();
+            times[2].push(t.elapsed());
+            assert_eq!(r.status(), 200, "{}", r.text().unwrap_or_default());
+            let t = Instant::now();
+            let r = http
+                .delete(&unlock)
+                .basic_auth("u", Some(&token))
+                .body(lock_doc(&id))
+                .send()
+                .unwrap();
+            times[3].push(t.elapsed());
+            assert_eq!(r.status(), 200);
+            serial += 1;
+        }
+        let cells: Vec<String> = times
+            .iter_mut()
+            .map(|t| format!("{:.1}/{:.1} ms", percentile(t, 0.5), percentile(t, 0.95)))
+            .collect();
+        println!(
+            "{label:>8}  {:>15}  {:>15}  {:>15}  {:>15}  {cycles:>7}",
+            cells[0], cells[1], cells[2], cells[3]
+        );
+    }
+
+    // The save path's CPU work, in-process, on a 32 MiB state.
+    let doc = state_of_size(32 << 20, 1);
+    let mib = doc.len() as f64 / (1 << 20) as f64;
+    let key = [7u8; 32];
+    let binding = Binding {
+        org: "bench",
+        incarnation: "inc",
+        version: 1,
+        blob_id: "b",
+    };
+    let rounds = 5;
+    let t = Instant::now();
+    let mut sealed_len = 0;
+    for _ in 0..rounds {
+        sniff(doc.as_bytes()).unwrap();
+        let _ = Sha256::digest(doc.as_bytes());
+        sealed_len =
+            crypto::seal(doc.as_bytes(), &key, "platform:bench", &[0u8; 60], &binding).len();
+    }
+    let per = t.elapsed().as_secs_f64() / rounds as f64;
+    println!(
+        "\nsave path CPU (validate + SHA-256 + zstd + AES-256-GCM), one core: {:.0} MiB/s of state ({:.1} MiB in {:.0} ms; sealed {:.1} MiB, ratio {:.1}x)",
+        mib / per,
+        mib,
+        per * 1000.0,
+        sealed_len as f64 / (1 << 20) as f64,
+        doc.len() as f64 / sealed_len as f64
+    );
+
+    // Peak memory growth during one 32 MiB save, on a fresh server: one that already served
+    // large requests keeps freed memory resident, which would hide the growth.
+    drop(server);
+    let server = Server::start();
+    let token = server.token("bench", "bench", "operator");
+    let warm = http
+        .post(server.url("/api/tf-states/warm-up/state"))
+        .basic_auth("u", Some(&token))
+        .body(state_of_size(10 << 10, 1))
+        .send()
+        .unwrap();
+    assert_eq!(warm.status(), 200);
+    let pid = server.pid();
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").expect("reset the peak RSS");
+    let before = rss_kib(pid, "VmRSS:");
+    let name = "bench-memory";
+    let r = http
+        .post(server.url(&format!("/api/tf-states/{name}/state")))
+        .basic_auth("u", Some(&token))
+        .body(doc.clone())
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let peak = rss_kib(pid, "VmHWM:");
+    let growth_mib = (peak.saturating_sub(before)) as f64 / 1024.0;
+    println!(
+        "server peak memory growth during a {mib:.1} MiB save (body buffer included): {growth_mib:.1} MiB = {:.2}x the state",
+        growth_mib / mib
+    );
+}
