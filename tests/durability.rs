@@ -26,7 +26,7 @@ fn every_acknowledged_write_survives_kill_9() {
     let token = server.token("acme", "alice", "operator");
     let http = client();
     let mut acked = 0u64;
-    for cycle in 0..3 {
+    for cycle in 0..5 {
         let last_ok = Arc::new(AtomicU64::new(acked));
         let url = server.url("/api/tf-states/crash/state");
         let writer = {

@@ -262,3 +262,18 @@ pub fn no_route(matched: &RouteMatch<'_>) -> Response<Body> {
     }
     response
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// docs/errors.md is the fixed list of codes operators and clients rely on.
+    #[test]
+    fn every_code_is_documented_with_its_status() {
+        let doc = include_str!("../../../docs/errors.md");
+        for code in ErrorCode::ALL {
+            let row = format!("| `{}` | {} |", code.as_str(), code.status().as_u16());
+            assert!(doc.contains(&row), "docs/errors.md lacks the row {row}");
+        }
+    }
+}
