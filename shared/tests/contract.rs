@@ -326,57 +326,41 @@ mod cases {
     }
 }
 
+/// Runs every case against one adapter, each in a module named after the adapter.
 macro_rules! contract {
-    ($adapter:ident, $make:expr) => {
+    ($adapter:ident, $make:expr, [$($case:ident),* $(,)?]) => {
         mod $adapter {
             use super::*;
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn creating_twice_conflicts() {
-                cases::creating_twice_conflicts($make).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn a_stale_revision_conflicts_and_writes_nothing() {
-                cases::a_stale_revision_conflicts_and_writes_nothing($make).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn versions_commit_with_their_state_under_its_incarnation() {
-                cases::versions_commit_with_their_state_under_its_incarnation($make).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn a_record_can_be_removed_by_revision() {
-                cases::a_record_can_be_removed_by_revision($make).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn states_list_in_name_order_by_page_within_one_org() {
-                cases::states_list_in_name_order_by_page_within_one_org($make).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn audit_is_per_org_newest_first() {
-                cases::audit_is_per_org_newest_first($make).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn tokens_are_found_by_hash() {
-                cases::tokens_are_found_by_hash($make).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn an_org_is_created_once() {
-                cases::an_org_is_created_once($make).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn blobs_put_get_delete() {
-                cases::blobs_put_get_delete($make).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn racing_read_modify_writes_lose_no_update() {
-                cases::racing_read_modify_writes_lose_no_update($make).await
-            }
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    cases::$case($make).await
+                }
+            )*
         }
     };
 }
 
-contract!(memory_adapter, memory());
-contract!(local_adapter, local_store());
+/// Every adapter runs the same list of cases.
+macro_rules! every_adapter {
+    ($($case:ident),* $(,)?) => {
+        contract!(memory_adapter, memory(), [$($case),*]);
+        contract!(local_adapter, local_store(), [$($case),*]);
+    };
+}
+
+every_adapter!(
+    creating_twice_conflicts,
+    a_stale_revision_conflicts_and_writes_nothing,
+    versions_commit_with_their_state_under_its_incarnation,
+    a_record_can_be_removed_by_revision,
+    states_list_in_name_order_by_page_within_one_org,
+    audit_is_per_org_newest_first,
+    tokens_are_found_by_hash,
+    an_org_is_created_once,
+    blobs_put_get_delete,
+    racing_read_modify_writes_lose_no_update,
+);
 
 /// Two connections on one folder, as `serve` and `token create` are two processes: a commit
 /// through one is seen by the other at once, and their compare-and-swaps exclude each other.

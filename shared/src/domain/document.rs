@@ -186,6 +186,23 @@ macro_rules! other {
     };
 }
 
+/// null, objects and arrays are never the value a field wants: skip (and so validate) them.
+macro_rules! not_scalar {
+    () => {
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(Field::Other("null"))
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok(Field::Other("an object"))
+        }
+        fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(Field::Other("an array"))
+        }
+    };
+}
+
 impl<'de> DeserializeSeed<'de> for FieldSeed<u64> {
     type Value = Field<u64>;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
@@ -205,17 +222,7 @@ impl<'de> Visitor<'de> for FieldSeed<u64> {
     other!(visit_f64, f64, "a fraction");
     other!(visit_bool, bool, "a boolean");
     other!(visit_str, &str, "a string");
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(Field::Other("null"))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(Field::Other("an object"))
-    }
-    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(Field::Other("an array"))
-    }
+    not_scalar!();
 }
 
 impl<'de> DeserializeSeed<'de> for FieldSeed<String> {
@@ -237,17 +244,7 @@ impl<'de> Visitor<'de> for FieldSeed<String> {
     other!(visit_i64, i64, "a number");
     other!(visit_f64, f64, "a number");
     other!(visit_bool, bool, "a boolean");
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(Field::Other("null"))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(Field::Other("an object"))
-    }
-    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(Field::Other("an array"))
-    }
+    not_scalar!();
 }
 
 #[cfg(test)]
