@@ -1,16 +1,22 @@
-//! The `hegemony-state` command: the local server on the embedded store, and tokens.
+//! The `hegemony-state` command: the local server on the embedded store, tokens, the
+//! management commands and the import script over the HTTP API.
 //!
 //! Parses the command line, sets up logging, and hands each subcommand to its module.
 
+mod client;
+mod import;
 mod local;
 mod server;
+mod states;
+mod table;
 mod token;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
+use hegemony_state::domain::permission::Role;
 
 #[derive(Parser)]
 #[command(
@@ -23,6 +29,29 @@ struct Cli {
     command: Command,
 }
 
+/// The folder of the local store.
+#[derive(Args, Clone)]
+struct DataDir {
+    /// The data folder (SQLite catalog and blob files).
+    #[arg(
+        long,
+        env = "HEGEMONY_TF_STATE_DATA_DIR",
+        default_value = "./.hegemony"
+    )]
+    data_dir: PathBuf,
+}
+
+/// Where the API is and who calls it.
+#[derive(Args, Clone)]
+pub struct Api {
+    /// The server's base URL.
+    #[arg(long, env = "HEGEMONY_URL", default_value = "http://127.0.0.1:8080")]
+    pub url: String,
+    /// A personal access token (better passed as HEGEMONY_TOKEN than on the command line).
+    #[arg(long, env = "HEGEMONY_TOKEN", hide_env_values = true)]
+    pub token: String,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Run the state server on the local embedded store.
@@ -30,42 +59,60 @@ enum Command {
         /// Address to listen on.
         #[arg(long, default_value = "127.0.0.1:8080")]
         listen: SocketAddr,
-        /// The data folder (SQLite catalog and blob files).
-        #[arg(
-            long,
-            env = "HEGEMONY_TF_STATE_DATA_DIR",
-            default_value = "./.hegemony"
-        )]
-        data_dir: PathBuf,
+        #[command(flatten)]
+        data: DataDir,
         /// The platform key file, when HEGEMONY_TF_STATE_ENCRYPTION_KEY is not set.
         /// Default: beside the data folder (<data-dir>.key), created on first start.
         #[arg(long)]
         key_file: Option<PathBuf>,
     },
-    /// Manage personal access tokens in the local store.
+    /// Manage tokens in the local store.
     Token {
         #[command(subcommand)]
         command: TokenCommand,
     },
+    /// Manage states over the HTTP API.
+    States {
+        #[command(flatten)]
+        api: Api,
+        #[command(subcommand)]
+        command: states::Command,
+    },
+    /// Import state files, and folders of them, as new states.
+    Import(import::Options),
 }
 
 #[derive(Subcommand)]
 enum TokenCommand {
     /// Create a token and print it, alone, on the last line. It is shown only this once.
     Create {
-        #[arg(long)]
-        org: String,
-        #[arg(long)]
-        user: String,
+        /// The org of a personal token.
+        #[arg(long, required_unless_present = "platform")]
+        org: Option<String>,
+        /// The user a personal token acts as.
+        #[arg(long, required_unless_present = "platform")]
+        user: Option<String>,
         /// viewer, operator or admin.
+        #[arg(long, required_unless_present = "platform")]
+        role: Option<Role>,
+        /// A platform token instead: it calls the runs API only, for any org.
+        #[arg(long, conflicts_with_all = ["org", "user", "role"])]
+        platform: bool,
+        #[command(flatten)]
+        data: DataDir,
+    },
+    /// List tokens (never the tokens themselves: only their ids and owners).
+    List {
         #[arg(long)]
-        role: hegemony_state::domain::permission::Role,
-        #[arg(
-            long,
-            env = "HEGEMONY_TF_STATE_DATA_DIR",
-            default_value = "./.hegemony"
-        )]
-        data_dir: PathBuf,
+        json: bool,
+        #[command(flatten)]
+        data: DataDir,
+    },
+    /// Revoke a token by its id (from `token list`); it stops working at once.
+    Revoke {
+        id: String,
+        #[command(flatten)]
+        data: DataDir,
     },
 }
 
@@ -93,18 +140,22 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Serve {
                 listen,
-                data_dir,
+                data,
                 key_file,
-            } => server::serve(listen, &data_dir, key_file.as_deref()).await,
-            Command::Token {
-                command:
-                    TokenCommand::Create {
-                        org,
-                        user,
-                        role,
-                        data_dir,
-                    },
-            } => token::create(&data_dir, &org, &user, role).await,
+            } => server::serve(listen, &data.data_dir, key_file.as_deref()).await,
+            Command::Token { command } => match command {
+                TokenCommand::Create {
+                    org,
+                    user,
+                    role,
+                    platform,
+                    data,
+                } => token::create(&data.data_dir, org, user, role, platform).await,
+                TokenCommand::List { json, data } => token::list(&data.data_dir, json).await,
+                TokenCommand::Revoke { id, data } => token::revoke(&data.data_dir, &id).await,
+            },
+            Command::States { api, command } => states::run(&api, command).await,
+            Command::Import(options) => import::run(options).await,
         }
     });
     match result {

@@ -1,22 +1,95 @@
-//! `hegemony-state token create`: a personal access token in the local store, usable at
-//! once by a running server (tokens are looked up on every request).
+//! `hegemony-state token create | list | revoke` on the local store. A running server sees
+//! a change at once: tokens are looked up on every request.
 
 use std::path::Path;
 
-use hegemony_state::adapters::local::SqliteCatalog;
+use hegemony_state::adapters::local::{SqliteCatalog, CATALOG_FILE};
 use hegemony_state::domain::permission::Role;
-use hegemony_state::service::tokens;
+use hegemony_state::domain::Actor;
+use hegemony_state::ports::TokenKind;
+use hegemony_state::service::tokens::{self, NewToken};
 
-pub async fn create(data_dir: &Path, org: &str, user: &str, role: Role) -> anyhow::Result<()> {
+fn catalog(data_dir: &Path) -> anyhow::Result<SqliteCatalog> {
     std::fs::create_dir_all(data_dir)?;
-    let catalog =
-        SqliteCatalog::open(&data_dir.join(hegemony_state::adapters::local::CATALOG_FILE))
-            .map_err(anyhow::Error::msg)?;
-    let token = tokens::create(&catalog, org, user, role, time::OffsetDateTime::now_utc()).await?;
-    eprintln!(
-        "Created a {} token for user {user} in org {org}. It is shown only once:",
-        role.as_str()
-    );
+    SqliteCatalog::open(&data_dir.join(CATALOG_FILE)).map_err(anyhow::Error::msg)
+}
+
+fn now() -> time::OffsetDateTime {
+    time::OffsetDateTime::now_utc()
+}
+
+pub async fn create(
+    data_dir: &Path,
+    org: Option<String>,
+    user: Option<String>,
+    role: Option<Role>,
+    platform: bool,
+) -> anyhow::Result<()> {
+    let catalog = catalog(data_dir)?;
+    let new = match (platform, org.as_deref(), user.as_deref(), role) {
+        (true, ..) => NewToken::Platform,
+        (false, Some(org), Some(user), Some(role)) => NewToken::Personal { org, user, role },
+        // clap requires all three without --platform.
+        _ => anyhow::bail!("give --org, --user and --role, or --platform"),
+    };
+    let (token, record) = tokens::create(&catalog, new, &Actor::Cli, now()).await?;
+    if platform {
+        eprintln!(
+            "Created platform token {}. It is shown only once:",
+            record.id
+        );
+    } else {
+        eprintln!(
+            "Created {} token {} for user {} in org {}. It is shown only once:",
+            record.role.as_str(),
+            record.id,
+            record.user,
+            record.org
+        );
+    }
     println!("{token}");
+    Ok(())
+}
+
+pub async fn list(data_dir: &Path, json: bool) -> anyhow::Result<()> {
+    let records = tokens::list(&catalog(data_dir)?).await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&records.iter().map(|t| serde_json::json!({
+            "id": t.id, "kind": t.kind, "org": t.org, "user": t.user, "role": t.role,
+            "created_at": hegemony_state::domain::rfc3339(t.created_at), "revoked": t.revoked,
+        })).collect::<Vec<_>>())?);
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = records
+        .iter()
+        .map(|t| {
+            vec![
+                t.id.clone(),
+                match t.kind {
+                    TokenKind::Personal => "personal",
+                    TokenKind::Platform => "platform",
+                }
+                .to_owned(),
+                t.org.clone(),
+                t.user.clone(),
+                t.role.as_str().to_owned(),
+                hegemony_state::domain::rfc3339(t.created_at),
+                if t.revoked { "revoked" } else { "active" }.to_owned(),
+            ]
+        })
+        .collect();
+    crate::table::print(
+        &["ID", "KIND", "ORG", "USER", "ROLE", "CREATED", "STATUS"],
+        &rows,
+    );
+    Ok(())
+}
+
+pub async fn revoke(data_dir: &Path, id: &str) -> anyhow::Result<()> {
+    let record = tokens::revoke(&catalog(data_dir)?, id, &Actor::Cli, now()).await?;
+    eprintln!(
+        "Token {} ({} in org {}) is revoked.",
+        record.id, record.user, record.org
+    );
     Ok(())
 }

@@ -40,7 +40,28 @@ pub struct Commit {
     pub committed_blobs: Vec<String>,
     /// Blobs no committed version uses any more: listed for deletion.
     pub doomed_blobs: Vec<String>,
+    /// An incarnation a delete retires: its versions and blobs wait for the sweeper.
+    pub retired_incarnation: Option<String>,
     pub audit: Vec<AuditEntry>,
+}
+
+impl Commit {
+    /// A commit of `state` over `snapshot` (the record the decision was made on), with no
+    /// versions, blobs or audit yet.
+    pub fn over(snapshot: &StateRecord, at: Timestamp, state: Option<StateRecord>) -> Self {
+        Self {
+            org: snapshot.org.clone(),
+            name: snapshot.name.clone(),
+            expected_revision: snapshot.revision,
+            at,
+            state,
+            versions: Vec::new(),
+            committed_blobs: Vec::new(),
+            doomed_blobs: Vec::new(),
+            retired_incarnation: None,
+            audit: Vec::new(),
+        }
+    }
 }
 
 /// An audit entry: who did what to which state and version, when.
@@ -55,6 +76,24 @@ pub struct AuditEntry {
     pub version: Option<u64>,
     /// Action-specific facts (the key of a new version, old and new allocations...).
     pub detail: serde_json::Value,
+}
+
+/// Which audit entries to read: an org's, newest first, optionally of one state or action,
+/// older than a cursor.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuditQuery {
+    pub state: Option<String>,
+    pub action: Option<String>,
+    /// Only entries older than this sequence number (the previous page's cursor).
+    pub before: Option<u64>,
+    pub limit: usize,
+}
+
+/// An audit entry with its sequence number in the org's log (newer entries, higher numbers).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditRecord {
+    pub seq: u64,
+    pub entry: AuditEntry,
 }
 
 /// State records and versions.
@@ -80,6 +119,14 @@ pub trait StateCatalog: Send + Sync {
         version: u64,
     ) -> Result<Option<VersionRecord>, StoreError>;
 
+    /// Every version of one incarnation of a state, newest first.
+    async fn versions(
+        &self,
+        org: &str,
+        name: &str,
+        incarnation: &str,
+    ) -> Result<Vec<VersionRecord>, StoreError>;
+
     /// Records a blob about to be written, so one never committed can be found and deleted.
     async fn add_pending_blob(&self, blob: &str, at: Timestamp) -> Result<(), StoreError>;
 
@@ -89,15 +136,33 @@ pub trait StateCatalog: Send + Sync {
     /// `Conflict` when it is not (someone else committed first): re-read and decide again.
     async fn commit(&self, commit: Commit) -> Result<(), StoreError>;
 
+    /// Appends an audit entry that goes with no state change (a download, a token).
+    async fn append_audit(&self, entry: &AuditEntry) -> Result<(), StoreError>;
+
     /// Audit entries of an org, newest first.
-    async fn audit(&self, org: &str, limit: usize) -> Result<Vec<AuditEntry>, StoreError>;
+    async fn audit(&self, org: &str, query: &AuditQuery) -> Result<Vec<AuditRecord>, StoreError>;
 }
 
-/// A personal access token as stored: its SHA-256, never the token.
+/// What a token is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenKind {
+    /// A person's or script's, bound to one org, user and role.
+    #[default]
+    Personal,
+    /// The platform's: calls the runs API only, for any org.
+    Platform,
+}
+
+/// A token as stored: its SHA-256, never the token.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenRecord {
     /// Hex SHA-256 of the token.
     pub hash: String,
+    /// A short public id, to list and revoke it by.
+    pub id: String,
+    #[serde(default)]
+    pub kind: TokenKind,
     pub org: String,
     pub user: String,
     pub role: Role,
@@ -124,7 +189,19 @@ pub trait AccessCatalog: Send + Sync {
     /// takes effect at once.
     async fn token(&self, hash: &str) -> Result<Option<TokenRecord>, StoreError>;
 
-    async fn put_token(&self, token: &TokenRecord) -> Result<(), StoreError>;
+    /// Stores a new or revoked token and its audit entry together.
+    async fn put_token(&self, token: &TokenRecord, audit: &AuditEntry) -> Result<(), StoreError>;
+
+    /// Every token (hashes only: no token is ever stored), oldest first.
+    async fn tokens(&self) -> Result<Vec<TokenRecord>, StoreError>;
+
+    /// Replaces an org's allocation and records the change, together.
+    async fn set_allocation(
+        &self,
+        org: &str,
+        allocation: &Allocation,
+        audit: &AuditEntry,
+    ) -> Result<(), StoreError>;
 
     async fn org(&self, org: &str) -> Result<Option<OrgRecord>, StoreError>;
 

@@ -9,7 +9,8 @@ use hegemony_state::domain::record::StateRecord;
 use hegemony_state::domain::version::{ChangeRecord, Source, VersionRecord};
 use hegemony_state::domain::{Actor, Timestamp};
 use hegemony_state::ports::{
-    AuditEntry, BlobStore, Catalog, Commit, OrgRecord, StoreError, TokenRecord,
+    AuditEntry, AuditQuery, BlobStore, Catalog, Commit, OrgRecord, StoreError, TokenKind,
+    TokenRecord,
 };
 use time::macros::datetime;
 
@@ -89,7 +90,15 @@ fn commit(record: &StateRecord, expected: u64, versions: Vec<VersionRecord>) -> 
         versions,
         committed_blobs: Vec::new(),
         doomed_blobs: Vec::new(),
+        retired_incarnation: None,
         audit: Vec::new(),
+    }
+}
+
+fn query(limit: usize) -> AuditQuery {
+    AuditQuery {
+        limit,
+        ..AuditQuery::default()
     }
 }
 
@@ -132,7 +141,12 @@ mod cases {
             .await
             .unwrap()
             .is_none());
-        assert!(f.catalog.audit("acme", 10).await.unwrap().is_empty());
+        assert!(f
+            .catalog
+            .audit("acme", &query(10))
+            .await
+            .unwrap()
+            .is_empty());
         assert_eq!(
             f.catalog
                 .state("acme", "net")
@@ -154,6 +168,21 @@ mod cases {
             f.catalog.version("acme", "net", "inc", 2).await.unwrap(),
             Some(version(2, "b2"))
         );
+        let listed: Vec<u64> = f
+            .catalog
+            .versions("acme", "net", "inc")
+            .await
+            .unwrap()
+            .iter()
+            .map(|v| v.version)
+            .collect();
+        assert_eq!(listed, [2, 1], "newest first");
+        assert!(f
+            .catalog
+            .versions("acme", "net", "other")
+            .await
+            .unwrap()
+            .is_empty());
         assert!(f
             .catalog
             .version("acme", "net", "other", 2)
@@ -227,15 +256,45 @@ mod cases {
             audit("other", "x"),
         ];
         f.catalog.commit(c).await.unwrap();
-        let entries = f.catalog.audit("acme", 10).await.unwrap();
-        let actions: Vec<_> = entries.iter().map(|e| e.action.as_str()).collect();
+        let entries = f.catalog.audit("acme", &query(10)).await.unwrap();
+        let actions: Vec<_> = entries.iter().map(|e| e.entry.action.as_str()).collect();
         assert_eq!(actions, ["second", "first"]);
-        assert_eq!(f.catalog.audit("acme", 1).await.unwrap().len(), 1);
+        let first_page = f.catalog.audit("acme", &query(1)).await.unwrap();
+        assert_eq!(first_page.len(), 1);
+        let next = AuditQuery {
+            before: Some(first_page[0].seq),
+            ..query(10)
+        };
+        let rest = f.catalog.audit("acme", &next).await.unwrap();
+        assert_eq!(rest.len(), 1);
+        assert_eq!(rest[0].entry.action, "first");
+        f.catalog
+            .append_audit(&audit("acme", "version.downloaded"))
+            .await
+            .unwrap();
+        let by_action = AuditQuery {
+            action: Some("version.downloaded".into()),
+            state: Some("net".into()),
+            ..query(10)
+        };
+        assert_eq!(f.catalog.audit("acme", &by_action).await.unwrap().len(), 1);
+        let other_state = AuditQuery {
+            state: Some("other".into()),
+            ..query(10)
+        };
+        assert!(f
+            .catalog
+            .audit("acme", &other_state)
+            .await
+            .unwrap()
+            .is_empty());
     }
 
     pub async fn tokens_are_found_by_hash(f: Fixture) {
         let token = TokenRecord {
             hash: "ab".repeat(32),
+            id: "tok-1".into(),
+            kind: TokenKind::Personal,
             org: "acme".into(),
             user: "alice".into(),
             role: Role::Operator,
@@ -243,7 +302,10 @@ mod cases {
             expires_at: None,
             revoked: false,
         };
-        f.catalog.put_token(&token).await.unwrap();
+        f.catalog
+            .put_token(&token, &audit("acme", "token.created"))
+            .await
+            .unwrap();
         assert_eq!(
             f.catalog.token(&token.hash).await.unwrap(),
             Some(token.clone())
@@ -253,8 +315,25 @@ mod cases {
             revoked: true,
             ..token.clone()
         };
-        f.catalog.put_token(&revoked).await.unwrap();
+        f.catalog
+            .put_token(&revoked, &audit("acme", "token.revoked"))
+            .await
+            .unwrap();
         assert!(f.catalog.token(&token.hash).await.unwrap().unwrap().revoked);
+        assert_eq!(f.catalog.tokens().await.unwrap(), vec![revoked]);
+        let actions: Vec<_> = f
+            .catalog
+            .audit("acme", &query(10))
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.entry.action)
+            .collect();
+        assert_eq!(
+            actions,
+            ["token.revoked", "token.created"],
+            "each with its audit entry"
+        );
     }
 
     pub async fn an_org_is_created_once(f: Fixture) {
@@ -272,8 +351,21 @@ mod cases {
             ..org.clone()
         };
         assert!(!f.catalog.create_org(&other).await.unwrap());
-        assert_eq!(f.catalog.org("acme").await.unwrap(), Some(org));
+        assert_eq!(f.catalog.org("acme").await.unwrap(), Some(org.clone()));
         assert!(f.catalog.org("nobody").await.unwrap().is_none());
+        f.catalog
+            .set_allocation(
+                "acme",
+                &other.allocation,
+                &audit("acme", "permissions.changed"),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            f.catalog.org("acme").await.unwrap().unwrap().allocation,
+            other.allocation
+        );
+        assert_eq!(f.catalog.audit("acme", &query(10)).await.unwrap().len(), 1);
     }
 
     pub async fn blobs_put_get_delete(f: Fixture) {

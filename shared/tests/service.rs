@@ -8,7 +8,7 @@ use hegemony_state::domain::name::StateName;
 use hegemony_state::domain::permission::Role;
 use hegemony_state::domain::version::Ended;
 use hegemony_state::domain::{Actor, Principal, Refusal};
-use hegemony_state::ports::{BlobStore, StateCatalog};
+use hegemony_state::ports::{AuditQuery, BlobStore, StateCatalog};
 use hegemony_state::service::lock::{lock, unlock, UnlockOutcome};
 use hegemony_state::service::state::{read, write, WriteOutcome};
 use hegemony_state::service::{App, Error, Limits, SystemClock};
@@ -30,6 +30,13 @@ fn who(user: &str, role: Role) -> Principal {
         org: "acme".into(),
         role,
         actor: Actor::User { user: user.into() },
+    }
+}
+
+fn all() -> AuditQuery {
+    AuditQuery {
+        limit: 100,
+        ..AuditQuery::default()
     }
 }
 
@@ -94,7 +101,7 @@ async fn an_identical_replay_creates_nothing() {
             .next_version,
         2
     );
-    assert_eq!(store.audit("acme", 10).await.unwrap().len(), 1);
+    assert_eq!(store.audit("acme", &all()).await.unwrap().len(), 1);
 }
 
 #[tokio::test]
@@ -120,7 +127,7 @@ async fn saves_under_one_lock_fold_and_the_unlock_closes_the_change_record() {
         "each replaced blob is listed for deletion"
     );
     assert_eq!(
-        store.audit("acme", 10).await.unwrap().len(),
+        store.audit("acme", &all()).await.unwrap().len(),
         1,
         "one audit entry per version"
     );
@@ -160,10 +167,10 @@ async fn a_force_unlock_is_audited_and_ends_the_version_as_forced() {
         .latest
         .unwrap();
     assert_eq!(latest.change.ended, Ended::ForceUnlocked);
-    let audit = store.audit("acme", 10).await.unwrap();
-    assert_eq!(audit[0].action, "lock.force_unlocked");
+    let audit = store.audit("acme", &all()).await.unwrap();
+    assert_eq!(audit[0].entry.action, "lock.force_unlocked");
     assert_eq!(
-        audit[0].actor,
+        audit[0].entry.actor,
         Actor::User {
             user: "root".into()
         }

@@ -6,11 +6,13 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
+use crate::domain::permission::Allocation;
 use crate::domain::record::StateRecord;
 use crate::domain::version::VersionRecord;
 use crate::domain::Timestamp;
 use crate::ports::{
-    AccessCatalog, AuditEntry, BlobStore, Commit, OrgRecord, StateCatalog, StoreError, TokenRecord,
+    AccessCatalog, AuditEntry, AuditQuery, AuditRecord, BlobStore, Commit, OrgRecord, StateCatalog,
+    StoreError, TokenRecord,
 };
 
 /// A catalog and blob store in memory.
@@ -25,8 +27,10 @@ struct Inner {
     versions: HashMap<(String, String, String, u64), VersionRecord>,
     pending: HashMap<String, Timestamp>,
     doomed: HashSet<String>,
+    retired: Vec<(String, String, String)>,
     audit: Vec<AuditEntry>,
-    tokens: HashMap<String, TokenRecord>,
+    /// In creation order, so listings are stable.
+    tokens: Vec<TokenRecord>,
     orgs: HashMap<String, OrgRecord>,
     blobs: HashMap<String, Vec<u8>>,
 }
@@ -50,6 +54,11 @@ impl MemoryStore {
     /// Blobs listed for deletion.
     pub fn doomed_blobs(&self) -> Vec<String> {
         self.lock().doomed.iter().cloned().collect()
+    }
+
+    /// Incarnations retired by deletes: (org, name, incarnation).
+    pub fn retired_incarnations(&self) -> Vec<(String, String, String)> {
+        self.lock().retired.clone()
     }
 }
 
@@ -87,6 +96,23 @@ impl StateCatalog for MemoryStore {
         Ok(self.lock().versions.get(&key).cloned())
     }
 
+    async fn versions(
+        &self,
+        org: &str,
+        name: &str,
+        incarnation: &str,
+    ) -> Result<Vec<VersionRecord>, StoreError> {
+        let inner = self.lock();
+        let mut versions: Vec<VersionRecord> = inner
+            .versions
+            .iter()
+            .filter(|((o, n, i, _), _)| o == org && n == name && i == incarnation)
+            .map(|(_, v)| v.clone())
+            .collect();
+        versions.sort_by_key(|v| std::cmp::Reverse(v.version));
+        Ok(versions)
+    }
+
     async fn add_pending_blob(&self, blob: &str, at: Timestamp) -> Result<(), StoreError> {
         self.lock().pending.insert(blob.to_owned(), at);
         Ok(())
@@ -120,19 +146,40 @@ impl StateCatalog for MemoryStore {
             inner.pending.remove(blob);
         }
         inner.doomed.extend(commit.doomed_blobs);
+        if let Some(incarnation) = commit.retired_incarnation {
+            inner.retired.push((commit.org, commit.name, incarnation));
+        }
         inner.audit.extend(commit.audit);
         Ok(())
     }
 
-    async fn audit(&self, org: &str, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
+    async fn append_audit(&self, entry: &AuditEntry) -> Result<(), StoreError> {
+        self.lock().audit.push(entry.clone());
+        Ok(())
+    }
+
+    async fn audit(&self, org: &str, query: &AuditQuery) -> Result<Vec<AuditRecord>, StoreError> {
         let inner = self.lock();
         Ok(inner
             .audit
             .iter()
+            .enumerate()
             .rev()
-            .filter(|e| e.org == org)
-            .take(limit)
-            .cloned()
+            .map(|(i, e)| (i as u64 + 1, e))
+            .filter(|(seq, e)| {
+                e.org == org
+                    && query.before.is_none_or(|b| *seq < b)
+                    && query
+                        .state
+                        .as_ref()
+                        .is_none_or(|s| e.state.as_ref() == Some(s))
+                    && query.action.as_ref().is_none_or(|a| &e.action == a)
+            })
+            .take(query.limit)
+            .map(|(seq, e)| AuditRecord {
+                seq,
+                entry: e.clone(),
+            })
             .collect())
     }
 }
@@ -140,11 +187,40 @@ impl StateCatalog for MemoryStore {
 #[async_trait]
 impl AccessCatalog for MemoryStore {
     async fn token(&self, hash: &str) -> Result<Option<TokenRecord>, StoreError> {
-        Ok(self.lock().tokens.get(hash).cloned())
+        Ok(self.lock().tokens.iter().find(|t| t.hash == hash).cloned())
     }
 
-    async fn put_token(&self, token: &TokenRecord) -> Result<(), StoreError> {
-        self.lock().tokens.insert(token.hash.clone(), token.clone());
+    async fn put_token(&self, token: &TokenRecord, audit: &AuditEntry) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        match inner.tokens.iter_mut().find(|t| t.hash == token.hash) {
+            Some(stored) => *stored = token.clone(),
+            None => inner.tokens.push(token.clone()),
+        }
+        inner.audit.push(audit.clone());
+        Ok(())
+    }
+
+    async fn tokens(&self) -> Result<Vec<TokenRecord>, StoreError> {
+        Ok(self.lock().tokens.clone())
+    }
+
+    async fn set_allocation(
+        &self,
+        org: &str,
+        allocation: &Allocation,
+        audit: &AuditEntry,
+    ) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        let record = inner
+            .orgs
+            .entry(org.to_owned())
+            .or_insert_with(|| OrgRecord {
+                org: org.to_owned(),
+                allocation: *allocation,
+                created_at: audit.at,
+            });
+        record.allocation = *allocation;
+        inner.audit.push(audit.clone());
         Ok(())
     }
 

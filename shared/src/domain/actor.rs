@@ -12,6 +12,8 @@ pub enum Actor {
     /// A person or script with a personal access token. A person's lock belongs to the
     /// (org, user) pair, so any of that user's tokens may release it.
     User { user: String },
+    /// The `hegemony-state` command on the server's own machine (tokens, first start).
+    Cli,
 }
 
 impl Actor {
@@ -19,6 +21,7 @@ impl Actor {
     pub fn describe(&self) -> String {
         match self {
             Actor::User { user } => format!("user {user}"),
+            Actor::Cli => "the hegemony-state command".into(),
         }
     }
 }

@@ -53,6 +53,116 @@ fn describe_json_error(e: &serde_json::Error) -> String {
     )
 }
 
+/// Returns `body` with the value of its top-level `serial` replaced by `serial`, every other
+/// byte left as it is (a rollback raises only the serial; nothing is re-serialized).
+///
+/// # Errors
+/// `NotAState` when `body` is not a JSON object with a top-level `serial`.
+pub fn with_serial(body: &[u8], serial: u64) -> Result<Vec<u8>, Refusal> {
+    let (start, end) = top_level_value(body, "serial").ok_or_else(|| Refusal::NotAState {
+        reason: "it has no top-level \"serial\" to raise".into(),
+    })?;
+    let digits = serial.to_string();
+    let mut out = Vec::with_capacity(body.len() + digits.len());
+    out.extend_from_slice(&body[..start]);
+    out.extend_from_slice(digits.as_bytes());
+    out.extend_from_slice(&body[end..]);
+    Ok(out)
+}
+
+/// The byte span of the last top-level value named `key` in a JSON object.
+fn top_level_value(body: &[u8], key: &str) -> Option<(usize, usize)> {
+    let mut i = skip_ws(body, 0);
+    if *body.get(i)? != b'{' {
+        return None;
+    }
+    i = skip_ws(body, i + 1);
+    let mut found = None;
+    if *body.get(i)? == b'}' {
+        return None;
+    }
+    loop {
+        let key_end = skip_string(body, i)?;
+        // Keys are short: decode them properly so an escaped spelling still matches.
+        let name: String = serde_json::from_slice(&body[i..key_end]).ok()?;
+        i = skip_ws(body, key_end);
+        if *body.get(i)? != b':' {
+            return None;
+        }
+        let start = skip_ws(body, i + 1);
+        let end = skip_value(body, start)?;
+        if name == key {
+            found = Some((start, end));
+        }
+        i = skip_ws(body, end);
+        match *body.get(i)? {
+            b',' => i = skip_ws(body, i + 1),
+            b'}' => return found,
+            _ => return None,
+        }
+    }
+}
+
+fn skip_ws(body: &[u8], mut i: usize) -> usize {
+    while body.get(i).is_some_and(|b| b.is_ascii_whitespace()) {
+        i += 1;
+    }
+    i
+}
+
+/// The index just past the string starting at `i`.
+fn skip_string(body: &[u8], i: usize) -> Option<usize> {
+    if *body.get(i)? != b'"' {
+        return None;
+    }
+    let mut j = i + 1;
+    loop {
+        match *body.get(j)? {
+            b'"' => return Some(j + 1),
+            b'\\' => j += 2,
+            _ => j += 1,
+        }
+    }
+}
+
+/// The index just past the value starting at `i`.
+fn skip_value(body: &[u8], i: usize) -> Option<usize> {
+    match *body.get(i)? {
+        b'"' => skip_string(body, i),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut j = i;
+            loop {
+                match *body.get(j)? {
+                    b'"' => {
+                        j = skip_string(body, j)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(j + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+        }
+        _ => {
+            let mut j = i;
+            while body
+                .get(j)
+                .is_some_and(|b| !matches!(b, b',' | b'}' | b']') && !b.is_ascii_whitespace())
+            {
+                j += 1;
+            }
+            (j > i).then_some(j)
+        }
+    }
+}
+
 /// The top-level fields as found; `None` for a top level that is not an object.
 #[derive(Default)]
 struct Fields {
@@ -331,6 +441,27 @@ mod tests {
         assert!(reason(r#"{"version":4,"serial":1.5,"lineage":"l"}"#).contains("fraction"));
         assert!(reason(r#"{"version":4,"serial":1,"lineage":7}"#).contains("must be a string"));
         assert!(reason(r#"{"version":4,"serial":1,"lineage":""}"#).contains("empty"));
+    }
+
+    #[test]
+    fn raising_the_serial_changes_only_its_digits() {
+        let body = b"{\n  \"version\": 4,\n  \"serial\": 9,\n  \"lineage\": \"l\",\n  \"outputs\": {\"serial\": 1, \"s\": \"}\\\"\"}\n}\n";
+        let raised = with_serial(body, 12).unwrap();
+        let expected = String::from_utf8_lossy(body).replace("\"serial\": 9", "\"serial\": 12");
+        assert_eq!(String::from_utf8(raised.clone()).unwrap(), expected);
+        assert_eq!(sniff(&raised).unwrap().serial, Some(12));
+        let compact = br#"{"serial":7,"lineage":"l","meta":{},"encrypted_data":"x","encryption_version":"v0"}"#;
+        assert_eq!(
+            sniff(&with_serial(compact, 8).unwrap()).unwrap().serial,
+            Some(8)
+        );
+    }
+
+    #[test]
+    fn raising_needs_a_top_level_serial() {
+        assert!(with_serial(br#"{"outputs":{"serial":1}}"#, 2).is_err());
+        assert!(with_serial(b"[]", 2).is_err());
+        assert!(with_serial(b"{}", 2).is_err());
     }
 
     #[test]

@@ -4,6 +4,7 @@
 pub mod actor;
 pub mod document;
 pub mod lock;
+pub mod manage;
 pub mod name;
 pub mod permission;
 pub mod record;

@@ -24,6 +24,10 @@ pub struct StateRecord {
     pub next_version: u64,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: Timestamp,
+    /// Set by a delete: the state reads as absent, and its versions and blobs wait for the
+    /// sweeper. The record stays, so version numbers are never reused.
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub deleted_at: Option<Timestamp>,
 }
 
 impl StateRecord {
@@ -38,6 +42,28 @@ impl StateRecord {
             latest: None,
             next_version: 1,
             created_at: now,
+            deleted_at: None,
+        }
+    }
+
+    /// Whether the state exists for readers: written at least once and not deleted.
+    pub fn is_visible(&self) -> bool {
+        self.deleted_at.is_none() && self.latest.is_some()
+    }
+
+    /// The record a new state under a deleted name starts from: a new incarnation, the
+    /// version counter and revision kept. A record that is not deleted is returned as is.
+    pub fn reincarnated(self, incarnation: &str, now: Timestamp) -> Self {
+        if self.deleted_at.is_none() {
+            return self;
+        }
+        Self {
+            incarnation: incarnation.to_owned(),
+            lock: None,
+            latest: None,
+            created_at: now,
+            deleted_at: None,
+            ..self
         }
     }
 
@@ -58,5 +84,27 @@ impl StateRecord {
     /// a record is not listed and is removed at its unlock.
     pub fn is_lock_only(&self) -> bool {
         self.latest.is_none() && self.next_version == 1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::datetime;
+
+    const NOW: Timestamp = datetime!(2026-11-30 01:00:00 UTC);
+
+    #[test]
+    fn a_deleted_name_comes_back_as_a_new_incarnation_keeping_its_counter() {
+        let mut r = StateRecord::fresh("acme", "net", "inc1", NOW);
+        r.next_version = 7;
+        r.revision = 9;
+        r.deleted_at = Some(NOW);
+        let again = r.reincarnated("inc2", NOW);
+        assert_eq!(again.incarnation, "inc2");
+        assert_eq!((again.next_version, again.revision), (7, 9));
+        assert!(again.deleted_at.is_none() && !again.is_visible());
+        let live = StateRecord::fresh("acme", "net", "inc1", NOW).reincarnated("inc3", NOW);
+        assert_eq!(live.incarnation, "inc1");
     }
 }

@@ -49,6 +49,18 @@ pub enum Refusal {
     #[error("permission denied: {reason}")]
     Forbidden { reason: String },
 
+    #[error("{what} not found")]
+    NotFound { what: String },
+
+    #[error("state {name} already has a version: an import only creates a state; delete it first, or write a new version with `terraform state push`")]
+    StateExists { name: String },
+
+    #[error("version {version} is OpenTofu-encrypted: its serial cannot be raised without OpenTofu's key, so it cannot be rolled back here; download it and push it with `tofu state push` instead")]
+    RollbackEncrypted { version: u64 },
+
+    #[error("invalid request: {reason}")]
+    InvalidRequest { reason: String },
+
     /// Releasing a lock the caller does not hold is a force unlock.
     #[error("the lock is held by {holder}; releasing someone else's lock is a force unlock, which needs tf_state:manage")]
     NotYourLock { holder: String, lock_id: String },

@@ -11,6 +11,8 @@ use super::{Actor, Timestamp};
 #[serde(rename_all = "snake_case")]
 pub enum Source {
     Write,
+    Import,
+    Rollback,
 }
 
 /// How the operation that produced a version ended.
@@ -25,6 +27,10 @@ pub enum Ended {
     ForceUnlocked,
     /// Written without a lock ID: a version of its own.
     UnlockedWrite,
+    /// Created by an import.
+    Import,
+    /// Created by a rollback.
+    Rollback,
 }
 
 /// The lock as a change record shows it.
@@ -68,9 +74,25 @@ pub struct ChangeRecord {
     #[serde(with = "time::serde::rfc3339")]
     pub last_save_at: Timestamp,
     pub ended: Ended,
+    /// For a rollback: the version whose content it made current again.
+    pub rolled_back_from: Option<u64>,
 }
 
 impl ChangeRecord {
+    /// The record of a version made in one step, outside any lock (import, rollback).
+    pub fn single(ended: Ended, rolled_back_from: Option<u64>, now: Timestamp) -> Self {
+        Self {
+            lock: None,
+            locked_at: None,
+            released_at: None,
+            saves: 1,
+            first_save_at: now,
+            last_save_at: now,
+            ended,
+            rolled_back_from,
+        }
+    }
+
     /// The record of a version's first save, under `lock` or without one.
     pub fn first_save(lock: Option<&Lock>, now: Timestamp) -> Self {
         Self {
@@ -85,6 +107,7 @@ impl ChangeRecord {
             } else {
                 Ended::UnlockedWrite
             },
+            rolled_back_from: None,
         }
     }
 

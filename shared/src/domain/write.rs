@@ -6,7 +6,7 @@
 use super::document::StateMeta;
 use super::lock::locked_by;
 use super::record::StateRecord;
-use super::version::{ChangeRecord, Source, VersionRecord};
+use super::version::{ChangeRecord, Ended, Source, VersionRecord};
 use super::{Principal, Refusal, Timestamp};
 
 /// What a write request brings besides its principal.
@@ -114,6 +114,19 @@ pub struct SealedContent {
     pub blob: String,
 }
 
+/// What made a new version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// The backend's write; `under_lock` when it named the lock (`?ID=`).
+    Write {
+        under_lock: bool,
+    },
+    Import,
+    Rollback {
+        from: u64,
+    },
+}
+
 /// What a write commits.
 #[derive(Debug, Clone)]
 pub struct WriteCommit {
@@ -133,18 +146,31 @@ pub fn apply_write(
     plan: WritePlan,
     content: SealedContent,
     principal: &Principal,
-    under_lock: bool,
+    origin: Origin,
     now: Timestamp,
 ) -> WriteCommit {
     let mut state = record.successor();
     let (version, replaced_blob) = match plan {
         WritePlan::Unchanged => unreachable!("nothing to apply for an unchanged write"),
         WritePlan::Create { version } => {
-            let lock = state.lock.as_mut().filter(|_| under_lock);
-            let change = ChangeRecord::first_save(lock.as_deref(), now);
-            if let Some(lock) = lock {
-                lock.version_opened = Some(version);
-            }
+            let (source, change) = match origin {
+                Origin::Write { under_lock } => {
+                    let lock = state.lock.as_mut().filter(|_| under_lock);
+                    let change = ChangeRecord::first_save(lock.as_deref(), now);
+                    if let Some(lock) = lock {
+                        lock.version_opened = Some(version);
+                    }
+                    (Source::Write, change)
+                }
+                Origin::Import => (
+                    Source::Import,
+                    ChangeRecord::single(Ended::Import, None, now),
+                ),
+                Origin::Rollback { from } => (
+                    Source::Rollback,
+                    ChangeRecord::single(Ended::Rollback, Some(from), now),
+                ),
+            };
             state.next_version = version + 1;
             let record = VersionRecord {
                 version,
@@ -152,7 +178,7 @@ pub fn apply_write(
                 lineage: content.meta.lineage,
                 size: content.size,
                 sha256: content.sha256,
-                source: Source::Write,
+                source,
                 key: content.key,
                 opentofu_encrypted: content.meta.opentofu_encrypted,
                 created_at: now,
@@ -239,7 +265,10 @@ mod tests {
                 key: "platform:test".into(),
                 blob: format!("blob-{}", record.revision),
             };
-            let commit = apply_write(record, plan, content, who, lock_id.is_some(), NOW);
+            let origin = Origin::Write {
+                under_lock: lock_id.is_some(),
+            };
+            let commit = apply_write(record, plan, content, who, origin, NOW);
             *record = commit.state;
         }
         Ok(plan)

@@ -7,23 +7,31 @@ use lambda_http::Request;
 
 use super::error::HttpError;
 use super::routes::Route;
-use crate::domain::Principal;
+use crate::domain::{Principal, Refusal};
 use crate::ports::AccessCatalog;
-use crate::service::{auth, App, Error};
+use crate::service::auth::{self, Caller};
+use crate::service::{App, Error};
 
 fn unauthenticated(reason: &str) -> HttpError {
     HttpError::Service(Error::Unauthenticated(reason.to_owned()))
 }
 
-/// Resolves the request's credentials to a principal.
+/// Resolves the request's credentials to a principal of an org.
 ///
 /// # Errors
 /// 401 (`Unauthenticated`) for missing, malformed, unknown, expired or revoked credentials,
-/// and for Basic credentials on a route that takes Bearer only.
+/// and for Basic credentials on a route that takes Bearer only; 403 for a platform token,
+/// which calls the runs API only.
 pub async fn authenticate(app: &App, route: &Route, req: &Request) -> Result<Principal, HttpError> {
     let token = token(route, req)?;
     let access: &dyn AccessCatalog = app.catalog.as_ref();
-    Ok(auth::authenticate(access, &token, app.clock.now()).await?)
+    match auth::authenticate(access, &token, app.clock.now()).await? {
+        Caller::Org(principal) => Ok(principal),
+        Caller::Platform { .. } => Err(Refusal::Forbidden {
+            reason: "a platform token calls the runs API only; use a personal access token".into(),
+        }
+        .into()),
+    }
 }
 
 fn token(route: &Route, req: &Request) -> Result<String, HttpError> {

@@ -28,7 +28,10 @@ pub enum ErrorCode {
     LineageMismatch,
     StaleSerial,
     Fork,
+    StateExists,
+    RollbackEncrypted,
     TooLarge,
+    UnsupportedMediaType,
     Locked,
     Unavailable,
     ManagedStateUnavailable,
@@ -52,7 +55,10 @@ impl ErrorCode {
         ErrorCode::LineageMismatch,
         ErrorCode::StaleSerial,
         ErrorCode::Fork,
+        ErrorCode::StateExists,
+        ErrorCode::RollbackEncrypted,
         ErrorCode::TooLarge,
+        ErrorCode::UnsupportedMediaType,
         ErrorCode::Locked,
         ErrorCode::Unavailable,
         ErrorCode::ManagedStateUnavailable,
@@ -76,6 +82,9 @@ impl ErrorCode {
             ErrorCode::LineageMismatch => "lineage_mismatch",
             ErrorCode::StaleSerial => "stale_serial",
             ErrorCode::Fork => "fork",
+            ErrorCode::StateExists => "state_exists",
+            ErrorCode::RollbackEncrypted => "rollback_encrypted",
+            ErrorCode::UnsupportedMediaType => "unsupported_media_type",
             ErrorCode::TooLarge => "too_large",
             ErrorCode::Locked => "locked",
             ErrorCode::Unavailable => "unavailable",
@@ -99,8 +108,11 @@ impl ErrorCode {
             ErrorCode::LockIdMismatch
             | ErrorCode::LineageMismatch
             | ErrorCode::StaleSerial
-            | ErrorCode::Fork => StatusCode::CONFLICT,
+            | ErrorCode::Fork
+            | ErrorCode::StateExists
+            | ErrorCode::RollbackEncrypted => StatusCode::CONFLICT,
             ErrorCode::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ErrorCode::Locked => StatusCode::LOCKED,
             ErrorCode::Unavailable | ErrorCode::ManagedStateUnavailable => {
                 StatusCode::SERVICE_UNAVAILABLE
@@ -119,6 +131,10 @@ pub enum HttpError {
     TooLarge { limit: u64 },
     #[error("{0}")]
     InvalidRequest(String),
+    #[error(
+        "unsupported Content-Type {0:?}: send application/json, application/octet-stream or none"
+    )]
+    UnsupportedMediaType(String),
 }
 
 impl From<Refusal> for HttpError {
@@ -162,6 +178,10 @@ fn refusal_code(r: &Refusal) -> ErrorCode {
         Refusal::Fork { .. } => ErrorCode::Fork,
         Refusal::Forbidden { .. } => ErrorCode::Forbidden,
         Refusal::NotYourLock { .. } => ErrorCode::NotLockHolder,
+        Refusal::NotFound { .. } => ErrorCode::NotFound,
+        Refusal::StateExists { .. } => ErrorCode::StateExists,
+        Refusal::RollbackEncrypted { .. } => ErrorCode::RollbackEncrypted,
+        Refusal::InvalidRequest { .. } => ErrorCode::InvalidRequest,
     }
 }
 
@@ -169,6 +189,7 @@ fn code_of(err: &HttpError) -> ErrorCode {
     match err {
         HttpError::TooLarge { .. } => ErrorCode::TooLarge,
         HttpError::InvalidRequest(_) => ErrorCode::InvalidRequest,
+        HttpError::UnsupportedMediaType(_) => ErrorCode::UnsupportedMediaType,
         HttpError::Service(e) => match e {
             Error::Refused(r) => refusal_code(r),
             Error::Unauthenticated(_) => ErrorCode::Unauthenticated,

@@ -1,10 +1,12 @@
-//! `GET /api/tf-states?limit=&cursor=`: the caller's org's states, never any content.
+//! `GET /api/tf-states?limit=&cursor=`, `GET /api/tf-states/{name}` and
+//! `GET .../versions`: what an org has, never any content.
 
 use lambda_http::http::StatusCode;
 use lambda_http::{Body, Request, RequestExt, Response};
 
 use super::error::HttpError;
 use super::response::json_response;
+use crate::domain::name::StateName;
 use crate::domain::Principal;
 use crate::service::listing::{self, MAX_PAGE};
 use crate::service::App;
@@ -31,4 +33,25 @@ pub async fn list(
     };
     let page = listing::list(app, principal, limit, query.first("cursor")).await?;
     Ok(json_response(StatusCode::OK, &page))
+}
+
+pub async fn show(
+    app: &App,
+    principal: &Principal,
+    name: &StateName,
+) -> Result<Response<Body>, HttpError> {
+    let view = listing::show(app, principal, name).await?;
+    Ok(json_response(StatusCode::OK, &view))
+}
+
+pub async fn versions(
+    app: &App,
+    principal: &Principal,
+    name: &StateName,
+) -> Result<Response<Body>, HttpError> {
+    let versions = listing::versions(app, principal, name).await?;
+    Ok(json_response(
+        StatusCode::OK,
+        &serde_json::json!({ "versions": versions }),
+    ))
 }

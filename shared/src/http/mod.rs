@@ -3,10 +3,13 @@
 //! Lambda functions both call [`handle`] with a request built the way API Gateway's HTTP API
 //! (payload v2) builds it.
 
+mod admin;
 mod credentials;
 mod error;
 mod list;
 mod lock;
+mod manage;
+pub mod openapi;
 mod response;
 pub mod routes;
 mod state;
@@ -19,7 +22,7 @@ pub use routes::{find_route, Handler, Route, RouteMatch, ROUTES};
 use crate::domain::name::StateName;
 use crate::domain::Principal;
 use crate::service::App;
-use error::{error_response, LogContext};
+use error::{error_response, HttpError, LogContext};
 
 /// Answers a request for `route`. Every outcome is a response: refusals are 4xx, transient
 /// faults 503, never an `Err`.
@@ -38,16 +41,13 @@ pub fn no_route(matched: &RouteMatch<'_>) -> Response<Body> {
 
 /// 413 for a body refused as it arrived (the local server reads bodies before handling).
 pub fn too_large(route: &Route, limit: u64) -> Response<Body> {
-    error_response(
-        &error::HttpError::TooLarge { limit },
-        &LogContext::new(route),
-    )
+    error_response(&HttpError::TooLarge { limit }, &LogContext::new(route))
 }
 
 /// 400 for a body that could not be read (a broken chunked encoding, a dropped connection).
 pub fn unreadable_body(route: &Route, reason: &str) -> Response<Body> {
     error_response(
-        &error::HttpError::InvalidRequest(format!("the request body could not be read: {reason}")),
+        &HttpError::InvalidRequest(format!("the request body could not be read: {reason}")),
         &LogContext::new(route),
     )
 }
@@ -57,25 +57,45 @@ async fn dispatch(
     route: &Route,
     req: Request,
     ctx: &mut LogContext,
-) -> Result<Response<Body>, error::HttpError> {
+) -> Result<Response<Body>, HttpError> {
     let limit = route.body_limit(&app.limits);
     if req.body().len() as u64 > limit {
-        return Err(error::HttpError::TooLarge { limit });
+        return Err(HttpError::TooLarge { limit });
+    }
+    if !route.needs_credentials() {
+        return Ok(openapi::response());
     }
     let params = req.path_parameters();
     let name = params.first("name").map(str::to_owned);
+    let version = params.first("version").map(str::to_owned);
     ctx.state = name.clone();
     let principal = credentials::authenticate(app, route, &req).await?;
     ctx.principal = Some(describe(&principal));
-    let state = || -> Result<StateName, error::HttpError> {
+    let state = || -> Result<StateName, HttpError> {
         Ok(StateName::parse(name.as_deref().unwrap_or_default())?)
     };
+    let p = &principal;
     match route.handler {
-        Handler::StateRead => state::read(app, &principal, &state()?, &req).await,
-        Handler::StateWrite => state::write(app, &principal, &state()?, req, ctx).await,
-        Handler::Lock => lock::lock(app, &principal, &state()?, &req, ctx).await,
-        Handler::Unlock => lock::unlock(app, &principal, &state()?, &req, ctx).await,
-        Handler::List => list::list(app, &principal, &req).await,
+        Handler::StateRead => state::read(app, p, &state()?, &req).await,
+        Handler::StateWrite => state::write(app, p, &state()?, req, ctx).await,
+        Handler::Lock => lock::lock(app, p, &state()?, &req, ctx).await,
+        Handler::Unlock => lock::unlock(app, p, &state()?, &req, ctx).await,
+        Handler::List => list::list(app, p, &req).await,
+        Handler::Show => list::show(app, p, &state()?).await,
+        Handler::Versions => list::versions(app, p, &state()?).await,
+        Handler::Download => {
+            let version = manage::version_number(version.as_deref())?;
+            manage::download(app, p, &state()?, version, &req).await
+        }
+        Handler::Import => manage::import(app, p, &state()?, req).await,
+        Handler::Rollback => manage::rollback(app, p, &state()?, &req).await,
+        Handler::ForceUnlock => manage::force_unlock(app, p, &state()?).await,
+        Handler::Delete => manage::delete(app, p, &state()?).await,
+        Handler::StateAudit => admin::audit(app, p, Some(&state()?), &req).await,
+        Handler::OrgAudit => admin::audit(app, p, None, &req).await,
+        Handler::Permissions => admin::permissions(app, p).await,
+        Handler::SetPermissions => admin::set_permissions(app, p, &req).await,
+        Handler::OpenApi => Ok(openapi::response()),
     }
 }
 

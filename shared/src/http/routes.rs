@@ -12,6 +12,18 @@ pub enum Handler {
     Lock,
     Unlock,
     List,
+    Show,
+    Versions,
+    Download,
+    Import,
+    Rollback,
+    ForceUnlock,
+    Delete,
+    StateAudit,
+    OrgAudit,
+    Permissions,
+    SetPermissions,
+    OpenApi,
 }
 
 /// One route.
@@ -31,6 +43,11 @@ pub struct Route {
 pub const DEFAULT_BODY_LIMIT: u64 = 1024 * 1024;
 
 impl Route {
+    /// Whether the route needs credentials at all (only the API description does not).
+    pub fn needs_credentials(&self) -> bool {
+        self.handler != Handler::OpenApi
+    }
+
     /// A backend route (state, lock) accepts Basic as well as Bearer credentials.
     pub fn is_backend(&self) -> bool {
         matches!(
@@ -42,9 +59,9 @@ impl Route {
     /// The largest body this route accepts, refused as it arrives.
     pub fn body_limit(&self, limits: &Limits) -> u64 {
         match self.handler {
-            Handler::StateWrite => limits.max_state_bytes,
+            Handler::StateWrite | Handler::Import => limits.max_state_bytes,
             Handler::Lock | Handler::Unlock => MAX_LOCK_BYTES as u64,
-            Handler::StateRead | Handler::List => DEFAULT_BODY_LIMIT,
+            _ => DEFAULT_BODY_LIMIT,
         }
     }
 }
@@ -108,6 +125,53 @@ pub static ROUTES: &[Route] = &[
         "lock",
     ),
     route("GET", "/api/tf-states", Handler::List, "list"),
+    route("GET", "/api/tf-states/{name}", Handler::Show, "list"),
+    route(
+        "GET",
+        "/api/tf-states/{name}/versions",
+        Handler::Versions,
+        "versions",
+    ),
+    route(
+        "GET",
+        "/api/tf-states/{name}/versions/{version}/content",
+        Handler::Download,
+        "download",
+    ),
+    route(
+        "POST",
+        "/api/tf-states/{name}/import",
+        Handler::Import,
+        "import",
+    ),
+    route(
+        "POST",
+        "/api/tf-states/{name}/rollback",
+        Handler::Rollback,
+        "rollback",
+    ),
+    route(
+        "POST",
+        "/api/tf-states/{name}/force-unlock",
+        Handler::ForceUnlock,
+        "admin",
+    ),
+    route("DELETE", "/api/tf-states/{name}", Handler::Delete, "admin"),
+    route(
+        "GET",
+        "/api/tf-states/{name}/audit",
+        Handler::StateAudit,
+        "audit",
+    ),
+    route("GET", "/api/audit", Handler::OrgAudit, "audit"),
+    route("GET", "/api/org/permissions", Handler::Permissions, "admin"),
+    route(
+        "PUT",
+        "/api/org/permissions",
+        Handler::SetPermissions,
+        "admin",
+    ),
+    route("GET", "/api/openapi.json", Handler::OpenApi, "list"),
 ];
 
 /// The outcome of matching a request against the table.

@@ -1,20 +1,29 @@
-//! Authentication: a token in, a principal out. Tokens are looked up by their SHA-256 on
-//! every request (never cached, so a revocation or expiry takes effect at once) and
-//! compared in constant time.
+//! Authentication: a token in, a caller out. Tokens are looked up by their SHA-256 on every
+//! request (never cached, so a revocation or expiry takes effect at once) and compared in
+//! constant time.
 
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::{hex, Error};
 use crate::domain::{Actor, Principal, Timestamp};
-use crate::ports::AccessCatalog;
+use crate::ports::{AccessCatalog, TokenKind};
+
+/// Who is calling.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Caller {
+    /// A person or script acting in one org.
+    Org(Principal),
+    /// The platform that runs flows: the runs API only.
+    Platform { token_id: String },
+}
 
 /// Hex SHA-256 of a token: what the catalog stores and looks up.
 pub fn token_hash(token: &str) -> String {
     hex(&Sha256::digest(token.as_bytes()))
 }
 
-/// Resolves a token to its principal.
+/// Resolves a token to its caller.
 ///
 /// # Errors
 /// `Unauthenticated` for an unknown, revoked or expired token; `Unavailable` when the
@@ -23,7 +32,7 @@ pub async fn authenticate(
     catalog: &dyn AccessCatalog,
     token: &str,
     now: Timestamp,
-) -> Result<Principal, Error> {
+) -> Result<Caller, Error> {
     let hash = token_hash(token);
     let record = catalog
         .token(&hash)
@@ -36,9 +45,14 @@ pub async fn authenticate(
     if record.expires_at.is_some_and(|at| at <= now) {
         return Err(Error::Unauthenticated("this token has expired".into()));
     }
-    Ok(Principal {
-        org: record.org,
-        role: record.role,
-        actor: Actor::User { user: record.user },
+    Ok(match record.kind {
+        TokenKind::Platform => Caller::Platform {
+            token_id: record.id,
+        },
+        TokenKind::Personal => Caller::Org(Principal {
+            org: record.org,
+            role: record.role,
+            actor: Actor::User { user: record.user },
+        }),
     })
 }

@@ -2,11 +2,15 @@
 
 use serde::Serialize;
 
+use super::manage::existing;
 use super::{App, Error};
 use crate::domain::actor::Actor;
 use crate::domain::lock::Lock;
+use crate::domain::manage::{allowed_actions, AllowedActions};
+use crate::domain::name::StateName;
 use crate::domain::record::StateRecord;
-use crate::domain::{rfc3339, Principal};
+use crate::domain::version::{ChangeRecord, Source, VersionRecord};
+use crate::domain::{rfc3339, Principal, Timestamp};
 
 /// The most states one page lists.
 pub const MAX_PAGE: usize = 1000;
@@ -49,7 +53,7 @@ pub struct LockView {
 }
 
 impl LockView {
-    fn of(lock: &Lock) -> Self {
+    pub fn of(lock: &Lock) -> Self {
         let d = &lock.document;
         Self {
             id: d.id.clone(),
@@ -66,7 +70,7 @@ impl LockView {
 }
 
 impl StateItem {
-    fn of(record: &StateRecord, now: crate::domain::Timestamp) -> Self {
+    fn of(record: &StateRecord, now: Timestamp) -> Self {
         let latest = record.latest.as_ref();
         Self {
             name: record.name.clone(),
@@ -83,8 +87,81 @@ impl StateItem {
     }
 }
 
+/// One state as its page shows it: the list's item and what the caller may do.
+#[derive(Debug, Clone, Serialize)]
+pub struct StateView {
+    #[serde(flatten)]
+    pub item: StateItem,
+    pub allowed_actions: AllowedActions,
+}
+
+/// A version as listed (DESIGN section 3): everything but where its content is stored.
+#[derive(Debug, Clone, Serialize)]
+pub struct VersionView {
+    pub version: u64,
+    pub serial: Option<u64>,
+    pub lineage: Option<String>,
+    pub size: u64,
+    pub sha256: String,
+    pub source: Source,
+    pub key: String,
+    pub opentofu_encrypted: bool,
+    pub created_at: String,
+    pub writer: Actor,
+    pub change: ChangeRecord,
+}
+
+impl From<&VersionRecord> for VersionView {
+    fn from(v: &VersionRecord) -> Self {
+        Self {
+            version: v.version,
+            serial: v.serial,
+            lineage: v.lineage.clone(),
+            size: v.size,
+            sha256: v.sha256.clone(),
+            source: v.source,
+            key: v.key.clone(),
+            opentofu_encrypted: v.opentofu_encrypted,
+            created_at: rfc3339(v.created_at),
+            writer: v.writer.clone(),
+            change: v.change.clone(),
+        }
+    }
+}
+
+/// One state of the caller's org, with the actions the caller may take. Any role may look.
+///
+/// # Errors
+/// `Refused(NotFound)` for a state that does not exist in the caller's org.
+pub async fn show(app: &App, principal: &Principal, name: &StateName) -> Result<StateView, Error> {
+    let record = existing(app, &principal.org, name).await?;
+    let allocation = app.allocation(&principal.org).await?;
+    let now = app.clock.now();
+    Ok(StateView {
+        item: StateItem::of(&record, now),
+        allowed_actions: allowed_actions(&record, principal, &allocation, now),
+    })
+}
+
+/// A state's versions, newest first. Any role may look; no content.
+///
+/// # Errors
+/// `Refused(NotFound)` for a state that does not exist in the caller's org.
+pub async fn versions(
+    app: &App,
+    principal: &Principal,
+    name: &StateName,
+) -> Result<Vec<VersionView>, Error> {
+    let record = existing(app, &principal.org, name).await?;
+    let versions = app
+        .catalog
+        .versions(&record.org, &record.name, &record.incarnation)
+        .await?;
+    Ok(versions.iter().map(VersionView::from).collect())
+}
+
 /// Lists the caller's org's states in name order, `limit` at most, after `cursor`. Any role
-/// may list. States that only exist for a lock (never written) are left out.
+/// may list. States that were never written (a lock only) or were deleted are left out.
 ///
 /// # Errors
 /// `Unavailable` when the catalog cannot be read.
@@ -104,7 +181,7 @@ pub async fn list(
         org: principal.org.clone(),
         states: records
             .iter()
-            .filter(|r| !r.is_lock_only())
+            .filter(|r| r.is_visible())
             .map(|r| StateItem::of(r, now))
             .collect(),
         next_cursor,

@@ -72,15 +72,9 @@ fn simple_commit(
     audit: Vec<AuditEntry>,
 ) -> Commit {
     Commit {
-        org: snapshot.org.clone(),
-        name: snapshot.name.clone(),
-        expected_revision: snapshot.revision,
-        at,
-        state,
         versions,
-        committed_blobs: Vec::new(),
-        doomed_blobs: Vec::new(),
         audit,
+        ..Commit::over(snapshot, at, state)
     }
 }
 
@@ -146,7 +140,7 @@ pub async fn unlock(
 
 /// The record without its lock, and the version the lock opened with its change record
 /// closed. A record that only existed for this lock is removed (`None`).
-async fn release(
+pub(super) async fn release(
     app: &App,
     snapshot: &StateRecord,
     lock: &Lock,

@@ -2,9 +2,11 @@
 //! commits with one compare-and-swap, re-reading and deciding again when it lost a race (a
 //! lost race is never an error a client sees).
 
+pub mod admin;
 pub mod auth;
 pub mod listing;
 pub mod lock;
+pub mod manage;
 pub mod state;
 pub mod tokens;
 

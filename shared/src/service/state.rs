@@ -6,13 +6,15 @@ use sha2::{Digest, Sha256};
 
 use super::{hex, new_id, App, Error, MAX_ATTEMPTS};
 use crate::crypto::{self, Binding};
-use crate::domain::document::sniff;
+use crate::domain::document::{sniff, StateMeta};
 use crate::domain::name::StateName;
 use crate::domain::permission::Permission;
 use crate::domain::record::StateRecord;
 use crate::domain::version::VersionRecord;
-use crate::domain::write::{apply_write, plan_write, SealedContent, WritePlan, WriteRequest};
-use crate::domain::{Principal, Timestamp};
+use crate::domain::write::{
+    apply_write, plan_write, Origin, SealedContent, WritePlan, WriteRequest,
+};
+use crate::domain::{Principal, Refusal, Timestamp};
 use crate::ports::{AuditEntry, Commit, KeyContext};
 
 /// What a write did.
@@ -62,7 +64,7 @@ pub async fn read(
     open_version(app, keys, &record, latest).await.map(Some)
 }
 
-async fn open_version(
+pub(super) async fn open_version(
     app: &App,
     keys: &dyn crate::ports::KeyService,
     record: &StateRecord,
@@ -99,11 +101,18 @@ async fn open_version(
 
 /// A sealed blob, remembered across compare-and-swap retries so the same decision does not
 /// encrypt and store the body twice.
-struct Sealed {
+pub(super) struct Sealed {
     incarnation: String,
     version: u64,
-    blob: String,
-    key_id: String,
+    pub(super) blob: String,
+    pub(super) key_id: String,
+}
+
+impl Sealed {
+    /// Whether this blob was sealed for `version` of the snapshot's incarnation.
+    pub(super) fn fits(&self, snapshot: &StateRecord, version: u64) -> bool {
+        self.incarnation == snapshot.incarnation && self.version == version
+    }
 }
 
 /// Writes a new state document (the backend POST), with `?ID=` as `lock_id`.
@@ -120,14 +129,7 @@ pub async fn write(
 ) -> Result<WriteOutcome, Error> {
     app.require(principal, Permission::Write).await?;
     let keys = app.keys()?;
-    // One pass over the body for validation and one for the digest, off the async threads.
-    let (body, document, sha256) = tokio::task::spawn_blocking(move || {
-        let document = sniff(&body);
-        let sha256 = hex(&Sha256::digest(&body));
-        (Arc::new(body), document, sha256)
-    })
-    .await
-    .map_err(|e| Error::Unavailable(format!("validation task failed: {e}")))?;
+    let (body, document, sha256) = examine(body).await?;
     let request = WriteRequest {
         lock_id,
         document: &document,
@@ -142,10 +144,7 @@ pub async fn write(
         let Some(version) = plan.version() else {
             return Ok(WriteOutcome::Unchanged);
         };
-        let reusable = sealed
-            .as_ref()
-            .is_some_and(|s| s.incarnation == snapshot.incarnation && s.version == version);
-        if !reusable {
+        if !sealed.as_ref().is_some_and(|s| s.fits(&snapshot, version)) {
             sealed = Some(seal(app, keys, &snapshot, version, &body, now).await?);
         }
         let blob = sealed.as_ref().expect("sealed above");
@@ -157,7 +156,10 @@ pub async fn write(
             key: blob.key_id.clone(),
             blob: blob.blob.clone(),
         };
-        let commit = apply_write(&snapshot, plan, content, principal, lock_id.is_some(), now);
+        let origin = Origin::Write {
+            under_lock: lock_id.is_some(),
+        };
+        let commit = apply_write(&snapshot, plan, content, principal, origin, now);
         let audit = match plan {
             WritePlan::Create { version } => vec![AuditEntry {
                 org: org.to_owned(),
@@ -173,15 +175,11 @@ pub async fn write(
         let result = app
             .catalog
             .commit(Commit {
-                org: org.to_owned(),
-                name: name.to_string(),
-                expected_revision: snapshot.revision,
-                at: now,
-                state: Some(commit.state),
                 versions: vec![commit.version],
                 committed_blobs: vec![blob.blob.clone()],
                 doomed_blobs: commit.replaced_blob.into_iter().collect(),
                 audit,
+                ..Commit::over(&snapshot, now, Some(commit.state))
             })
             .await;
         match result {
@@ -198,6 +196,20 @@ pub async fn write(
     Err(crate::ports::StoreError::Conflict.into())
 }
 
+/// Validates a body as a state document and digests it: one pass each, off the async
+/// threads. The classification is kept, not raised, so it is reported in its turn.
+pub(super) async fn examine(
+    body: Vec<u8>,
+) -> Result<(Arc<Vec<u8>>, Result<StateMeta, Refusal>, String), Error> {
+    tokio::task::spawn_blocking(move || {
+        let document = sniff(&body);
+        let sha256 = hex(&Sha256::digest(&body));
+        (Arc::new(body), document, sha256)
+    })
+    .await
+    .map_err(|e| Error::Unavailable(format!("validation task failed: {e}")))
+}
+
 /// The state's record, or the record of a state not created yet.
 pub(super) async fn snapshot(
     app: &App,
@@ -209,12 +221,13 @@ pub(super) async fn snapshot(
         .catalog
         .state(org, name.as_str())
         .await?
+        .map(|r| r.reincarnated(&new_id(), now))
         .unwrap_or_else(|| StateRecord::fresh(org, name.as_str(), &new_id(), now)))
 }
 
 /// Seals the body for one version under a fresh data key and stores it, pending until a
 /// commit names it.
-async fn seal(
+pub(super) async fn seal(
     app: &App,
     keys: &dyn crate::ports::KeyService,
     snapshot: &StateRecord,

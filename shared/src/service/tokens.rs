@@ -1,21 +1,24 @@
-//! Personal access tokens: created for one org, user and role, shown once, stored as their
-//! SHA-256 only. Creating a token creates its org (with the default allocation) if new.
+//! Tokens: personal access tokens for one org, user and role, and platform tokens for the
+//! runs API. Shown once, stored as their SHA-256 only; creating and revoking are audited.
+//! Creating a personal token creates its org (with the default allocation) if new.
 
 use aes_gcm::aead::rand_core::RngCore;
 use aes_gcm::aead::OsRng;
 use base64::Engine;
 
 use super::auth::token_hash;
-use super::Error;
+use super::{hex, Error};
 use crate::domain::name::check_name;
 use crate::domain::permission::{Allocation, Role};
-use crate::domain::{Refusal, Timestamp};
-use crate::ports::{AccessCatalog, OrgRecord, TokenRecord};
+use crate::domain::{Actor, Refusal, Timestamp};
+use crate::ports::{AccessCatalog, AuditEntry, OrgRecord, TokenKind, TokenRecord};
 
 /// The org a new local store starts with.
 pub const DEFAULT_ORG: &str = "default";
 /// The user of the first admin token of a new local store.
 pub const FIRST_ADMIN: &str = "admin";
+/// The org column of a platform token, which belongs to no org.
+const PLATFORM_ORG: &str = "";
 
 /// Every token starts with this, so a leaked one is recognisable (and scannable).
 const TOKEN_PREFIX: &str = "hgs_";
@@ -35,45 +38,123 @@ fn check_user(user: &str) -> Result<(), Refusal> {
     }
 }
 
-/// Creates a token for `user` with `role` in `org` (creating the org if new) and returns
-/// the token itself, which is never stored and cannot be shown again.
+/// What a token is made for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NewToken<'a> {
+    Personal {
+        org: &'a str,
+        user: &'a str,
+        role: Role,
+    },
+    Platform,
+}
+
+fn audit(
+    org: &str,
+    action: &str,
+    actor: &Actor,
+    token: &TokenRecord,
+    now: Timestamp,
+) -> AuditEntry {
+    AuditEntry {
+        org: org.to_owned(),
+        at: now,
+        action: action.into(),
+        actor: actor.clone(),
+        state: None,
+        version: None,
+        detail: serde_json::json!({
+            "token_id": token.id,
+            "kind": token.kind,
+            "user": token.user,
+            "role": token.role,
+        }),
+    }
+}
+
+/// Creates a token and returns it with its record. The token itself is never stored and
+/// cannot be shown again.
 ///
 /// # Errors
 /// `Refused` for an invalid org or user name; `Unavailable` when the catalog fails.
 pub async fn create(
     catalog: &dyn AccessCatalog,
-    org: &str,
-    user: &str,
-    role: Role,
+    new: NewToken<'_>,
+    by: &Actor,
     now: Timestamp,
-) -> Result<String, Error> {
-    check_name("org", org)?;
-    check_user(user)?;
-    catalog
-        .create_org(&OrgRecord {
-            org: org.to_owned(),
-            allocation: Allocation::default(),
-            created_at: now,
-        })
-        .await?;
+) -> Result<(String, TokenRecord), Error> {
+    let (org, user, role, kind) = match new {
+        NewToken::Personal { org, user, role } => {
+            check_name("org", org)?;
+            check_user(user)?;
+            catalog
+                .create_org(&OrgRecord {
+                    org: org.to_owned(),
+                    allocation: Allocation::default(),
+                    created_at: now,
+                })
+                .await?;
+            (org, user, role, TokenKind::Personal)
+        }
+        NewToken::Platform => (PLATFORM_ORG, "platform", Role::Viewer, TokenKind::Platform),
+    };
     let mut secret = [0u8; 32];
     OsRng.fill_bytes(&mut secret);
     let token = format!(
         "{TOKEN_PREFIX}{}",
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(secret)
     );
+    let mut id = [0u8; 6];
+    OsRng.fill_bytes(&mut id);
+    let record = TokenRecord {
+        hash: token_hash(&token),
+        id: format!("tok-{}", hex(&id)),
+        kind,
+        org: org.to_owned(),
+        user: user.to_owned(),
+        role,
+        created_at: now,
+        expires_at: None,
+        revoked: false,
+    };
     catalog
-        .put_token(&TokenRecord {
-            hash: token_hash(&token),
-            org: org.to_owned(),
-            user: user.to_owned(),
-            role,
-            created_at: now,
-            expires_at: None,
-            revoked: false,
-        })
+        .put_token(&record, &audit(org, "token.created", by, &record, now))
         .await?;
-    Ok(token)
+    Ok((token, record))
+}
+
+/// Every token's record, oldest first (no token itself is stored).
+///
+/// # Errors
+/// `Unavailable` when the catalog fails.
+pub async fn list(catalog: &dyn AccessCatalog) -> Result<Vec<TokenRecord>, Error> {
+    Ok(catalog.tokens().await?)
+}
+
+/// Revokes the token with `id`; revoking a revoked token changes nothing.
+///
+/// # Errors
+/// `Refused(NotFound)` for an unknown id; `Unavailable` when the catalog fails.
+pub async fn revoke(
+    catalog: &dyn AccessCatalog,
+    id: &str,
+    by: &Actor,
+    now: Timestamp,
+) -> Result<TokenRecord, Error> {
+    let mut record = catalog
+        .tokens()
+        .await?
+        .into_iter()
+        .find(|t| t.id == id)
+        .ok_or_else(|| Refusal::NotFound {
+            what: format!("token {id}"),
+        })?;
+    if !record.revoked {
+        record.revoked = true;
+        let entry = audit(&record.org, "token.revoked", by, &record, now);
+        catalog.put_token(&record, &entry).await?;
+    }
+    Ok(record)
 }
 
 /// On a store's first start: creates org `default` and an admin token, and returns the token
@@ -88,7 +169,11 @@ pub async fn bootstrap(
     if catalog.org(DEFAULT_ORG).await?.is_some() {
         return Ok(None);
     }
-    create(catalog, DEFAULT_ORG, FIRST_ADMIN, Role::Admin, now)
-        .await
-        .map(Some)
+    let new = NewToken::Personal {
+        org: DEFAULT_ORG,
+        user: FIRST_ADMIN,
+        role: Role::Admin,
+    };
+    let (token, _) = create(catalog, new, &Actor::Cli, now).await?;
+    Ok(Some(token))
 }

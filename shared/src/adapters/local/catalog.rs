@@ -11,11 +11,13 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::domain::permission::Allocation;
 use crate::domain::record::StateRecord;
 use crate::domain::version::VersionRecord;
 use crate::domain::{rfc3339, Timestamp};
 use crate::ports::{
-    AccessCatalog, AuditEntry, Commit, OrgRecord, StateCatalog, StoreError, TokenRecord,
+    AccessCatalog, AuditEntry, AuditQuery, AuditRecord, Commit, OrgRecord, StateCatalog,
+    StoreError, TokenRecord,
 };
 
 /// How long a writer waits for another process's transaction before giving up (a 503 with
@@ -32,10 +34,16 @@ CREATE TABLE IF NOT EXISTS versions (
     PRIMARY KEY (org, name, incarnation, version)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS pending_blobs (blob TEXT PRIMARY KEY, since TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS doomed_blobs (blob TEXT PRIMARY KEY, since TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS retired_incarnations (
+    org TEXT NOT NULL, name TEXT NOT NULL, incarnation TEXT NOT NULL, since TEXT NOT NULL,
+    PRIMARY KEY (org, name, incarnation)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS audit (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, org TEXT NOT NULL, entry TEXT NOT NULL);
+    id INTEGER PRIMARY KEY AUTOINCREMENT, org TEXT NOT NULL, state TEXT, action TEXT NOT NULL,
+    entry TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS audit_by_org ON audit (org, id);
-CREATE TABLE IF NOT EXISTS tokens (hash TEXT PRIMARY KEY, record TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS audit_by_state ON audit (org, state, id);
+CREATE TABLE IF NOT EXISTS tokens (
+    hash TEXT PRIMARY KEY, id TEXT NOT NULL UNIQUE, record TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS orgs (org TEXT PRIMARY KEY, record TEXT NOT NULL);
 PRAGMA user_version = 1;
 ";
@@ -156,14 +164,27 @@ fn commit_in(conn: &mut Connection, commit: Commit) -> Result<(), StoreError> {
         )
         .map_err(sql_error)?;
     }
-    for entry in &commit.audit {
+    if let Some(incarnation) = &commit.retired_incarnation {
         tx.execute(
-            "INSERT INTO audit (org, entry) VALUES (?1, ?2)",
-            params![entry.org, to_json(entry)],
+            "INSERT OR IGNORE INTO retired_incarnations (org, name, incarnation, since)
+             VALUES (?1, ?2, ?3, ?4)",
+            params![commit.org, commit.name, incarnation, now],
         )
         .map_err(sql_error)?;
     }
+    for entry in &commit.audit {
+        insert_audit(&tx, entry)?;
+    }
     tx.commit().map_err(sql_error)
+}
+
+fn insert_audit(conn: &Connection, entry: &AuditEntry) -> Result<(), StoreError> {
+    conn.execute(
+        "INSERT INTO audit (org, state, action, entry) VALUES (?1, ?2, ?3, ?4)",
+        params![entry.org, entry.state, entry.action, to_json(entry)],
+    )
+    .map_err(sql_error)?;
+    Ok(())
 }
 
 #[async_trait]
@@ -230,6 +251,28 @@ impl StateCatalog for SqliteCatalog {
         .await
     }
 
+    async fn versions(
+        &self,
+        org: &str,
+        name: &str,
+        incarnation: &str,
+    ) -> Result<Vec<VersionRecord>, StoreError> {
+        let key = (org.to_owned(), name.to_owned(), incarnation.to_owned());
+        self.with(move |conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT record FROM versions WHERE org = ?1 AND name = ?2 AND incarnation = ?3
+                     ORDER BY version DESC",
+                )
+                .map_err(sql_error)?;
+            let rows = stmt
+                .query_map(params![key.0, key.1, key.2], |row| row.get::<_, String>(0))
+                .map_err(sql_error)?;
+            rows.map(|r| from_json(&r.map_err(sql_error)?)).collect()
+        })
+        .await
+    }
+
     async fn add_pending_blob(&self, blob: &str, at: Timestamp) -> Result<(), StoreError> {
         let (blob, since) = (blob.to_owned(), rfc3339(at));
         self.with(move |conn| {
@@ -247,16 +290,42 @@ impl StateCatalog for SqliteCatalog {
         self.with(move |conn| commit_in(conn, commit)).await
     }
 
-    async fn audit(&self, org: &str, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
-        let org = org.to_owned();
+    async fn append_audit(&self, entry: &AuditEntry) -> Result<(), StoreError> {
+        let entry = entry.clone();
+        self.with(move |conn| insert_audit(conn, &entry)).await
+    }
+
+    async fn audit(&self, org: &str, query: &AuditQuery) -> Result<Vec<AuditRecord>, StoreError> {
+        let (org, query) = (org.to_owned(), query.clone());
         self.with(move |conn| {
             let mut stmt = conn
-                .prepare_cached("SELECT entry FROM audit WHERE org = ?1 ORDER BY id DESC LIMIT ?2")
+                .prepare_cached(
+                    "SELECT id, entry FROM audit
+                     WHERE org = ?1 AND (?2 IS NULL OR state = ?2) AND (?3 IS NULL OR action = ?3)
+                       AND (?4 IS NULL OR id < ?4)
+                     ORDER BY id DESC LIMIT ?5",
+                )
                 .map_err(sql_error)?;
             let rows = stmt
-                .query_map(params![org, limit as i64], |row| row.get::<_, String>(0))
+                .query_map(
+                    params![
+                        org,
+                        query.state,
+                        query.action,
+                        query.before,
+                        query.limit as i64
+                    ],
+                    |row| Ok((row.get::<_, u64>(0)?, row.get::<_, String>(1)?)),
+                )
                 .map_err(sql_error)?;
-            rows.map(|r| from_json(&r.map_err(sql_error)?)).collect()
+            rows.map(|r| {
+                let (seq, text) = r.map_err(sql_error)?;
+                Ok(AuditRecord {
+                    seq,
+                    entry: from_json(&text)?,
+                })
+            })
+            .collect()
         })
         .await
     }
@@ -280,15 +349,74 @@ impl AccessCatalog for SqliteCatalog {
         .await
     }
 
-    async fn put_token(&self, token: &TokenRecord) -> Result<(), StoreError> {
-        let (hash, record) = (token.hash.clone(), to_json(token));
+    async fn put_token(&self, token: &TokenRecord, audit: &AuditEntry) -> Result<(), StoreError> {
+        let (token, audit) = (token.clone(), audit.clone());
         self.with(move |conn| {
-            conn.execute(
-                "INSERT OR REPLACE INTO tokens (hash, record) VALUES (?1, ?2)",
-                params![hash, record],
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(sql_error)?;
+            tx.execute(
+                "INSERT OR REPLACE INTO tokens (hash, id, record) VALUES (?1, ?2, ?3)",
+                params![token.hash, token.id, to_json(&token)],
             )
             .map_err(sql_error)?;
-            Ok(())
+            insert_audit(&tx, &audit)?;
+            tx.commit().map_err(sql_error)
+        })
+        .await
+    }
+
+    async fn tokens(&self) -> Result<Vec<TokenRecord>, StoreError> {
+        self.with(move |conn| {
+            let mut stmt = conn
+                .prepare_cached("SELECT record FROM tokens ORDER BY rowid")
+                .map_err(sql_error)?;
+            let rows = stmt
+                .query_map([], |row| row.get::<_, String>(0))
+                .map_err(sql_error)?;
+            rows.map(|r| from_json(&r.map_err(sql_error)?)).collect()
+        })
+        .await
+    }
+
+    async fn set_allocation(
+        &self,
+        org: &str,
+        allocation: &Allocation,
+        audit: &AuditEntry,
+    ) -> Result<(), StoreError> {
+        let record = OrgRecord {
+            org: org.to_owned(),
+            allocation: *allocation,
+            created_at: audit.at,
+        };
+        let audit = audit.clone();
+        self.with(move |conn| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(sql_error)?;
+            let existing: Option<String> = tx
+                .query_row(
+                    "SELECT record FROM orgs WHERE org = ?1",
+                    params![record.org],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(sql_error)?;
+            let stored = match existing {
+                Some(text) => OrgRecord {
+                    allocation: record.allocation,
+                    ..from_json(&text)?
+                },
+                None => record,
+            };
+            tx.execute(
+                "INSERT OR REPLACE INTO orgs (org, record) VALUES (?1, ?2)",
+                params![stored.org, to_json(&stored)],
+            )
+            .map_err(sql_error)?;
+            insert_audit(&tx, &audit)?;
+            tx.commit().map_err(sql_error)
         })
         .await
     }

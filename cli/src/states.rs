@@ -1,0 +1,362 @@
+//! `hegemony-state states ...`: list, show, versions, download, roll back, force-unlock,
+//! delete and audit over the HTTP API. Tables for people, `--json` for scripts; destructive
+//! commands ask to confirm unless `--yes`.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use clap::Subcommand;
+use reqwest::Method;
+use serde_json::Value;
+
+use crate::client::Client;
+use crate::table;
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// The org's states, their latest versions and locks.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// One state: lineage, latest version, lock, and what you may do with it.
+    Show {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// A state's versions, newest first.
+    Versions {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The content of a version (the latest by default), to stdout or a file.
+    Download {
+        name: String,
+        #[arg(long)]
+        version: Option<u64>,
+        /// Write to this file instead of stdout.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
+    /// Make an older version current again, as a new version.
+    Rollback {
+        name: String,
+        version: u64,
+        /// Do not ask to confirm.
+        #[arg(long)]
+        yes: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Release whatever lock is held on a state.
+    ForceUnlock {
+        name: String,
+        #[arg(long)]
+        yes: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a state and all its versions.
+    Delete {
+        name: String,
+        #[arg(long)]
+        yes: bool,
+    },
+    /// The audit log, of the org or of one state, newest first.
+    Audit {
+        name: Option<String>,
+        /// Only entries of this action (e.g. state.imported).
+        #[arg(long)]
+        action: Option<String>,
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn text(v: &Value) -> String {
+    match v {
+        Value::Null => "-".into(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn actor(v: &Value) -> String {
+    match v["kind"].as_str() {
+        Some("user") => text(&v["user"]),
+        Some(kind) => kind.to_owned(),
+        None => "-".into(),
+    }
+}
+
+fn lock_text(lock: &Value) -> String {
+    if lock.is_null() {
+        return "-".into();
+    }
+    format!(
+        "{} by {} since {}",
+        text(&lock["id"]),
+        actor(&lock["holder"]),
+        text(&lock["since"])
+    )
+}
+
+fn print_json(v: &Value) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(v)?);
+    Ok(())
+}
+
+/// Asks to confirm a destructive action on a terminal; without one, `--yes` is required.
+fn confirm(what: &str, yes: bool) -> anyhow::Result<()> {
+    if yes {
+        return Ok(());
+    }
+    if !std::io::stdin().is_terminal() {
+        bail!("{what}: refusing without --yes (there is no terminal to confirm on)");
+    }
+    eprint!("{what}? Type yes to confirm: ");
+    std::io::stderr().flush()?;
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer)?;
+    if answer.trim() != "yes" {
+        bail!("not confirmed; nothing was done");
+    }
+    Ok(())
+}
+
+pub async fn run(api: &crate::Api, command: Command) -> anyhow::Result<()> {
+    let client = Client::new(api)?;
+    match command {
+        Command::List { json } => {
+            let mut states = Vec::new();
+            let mut cursor: Option<String> = None;
+            let org = loop {
+                let path = match &cursor {
+                    Some(c) => format!("/api/tf-states?limit=1000&cursor={c}"),
+                    None => "/api/tf-states?limit=1000".to_owned(),
+                };
+                let page = client.get_json(&path).await?;
+                states.extend(page["states"].as_array().cloned().unwrap_or_default());
+                match page["next_cursor"].as_str() {
+                    Some(next) => cursor = Some(next.to_owned()),
+                    None => break page["org"].clone(),
+                }
+            };
+            if json {
+                return print_json(&serde_json::json!({"org": org, "states": states}));
+            }
+            let rows: Vec<Vec<String>> = states
+                .iter()
+                .map(|s| {
+                    vec![
+                        text(&s["name"]),
+                        text(&s["latest_version"]),
+                        text(&s["serial"]),
+                        text(&s["size"]),
+                        text(&s["updated_at"]),
+                        actor(&s["updated_by"]),
+                        lock_text(&s["lock"]),
+                    ]
+                })
+                .collect();
+            table::print(
+                &["NAME", "VERSION", "SERIAL", "SIZE", "UPDATED", "BY", "LOCK"],
+                &rows,
+            );
+        }
+        Command::Show { name, json } => {
+            let s = client.get_json(&format!("/api/tf-states/{name}")).await?;
+            if json {
+                return print_json(&s);
+            }
+            for (label, value) in [
+                ("name", text(&s["name"])),
+                ("lineage", text(&s["lineage"])),
+                ("latest version", text(&s["latest_version"])),
+                ("serial", text(&s["serial"])),
+                ("size", text(&s["size"])),
+                (
+                    "updated",
+                    format!("{} by {}", text(&s["updated_at"]), actor(&s["updated_by"])),
+                ),
+                ("opentofu-encrypted", text(&s["opentofu_encrypted"])),
+                ("lock", lock_text(&s["lock"])),
+            ] {
+                println!("{label:<20}{value}");
+            }
+            let allowed: Vec<&str> = s["allowed_actions"]
+                .as_object()
+                .map(|o| {
+                    o.iter()
+                        .filter(|(_, v)| v.as_bool() == Some(true))
+                        .map(|(k, _)| k.as_str())
+                        .collect()
+                })
+                .unwrap_or_default();
+            println!(
+                "{:<20}{}",
+                "you may",
+                if allowed.is_empty() {
+                    "-".into()
+                } else {
+                    allowed.join(", ")
+                }
+            );
+        }
+        Command::Versions { name, json } => {
+            let v = client
+                .get_json(&format!("/api/tf-states/{name}/versions"))
+                .await?;
+            if json {
+                return print_json(&v);
+            }
+            let rows: Vec<Vec<String>> = v["versions"]
+                .as_array()
+                .map(|vs| {
+                    vs.iter()
+                        .map(|v| {
+                            vec![
+                                text(&v["version"]),
+                                text(&v["serial"]),
+                                text(&v["size"]),
+                                text(&v["source"]),
+                                actor(&v["writer"]),
+                                text(&v["created_at"]),
+                                text(&v["change"]["ended"]),
+                                text(&v["change"]["saves"]),
+                            ]
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            table::print(
+                &[
+                    "VERSION", "SERIAL", "SIZE", "SOURCE", "WRITER", "CREATED", "ENDED", "SAVES",
+                ],
+                &rows,
+            );
+        }
+        Command::Download {
+            name,
+            version,
+            output,
+        } => {
+            let version = match version {
+                Some(v) => v,
+                None => client.get_json(&format!("/api/tf-states/{name}")).await?["latest_version"]
+                    .as_u64()
+                    .context("the state has no version")?,
+            };
+            let (_, bytes) = client
+                .send(
+                    Method::GET,
+                    &format!("/api/tf-states/{name}/versions/{version}/content"),
+                    None,
+                )
+                .await?;
+            match output {
+                Some(path) => {
+                    std::fs::write(&path, &bytes)
+                        .with_context(|| format!("writing {}", path.display()))?;
+                    eprintln!(
+                        "Wrote version {version} of {name} to {} ({} bytes).",
+                        path.display(),
+                        bytes.len()
+                    );
+                }
+                None => std::io::stdout().write_all(&bytes)?,
+            }
+        }
+        Command::Rollback {
+            name,
+            version,
+            yes,
+            json,
+        } => {
+            confirm(&format!("Roll {name} back to version {version}"), yes)?;
+            let body = serde_json::to_vec(&serde_json::json!({"version": version}))?;
+            let (_, bytes) = client
+                .send(
+                    Method::POST,
+                    &format!("/api/tf-states/{name}/rollback"),
+                    Some((body, "application/json")),
+                )
+                .await?;
+            let v: Value = serde_json::from_slice(&bytes)?;
+            if json {
+                return print_json(&v);
+            }
+            println!(
+                "Rolled {name} back to version {version}: it is now version {} with serial {}.",
+                text(&v["version"]),
+                text(&v["serial"])
+            );
+        }
+        Command::ForceUnlock { name, yes, json } => {
+            confirm(&format!("Force-unlock {name}"), yes)?;
+            let (_, bytes) = client
+                .send(
+                    Method::POST,
+                    &format!("/api/tf-states/{name}/force-unlock"),
+                    None,
+                )
+                .await?;
+            let v: Value = serde_json::from_slice(&bytes)?;
+            if json {
+                return print_json(&v);
+            }
+            match v["released"]["lock"].is_null() {
+                true => println!("{name} was not locked; nothing was released."),
+                false => println!("Released the lock {}.", lock_text(&v["released"]["lock"])),
+            }
+        }
+        Command::Delete { name, yes } => {
+            confirm(&format!("Delete {name} and all its versions"), yes)?;
+            client
+                .send(Method::DELETE, &format!("/api/tf-states/{name}"), None)
+                .await?;
+            println!("Deleted {name}.");
+        }
+        Command::Audit {
+            name,
+            action,
+            limit,
+            json,
+        } => {
+            let mut path = match &name {
+                Some(n) => format!("/api/tf-states/{n}/audit?limit={limit}"),
+                None => format!("/api/audit?limit={limit}"),
+            };
+            if let Some(a) = &action {
+                path.push_str(&format!("&action={a}"));
+            }
+            let page = client.get_json(&path).await?;
+            if json {
+                return print_json(&page);
+            }
+            let rows: Vec<Vec<String>> = page["entries"]
+                .as_array()
+                .map(|es| {
+                    es.iter()
+                        .map(|e| {
+                            vec![
+                                text(&e["at"]),
+                                text(&e["action"]),
+                                actor(&e["actor"]),
+                                text(&e["state"]),
+                                text(&e["version"]),
+                            ]
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            table::print(&["AT", "ACTION", "ACTOR", "STATE", "VERSION"], &rows);
+        }
+    }
+    Ok(())
+}

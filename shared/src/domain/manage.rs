@@ -1,0 +1,285 @@
+//! The management rules: import, rollback, delete, force unlock, and which of them a caller
+//! may do now. No I/O, no status codes.
+
+use serde::Serialize;
+
+use super::lock::locked_by;
+use super::permission::{Allocation, Permission};
+use super::record::StateRecord;
+use super::version::VersionRecord;
+use super::{Principal, Refusal, Timestamp};
+
+fn not_found(name: &str) -> Refusal {
+    Refusal::NotFound {
+        what: format!("state {name}"),
+    }
+}
+
+/// Decides an import: the version number it creates.
+///
+/// # Errors
+/// `Locked` while a lock is live; `StateExists` when the name has a version.
+pub fn check_import(record: &StateRecord, now: Timestamp) -> Result<u64, Refusal> {
+    if let Some(lock) = record.live_lock(now) {
+        return Err(locked_by(lock));
+    }
+    if record.latest.is_some() {
+        return Err(Refusal::StateExists {
+            name: record.name.clone(),
+        });
+    }
+    Ok(record.next_version)
+}
+
+/// A rollback decided: the new version's number and serial.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RollbackPlan {
+    pub version: u64,
+    pub serial: u64,
+}
+
+/// Decides a rollback to `target` (the version asked for, if it exists).
+///
+/// # Errors
+/// `NotFound` for a state or version that does not exist (or was pruned); `Locked` while a
+/// lock is live; `RollbackEncrypted` for an OpenTofu-encrypted target.
+pub fn check_rollback(
+    record: &StateRecord,
+    requested: u64,
+    target: Option<&VersionRecord>,
+    now: Timestamp,
+) -> Result<RollbackPlan, Refusal> {
+    let Some(latest) = record.latest.as_ref().filter(|_| record.is_visible()) else {
+        return Err(not_found(&record.name));
+    };
+    if let Some(lock) = record.live_lock(now) {
+        return Err(locked_by(lock));
+    }
+    let target = target.ok_or_else(|| Refusal::NotFound {
+        what: format!("version {requested} of state {}", record.name),
+    })?;
+    if target.opentofu_encrypted {
+        return Err(Refusal::RollbackEncrypted {
+            version: target.version,
+        });
+    }
+    // Above the current serial, so clients holding the pre-rollback state are refused as
+    // stale or forked, and a plan saved before the rollback is refused as stale.
+    let current = latest
+        .serial
+        .into_iter()
+        .chain(target.serial)
+        .max()
+        .unwrap_or(0);
+    Ok(RollbackPlan {
+        version: record.next_version,
+        serial: current + 1,
+    })
+}
+
+/// Decides a delete.
+///
+/// # Errors
+/// `NotFound` for a state that does not exist; `Locked` while a lock is live.
+pub fn check_delete(record: &StateRecord, now: Timestamp) -> Result<(), Refusal> {
+    if !record.is_visible() {
+        return Err(not_found(&record.name));
+    }
+    if let Some(lock) = record.live_lock(now) {
+        return Err(locked_by(lock));
+    }
+    Ok(())
+}
+
+/// The record a delete stores: a tombstone keeping the version counter.
+pub fn tombstone(record: &StateRecord, now: Timestamp) -> StateRecord {
+    let mut state = record.successor();
+    state.lock = None;
+    state.latest = None;
+    state.deleted_at = Some(now);
+    state
+}
+
+/// What the caller may do to one state now, so a page never hard-codes permissions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct AllowedActions {
+    pub download: bool,
+    pub import: bool,
+    pub rollback: bool,
+    pub force_unlock: bool,
+    pub delete: bool,
+}
+
+/// The actions `principal` may take on `record` at `now`: its permissions, and the state's
+/// condition (roll back and delete are not available while the state is locked).
+pub fn allowed_actions(
+    record: &StateRecord,
+    principal: &Principal,
+    allocation: &Allocation,
+    now: Timestamp,
+) -> AllowedActions {
+    let may = |p: Permission| allocation.allows(principal.role, p);
+    let locked = record.live_lock(now).is_some();
+    let written = record.is_visible();
+    AllowedActions {
+        download: written && may(Permission::Read),
+        import: !written && !locked && may(Permission::Write),
+        rollback: written && !locked && may(Permission::Write),
+        force_unlock: locked && may(Permission::Manage),
+        delete: written && !locked && may(Permission::Manage),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::lock::{decide_lock, parse_lock, LockDecision};
+    use crate::domain::permission::Role;
+    use crate::domain::version::{ChangeRecord, Source};
+    use crate::domain::Actor;
+    use time::macros::datetime;
+
+    const NOW: Timestamp = datetime!(2026-11-30 01:00:00 UTC);
+
+    fn who(role: Role) -> Principal {
+        Principal {
+            org: "acme".into(),
+            role,
+            actor: Actor::User {
+                user: "alice".into(),
+            },
+        }
+    }
+
+    fn version(n: u64, serial: u64, encrypted: bool) -> VersionRecord {
+        VersionRecord {
+            version: n,
+            serial: Some(serial),
+            lineage: Some("l".into()),
+            size: 1,
+            sha256: "x".into(),
+            source: Source::Write,
+            key: "platform:k".into(),
+            opentofu_encrypted: encrypted,
+            created_at: NOW,
+            writer: Actor::User {
+                user: "alice".into(),
+            },
+            change: ChangeRecord::first_save(None, NOW),
+            blob: "b".into(),
+        }
+    }
+
+    fn written(serial: u64) -> StateRecord {
+        let mut r = StateRecord::fresh("acme", "net", "inc", NOW);
+        r.latest = Some(version(3, serial, false));
+        r.next_version = 4;
+        r.revision = 3;
+        r
+    }
+
+    fn locked(mut r: StateRecord) -> StateRecord {
+        let doc = parse_lock(br#"{"ID":"L"}"#).unwrap();
+        let LockDecision::Granted(lock) = decide_lock(&r, doc, &who(Role::Operator), NOW).unwrap()
+        else {
+            panic!()
+        };
+        r.lock = Some(*lock);
+        r
+    }
+
+    #[test]
+    fn an_import_creates_only_a_new_state() {
+        let fresh = StateRecord::fresh("acme", "net", "inc", NOW);
+        assert_eq!(check_import(&fresh, NOW), Ok(1));
+        assert!(matches!(
+            check_import(&written(5), NOW),
+            Err(Refusal::StateExists { .. })
+        ));
+        assert!(matches!(
+            check_import(&locked(fresh), NOW),
+            Err(Refusal::Locked { .. })
+        ));
+    }
+
+    #[test]
+    fn a_rollback_gets_the_next_version_and_a_serial_above_the_current() {
+        let r = written(9);
+        let plan = check_rollback(&r, 1, Some(&version(1, 2, false)), NOW).unwrap();
+        assert_eq!(
+            plan,
+            RollbackPlan {
+                version: 4,
+                serial: 10
+            }
+        );
+    }
+
+    #[test]
+    fn a_rollback_is_refused_while_locked_for_unknown_or_encrypted_versions() {
+        assert!(matches!(
+            check_rollback(&locked(written(9)), 1, Some(&version(1, 2, false)), NOW),
+            Err(Refusal::Locked { .. })
+        ));
+        assert!(matches!(
+            check_rollback(&written(9), 7, None, NOW),
+            Err(Refusal::NotFound { .. })
+        ));
+        assert_eq!(
+            check_rollback(&written(9), 1, Some(&version(1, 2, true)), NOW),
+            Err(Refusal::RollbackEncrypted { version: 1 })
+        );
+        let fresh = StateRecord::fresh("acme", "net", "inc", NOW);
+        assert!(matches!(
+            check_rollback(&fresh, 1, None, NOW),
+            Err(Refusal::NotFound { .. })
+        ));
+    }
+
+    #[test]
+    fn a_delete_tombstones_and_keeps_the_counter() {
+        let r = written(9);
+        assert_eq!(check_delete(&r, NOW), Ok(()));
+        let t = tombstone(&r, NOW);
+        assert!(!t.is_visible() && t.deleted_at.is_some());
+        assert_eq!(t.next_version, 4);
+        assert!(matches!(
+            check_delete(&t, NOW),
+            Err(Refusal::NotFound { .. })
+        ));
+        assert!(matches!(
+            check_delete(&locked(written(1)), NOW),
+            Err(Refusal::Locked { .. })
+        ));
+    }
+
+    #[test]
+    fn allowed_actions_follow_permissions_and_the_lock() {
+        let a = Allocation::default();
+        let free = written(1);
+        let op = allowed_actions(&free, &who(Role::Operator), &a, NOW);
+        assert_eq!(
+            op,
+            AllowedActions {
+                download: true,
+                import: false,
+                rollback: true,
+                force_unlock: false,
+                delete: false
+            }
+        );
+        let admin_locked = allowed_actions(&locked(written(1)), &who(Role::Admin), &a, NOW);
+        assert_eq!(
+            admin_locked,
+            AllowedActions {
+                download: true,
+                import: false,
+                rollback: false,
+                force_unlock: true,
+                delete: false
+            }
+        );
+        let viewer = allowed_actions(&free, &who(Role::Viewer), &a, NOW);
+        assert!(!viewer.download && !viewer.rollback && !viewer.delete);
+    }
+}

@@ -1,0 +1,91 @@
+//! What the admin role gates: the audit log and the org's allocation of permissions. The
+//! role itself (not an allocation) gates them, so nobody can lock themselves out.
+
+use serde::Serialize;
+
+use super::{App, Error};
+use crate::domain::permission::{Allocation, Role};
+use crate::domain::{Principal, Refusal};
+use crate::ports::{AuditEntry, AuditQuery};
+
+/// The most audit entries one page holds.
+pub const MAX_AUDIT_PAGE: usize = 500;
+
+fn require_admin(principal: &Principal, what: &str) -> Result<(), Error> {
+    if principal.role == Role::Admin {
+        return Ok(());
+    }
+    Err(Refusal::Forbidden {
+        reason: format!(
+            "{what} needs the admin role; this token has {}",
+            principal.role.as_str()
+        ),
+    }
+    .into())
+}
+
+/// One page of the audit log, newest first.
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditPage {
+    pub entries: Vec<AuditEntry>,
+    pub next_cursor: Option<String>,
+}
+
+/// Reads the caller's org's audit log.
+///
+/// # Errors
+/// `Refused(Forbidden)` without the admin role.
+pub async fn audit(
+    app: &App,
+    principal: &Principal,
+    mut query: AuditQuery,
+) -> Result<AuditPage, Error> {
+    require_admin(principal, "the audit log")?;
+    query.limit = query.limit.clamp(1, MAX_AUDIT_PAGE);
+    let records = app.catalog.audit(&principal.org, &query).await?;
+    let next_cursor = (records.len() == query.limit)
+        .then(|| records.last().map(|r| r.seq.to_string()))
+        .flatten();
+    Ok(AuditPage {
+        entries: records.into_iter().map(|r| r.entry).collect(),
+        next_cursor,
+    })
+}
+
+/// The org's allocation.
+///
+/// # Errors
+/// `Refused(Forbidden)` without the admin role.
+pub async fn permissions(app: &App, principal: &Principal) -> Result<Allocation, Error> {
+    require_admin(principal, "the permissions")?;
+    app.allocation(&principal.org).await
+}
+
+/// Replaces the allocation with `update` applied to it, audited with the old and new values.
+///
+/// # Errors
+/// `Refused(Forbidden)` without the admin role.
+pub async fn set_permissions(
+    app: &App,
+    principal: &Principal,
+    update: impl FnOnce(Allocation) -> Allocation,
+) -> Result<Allocation, Error> {
+    require_admin(principal, "changing the permissions")?;
+    let old = app.allocation(&principal.org).await?;
+    let new = update(old);
+    if new != old {
+        let entry = AuditEntry {
+            org: principal.org.clone(),
+            at: app.clock.now(),
+            action: "permissions.changed".into(),
+            actor: principal.actor.clone(),
+            state: None,
+            version: None,
+            detail: serde_json::json!({"old": old, "new": new}),
+        };
+        app.catalog
+            .set_allocation(&principal.org, &new, &entry)
+            .await?;
+    }
+    Ok(new)
+}

@@ -1,0 +1,344 @@
+//! Managing states beyond the backend protocol: import, rollback, download, force unlock,
+//! delete. Each is snapshot -> decide -> write blobs -> one compare-and-swap commit.
+
+use super::lock::release;
+use super::state::{examine, open_version, seal, snapshot, Sealed};
+use super::{App, Error, MAX_ATTEMPTS};
+use crate::domain::document::with_serial;
+use crate::domain::lock::Lock;
+use crate::domain::manage::{check_delete, check_import, check_rollback, tombstone};
+use crate::domain::name::StateName;
+use crate::domain::permission::Permission;
+use crate::domain::record::StateRecord;
+use crate::domain::version::VersionRecord;
+use crate::domain::write::{apply_write, Origin, SealedContent, WritePlan};
+use crate::domain::{Principal, Refusal, Timestamp};
+use crate::ports::{AuditEntry, Commit, StoreError};
+
+fn entry(
+    principal: &Principal,
+    name: &StateName,
+    action: &str,
+    version: Option<u64>,
+    detail: serde_json::Value,
+    now: Timestamp,
+) -> AuditEntry {
+    AuditEntry {
+        org: principal.org.clone(),
+        at: now,
+        action: action.into(),
+        actor: principal.actor.clone(),
+        state: Some(name.to_string()),
+        version,
+        detail,
+    }
+}
+
+fn not_found(name: &StateName) -> Error {
+    Error::Refused(Refusal::NotFound {
+        what: format!("state {name}"),
+    })
+}
+
+/// The visible record of a state, or `NotFound`.
+pub(super) async fn existing(app: &App, org: &str, name: &StateName) -> Result<StateRecord, Error> {
+    app.catalog
+        .state(org, name.as_str())
+        .await?
+        .filter(StateRecord::is_visible)
+        .ok_or_else(|| not_found(name))
+}
+
+/// One version of a visible state (the latest from the record, older ones from the catalog).
+async fn find_version(
+    app: &App,
+    record: &StateRecord,
+    version: u64,
+) -> Result<Option<VersionRecord>, Error> {
+    match &record.latest {
+        Some(latest) if latest.version == version => Ok(Some(latest.clone())),
+        _ => Ok(app
+            .catalog
+            .version(&record.org, &record.name, &record.incarnation, version)
+            .await?),
+    }
+}
+
+/// Commits a new version sealed in `sealed` over `snapshot`.
+async fn commit_version(
+    app: &App,
+    snapshot: &StateRecord,
+    content: SealedContent,
+    principal: &Principal,
+    origin: Origin,
+    audit: AuditEntry,
+    now: Timestamp,
+) -> Result<Option<VersionRecord>, Error> {
+    let blob = content.blob.clone();
+    let version = snapshot.next_version;
+    let commit = apply_write(
+        snapshot,
+        WritePlan::Create { version },
+        content,
+        principal,
+        origin,
+        now,
+    );
+    let result = app
+        .catalog
+        .commit(Commit {
+            versions: vec![commit.version.clone()],
+            committed_blobs: vec![blob],
+            audit: vec![audit],
+            ..Commit::over(snapshot, now, Some(commit.state))
+        })
+        .await;
+    match result {
+        Ok(()) => Ok(Some(commit.version)),
+        Err(StoreError::Conflict) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Creates a state from a state file: its first version, source import, with the file's
+/// serial and lineage. A name with a version is refused, so an import never changes a state.
+///
+/// # Errors
+/// `Refused`: without tf_state:write, `Locked` while a lock is live, `StateExists`,
+/// `NotAState`.
+pub async fn import(
+    app: &App,
+    principal: &Principal,
+    name: &StateName,
+    body: Vec<u8>,
+) -> Result<VersionRecord, Error> {
+    app.require(principal, Permission::Write).await?;
+    let keys = app.keys()?;
+    let (body, document, sha256) = examine(body).await?;
+    let mut sealed: Option<Sealed> = None;
+    for _ in 0..MAX_ATTEMPTS {
+        let now = app.clock.now();
+        let snapshot = snapshot(app, &principal.org, name, now).await?;
+        let version = check_import(&snapshot, now)?;
+        let meta = document.clone()?;
+        if !sealed.as_ref().is_some_and(|s| s.fits(&snapshot, version)) {
+            sealed = Some(seal(app, keys, &snapshot, version, &body, now).await?);
+        }
+        let blob = sealed.as_ref().expect("sealed above");
+        let detail = serde_json::json!({"source": "import", "key": blob.key_id, "serial": meta.serial, "lineage": meta.lineage});
+        let content = SealedContent {
+            meta,
+            size: body.len() as u64,
+            sha256: sha256.clone(),
+            key: blob.key_id.clone(),
+            blob: blob.blob.clone(),
+        };
+        let audit = entry(
+            principal,
+            name,
+            "state.imported",
+            Some(version),
+            detail,
+            now,
+        );
+        if let Some(v) = commit_version(
+            app,
+            &snapshot,
+            content,
+            principal,
+            Origin::Import,
+            audit,
+            now,
+        )
+        .await?
+        {
+            return Ok(v);
+        }
+    }
+    Err(StoreError::Conflict.into())
+}
+
+/// Makes `version` current again as a new version, source rollback: its bytes with only the
+/// top-level serial raised above the current one.
+///
+/// # Errors
+/// `Refused`: without tf_state:write, `NotFound` (state or version), `Locked`,
+/// `RollbackEncrypted`.
+pub async fn rollback(
+    app: &App,
+    principal: &Principal,
+    name: &StateName,
+    version: u64,
+) -> Result<VersionRecord, Error> {
+    app.require(principal, Permission::Write).await?;
+    let keys = app.keys()?;
+    let mut sealed: Option<(Sealed, SealedContent)> = None;
+    for _ in 0..MAX_ATTEMPTS {
+        let now = app.clock.now();
+        let snapshot = existing(app, &principal.org, name).await?;
+        let target = find_version(app, &snapshot, version).await?;
+        let plan = check_rollback(&snapshot, version, target.as_ref(), now)?;
+        let target = target.expect("check_rollback refuses a missing version");
+        let reuse = sealed.as_ref().is_some_and(|(s, c)| {
+            s.fits(&snapshot, plan.version) && c.meta.serial == Some(plan.serial)
+        });
+        if !reuse {
+            let old = open_version(app, keys, &snapshot, &target).await?;
+            let body = with_serial(&old, plan.serial)?;
+            let (body, document, sha256) = examine(body).await?;
+            let meta = document?;
+            let blob = seal(app, keys, &snapshot, plan.version, &body, now).await?;
+            let content = SealedContent {
+                meta,
+                size: body.len() as u64,
+                sha256,
+                key: blob.key_id.clone(),
+                blob: blob.blob.clone(),
+            };
+            sealed = Some((blob, content));
+        }
+        let (blob, content) = sealed.as_ref().expect("sealed above");
+        let detail =
+            serde_json::json!({"from": version, "serial": plan.serial, "key": blob.key_id});
+        let audit = entry(
+            principal,
+            name,
+            "state.rolled_back",
+            Some(plan.version),
+            detail,
+            now,
+        );
+        let origin = Origin::Rollback { from: version };
+        if let Some(v) = commit_version(
+            app,
+            &snapshot,
+            content.clone(),
+            principal,
+            origin,
+            audit,
+            now,
+        )
+        .await?
+        {
+            return Ok(v);
+        }
+    }
+    Err(StoreError::Conflict.into())
+}
+
+/// The content of one version, exactly as written. Audited.
+///
+/// # Errors
+/// `Refused`: without tf_state:read, `NotFound` (state or version).
+pub async fn download(
+    app: &App,
+    principal: &Principal,
+    name: &StateName,
+    version: u64,
+) -> Result<Vec<u8>, Error> {
+    app.require(principal, Permission::Read).await?;
+    let keys = app.keys()?;
+    let record = existing(app, &principal.org, name).await?;
+    let target = find_version(app, &record, version)
+        .await?
+        .ok_or_else(|| Refusal::NotFound {
+            what: format!("version {version} of state {name}"),
+        })?;
+    let bytes = open_version(app, keys, &record, &target).await?;
+    let now = app.clock.now();
+    let detail = serde_json::json!({"sha256": target.sha256});
+    app.catalog
+        .append_audit(&entry(
+            principal,
+            name,
+            "version.downloaded",
+            Some(version),
+            detail,
+            now,
+        ))
+        .await?;
+    Ok(bytes)
+}
+
+/// Releases whatever lock is held (a force unlock, audited). `None` when nothing was held.
+///
+/// # Errors
+/// `Refused`: without tf_state:manage, `NotFound` for a state that does not exist.
+pub async fn force_unlock(
+    app: &App,
+    principal: &Principal,
+    name: &StateName,
+) -> Result<Option<Lock>, Error> {
+    app.require(principal, Permission::Manage).await?;
+    for _ in 0..MAX_ATTEMPTS {
+        let now = app.clock.now();
+        let snapshot = app
+            .catalog
+            .state(&principal.org, name.as_str())
+            .await?
+            .filter(|r| r.is_visible() || r.live_lock(now).is_some())
+            .ok_or_else(|| not_found(name))?;
+        let Some(lock) = snapshot.live_lock(now).cloned() else {
+            return Ok(None);
+        };
+        let (state, versions) = release(app, &snapshot, &lock, true, now).await?;
+        let detail = serde_json::json!({"lock_id": lock.id(), "holder": lock.holder});
+        let audit = entry(
+            principal,
+            name,
+            "lock.force_unlocked",
+            lock.version_opened,
+            detail,
+            now,
+        );
+        let result = app
+            .catalog
+            .commit(Commit {
+                versions,
+                audit: vec![audit],
+                ..Commit::over(&snapshot, now, state)
+            })
+            .await;
+        match result {
+            Ok(()) => return Ok(Some(lock)),
+            Err(StoreError::Conflict) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(StoreError::Conflict.into())
+}
+
+/// Deletes a state: one conditional write that tombstones it; its versions and blobs are
+/// cleaned up afterwards, and the version counter survives.
+///
+/// # Errors
+/// `Refused`: without tf_state:manage, `NotFound`, `Locked`.
+pub async fn delete(app: &App, principal: &Principal, name: &StateName) -> Result<(), Error> {
+    app.require(principal, Permission::Manage).await?;
+    for _ in 0..MAX_ATTEMPTS {
+        let now = app.clock.now();
+        let snapshot = app
+            .catalog
+            .state(&principal.org, name.as_str())
+            .await?
+            .ok_or_else(|| not_found(name))?;
+        check_delete(&snapshot, now)?;
+        let latest = snapshot.latest.as_ref().map(|l| l.version);
+        let detail = serde_json::json!({"incarnation": snapshot.incarnation});
+        let audit = entry(principal, name, "state.deleted", latest, detail, now);
+        let result = app
+            .catalog
+            .commit(Commit {
+                retired_incarnation: Some(snapshot.incarnation.clone()),
+                audit: vec![audit],
+                ..Commit::over(&snapshot, now, Some(tombstone(&snapshot, now)))
+            })
+            .await;
+        match result {
+            Ok(()) => return Ok(()),
+            Err(StoreError::Conflict) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(StoreError::Conflict.into())
+}
