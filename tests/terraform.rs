@@ -222,6 +222,99 @@ fn unlocked_writes(v: TfVersion) {
     assert_eq!(env.stored("net")["outputs"]["value"]["value"], "two");
 }
 
+/// An imported state keeps its serial and lineage, so the next apply continues from it.
+fn import_continues_from_the_file(v: TfVersion) {
+    let env = Env::new();
+    let local = Tf::local(v, &env.alice);
+    local.ok(&["init", "-no-color"]);
+    local.ok(&[
+        "apply",
+        "-auto-approve",
+        "-no-color",
+        "-var",
+        "value=before",
+    ]);
+    local.ok(&["apply", "-auto-approve", "-no-color", "-var", "value=moved"]);
+    let file = local.path().join("terraform.tfstate");
+    let original: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let out = env.server.cli(
+        &env.alice,
+        &["import", file.to_str().unwrap(), "--name", "imported"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let tf = Tf::new(v, &env.server, "imported", &env.alice);
+    tf.init();
+    let plan = tf.run(&[
+        "plan",
+        "-detailed-exitcode",
+        "-no-color",
+        "-var",
+        "value=moved",
+    ]);
+    assert!(
+        plan.ok,
+        "the imported state is the configuration's:\n{}",
+        plan.output()
+    );
+    tf.ok(&["apply", "-auto-approve", "-no-color", "-var", "value=after"]);
+    let now = env.stored("imported");
+    assert_eq!(now["lineage"], original["lineage"]);
+    assert_eq!(
+        now["serial"].as_u64(),
+        Some(original["serial"].as_u64().unwrap() + 1)
+    );
+}
+
+/// After a rollback, plan shows the rolled-back state, and a plan saved before it is
+/// refused as stale and changes nothing.
+fn rollback_is_what_plan_sees_and_stales_saved_plans(v: TfVersion) {
+    let env = Env::new();
+    let tf = Tf::new(v, &env.server, "net", &env.alice);
+    tf.init();
+    tf.ok(&["apply", "-auto-approve", "-no-color", "-var", "value=one"]);
+    tf.ok(&["apply", "-auto-approve", "-no-color", "-var", "value=two"]);
+    tf.ok(&[
+        "plan",
+        "-no-color",
+        "-var",
+        "value=three",
+        "-out=three.tfplan",
+    ]);
+    let r = env
+        .http
+        .post(env.server.url("/api/tf-states/net/rollback"))
+        .bearer_auth(&env.alice)
+        .body(r#"{"version": 1}"#)
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let plan = tf.run(&[
+        "plan",
+        "-detailed-exitcode",
+        "-no-color",
+        "-var",
+        "value=one",
+    ]);
+    assert!(
+        plan.ok,
+        "the rolled-back state is current:\n{}",
+        plan.output()
+    );
+    let before = env.get("net").text().unwrap();
+    let run = tf.run(&["apply", "-no-color", "three.tfplan"]);
+    assert!(!run.ok);
+    assert!(
+        run.output().contains("Saved plan is stale"),
+        "{}",
+        run.output()
+    );
+    assert_eq!(env.get("net").text().unwrap(), before, "nothing changed");
+}
+
 macro_rules! both_versions {
     ($($scenario:ident),* $(,)?) => {
         mod terraform_1_11 {
@@ -242,4 +335,6 @@ both_versions!(
     stale_state_push_is_refused,
     migrate_a_local_state_in,
     unlocked_writes,
+    import_continues_from_the_file,
+    rollback_is_what_plan_sees_and_stales_saved_plans,
 );

@@ -176,6 +176,39 @@ impl Server {
             .to_owned()
     }
 
+    /// A platform token, made with `hegemony-state token create --platform`.
+    pub fn platform_token(&self) -> String {
+        let out = Command::new(bin())
+            .args(["token", "create", "--platform", "--data-dir"])
+            .arg(self.data_dir())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "token create: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .last()
+            .unwrap()
+            .trim()
+            .to_owned()
+    }
+
+    /// Runs `hegemony-state ARGS` against this server with `token`.
+    pub fn cli(&self, token: &str, args: &[&str]) -> std::process::Output {
+        Command::new(bin())
+            .args(args)
+            .env("HEGEMONY_URL", &self.base)
+            .env("HEGEMONY_TOKEN", token)
+            .env("HEGEMONY_TF_STATE_DATA_DIR", self.data_dir())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
     /// Kills the server without warning (SIGKILL), as a power cut would stop it.
     pub fn kill9(&mut self) {
         let _ = self.child.kill();

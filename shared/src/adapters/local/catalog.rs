@@ -356,7 +356,9 @@ impl AccessCatalog for SqliteCatalog {
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(sql_error)?;
             tx.execute(
-                "INSERT OR REPLACE INTO tokens (hash, id, record) VALUES (?1, ?2, ?3)",
+                // An upsert, not a replace: a token keeps its place in listings when revoked.
+                "INSERT INTO tokens (hash, id, record) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (hash) DO UPDATE SET record = excluded.record",
                 params![token.hash, token.id, to_json(&token)],
             )
             .map_err(sql_error)?;

@@ -1,0 +1,263 @@
+//! The `hegemony-state` commands against the real server: the import script over a tree of
+//! state files, and the management commands (`states ...`).
+
+use std::path::Path;
+use std::process::Output;
+
+use hegemony_state_blackbox::*;
+use serde_json::Value;
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// The row of the summary table for `name`.
+fn row<'a>(summary: &'a str, name: &str) -> &'a str {
+    summary
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(name))
+        .unwrap_or_else(|| panic!("no row for {name} in\n{summary}"))
+}
+
+/// 200 state files across nested folders, some broken, some colliding, some
+/// `terraform.tfstate` in folders: the names, the summary and the exit code are right, and
+/// a second run imports nothing new.
+#[test]
+fn the_import_script_names_checks_and_imports_a_tree() {
+    let server = Server::start();
+    let token = server.token("acme", "alice", "operator");
+    let tree = tempfile::tempdir().unwrap();
+    let root = tree.path();
+    for i in 0..100 {
+        write(
+            &root.join(format!("flat/s{i:03}.tfstate")),
+            &state_doc(i + 1, &format!("lin-s{i}"), "x"),
+        );
+    }
+    for i in 0..60 {
+        write(
+            &root.join(format!("deep/er/t{i:02}.json")),
+            &state_doc(3, &format!("lin-t{i}"), "y"),
+        );
+    }
+    for i in 0..20 {
+        write(
+            &root.join(format!("envs/env{i:02}/terraform.tfstate")),
+            &state_doc(1, &format!("lin-e{i}"), "z"),
+        );
+    }
+    for i in 0..10 {
+        write(
+            &root.join(format!("broken/b{i}.tfstate")),
+            if i % 2 == 0 {
+                "{not json"
+            } else {
+                r#"{"version":4}"#
+            },
+        );
+    }
+    for i in 0..5 {
+        write(
+            &root.join(format!("dup1/same{i}.tfstate")),
+            &state_doc(1, "d", "1"),
+        );
+        write(
+            &root.join(format!("dup2/same{i}.json")),
+            &state_doc(1, "d", "2"),
+        );
+    }
+    write(&root.join("ignored/notes.txt"), "not a state file");
+    let root_arg = root.to_str().unwrap();
+
+    let dry = server.cli(&token, &["import", root_arg, "--dry-run", "--jobs", "8"]);
+    let summary = stdout(&dry);
+    assert!(
+        !dry.status.success(),
+        "refusals make the exit code non-zero"
+    );
+    assert!(
+        summary.contains(
+            "dry run: 180 would be imported, 0 already there, 20 refused; nothing was written"
+        ),
+        "{summary}"
+    );
+    let listed: Value = client()
+        .get(server.url("/api/tf-states"))
+        .bearer_auth(&token)
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert!(
+        listed["states"].as_array().unwrap().is_empty(),
+        "a dry run writes nothing"
+    );
+
+    let first = server.cli(&token, &["import", root_arg, "--jobs", "8"]);
+    let summary = stdout(&first);
+    assert!(!first.status.success());
+    assert!(
+        summary.contains("imported 180, already there 0, refused 20"),
+        "{summary}"
+    );
+    assert!(row(&summary, "s007").contains("imported"));
+    assert!(row(&summary, "t59").contains("imported"));
+    assert!(
+        row(&summary, "envs-env03").contains("imported"),
+        "terraform.tfstate is named after its folders"
+    );
+    assert!(row(&summary, "b0").contains("invalid JSON"));
+    assert!(row(&summary, "b1").contains("no \"serial\""));
+    assert!(row(&summary, "same3").contains("name collision with"));
+    // Every imported state kept its file's serial and lineage.
+    let net: Value = client()
+        .get(server.url("/api/tf-states/s041"))
+        .bearer_auth(&token)
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(
+        (net["serial"].as_u64(), net["lineage"].as_str()),
+        (Some(42), Some("lin-s41"))
+    );
+
+    let second = server.cli(&token, &["import", root_arg]);
+    let summary = stdout(&second);
+    assert!(
+        summary.contains("imported 0, already there 180, refused 20"),
+        "{summary}"
+    );
+    assert!(row(&summary, "s007").contains("already there"));
+
+    // Once the refused files are gone, a third run has nothing new and says so.
+    std::fs::remove_dir_all(root.join("broken")).unwrap();
+    std::fs::remove_dir_all(root.join("dup2")).unwrap();
+    let third = server.cli(&token, &["import", root_arg]);
+    let summary = stdout(&third);
+    assert!(third.status.success(), "{summary}");
+    assert!(
+        summary.contains("imported 5, already there 180, refused 0"),
+        "the dup1 names are free now: {summary}"
+    );
+    let fourth = server.cli(&token, &["import", root_arg]);
+    let summary4 = stdout(&fourth);
+    assert!(fourth.status.success(), "{summary}\n{summary4}");
+    assert!(
+        summary4.contains("nothing new to import: all 185 states are already there"),
+        "{summary4}"
+    );
+}
+
+#[test]
+fn the_import_script_refuses_a_taken_name_with_other_content_and_names_single_files() {
+    let server = Server::start();
+    let token = server.token("acme", "alice", "operator");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("prod.tfstate");
+    write(&file, &state_doc(5, "lin", "a"));
+    let out = server.cli(
+        &token,
+        &["import", file.to_str().unwrap(), "--name", "network-core"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(row(&stdout(&out), "network-core").contains("imported"));
+    write(&file, &state_doc(6, "lin", "b"));
+    let out = server.cli(
+        &token,
+        &["import", file.to_str().unwrap(), "--name", "network-core"],
+    );
+    assert!(!out.status.success());
+    assert!(row(&stdout(&out), "network-core").contains("other content"));
+    write(&dir.path().join("other.tfstate"), &state_doc(1, "o", "c"));
+    let out = server.cli(
+        &token,
+        &[
+            "import",
+            dir.path().to_str().unwrap(),
+            "--name",
+            "x",
+            "--dry-run",
+        ],
+    );
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--name names one state"));
+    let bad = server.cli("hgs_wrong", &["import", file.to_str().unwrap()]);
+    assert!(!bad.status.success());
+    assert!(stdout(&bad).contains("unknown token"), "{}", stdout(&bad));
+}
+
+#[test]
+fn the_states_commands_show_tables_json_and_confirm_destructive_actions() {
+    let server = Server::start();
+    let op = server.token("acme", "alice", "operator");
+    let admin = server.token("acme", "root", "admin");
+    let http = client();
+    for serial in 1..=2 {
+        http.post(server.url("/api/tf-states/net/state"))
+            .bearer_auth(&op)
+            .body(state_doc(serial, "lin", &serial.to_string()))
+            .send()
+            .unwrap();
+    }
+    let list = server.cli(&op, &["states", "list"]);
+    let text = stdout(&list);
+    assert!(
+        text.starts_with("NAME") && row(&text, "net").contains(" 2 "),
+        "{text}"
+    );
+    let json: Value =
+        serde_json::from_slice(&server.cli(&op, &["states", "list", "--json"]).stdout).unwrap();
+    assert_eq!(json["states"][0]["name"], "net");
+    let show = stdout(&server.cli(&op, &["states", "show", "net"]));
+    assert!(
+        show.contains("latest version") && show.contains("download, rollback"),
+        "{show}"
+    );
+    let versions = stdout(&server.cli(&op, &["states", "versions", "net"]));
+    assert!(
+        versions.lines().count() == 3 && versions.contains("unlocked_write"),
+        "{versions}"
+    );
+    let download = server.cli(&op, &["states", "download", "net", "--version", "1"]);
+    assert_eq!(stdout(&download), state_doc(1, "lin", "1"));
+
+    // Destructive commands need --yes without a terminal.
+    let refused = server.cli(&op, &["states", "rollback", "net", "1"]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--yes"));
+    let rolled = server.cli(&op, &["states", "rollback", "net", "1", "--yes"]);
+    assert!(
+        stdout(&rolled).contains("it is now version 3 with serial 3"),
+        "{}",
+        stdout(&rolled)
+    );
+    let audit = stdout(&server.cli(&admin, &["states", "audit", "net"]));
+    assert!(
+        audit.contains("state.rolled_back") && audit.contains("version.downloaded"),
+        "{audit}"
+    );
+    let forbidden = server.cli(&op, &["states", "delete", "net", "--yes"]);
+    assert!(!forbidden.status.success());
+    assert!(String::from_utf8_lossy(&forbidden.stderr).contains("tf_state:manage"));
+    assert!(server
+        .cli(&admin, &["states", "force-unlock", "net", "--yes"])
+        .status
+        .success());
+    assert!(server
+        .cli(&admin, &["states", "delete", "net", "--yes"])
+        .status
+        .success());
+    let gone = server.cli(&op, &["states", "show", "net"]);
+    assert!(!gone.status.success());
+    assert!(String::from_utf8_lossy(&gone.stderr).contains("state net not found"));
+}
