@@ -320,7 +320,7 @@ fn audit_is_complete_and_quiet() {
         let r = org
             .req(
                 "POST",
-                &format!("/api/tf-states/net/state?ID=L1"),
+                "/api/tf-states/net/state?ID=L1",
                 Some(&org.operator),
             )
             .body(state_doc(serial, "lin", &serial.to_string()))
@@ -675,22 +675,25 @@ fn opentofu_encrypted_versions_cannot_be_rolled_back_and_say_what_to_do() {
     );
 }
 
+/// method, path, Content-Type, body, token, status, error code, words the message names.
+type BadCase<'a> = (
+    &'a str,
+    String,
+    Option<&'a str>,
+    Option<String>,
+    &'a str,
+    u16,
+    &'a str,
+    &'a str,
+);
+
 #[test]
 fn bad_input_on_every_management_route_is_a_clear_4xx_and_stores_nothing() {
     let org = Org::with_limit("4096");
     org.write("net", 1, "one");
     let op = org.operator.clone();
     let admin = org.admin.clone();
-    let cases: Vec<(
-        &str,
-        String,
-        Option<&str>,
-        Option<String>,
-        &str,
-        u16,
-        &str,
-        &str,
-    )> = vec![
+    let cases: Vec<BadCase> = vec![
         (
             "GET",
             "/api/tf-states/.bad/versions".into(),
