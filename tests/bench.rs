@@ -256,7 +256,13 @@ fn list_and_import_many(http: &Client) {
             Some(c) => server.url(&format!("/api/tf-states?limit=1000&cursor={c}")),
             None => server.url("/api/tf-states?limit=1000"),
         };
-        let page: serde_json::Value = http.get(url).bearer_auth(&token).send().unwrap().json().unwrap();
+        let page: serde_json::Value = http
+            .get(url)
+            .bearer_auth(&token)
+            .send()
+            .unwrap()
+            .json()
+            .unwrap();
         seen += page["states"].as_array().unwrap().len();
         pages += 1;
         match page["next_cursor"].as_str() {
@@ -278,12 +284,23 @@ fn list_and_import_many(http: &Client) {
     let dir = tempfile::tempdir().unwrap();
     let files = 1000;
     for i in 0..files {
-        std::fs::write(dir.path().join(format!("state{i:04}.tfstate")), state_of_size(10 << 10, i as u64 + 1)).unwrap();
+        std::fs::write(
+            dir.path().join(format!("state{i:04}.tfstate")),
+            state_of_size(10 << 10, i as u64 + 1),
+        )
+        .unwrap();
     }
     let t = Instant::now();
-    let out = server.cli(&token, &["import", dir.path().to_str().unwrap(), "--jobs", "8"]);
+    let out = server.cli(
+        &token,
+        &["import", dir.path().to_str().unwrap(), "--jobs", "8"],
+    );
     let took = t.elapsed().as_secs_f64();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     println!(
         "import script: {files} states of 10 KiB in {took:.2} s = {:.0} states/s (--jobs 8, the whole command)",
         files as f64 / took
