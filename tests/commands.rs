@@ -261,3 +261,47 @@ fn the_states_commands_show_tables_json_and_confirm_destructive_actions() {
     assert!(!gone.status.success());
     assert!(String::from_utf8_lossy(&gone.stderr).contains("state net not found"));
 }
+
+/// `hegemony-state sweep` runs one pass on the store the server uses, while it runs.
+#[test]
+fn the_sweep_command_prunes_past_the_kept_versions() {
+    let server = Server::start_with(&[("HEGEMONY_TF_STATE_KEEP_VERSIONS", "2")]);
+    let op = server.token("acme", "alice", "operator");
+    let http = client();
+    for serial in 1..=4 {
+        let r = http
+            .post(server.url("/api/tf-states/net/state"))
+            .bearer_auth(&op)
+            .body(state_doc(serial, "lin", "x"))
+            .send()
+            .unwrap();
+        assert_eq!(r.status(), 200);
+    }
+    let out = server.cli(&op, &["sweep"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout(&out).contains("dropped 2 versions"),
+        "{}",
+        stdout(&out)
+    );
+    let versions: Value = http
+        .get(server.url("/api/tf-states/net/versions"))
+        .bearer_auth(&op)
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    let numbers: Vec<u64> = versions["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["version"].as_u64().unwrap())
+        .collect();
+    assert_eq!(numbers, [4, 3]);
+    let again = server.cli(&op, &["sweep"]);
+    assert!(stdout(&again).contains("dropped 0 versions"));
+}

@@ -38,6 +38,26 @@ pub fn app(data_dir: &Path, key_file: Option<&Path>) -> anyhow::Result<App> {
         clock: Arc::new(SystemClock),
         limits: Limits {
             max_state_bytes: config.max_state_bytes,
+            keep_versions: config.keep_versions,
+        },
+    })
+}
+
+/// The app on the local store for the sweeper, which never opens content and so needs no key.
+pub fn sweeper_app(data_dir: &Path) -> anyhow::Result<App> {
+    let config = Config::from_env(&|name| std::env::var(name).ok())?;
+    if !local::exists(data_dir) {
+        bail!("{} holds no store to sweep", data_dir.display());
+    }
+    let (catalog, blobs) = local::open(data_dir).map_err(anyhow::Error::msg)?;
+    Ok(App {
+        catalog: Arc::new(catalog),
+        blobs: Arc::new(blobs),
+        keys: None,
+        clock: Arc::new(SystemClock),
+        limits: Limits {
+            max_state_bytes: config.max_state_bytes,
+            keep_versions: config.keep_versions,
         },
     })
 }

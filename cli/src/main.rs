@@ -80,6 +80,11 @@ enum Command {
     },
     /// Import state files, and folders of them, as new states.
     Import(import::Options),
+    /// Run one sweeper pass on the local store (the server runs one every minute).
+    Sweep {
+        #[command(flatten)]
+        data: DataDir,
+    },
 }
 
 #[derive(Subcommand)]
@@ -156,6 +161,7 @@ fn main() -> ExitCode {
             },
             Command::States { api, command } => states::run(&api, command).await,
             Command::Import(options) => import::run(options).await,
+            Command::Sweep { data } => server::sweep_once(&data.data_dir).await,
         }
     });
     match result {

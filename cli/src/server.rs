@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use hegemony_state::http::{self, find_route, Route, RouteMatch};
+use hegemony_state::service::sweep::{self, SweepReport};
 use hegemony_state::service::{tokens, App};
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
@@ -46,6 +47,7 @@ pub async fn serve(
     if let Some(token) = first_token {
         print_welcome(bound, &token);
     }
+    tokio::spawn(sweep_every_minute(app.clone()));
     tracing::info!("listening on http://{bound}");
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);
@@ -73,6 +75,37 @@ pub async fn serve(
             }
         }
     }
+}
+
+/// How often the server sweeps its store.
+const SWEEP_INTERVAL: Duration = Duration::from_secs(60);
+
+/// The local server's sweeper: one pass a minute, in the background. A failed pass is logged
+/// and retried at the next tick; nothing depends on it but free space.
+async fn sweep_every_minute(app: Arc<App>) {
+    let mut tick = tokio::time::interval(SWEEP_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        match sweep::sweep(&app, app.clock.now()).await {
+            Ok(report) if report != SweepReport::default() => {
+                tracing::info!(?report, "swept");
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "sweep failed; retrying at the next tick"),
+        }
+    }
+}
+
+/// `hegemony-state sweep`: one pass, reported.
+pub async fn sweep_once(data_dir: &Path) -> anyhow::Result<()> {
+    let app = super::local::sweeper_app(data_dir)?;
+    let report = sweep::sweep(&app, app.clock.now()).await?;
+    println!(
+        "dropped {} versions, deleted {} unused blobs and {} never-committed blobs",
+        report.versions_dropped, report.blobs_deleted, report.uncommitted_blobs_deleted
+    );
+    Ok(())
 }
 
 async fn shutdown_signal() {

@@ -40,9 +40,23 @@ pub struct Commit {
     pub committed_blobs: Vec<String>,
     /// Blobs no committed version uses any more: listed for deletion.
     pub doomed_blobs: Vec<String>,
-    /// An incarnation a delete retires: its versions and blobs wait for the sweeper.
-    pub retired_incarnation: Option<String>,
+    /// Versions this commit leaves to the sweeper: pruned past the limit, or all those of an
+    /// incarnation a delete retires.
+    pub version_marks: Vec<VersionMark>,
     pub audit: Vec<AuditEntry>,
+}
+
+/// A sparse record for the sweeper: the versions of `incarnation` numbered below `below` are
+/// to be dropped, their blobs with them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VersionMark {
+    pub incarnation: String,
+    pub below: u64,
+}
+
+impl VersionMark {
+    /// Every version of the incarnation (a delete). Stored as SQLite's largest integer.
+    pub const ALL: u64 = i64::MAX as u64;
 }
 
 impl Commit {
@@ -58,7 +72,7 @@ impl Commit {
             versions: Vec::new(),
             committed_blobs: Vec::new(),
             doomed_blobs: Vec::new(),
-            retired_incarnation: None,
+            version_marks: Vec::new(),
             audit: Vec::new(),
         }
     }
@@ -209,9 +223,36 @@ pub trait AccessCatalog: Send + Sync {
     async fn create_org(&self, org: &OrgRecord) -> Result<bool, StoreError>;
 }
 
+/// What the sweeper reads and tidies: only sparse records (marks, doomed and pending
+/// blobs), never a scan of every state or blob.
+#[async_trait]
+pub trait SweepCatalog: Send + Sync {
+    /// Drops up to `limit` versions below their marks, listing their blobs for deletion at
+    /// `at` in the same transaction; a mark with nothing left below it goes. Returns how many
+    /// versions were dropped.
+    async fn drop_marked_versions(&self, limit: usize, at: Timestamp) -> Result<usize, StoreError>;
+
+    /// Blobs listed for deletion before `before`, at most `limit`.
+    async fn doomed_blobs(
+        &self,
+        before: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError>;
+
+    /// Blobs written but never committed, pending since before `before`, at most `limit`.
+    async fn stale_pending_blobs(
+        &self,
+        before: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError>;
+
+    /// Forgets the doomed or pending records of blobs whose objects are deleted.
+    async fn forget_blobs(&self, blobs: &[String]) -> Result<(), StoreError>;
+}
+
 /// Everything a catalog provides.
-pub trait Catalog: StateCatalog + AccessCatalog {}
-impl<T: StateCatalog + AccessCatalog> Catalog for T {}
+pub trait Catalog: StateCatalog + AccessCatalog + SweepCatalog {}
+impl<T: StateCatalog + AccessCatalog + SweepCatalog> Catalog for T {}
 
 /// Sealed state content by blob key. Keys are made of ids, never of state names.
 #[async_trait]

@@ -10,7 +10,7 @@ use hegemony_state::domain::version::{ChangeRecord, Source, VersionRecord};
 use hegemony_state::domain::{Actor, Timestamp};
 use hegemony_state::ports::{
     AuditEntry, AuditQuery, BlobStore, Catalog, Commit, OrgRecord, StoreError, TokenKind,
-    TokenRecord,
+    TokenRecord, VersionMark,
 };
 use time::macros::datetime;
 
@@ -90,7 +90,7 @@ fn commit(record: &StateRecord, expected: u64, versions: Vec<VersionRecord>) -> 
         versions,
         committed_blobs: Vec::new(),
         doomed_blobs: Vec::new(),
-        retired_incarnation: None,
+        version_marks: Vec::new(),
         audit: Vec::new(),
     }
 }
@@ -381,6 +381,78 @@ mod cases {
         f.blobs.delete(key).await.unwrap();
     }
 
+    /// Version marks drop the versions below them (not others, not other incarnations) and
+    /// list their blobs for deletion in the same step; blob records are found by age and
+    /// forgotten.
+    pub async fn marks_drop_versions_and_blobs_are_found_by_age(f: Fixture) {
+        let record = StateRecord::fresh("acme", "net", "inc", NOW);
+        let versions: Vec<_> = (1..=4).map(|n| version(n, &format!("b{n}"))).collect();
+        let mut c = commit(&record, 0, versions);
+        c.version_marks = vec![VersionMark {
+            incarnation: "inc".into(),
+            below: 3,
+        }];
+        f.catalog.commit(c).await.unwrap();
+        // Another state's versions are not touched.
+        let other = StateRecord::fresh("acme", "other", "inc", NOW);
+        f.catalog
+            .commit(commit(&other, 0, vec![version(1, "o1")]))
+            .await
+            .unwrap();
+        let later = NOW + time::Duration::minutes(10);
+        assert_eq!(
+            f.catalog.drop_marked_versions(1, NOW).await.unwrap(),
+            1,
+            "bounded"
+        );
+        assert_eq!(f.catalog.drop_marked_versions(100, NOW).await.unwrap(), 1);
+        assert_eq!(
+            f.catalog.drop_marked_versions(100, NOW).await.unwrap(),
+            0,
+            "the mark is spent"
+        );
+        let left: Vec<u64> = f
+            .catalog
+            .versions("acme", "net", "inc")
+            .await
+            .unwrap()
+            .iter()
+            .map(|v| v.version)
+            .collect();
+        assert_eq!(left, [4, 3]);
+        assert_eq!(
+            f.catalog
+                .versions("acme", "other", "inc")
+                .await
+                .unwrap()
+                .len(),
+            1
+        );
+        let mut doomed = f.catalog.doomed_blobs(later, 100).await.unwrap();
+        doomed.sort();
+        assert_eq!(doomed, ["b1", "b2"]);
+        assert!(
+            f.catalog.doomed_blobs(NOW, 100).await.unwrap().is_empty(),
+            "not before the time"
+        );
+        f.catalog.add_pending_blob("p1", NOW).await.unwrap();
+        assert_eq!(
+            f.catalog.stale_pending_blobs(later, 100).await.unwrap(),
+            ["p1"]
+        );
+        f.catalog
+            .forget_blobs(&["b1".into(), "b2".into(), "p1".into()])
+            .await
+            .unwrap();
+        assert!(f.catalog.doomed_blobs(later, 100).await.unwrap().is_empty());
+        assert!(f
+            .catalog
+            .stale_pending_blobs(later, 100)
+            .await
+            .unwrap()
+            .is_empty());
+    }
+
     /// Many writers doing read-modify-write with retries: every increment lands exactly
     /// once, which only holds if the compare-and-swap is atomic.
     pub async fn racing_read_modify_writes_lose_no_update(f: Fixture) {
@@ -452,6 +524,7 @@ every_adapter!(
     an_org_is_created_once,
     blobs_put_get_delete,
     racing_read_modify_writes_lose_no_update,
+    marks_drop_versions_and_blobs_are_found_by_age,
 );
 
 /// Two connections on one folder, as `serve` and `token create` are two processes: a commit

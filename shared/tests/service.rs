@@ -21,6 +21,7 @@ fn app_with(store: Arc<MemoryStore>, key: Option<PlatformKey>) -> App {
         clock: Arc::new(SystemClock),
         limits: Limits {
             max_state_bytes: 32 << 20,
+            keep_versions: 50,
         },
     }
 }
@@ -122,7 +123,7 @@ async fn saves_under_one_lock_fold_and_the_unlock_closes_the_change_record() {
         (1, Some(3), 3)
     );
     assert_eq!(
-        store.doomed_blobs().len(),
+        store.listed_for_deletion().len(),
         2,
         "each replaced blob is listed for deletion"
     );

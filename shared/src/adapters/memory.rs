@@ -1,7 +1,7 @@
 //! The ports in memory: one lock around plain maps. For tests and the contract suite's
 //! reference; nothing survives the process.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
 use async_trait::async_trait;
@@ -12,7 +12,7 @@ use crate::domain::version::VersionRecord;
 use crate::domain::Timestamp;
 use crate::ports::{
     AccessCatalog, AuditEntry, AuditQuery, AuditRecord, BlobStore, Commit, OrgRecord, StateCatalog,
-    StoreError, TokenRecord,
+    StoreError, SweepCatalog, TokenRecord,
 };
 
 /// A catalog and blob store in memory.
@@ -26,8 +26,9 @@ struct Inner {
     states: BTreeMap<(String, String), StateRecord>,
     versions: HashMap<(String, String, String, u64), VersionRecord>,
     pending: HashMap<String, Timestamp>,
-    doomed: HashSet<String>,
-    retired: Vec<(String, String, String)>,
+    doomed: HashMap<String, Timestamp>,
+    /// (org, name, incarnation) -> versions below this go.
+    marks: HashMap<(String, String, String), u64>,
     audit: Vec<AuditEntry>,
     /// In creation order, so listings are stable.
     tokens: Vec<TokenRecord>,
@@ -52,13 +53,13 @@ impl MemoryStore {
     }
 
     /// Blobs listed for deletion.
-    pub fn doomed_blobs(&self) -> Vec<String> {
-        self.lock().doomed.iter().cloned().collect()
+    pub fn listed_for_deletion(&self) -> Vec<String> {
+        self.lock().doomed.keys().cloned().collect()
     }
 
-    /// Incarnations retired by deletes: (org, name, incarnation).
-    pub fn retired_incarnations(&self) -> Vec<(String, String, String)> {
-        self.lock().retired.clone()
+    /// Every stored blob's key.
+    pub fn blob_keys(&self) -> Vec<String> {
+        self.lock().blobs.keys().cloned().collect()
     }
 }
 
@@ -145,9 +146,13 @@ impl StateCatalog for MemoryStore {
         for blob in &commit.committed_blobs {
             inner.pending.remove(blob);
         }
-        inner.doomed.extend(commit.doomed_blobs);
-        if let Some(incarnation) = commit.retired_incarnation {
-            inner.retired.push((commit.org, commit.name, incarnation));
+        for blob in commit.doomed_blobs {
+            inner.doomed.entry(blob).or_insert(commit.at);
+        }
+        for mark in commit.version_marks {
+            let key = (commit.org.clone(), commit.name.clone(), mark.incarnation);
+            let below = inner.marks.entry(key).or_insert(0);
+            *below = (*below).max(mark.below);
         }
         inner.audit.extend(commit.audit);
         Ok(())
@@ -181,6 +186,74 @@ impl StateCatalog for MemoryStore {
                 entry: e.clone(),
             })
             .collect())
+    }
+}
+
+#[async_trait]
+impl SweepCatalog for MemoryStore {
+    async fn drop_marked_versions(&self, limit: usize, at: Timestamp) -> Result<usize, StoreError> {
+        let mut inner = self.lock();
+        let marks: Vec<_> = inner.marks.iter().map(|(k, v)| (k.clone(), *v)).collect();
+        let mut dropped = 0;
+        for ((org, name, incarnation), below) in marks {
+            let doomed: Vec<_> = inner
+                .versions
+                .keys()
+                .filter(|(o, n, i, v)| *o == org && *n == name && *i == incarnation && *v < below)
+                .take(limit - dropped)
+                .cloned()
+                .collect();
+            for key in &doomed {
+                if let Some(v) = inner.versions.remove(key) {
+                    inner.doomed.entry(v.blob).or_insert(at);
+                }
+            }
+            dropped += doomed.len();
+            if dropped == limit {
+                break;
+            }
+            inner.marks.remove(&(org, name, incarnation));
+        }
+        Ok(dropped)
+    }
+
+    async fn doomed_blobs(
+        &self,
+        before: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let inner = self.lock();
+        Ok(inner
+            .doomed
+            .iter()
+            .filter(|(_, at)| **at < before)
+            .map(|(b, _)| b.clone())
+            .take(limit)
+            .collect())
+    }
+
+    async fn stale_pending_blobs(
+        &self,
+        before: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let inner = self.lock();
+        Ok(inner
+            .pending
+            .iter()
+            .filter(|(_, at)| **at < before)
+            .map(|(b, _)| b.clone())
+            .take(limit)
+            .collect())
+    }
+
+    async fn forget_blobs(&self, blobs: &[String]) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        for blob in blobs {
+            inner.doomed.remove(blob);
+            inner.pending.remove(blob);
+        }
+        Ok(())
     }
 }
 

@@ -120,6 +120,13 @@ impl ChangeRecord {
     }
 }
 
+/// The mark below which versions are pruned once `version` exists and the newest `keep`
+/// are kept; `None` while there are no more than `keep`. The current version is the newest,
+/// so it is never below the mark.
+pub fn prune_below(version: u64, keep: u64) -> Option<u64> {
+    (version > keep).then(|| version + 1 - keep)
+}
+
 /// One version of a state.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VersionRecord {
@@ -140,4 +147,20 @@ pub struct VersionRecord {
     pub change: ChangeRecord,
     /// The blob holding the sealed content; never shown to clients.
     pub blob: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pruning_keeps_the_newest_n() {
+        assert_eq!(prune_below(50, 50), None);
+        assert_eq!(prune_below(51, 50), Some(2));
+        assert_eq!(
+            prune_below(7, 1),
+            Some(7),
+            "keep 1: only the current survives"
+        );
+    }
 }

@@ -13,7 +13,7 @@ use crate::domain::record::StateRecord;
 use crate::domain::version::VersionRecord;
 use crate::domain::write::{apply_write, Origin, SealedContent, WritePlan};
 use crate::domain::{Principal, Refusal, Timestamp};
-use crate::ports::{AuditEntry, Commit, StoreError};
+use crate::ports::{AuditEntry, Commit, StoreError, VersionMark};
 
 fn entry(
     principal: &Principal,
@@ -89,6 +89,7 @@ async fn commit_version(
         .commit(Commit {
             versions: vec![commit.version.clone()],
             committed_blobs: vec![blob],
+            version_marks: app.prune_mark(&snapshot.incarnation, version),
             audit: vec![audit],
             ..Commit::over(snapshot, now, Some(commit.state))
         })
@@ -329,7 +330,10 @@ pub async fn delete(app: &App, principal: &Principal, name: &StateName) -> Resul
         let result = app
             .catalog
             .commit(Commit {
-                retired_incarnation: Some(snapshot.incarnation.clone()),
+                version_marks: vec![VersionMark {
+                    incarnation: snapshot.incarnation.clone(),
+                    below: VersionMark::ALL,
+                }],
                 audit: vec![audit],
                 ..Commit::over(&snapshot, now, Some(tombstone(&snapshot, now)))
             })

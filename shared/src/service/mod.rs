@@ -8,6 +8,7 @@ pub mod listing;
 pub mod lock;
 pub mod manage;
 pub mod state;
+pub mod sweep;
 pub mod tokens;
 
 use std::sync::Arc;
@@ -16,8 +17,9 @@ use aes_gcm::aead::rand_core::RngCore;
 use aes_gcm::aead::OsRng;
 
 use crate::domain::permission::{Allocation, Permission};
+use crate::domain::version::prune_below;
 use crate::domain::{Principal, Refusal, Timestamp};
-use crate::ports::{BlobStore, Catalog, KeyError, KeyService, StoreError};
+use crate::ports::{BlobStore, Catalog, KeyError, KeyService, StoreError, VersionMark};
 
 /// How many times a use case re-reads and decides again after losing a compare-and-swap
 /// before it answers 503 (clients retry that). Each loss means another request committed,
@@ -43,6 +45,8 @@ impl Clock for SystemClock {
 pub struct Limits {
     /// `HEGEMONY_TF_STATE_MAX_BYTES`: the largest state accepted.
     pub max_state_bytes: u64,
+    /// `HEGEMONY_TF_STATE_KEEP_VERSIONS`: how many versions of a state are kept.
+    pub keep_versions: u64,
 }
 
 /// Everything a handler needs: built once at start, borrowed by every request.
@@ -101,6 +105,17 @@ impl From<KeyError> for Error {
 }
 
 impl App {
+    /// The sweeper's mark for a commit that creates `version` in `incarnation`.
+    fn prune_mark(&self, incarnation: &str, version: u64) -> Vec<VersionMark> {
+        prune_below(version, self.limits.keep_versions)
+            .map(|below| VersionMark {
+                incarnation: incarnation.to_owned(),
+                below,
+            })
+            .into_iter()
+            .collect()
+    }
+
     fn keys(&self) -> Result<&dyn KeyService, Error> {
         self.keys.as_deref().ok_or(Error::NoKey)
     }

@@ -172,9 +172,14 @@ pub async fn write(
             }],
             _ => Vec::new(),
         };
+        let version_marks = match plan {
+            WritePlan::Create { version } => app.prune_mark(&snapshot.incarnation, version),
+            _ => Vec::new(),
+        };
         let result = app
             .catalog
             .commit(Commit {
+                version_marks,
                 versions: vec![commit.version],
                 committed_blobs: vec![blob.blob.clone()],
                 doomed_blobs: commit.replaced_blob.into_iter().collect(),

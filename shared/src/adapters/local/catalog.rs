@@ -17,7 +17,7 @@ use crate::domain::version::VersionRecord;
 use crate::domain::{rfc3339, Timestamp};
 use crate::ports::{
     AccessCatalog, AuditEntry, AuditQuery, AuditRecord, Commit, OrgRecord, StateCatalog,
-    StoreError, TokenRecord,
+    StoreError, SweepCatalog, TokenRecord,
 };
 
 /// How long a writer waits for another process's transaction before giving up (a 503 with
@@ -34,8 +34,8 @@ CREATE TABLE IF NOT EXISTS versions (
     PRIMARY KEY (org, name, incarnation, version)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS pending_blobs (blob TEXT PRIMARY KEY, since TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS doomed_blobs (blob TEXT PRIMARY KEY, since TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS retired_incarnations (
-    org TEXT NOT NULL, name TEXT NOT NULL, incarnation TEXT NOT NULL, since TEXT NOT NULL,
+CREATE TABLE IF NOT EXISTS version_marks (
+    org TEXT NOT NULL, name TEXT NOT NULL, incarnation TEXT NOT NULL, below INTEGER NOT NULL,
     PRIMARY KEY (org, name, incarnation)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS audit (
     id INTEGER PRIMARY KEY AUTOINCREMENT, org TEXT NOT NULL, state TEXT, action TEXT NOT NULL,
@@ -74,14 +74,18 @@ impl SqliteCatalog {
     /// A message naming the file when it cannot be opened or set up.
     pub fn open(path: &Path) -> Result<Self, String> {
         let fail = |e: rusqlite::Error| format!("cannot open the catalog {}: {e}", path.display());
-        let conn = Connection::open(path).map_err(fail)?;
+        let mut conn = Connection::open(path).map_err(fail)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
         // WAL lets readers proceed during a write; FULL makes every commit durable.
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(fail)?;
         conn.pragma_update(None, "synchronous", "FULL")
             .map_err(fail)?;
-        let tx = conn.unchecked_transaction().map_err(fail)?;
+        // IMMEDIATE, like every write here: a deferred transaction that reads first cannot
+        // wait for another process's writer (SQLite answers busy at once instead).
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(fail)?;
         tx.execute_batch(SCHEMA).map_err(fail)?;
         tx.commit().map_err(fail)?;
         Ok(Self {
@@ -164,11 +168,11 @@ fn commit_in(conn: &mut Connection, commit: Commit) -> Result<(), StoreError> {
         )
         .map_err(sql_error)?;
     }
-    if let Some(incarnation) = &commit.retired_incarnation {
+    for mark in &commit.version_marks {
         tx.execute(
-            "INSERT OR IGNORE INTO retired_incarnations (org, name, incarnation, since)
-             VALUES (?1, ?2, ?3, ?4)",
-            params![commit.org, commit.name, incarnation, now],
+            "INSERT INTO version_marks (org, name, incarnation, below) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (org, name, incarnation) DO UPDATE SET below = max(below, excluded.below)",
+            params![commit.org, commit.name, mark.incarnation, mark.below],
         )
         .map_err(sql_error)?;
     }
@@ -326,6 +330,129 @@ impl StateCatalog for SqliteCatalog {
                 })
             })
             .collect()
+        })
+        .await
+    }
+}
+
+fn drop_marked_in(conn: &mut Connection, limit: usize, at: &str) -> Result<usize, StoreError> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(sql_error)?;
+    let marks: Vec<(String, String, String, u64)> = {
+        let mut stmt = tx
+            .prepare_cached("SELECT org, name, incarnation, below FROM version_marks LIMIT ?1")
+            .map_err(sql_error)?;
+        let rows = stmt
+            .query_map(params![limit as i64], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
+            .map_err(sql_error)?;
+        rows.collect::<Result<_, _>>().map_err(sql_error)?
+    };
+    let mut dropped = 0;
+    for (org, name, incarnation, below) in marks {
+        let doomed: Vec<(u64, String)> = {
+            let mut stmt = tx
+                .prepare_cached(
+                    "SELECT version, record FROM versions
+                     WHERE org = ?1 AND name = ?2 AND incarnation = ?3 AND version < ?4
+                     ORDER BY version LIMIT ?5",
+                )
+                .map_err(sql_error)?;
+            let rows = stmt
+                .query_map(
+                    params![org, name, incarnation, below, (limit - dropped) as i64],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .map_err(sql_error)?;
+            rows.collect::<Result<_, _>>().map_err(sql_error)?
+        };
+        for (version, text) in &doomed {
+            let record: VersionRecord = from_json(text)?;
+            tx.execute(
+                "INSERT OR IGNORE INTO doomed_blobs (blob, since) VALUES (?1, ?2)",
+                params![record.blob, at],
+            )
+            .map_err(sql_error)?;
+            tx.execute(
+                "DELETE FROM versions WHERE org = ?1 AND name = ?2 AND incarnation = ?3 AND version = ?4",
+                params![org, name, incarnation, version],
+            )
+            .map_err(sql_error)?;
+        }
+        dropped += doomed.len();
+        if dropped == limit {
+            break;
+        }
+        tx.execute(
+            "DELETE FROM version_marks WHERE org = ?1 AND name = ?2 AND incarnation = ?3 AND below = ?4",
+            params![org, name, incarnation, below],
+        )
+        .map_err(sql_error)?;
+    }
+    tx.commit().map_err(sql_error)?;
+    Ok(dropped)
+}
+
+fn blobs_since(
+    conn: &Connection,
+    table: &'static str,
+    before: &str,
+    limit: usize,
+) -> Result<Vec<String>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached(&format!(
+            "SELECT blob FROM {table} WHERE since < ?1 LIMIT ?2"
+        ))
+        .map_err(sql_error)?;
+    let rows = stmt
+        .query_map(params![before, limit as i64], |r| r.get::<_, String>(0))
+        .map_err(sql_error)?;
+    rows.collect::<Result<_, _>>().map_err(sql_error)
+}
+
+#[async_trait]
+impl SweepCatalog for SqliteCatalog {
+    async fn drop_marked_versions(&self, limit: usize, at: Timestamp) -> Result<usize, StoreError> {
+        let at = rfc3339(at);
+        self.with(move |conn| drop_marked_in(conn, limit, &at))
+            .await
+    }
+
+    async fn doomed_blobs(
+        &self,
+        before: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let before = rfc3339(before);
+        self.with(move |conn| blobs_since(conn, "doomed_blobs", &before, limit))
+            .await
+    }
+
+    async fn stale_pending_blobs(
+        &self,
+        before: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let before = rfc3339(before);
+        self.with(move |conn| blobs_since(conn, "pending_blobs", &before, limit))
+            .await
+    }
+
+    async fn forget_blobs(&self, blobs: &[String]) -> Result<(), StoreError> {
+        let blobs = blobs.to_vec();
+        self.with(move |conn| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(sql_error)?;
+            for blob in &blobs {
+                tx.execute("DELETE FROM doomed_blobs WHERE blob = ?1", params![blob])
+                    .map_err(sql_error)?;
+                tx.execute("DELETE FROM pending_blobs WHERE blob = ?1", params![blob])
+                    .map_err(sql_error)?;
+            }
+            tx.commit().map_err(sql_error)
         })
         .await
     }
