@@ -16,6 +16,10 @@ use hegemony_state::service::{App, Limits, SystemClock};
 /// Builds the app on the local store in `data_dir`.
 pub fn app(data_dir: &Path, key_file: Option<&Path>) -> anyhow::Result<App> {
     let config = Config::from_env(&|name| std::env::var(name).ok())?;
+    if let Some(warning) = config.grace_warning() {
+        tracing::warn!("{warning}");
+    }
+    let limits = limits(&config);
     let key = match config.key {
         KeySetting::Platform(key) => key,
         KeySetting::Unset => {
@@ -36,11 +40,16 @@ pub fn app(data_dir: &Path, key_file: Option<&Path>) -> anyhow::Result<App> {
         blobs: Arc::new(blobs),
         keys: Some(Arc::new(key)),
         clock: Arc::new(SystemClock),
-        limits: Limits {
-            max_state_bytes: config.max_state_bytes,
-            keep_versions: config.keep_versions,
-        },
+        limits,
     })
+}
+
+fn limits(config: &Config) -> Limits {
+    Limits {
+        max_state_bytes: config.max_state_bytes,
+        keep_versions: config.keep_versions,
+        run_end_grace: time::Duration::seconds(config.run_end_grace_seconds as i64),
+    }
 }
 
 /// The app on the local store for the sweeper, which never opens content and so needs no key.
@@ -55,10 +64,7 @@ pub fn sweeper_app(data_dir: &Path) -> anyhow::Result<App> {
         blobs: Arc::new(blobs),
         keys: None,
         clock: Arc::new(SystemClock),
-        limits: Limits {
-            max_state_bytes: config.max_state_bytes,
-            keep_versions: config.keep_versions,
-        },
+        limits: limits(&config),
     })
 }
 

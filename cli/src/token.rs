@@ -68,6 +68,7 @@ pub async fn list(data_dir: &Path, json: bool) -> anyhow::Result<()> {
                 match t.kind {
                     TokenKind::Personal => "personal",
                     TokenKind::Platform => "platform",
+                    TokenKind::Step => "step",
                 }
                 .to_owned(),
                 t.org.clone(),

@@ -8,6 +8,10 @@ pub const DEFAULT_MAX_BYTES: u64 = 32 * 1024 * 1024;
 pub const MIN_MAX_BYTES: u64 = 1024;
 pub const LIMIT_MAX_BYTES: u64 = 128 * 1024 * 1024;
 pub const DEFAULT_KEEP_VERSIONS: u64 = 50;
+pub const DEFAULT_RUN_END_GRACE_SECONDS: u64 = 600;
+/// Below this the grace can free a lock while the tool still runs: two minutes (heartbeat) +
+/// one sweep interval + the stop timeout (at most two minutes) + time for the API and Docker.
+pub const SAFE_RUN_END_GRACE_SECONDS: u64 = 480;
 
 /// Where data keys are wrapped.
 #[derive(Debug)]
@@ -24,6 +28,8 @@ pub struct Config {
     pub max_state_bytes: u64,
     /// How many versions of each state are kept (the sweeper prunes older ones).
     pub keep_versions: u64,
+    /// How long a step's lock outlives its run's end.
+    pub run_end_grace_seconds: u64,
     pub key: KeySetting,
 }
 
@@ -78,6 +84,12 @@ impl Config {
             DEFAULT_KEEP_VERSIONS,
             1..=u64::from(u32::MAX),
         )?;
+        let run_end_grace_seconds = integer(
+            env,
+            "HEGEMONY_TF_STATE_RUN_END_GRACE_SECONDS",
+            DEFAULT_RUN_END_GRACE_SECONDS,
+            0..=86_400,
+        )?;
         let backend = env("HEGEMONY_TF_STATE_KEY_BACKEND").filter(|v| !v.trim().is_empty());
         match backend.as_deref().map(str::trim) {
             None | Some("none") => {}
@@ -108,7 +120,18 @@ impl Config {
         Ok(Self {
             max_state_bytes,
             keep_versions,
+            run_end_grace_seconds,
             key,
+        })
+    }
+
+    /// The warning to give at start for a grace shorter than the rule allows, if any.
+    pub fn grace_warning(&self) -> Option<String> {
+        (self.run_end_grace_seconds < SAFE_RUN_END_GRACE_SECONDS).then(|| {
+            format!(
+                "HEGEMONY_TF_STATE_RUN_END_GRACE_SECONDS={} is under {SAFE_RUN_END_GRACE_SECONDS}: keep it longer than the sweep of a dead worker's step containers can take (two minutes + one sweep interval + the stop timeout + time for the API and Docker calls), or a lock can be freed while the tool still runs",
+                self.run_end_grace_seconds
+            )
         })
     }
 }
@@ -153,6 +176,18 @@ mod tests {
         let key = PlatformKey::generate().to_base64();
         let c = config(&[("HEGEMONY_TF_STATE_ENCRYPTION_KEY", &key)]).unwrap();
         assert!(matches!(c.key, KeySetting::Platform(_)));
+    }
+
+    #[test]
+    fn a_short_grace_is_accepted_with_a_warning_naming_the_rule() {
+        let c = config(&[("HEGEMONY_TF_STATE_RUN_END_GRACE_SECONDS", "60")]).unwrap();
+        assert_eq!(c.run_end_grace_seconds, 60);
+        assert!(c
+            .grace_warning()
+            .unwrap()
+            .contains("two minutes + one sweep interval"));
+        assert!(config(&[]).unwrap().grace_warning().is_none());
+        assert!(config(&[("HEGEMONY_TF_STATE_RUN_END_GRACE_SECONDS", "-1")]).is_err());
     }
 
     #[test]

@@ -5,6 +5,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
 
+use crate::domain::actor::StepGrant;
 use crate::domain::permission::{Allocation, Role};
 use crate::domain::record::StateRecord;
 use crate::domain::version::VersionRecord;
@@ -40,6 +41,9 @@ pub struct Commit {
     pub committed_blobs: Vec<String>,
     /// Blobs no committed version uses any more: listed for deletion.
     pub doomed_blobs: Vec<String>,
+    /// Run -> token -> state items a step's lock adds, so a run's end or a step's gone
+    /// report finds the states its tokens hold.
+    pub run_items: Vec<RunItem>,
     /// Versions this commit leaves to the sweeper: pruned past the limit, or all those of an
     /// incarnation a delete retires.
     pub version_marks: Vec<VersionMark>,
@@ -72,6 +76,7 @@ impl Commit {
             versions: Vec::new(),
             committed_blobs: Vec::new(),
             doomed_blobs: Vec::new(),
+            run_items: Vec::new(),
             version_marks: Vec::new(),
             audit: Vec::new(),
         }
@@ -166,6 +171,8 @@ pub enum TokenKind {
     Personal,
     /// The platform's: calls the runs API only, for any org.
     Platform,
+    /// A step's: the backend routes of one state, for one attempt of one step of one run.
+    Step,
 }
 
 /// A token as stored: its SHA-256, never the token.
@@ -185,6 +192,9 @@ pub struct TokenRecord {
     #[serde(with = "time::serde::rfc3339::option")]
     pub expires_at: Option<Timestamp>,
     pub revoked: bool,
+    /// What a step token allows.
+    #[serde(default)]
+    pub step: Option<StepGrant>,
 }
 
 /// An org's settings.
@@ -250,9 +260,55 @@ pub trait SweepCatalog: Send + Sync {
     async fn forget_blobs(&self, blobs: &[String]) -> Result<(), StoreError>;
 }
 
+/// A run of a flow, as the platform reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub run: String,
+    /// Bound by the run's first mint; empty for a run only ever reported ended.
+    pub org: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: Timestamp,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub ended_at: Option<Timestamp>,
+    pub status: Option<String>,
+}
+
+/// A state one of a run's step tokens locked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunItem {
+    pub run: String,
+    pub token_id: String,
+    pub org: String,
+    pub state: String,
+}
+
+/// Runs, their tokens and the states they lock, read strongly consistently.
+#[async_trait]
+pub trait RunCatalog: Send + Sync {
+    async fn run(&self, run: &str) -> Result<Option<RunRecord>, StoreError>;
+
+    /// Stores `record` unless the run exists; returns the run as stored.
+    async fn bind_run(&self, record: &RunRecord) -> Result<RunRecord, StoreError>;
+
+    /// Records the run's end at `at` (the first end wins; an unknown run is recorded) and
+    /// returns the run as stored.
+    async fn end_run(
+        &self,
+        run: &str,
+        at: Timestamp,
+        status: Option<&str>,
+    ) -> Result<RunRecord, StoreError>;
+
+    /// The states the run's step tokens locked.
+    async fn run_items(&self, run: &str) -> Result<Vec<RunItem>, StoreError>;
+
+    /// The run's step tokens.
+    async fn run_tokens(&self, run: &str) -> Result<Vec<TokenRecord>, StoreError>;
+}
+
 /// Everything a catalog provides.
-pub trait Catalog: StateCatalog + AccessCatalog + SweepCatalog {}
-impl<T: StateCatalog + AccessCatalog + SweepCatalog> Catalog for T {}
+pub trait Catalog: StateCatalog + AccessCatalog + SweepCatalog + RunCatalog {}
+impl<T: StateCatalog + AccessCatalog + SweepCatalog + RunCatalog> Catalog for T {}
 
 /// Sealed state content by blob key. Keys are made of ids, never of state names.
 #[async_trait]

@@ -90,6 +90,7 @@ fn commit(record: &StateRecord, expected: u64, versions: Vec<VersionRecord>) -> 
         versions,
         committed_blobs: Vec::new(),
         doomed_blobs: Vec::new(),
+        run_items: Vec::new(),
         version_marks: Vec::new(),
         audit: Vec::new(),
     }
@@ -301,6 +302,7 @@ mod cases {
             created_at: NOW,
             expires_at: None,
             revoked: false,
+            step: None,
         };
         f.catalog
             .put_token(&token, &audit("acme", "token.created"))

@@ -22,6 +22,7 @@ fn app_with(store: Arc<MemoryStore>, key: Option<PlatformKey>) -> App {
         limits: Limits {
             max_state_bytes: 32 << 20,
             keep_versions: 50,
+            run_end_grace: time::Duration::minutes(10),
         },
     }
 }
@@ -31,6 +32,7 @@ fn who(user: &str, role: Role) -> Principal {
         org: "acme".into(),
         role,
         actor: Actor::User { user: user.into() },
+        step: None,
     }
 }
 

@@ -53,6 +53,7 @@ fn fixture(
         limits: Limits {
             max_state_bytes: 1 << 20,
             keep_versions: keep,
+            run_end_grace: Duration::minutes(10),
         },
     };
     Fixture {
@@ -82,6 +83,7 @@ fn alice() -> Principal {
         actor: Actor::User {
             user: "alice".into(),
         },
+        step: None,
     }
 }
 

@@ -11,8 +11,8 @@ use crate::domain::record::StateRecord;
 use crate::domain::version::VersionRecord;
 use crate::domain::Timestamp;
 use crate::ports::{
-    AccessCatalog, AuditEntry, AuditQuery, AuditRecord, BlobStore, Commit, OrgRecord, StateCatalog,
-    StoreError, SweepCatalog, TokenRecord,
+    AccessCatalog, AuditEntry, AuditQuery, AuditRecord, BlobStore, Commit, OrgRecord, RunCatalog,
+    RunItem, RunRecord, StateCatalog, StoreError, SweepCatalog, TokenRecord,
 };
 
 /// A catalog and blob store in memory.
@@ -32,6 +32,8 @@ struct Inner {
     audit: Vec<AuditEntry>,
     /// In creation order, so listings are stable.
     tokens: Vec<TokenRecord>,
+    runs: HashMap<String, RunRecord>,
+    run_items: Vec<RunItem>,
     orgs: HashMap<String, OrgRecord>,
     blobs: HashMap<String, Vec<u8>>,
 }
@@ -149,6 +151,11 @@ impl StateCatalog for MemoryStore {
         for blob in commit.doomed_blobs {
             inner.doomed.entry(blob).or_insert(commit.at);
         }
+        for item in commit.run_items {
+            if !inner.run_items.contains(&item) {
+                inner.run_items.push(item);
+            }
+        }
         for mark in commit.version_marks {
             let key = (commit.org.clone(), commit.name.clone(), mark.incarnation);
             let below = inner.marks.entry(key).or_insert(0);
@@ -185,6 +192,66 @@ impl StateCatalog for MemoryStore {
                 seq,
                 entry: e.clone(),
             })
+            .collect())
+    }
+}
+
+#[async_trait]
+impl RunCatalog for MemoryStore {
+    async fn run(&self, run: &str) -> Result<Option<RunRecord>, StoreError> {
+        Ok(self.lock().runs.get(run).cloned())
+    }
+
+    async fn bind_run(&self, record: &RunRecord) -> Result<RunRecord, StoreError> {
+        let mut inner = self.lock();
+        Ok(inner
+            .runs
+            .entry(record.run.clone())
+            .or_insert_with(|| record.clone())
+            .clone())
+    }
+
+    async fn end_run(
+        &self,
+        run: &str,
+        at: Timestamp,
+        status: Option<&str>,
+    ) -> Result<RunRecord, StoreError> {
+        let mut inner = self.lock();
+        let record = inner
+            .runs
+            .entry(run.to_owned())
+            .or_insert_with(|| RunRecord {
+                run: run.to_owned(),
+                org: String::new(),
+                created_at: at,
+                ended_at: None,
+                status: None,
+            });
+        if record.ended_at.is_none() {
+            record.ended_at = Some(at);
+            record.status = status.map(str::to_owned);
+        }
+        Ok(record.clone())
+    }
+
+    async fn run_items(&self, run: &str) -> Result<Vec<RunItem>, StoreError> {
+        Ok(self
+            .lock()
+            .run_items
+            .iter()
+            .filter(|i| i.run == run)
+            .cloned()
+            .collect())
+    }
+
+    async fn run_tokens(&self, run: &str) -> Result<Vec<TokenRecord>, StoreError> {
+        let inner = self.lock();
+        Ok(inner
+            .tokens
+            .iter()
+            .filter(|t| t.step.as_ref().is_some_and(|g| g.run == run))
+            .cloned()
             .collect())
     }
 }

@@ -3,7 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::lock::Lock;
 use super::permission::Role;
+use super::Timestamp;
 
 /// Who holds a lock or wrote a version, as the pinned shapes show it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -12,6 +14,12 @@ pub enum Actor {
     /// A person or script with a personal access token. A person's lock belongs to the
     /// (org, user) pair, so any of that user's tokens may release it.
     User { user: String },
+    /// One attempt of one step of a run, through its step token.
+    Step {
+        run: String,
+        step: String,
+        attempt: u32,
+    },
     /// The `hegemony-state` command on the server's own machine (tokens, first start).
     Cli,
 }
@@ -21,9 +29,36 @@ impl Actor {
     pub fn describe(&self) -> String {
         match self {
             Actor::User { user } => format!("user {user}"),
+            Actor::Step { run, step, attempt } => {
+                format!("run {run} step {step} attempt {attempt}")
+            }
             Actor::Cli => "the hegemony-state command".into(),
         }
     }
+}
+
+/// Which part of a run a step token serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepKind {
+    Plan,
+    Apply,
+}
+
+/// What a step token allows: the backend routes of one state, for one attempt of one step
+/// of one run, until it expires.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepGrant {
+    pub token_id: String,
+    pub run: String,
+    pub step: String,
+    pub attempt: u32,
+    pub state: String,
+    pub kind: StepKind,
+    /// A plan that holds the state for its run until the run's apply.
+    pub hold: bool,
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: Timestamp,
 }
 
 /// The caller of a request, resolved from its token. The org always comes from here, never
@@ -33,11 +68,18 @@ pub struct Principal {
     pub org: String,
     pub role: Role,
     pub actor: Actor,
+    /// Set for a step token, which acts as operator within its grant.
+    pub step: Option<StepGrant>,
 }
 
 impl Principal {
-    /// Whether this caller is the holder recorded as `holder`.
-    pub fn is(&self, holder: &Actor) -> bool {
-        &self.actor == holder
+    /// Whether this caller holds `lock`: a person's lock belongs to the (org, user), a step's
+    /// to the token that took it, so the cleanup of one attempt never frees another's lock.
+    pub fn holds(&self, lock: &Lock) -> bool {
+        match (&self.step, &lock.token) {
+            (Some(grant), Some(token)) => grant.token_id == *token,
+            (None, None) => self.actor == lock.holder,
+            _ => false,
+        }
     }
 }

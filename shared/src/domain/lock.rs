@@ -143,6 +143,9 @@ pub struct Lock {
     /// The version this acquisition opened with its first `?ID=` write, which later writes
     /// under the same acquisition replace (DESIGN section 6).
     pub version_opened: Option<u64>,
+    /// The id of the step token that took it; `None` for a person's lock.
+    #[serde(default)]
+    pub token: Option<String>,
 }
 
 impl Lock {
@@ -176,7 +179,7 @@ pub fn decide_lock(
     now: Timestamp,
 ) -> Result<LockDecision, Refusal> {
     if let Some(lock) = record.live_lock(now) {
-        if lock.id() == document.id && principal.is(&lock.holder) {
+        if lock.id() == document.id && principal.holds(lock) {
             return Ok(LockDecision::AlreadyHeld);
         }
         return Err(locked_by(lock));
@@ -189,12 +192,15 @@ pub fn decide_lock(
             rfc3339(now)
         ));
     }
+    // A step's lock lives as long as its token; a person's never expires.
+    let step = principal.step.as_ref();
     Ok(LockDecision::Granted(Box::new(Lock {
         document,
         holder: principal.actor.clone(),
         since: now,
-        live_until: None,
+        live_until: step.map(|g| g.expires_at),
         version_opened: None,
+        token: step.map(|g| g.token_id.clone()),
     })))
 }
 
@@ -268,10 +274,11 @@ pub fn decide_unlock(
             });
         }
     }
-    if principal.is(&lock.holder) {
+    if principal.holds(lock) {
         return Ok(UnlockDecision::Release { forced: false });
     }
-    if allocation.allows(principal.role, Permission::Manage) {
+    // A step token never forces, whatever the allocation gives operators.
+    if principal.step.is_none() && allocation.allows(principal.role, Permission::Manage) {
         return Ok(UnlockDecision::Release { forced: true });
     }
     Err(Refusal::NotYourLock {
@@ -293,6 +300,7 @@ mod tests {
             org: "acme".into(),
             role,
             actor: Actor::User { user: user.into() },
+            step: None,
         }
     }
 

@@ -148,6 +148,7 @@ mod tests {
             actor: Actor::User {
                 user: "alice".into(),
             },
+            step: None,
         }
     }
 

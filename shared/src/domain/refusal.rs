@@ -61,6 +61,15 @@ pub enum Refusal {
     #[error("invalid request: {reason}")]
     InvalidRequest { reason: String },
 
+    #[error("managed state is refused for run steps: {reason}")]
+    PermissionNotAllocated { reason: String },
+
+    #[error("run {run} has ended: no more step tokens are minted for it")]
+    RunEnded { run: String },
+
+    #[error("run {run} belongs to another organization")]
+    RunOrgMismatch { run: String },
+
     /// Releasing a lock the caller does not hold is a force unlock.
     #[error("the lock is held by {holder}; releasing someone else's lock is a force unlock, which needs tf_state:manage")]
     NotYourLock { holder: String, lock_id: String },

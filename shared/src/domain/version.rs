@@ -25,6 +25,9 @@ pub enum Ended {
     Released,
     /// Someone else released the lock.
     ForceUnlocked,
+    /// The lock outlived its step's token (or the run's end plus the grace) and was taken
+    /// over.
+    Expired,
     /// Written without a lock ID: a version of its own.
     UnlockedWrite,
     /// Created by an import.

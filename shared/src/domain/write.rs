@@ -54,7 +54,7 @@ pub fn plan_write(
 ) -> Result<WritePlan, Refusal> {
     let lock = record.live_lock(now);
     match (lock, request.lock_id) {
-        (Some(lock), _) if !principal.is(&lock.holder) => return Err(locked_by(lock)),
+        (Some(lock), _) if !principal.holds(lock) => return Err(locked_by(lock)),
         (Some(lock), Some(id)) if id != lock.id() => {
             return Err(Refusal::LockIdMismatch {
                 given: id.to_owned(),
@@ -233,6 +233,7 @@ mod tests {
             org: "acme".into(),
             role: Role::Operator,
             actor: Actor::User { user: name.into() },
+            step: None,
         }
     }
 

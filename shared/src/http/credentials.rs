@@ -16,22 +16,60 @@ fn unauthenticated(reason: &str) -> HttpError {
     HttpError::Service(Error::Unauthenticated(reason.to_owned()))
 }
 
-/// Resolves the request's credentials to a principal of an org.
+fn forbidden(reason: String) -> HttpError {
+    Refusal::Forbidden { reason }.into()
+}
+
+/// Resolves the request's credentials to a principal of an org, for every route but the
+/// runs API.
 ///
 /// # Errors
 /// 401 (`Unauthenticated`) for missing, malformed, unknown, expired or revoked credentials,
-/// and for Basic credentials on a route that takes Bearer only; 403 for a platform token,
-/// which calls the runs API only.
-pub async fn authenticate(app: &App, route: &Route, req: &Request) -> Result<Principal, HttpError> {
+/// and for Basic credentials on a route that takes Bearer only; 403 for a platform token
+/// (the runs API only) and for a step token outside the backend routes of its one state.
+pub async fn authenticate(
+    app: &App,
+    route: &Route,
+    req: &Request,
+    state: Option<&str>,
+) -> Result<Principal, HttpError> {
+    match caller(app, route, req).await? {
+        Caller::Org(principal) => {
+            if let Some(grant) = &principal.step {
+                if !route.is_backend() || state != Some(grant.state.as_str()) {
+                    return Err(forbidden(format!(
+                        "a step token may only use the backend routes of state {}",
+                        grant.state
+                    )));
+                }
+            }
+            Ok(principal)
+        }
+        Caller::Platform { .. } => Err(forbidden(
+            "a platform token calls the runs API only; use a personal access token".into(),
+        )),
+    }
+}
+
+/// Checks the request comes from the platform, for the runs API.
+///
+/// # Errors
+/// 401 as above; 403 for any token but a platform token.
+pub async fn authenticate_platform(
+    app: &App,
+    route: &Route,
+    req: &Request,
+) -> Result<(), HttpError> {
+    match caller(app, route, req).await? {
+        Caller::Platform { .. } => Ok(()),
+        Caller::Org(_) => Err(forbidden("the runs API needs a platform token".into())),
+    }
+}
+
+async fn caller(app: &App, route: &Route, req: &Request) -> Result<Caller, HttpError> {
     let token = token(route, req)?;
     let access: &dyn AccessCatalog = app.catalog.as_ref();
-    match auth::authenticate(access, &token, app.clock.now()).await? {
-        Caller::Org(principal) => Ok(principal),
-        Caller::Platform { .. } => Err(Refusal::Forbidden {
-            reason: "a platform token calls the runs API only; use a personal access token".into(),
-        }
-        .into()),
-    }
+    Ok(auth::authenticate(access, &token, app.clock.now()).await?)
 }
 
 fn token(route: &Route, req: &Request) -> Result<String, HttpError> {

@@ -30,6 +30,9 @@ pub enum ErrorCode {
     Fork,
     StateExists,
     RollbackEncrypted,
+    RunEnded,
+    RunOrgMismatch,
+    PermissionNotAllocated,
     TooLarge,
     UnsupportedMediaType,
     Locked,
@@ -57,6 +60,9 @@ impl ErrorCode {
         ErrorCode::Fork,
         ErrorCode::StateExists,
         ErrorCode::RollbackEncrypted,
+        ErrorCode::RunEnded,
+        ErrorCode::RunOrgMismatch,
+        ErrorCode::PermissionNotAllocated,
         ErrorCode::TooLarge,
         ErrorCode::UnsupportedMediaType,
         ErrorCode::Locked,
@@ -84,6 +90,9 @@ impl ErrorCode {
             ErrorCode::Fork => "fork",
             ErrorCode::StateExists => "state_exists",
             ErrorCode::RollbackEncrypted => "rollback_encrypted",
+            ErrorCode::RunEnded => "run_ended",
+            ErrorCode::RunOrgMismatch => "run_org_mismatch",
+            ErrorCode::PermissionNotAllocated => "permission_not_allocated",
             ErrorCode::UnsupportedMediaType => "unsupported_media_type",
             ErrorCode::TooLarge => "too_large",
             ErrorCode::Locked => "locked",
@@ -102,7 +111,9 @@ impl ErrorCode {
             | ErrorCode::NotAState
             | ErrorCode::InvalidRequest => StatusCode::BAD_REQUEST,
             ErrorCode::Unauthenticated => StatusCode::UNAUTHORIZED,
-            ErrorCode::Forbidden | ErrorCode::NotLockHolder => StatusCode::FORBIDDEN,
+            ErrorCode::Forbidden | ErrorCode::NotLockHolder | ErrorCode::PermissionNotAllocated => {
+                StatusCode::FORBIDDEN
+            }
             ErrorCode::NotFound => StatusCode::NOT_FOUND,
             ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ErrorCode::LockIdMismatch
@@ -110,7 +121,9 @@ impl ErrorCode {
             | ErrorCode::StaleSerial
             | ErrorCode::Fork
             | ErrorCode::StateExists
-            | ErrorCode::RollbackEncrypted => StatusCode::CONFLICT,
+            | ErrorCode::RollbackEncrypted
+            | ErrorCode::RunEnded
+            | ErrorCode::RunOrgMismatch => StatusCode::CONFLICT,
             ErrorCode::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ErrorCode::Locked => StatusCode::LOCKED,
@@ -182,6 +195,9 @@ fn refusal_code(r: &Refusal) -> ErrorCode {
         Refusal::StateExists { .. } => ErrorCode::StateExists,
         Refusal::RollbackEncrypted { .. } => ErrorCode::RollbackEncrypted,
         Refusal::InvalidRequest { .. } => ErrorCode::InvalidRequest,
+        Refusal::PermissionNotAllocated { .. } => ErrorCode::PermissionNotAllocated,
+        Refusal::RunEnded { .. } => ErrorCode::RunEnded,
+        Refusal::RunOrgMismatch { .. } => ErrorCode::RunOrgMismatch,
     }
 }
 

@@ -12,6 +12,7 @@ mod manage;
 pub mod openapi;
 mod response;
 pub mod routes;
+mod runs;
 mod state;
 
 use lambda_http::{Body, Request, RequestExt, Response};
@@ -68,8 +69,19 @@ async fn dispatch(
     let params = req.path_parameters();
     let name = params.first("name").map(str::to_owned);
     let version = params.first("version").map(str::to_owned);
+    if route.is_runs() {
+        credentials::authenticate_platform(app, route, &req).await?;
+        ctx.principal = Some("the platform".into());
+        let run = params.first("run").unwrap_or_default().to_owned();
+        let step = params.first("step").unwrap_or_default().to_owned();
+        return match route.handler {
+            Handler::Mint => runs::mint(app, &run, &req).await,
+            Handler::RunEnd => runs::end(app, &run, &req).await,
+            _ => runs::gone(app, &run, &step, &req).await,
+        };
+    }
     ctx.state = name.clone();
-    let principal = credentials::authenticate(app, route, &req).await?;
+    let principal = credentials::authenticate(app, route, &req, name.as_deref()).await?;
     ctx.principal = Some(describe(&principal));
     let state = || -> Result<StateName, HttpError> {
         Ok(StateName::parse(name.as_deref().unwrap_or_default())?)
@@ -96,6 +108,9 @@ async fn dispatch(
         Handler::Permissions => admin::permissions(app, p).await,
         Handler::SetPermissions => admin::set_permissions(app, p, &req).await,
         Handler::OpenApi => Ok(openapi::response()),
+        Handler::Mint | Handler::RunEnd | Handler::StepGone => {
+            unreachable!("the runs API is answered above")
+        }
     }
 }
 

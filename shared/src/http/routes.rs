@@ -24,6 +24,9 @@ pub enum Handler {
     Permissions,
     SetPermissions,
     OpenApi,
+    Mint,
+    RunEnd,
+    StepGone,
 }
 
 /// One route.
@@ -46,6 +49,14 @@ impl Route {
     /// Whether the route needs credentials at all (only the API description does not).
     pub fn needs_credentials(&self) -> bool {
         self.handler != Handler::OpenApi
+    }
+
+    /// A route of the platform's runs API, which takes a platform token only.
+    pub fn is_runs(&self) -> bool {
+        matches!(
+            self.handler,
+            Handler::Mint | Handler::RunEnd | Handler::StepGone
+        )
     }
 
     /// A backend route (state, lock) accepts Basic as well as Bearer credentials.
@@ -172,6 +183,19 @@ pub static ROUTES: &[Route] = &[
         "admin",
     ),
     route("GET", "/api/openapi.json", Handler::OpenApi, "list"),
+    route(
+        "POST",
+        "/api/runs/{run}/tf-state-tokens",
+        Handler::Mint,
+        "runs",
+    ),
+    route("POST", "/api/runs/{run}/end", Handler::RunEnd, "runs"),
+    route(
+        "POST",
+        "/api/runs/{run}/steps/{step}/gone",
+        Handler::StepGone,
+        "runs",
+    ),
 ];
 
 /// The outcome of matching a request against the table.

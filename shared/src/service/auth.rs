@@ -6,6 +6,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::{hex, Error};
+use crate::domain::permission::Role;
 use crate::domain::{Actor, Principal, Timestamp};
 use crate::ports::{AccessCatalog, TokenKind};
 
@@ -53,6 +54,23 @@ pub async fn authenticate(
             org: record.org,
             role: record.role,
             actor: Actor::User { user: record.user },
+            step: None,
         }),
+        TokenKind::Step => {
+            let grant = record
+                .step
+                .ok_or_else(|| Error::Damaged(format!("step token {} has no grant", record.id)))?;
+            Caller::Org(Principal {
+                org: record.org,
+                // A step token acts as operator, within its grant.
+                role: Role::Operator,
+                actor: Actor::Step {
+                    run: grant.run.clone(),
+                    step: grant.step.clone(),
+                    attempt: grant.attempt,
+                },
+                step: Some(grant),
+            })
+        }
     })
 }

@@ -10,7 +10,80 @@ use crate::domain::permission::Permission;
 use crate::domain::record::StateRecord;
 use crate::domain::version::{Ended, VersionRecord};
 use crate::domain::{Principal, Timestamp};
-use crate::ports::{AuditEntry, Commit, StoreError};
+use crate::ports::{AuditEntry, Commit, RunItem, StoreError};
+
+/// What taking over a dead lock adds to the commit of the change that takes it over.
+#[derive(Debug, Default)]
+pub(super) struct Takeover {
+    versions: Vec<VersionRecord>,
+    audit: Vec<AuditEntry>,
+}
+
+impl Takeover {
+    /// Adds the closed version and the audit entry to `commit`.
+    pub(super) fn into_commit(self, mut commit: Commit) -> Commit {
+        let mut versions = self.versions;
+        versions.append(&mut commit.versions);
+        commit.versions = versions;
+        commit.audit.extend(self.audit);
+        commit
+    }
+}
+
+/// A lock past its `live_until` reads as unlocked, and the next change takes it over inside
+/// its own conditional write: not a force unlock, audited `lock.expired`, the version it left
+/// open ended `expired`. Returns the record to decide on (same revision, lock gone) and what
+/// the change's commit must carry.
+pub(super) async fn take_over_dead_lock(
+    app: &App,
+    mut snapshot: StateRecord,
+    by: &Principal,
+    now: Timestamp,
+) -> Result<(StateRecord, Takeover), Error> {
+    let Some(lock) = snapshot.lock.clone().filter(|l| !l.is_live(now)) else {
+        return Ok((snapshot, Takeover::default()));
+    };
+    snapshot.lock = None;
+    let mut versions = Vec::new();
+    if let Some(opened) = lock.version_opened {
+        let version = match &snapshot.latest {
+            Some(latest) if latest.version == opened => Some(latest.clone()),
+            _ => {
+                app.catalog
+                    .version(&snapshot.org, &snapshot.name, &snapshot.incarnation, opened)
+                    .await?
+            }
+        };
+        if let Some(mut version) = version {
+            version.change.close(Ended::Expired, now);
+            if let Some(latest) = snapshot.latest.as_mut().filter(|l| l.version == opened) {
+                *latest = version.clone();
+            }
+            versions.push(version);
+        }
+    }
+    let audit = AuditEntry {
+        org: snapshot.org.clone(),
+        at: now,
+        action: "lock.expired".into(),
+        actor: by.actor.clone(),
+        state: Some(snapshot.name.clone()),
+        version: lock.version_opened,
+        detail: serde_json::json!({
+            "lock_id": lock.id(),
+            "holder": lock.holder,
+            "live_until": lock.live_until.map(crate::domain::rfc3339),
+        }),
+    };
+    tracing::info!(state = %snapshot.name, lock_id = lock.id(), holder = %lock.holder.describe(), "an expired lock was taken over");
+    Ok((
+        snapshot,
+        Takeover {
+            versions,
+            audit: vec![audit],
+        },
+    ))
+}
 
 /// What an unlock did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,23 +112,29 @@ pub async fn lock(
     for _ in 0..MAX_ATTEMPTS {
         let now = app.clock.now();
         let snapshot = snapshot(app, &principal.org, name, now).await?;
+        let (snapshot, takeover) = take_over_dead_lock(app, snapshot, principal, now).await?;
         let lock = match decide_lock(&snapshot, document.clone(), principal, now)? {
             LockDecision::AlreadyHeld => return Ok(()),
             LockDecision::Granted(lock) => lock,
         };
         let mut state = snapshot.successor();
         state.lock = Some(*lock);
-        match app
-            .catalog
-            .commit(simple_commit(
-                &snapshot,
-                now,
-                Some(state),
-                Vec::new(),
-                Vec::new(),
-            ))
-            .await
-        {
+        // A step's lock is findable from its run, for the run's end and the step's gone report.
+        let run_items = principal
+            .step
+            .iter()
+            .map(|grant| RunItem {
+                run: grant.run.clone(),
+                token_id: grant.token_id.clone(),
+                org: snapshot.org.clone(),
+                state: snapshot.name.clone(),
+            })
+            .collect();
+        let commit = Commit {
+            run_items,
+            ..simple_commit(&snapshot, now, Some(state), Vec::new(), Vec::new())
+        };
+        match app.catalog.commit(takeover.into_commit(commit)).await {
             Ok(()) => return Ok(()),
             Err(StoreError::Conflict) => continue,
             Err(e) => return Err(e.into()),

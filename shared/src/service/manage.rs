@@ -1,7 +1,7 @@
 //! Managing states beyond the backend protocol: import, rollback, download, force unlock,
 //! delete. Each is snapshot -> decide -> write blobs -> one compare-and-swap commit.
 
-use super::lock::release;
+use super::lock::{release, take_over_dead_lock, Takeover};
 use super::state::{examine, open_version, seal, snapshot, Sealed};
 use super::{App, Error, MAX_ATTEMPTS};
 use crate::domain::document::with_serial;
@@ -65,9 +65,11 @@ async fn find_version(
 }
 
 /// Commits a new version sealed in `sealed` over `snapshot`.
+#[allow(clippy::too_many_arguments)]
 async fn commit_version(
     app: &App,
     snapshot: &StateRecord,
+    takeover: Takeover,
     content: SealedContent,
     principal: &Principal,
     origin: Origin,
@@ -86,13 +88,13 @@ async fn commit_version(
     );
     let result = app
         .catalog
-        .commit(Commit {
+        .commit(takeover.into_commit(Commit {
             versions: vec![commit.version.clone()],
             committed_blobs: vec![blob],
             version_marks: app.prune_mark(&snapshot.incarnation, version),
             audit: vec![audit],
             ..Commit::over(snapshot, now, Some(commit.state))
-        })
+        }))
         .await;
     match result {
         Ok(()) => Ok(Some(commit.version)),
@@ -120,6 +122,7 @@ pub async fn import(
     for _ in 0..MAX_ATTEMPTS {
         let now = app.clock.now();
         let snapshot = snapshot(app, &principal.org, name, now).await?;
+        let (snapshot, takeover) = take_over_dead_lock(app, snapshot, principal, now).await?;
         let version = check_import(&snapshot, now)?;
         let meta = document.clone()?;
         if !sealed.as_ref().is_some_and(|s| s.fits(&snapshot, version)) {
@@ -145,6 +148,7 @@ pub async fn import(
         if let Some(v) = commit_version(
             app,
             &snapshot,
+            takeover,
             content,
             principal,
             Origin::Import,
@@ -177,6 +181,7 @@ pub async fn rollback(
     for _ in 0..MAX_ATTEMPTS {
         let now = app.clock.now();
         let snapshot = existing(app, &principal.org, name).await?;
+        let (snapshot, takeover) = take_over_dead_lock(app, snapshot, principal, now).await?;
         let target = find_version(app, &snapshot, version).await?;
         let plan = check_rollback(&snapshot, version, target.as_ref(), now)?;
         let target = target.expect("check_rollback refuses a missing version");
@@ -213,6 +218,7 @@ pub async fn rollback(
         if let Some(v) = commit_version(
             app,
             &snapshot,
+            takeover,
             content.clone(),
             principal,
             origin,
@@ -323,20 +329,21 @@ pub async fn delete(app: &App, principal: &Principal, name: &StateName) -> Resul
             .state(&principal.org, name.as_str())
             .await?
             .ok_or_else(|| not_found(name))?;
+        let (snapshot, takeover) = take_over_dead_lock(app, snapshot, principal, now).await?;
         check_delete(&snapshot, now)?;
         let latest = snapshot.latest.as_ref().map(|l| l.version);
         let detail = serde_json::json!({"incarnation": snapshot.incarnation});
         let audit = entry(principal, name, "state.deleted", latest, detail, now);
         let result = app
             .catalog
-            .commit(Commit {
+            .commit(takeover.into_commit(Commit {
                 version_marks: vec![VersionMark {
                     incarnation: snapshot.incarnation.clone(),
                     below: VersionMark::ALL,
                 }],
                 audit: vec![audit],
                 ..Commit::over(&snapshot, now, Some(tombstone(&snapshot, now)))
-            })
+            }))
             .await;
         match result {
             Ok(()) => return Ok(()),

@@ -7,6 +7,7 @@ pub mod auth;
 pub mod listing;
 pub mod lock;
 pub mod manage;
+pub mod runs;
 pub mod state;
 pub mod sweep;
 pub mod tokens;
@@ -41,12 +42,14 @@ impl Clock for SystemClock {
 }
 
 /// Limits that requests are checked against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Limits {
     /// `HEGEMONY_TF_STATE_MAX_BYTES`: the largest state accepted.
     pub max_state_bytes: u64,
     /// `HEGEMONY_TF_STATE_KEEP_VERSIONS`: how many versions of a state are kept.
     pub keep_versions: u64,
+    /// `HEGEMONY_TF_STATE_RUN_END_GRACE_SECONDS`: how long a step's lock outlives its run.
+    pub run_end_grace: time::Duration,
 }
 
 /// Everything a handler needs: built once at start, borrowed by every request.

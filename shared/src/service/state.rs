@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
+use super::lock::take_over_dead_lock;
 use super::{hex, new_id, App, Error, MAX_ATTEMPTS};
 use crate::crypto::{self, Binding};
 use crate::domain::document::{sniff, StateMeta};
@@ -140,6 +141,7 @@ pub async fn write(
     for _ in 0..MAX_ATTEMPTS {
         let now = app.clock.now();
         let snapshot = snapshot(app, org, name, now).await?;
+        let (snapshot, takeover) = take_over_dead_lock(app, snapshot, principal, now).await?;
         let plan = plan_write(&snapshot, &request, principal, now)?;
         let Some(version) = plan.version() else {
             return Ok(WriteOutcome::Unchanged);
@@ -178,14 +180,14 @@ pub async fn write(
         };
         let result = app
             .catalog
-            .commit(Commit {
+            .commit(takeover.into_commit(Commit {
                 version_marks,
                 versions: vec![commit.version],
                 committed_blobs: vec![blob.blob.clone()],
                 doomed_blobs: commit.replaced_blob.into_iter().collect(),
                 audit,
                 ..Commit::over(&snapshot, now, Some(commit.state))
-            })
+            }))
             .await;
         match result {
             Ok(()) => {

@@ -8,6 +8,7 @@ use base64::Engine;
 
 use super::auth::token_hash;
 use super::{hex, Error};
+use crate::domain::actor::StepGrant;
 use crate::domain::name::check_name;
 use crate::domain::permission::{Allocation, Role};
 use crate::domain::{Actor, Refusal, Timestamp};
@@ -47,6 +48,11 @@ pub enum NewToken<'a> {
         role: Role,
     },
     Platform,
+    /// A step token; its grant's `token_id` is filled in here.
+    Step {
+        org: &'a str,
+        grant: StepGrant,
+    },
 }
 
 fn audit(
@@ -68,6 +74,7 @@ fn audit(
             "kind": token.kind,
             "user": token.user,
             "role": token.role,
+            "step": token.step,
         }),
     }
 }
@@ -83,7 +90,16 @@ pub async fn create(
     by: &Actor,
     now: Timestamp,
 ) -> Result<(String, TokenRecord), Error> {
-    let (org, user, role, kind) = match new {
+    let mut secret = [0u8; 32];
+    OsRng.fill_bytes(&mut secret);
+    let token = format!(
+        "{TOKEN_PREFIX}{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(secret)
+    );
+    let mut id = [0u8; 6];
+    OsRng.fill_bytes(&mut id);
+    let id = format!("tok-{}", hex(&id));
+    let (org, user, role, kind, step, action) = match new {
         NewToken::Personal { org, user, role } => {
             check_name("org", org)?;
             check_user(user)?;
@@ -94,31 +110,53 @@ pub async fn create(
                     created_at: now,
                 })
                 .await?;
-            (org, user, role, TokenKind::Personal)
+            (
+                org,
+                user.to_owned(),
+                role,
+                TokenKind::Personal,
+                None,
+                "token.created",
+            )
         }
-        NewToken::Platform => (PLATFORM_ORG, "platform", Role::Viewer, TokenKind::Platform),
+        NewToken::Platform => (
+            PLATFORM_ORG,
+            "platform".to_owned(),
+            Role::Viewer,
+            TokenKind::Platform,
+            None,
+            "token.created",
+        ),
+        NewToken::Step { org, mut grant } => {
+            grant.token_id = id.clone();
+            let user = format!(
+                "run {} step {} attempt {}",
+                grant.run, grant.step, grant.attempt
+            );
+            (
+                org,
+                user,
+                Role::Operator,
+                TokenKind::Step,
+                Some(grant),
+                "step_token.minted",
+            )
+        }
     };
-    let mut secret = [0u8; 32];
-    OsRng.fill_bytes(&mut secret);
-    let token = format!(
-        "{TOKEN_PREFIX}{}",
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(secret)
-    );
-    let mut id = [0u8; 6];
-    OsRng.fill_bytes(&mut id);
     let record = TokenRecord {
         hash: token_hash(&token),
-        id: format!("tok-{}", hex(&id)),
+        id,
         kind,
         org: org.to_owned(),
-        user: user.to_owned(),
+        user,
         role,
         created_at: now,
-        expires_at: None,
+        expires_at: step.as_ref().map(|g| g.expires_at),
         revoked: false,
+        step,
     };
     catalog
-        .put_token(&record, &audit(org, "token.created", by, &record, now))
+        .put_token(&record, &audit(org, action, by, &record, now))
         .await?;
     Ok((token, record))
 }

@@ -16,8 +16,8 @@ use crate::domain::record::StateRecord;
 use crate::domain::version::VersionRecord;
 use crate::domain::{rfc3339, Timestamp};
 use crate::ports::{
-    AccessCatalog, AuditEntry, AuditQuery, AuditRecord, Commit, OrgRecord, StateCatalog,
-    StoreError, SweepCatalog, TokenRecord,
+    AccessCatalog, AuditEntry, AuditQuery, AuditRecord, Commit, OrgRecord, RunCatalog, RunItem,
+    RunRecord, StateCatalog, StoreError, SweepCatalog, TokenRecord,
 };
 
 /// How long a writer waits for another process's transaction before giving up (a 503 with
@@ -43,7 +43,12 @@ CREATE TABLE IF NOT EXISTS audit (
 CREATE INDEX IF NOT EXISTS audit_by_org ON audit (org, id);
 CREATE INDEX IF NOT EXISTS audit_by_state ON audit (org, state, id);
 CREATE TABLE IF NOT EXISTS tokens (
-    hash TEXT PRIMARY KEY, id TEXT NOT NULL UNIQUE, record TEXT NOT NULL);
+    hash TEXT PRIMARY KEY, id TEXT NOT NULL UNIQUE, run TEXT, record TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS tokens_by_run ON tokens (run) WHERE run IS NOT NULL;
+CREATE TABLE IF NOT EXISTS runs (run TEXT PRIMARY KEY, record TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS run_items (
+    run TEXT NOT NULL, token_id TEXT NOT NULL, org TEXT NOT NULL, state TEXT NOT NULL,
+    PRIMARY KEY (run, token_id, org, state)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS orgs (org TEXT PRIMARY KEY, record TEXT NOT NULL);
 PRAGMA user_version = 1;
 ";
@@ -165,6 +170,13 @@ fn commit_in(conn: &mut Connection, commit: Commit) -> Result<(), StoreError> {
         tx.execute(
             "INSERT OR IGNORE INTO doomed_blobs (blob, since) VALUES (?1, ?2)",
             params![blob, now],
+        )
+        .map_err(sql_error)?;
+    }
+    for item in &commit.run_items {
+        tx.execute(
+            "INSERT OR IGNORE INTO run_items (run, token_id, org, state) VALUES (?1, ?2, ?3, ?4)",
+            params![item.run, item.token_id, item.org, item.state],
         )
         .map_err(sql_error)?;
     }
@@ -412,6 +424,117 @@ fn blobs_since(
     rows.collect::<Result<_, _>>().map_err(sql_error)
 }
 
+fn run_in(conn: &Connection, run: &str) -> Result<Option<RunRecord>, StoreError> {
+    let text: Option<String> = conn
+        .query_row(
+            "SELECT record FROM runs WHERE run = ?1",
+            params![run],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(sql_error)?;
+    text.as_deref().map(from_json).transpose()
+}
+
+#[async_trait]
+impl RunCatalog for SqliteCatalog {
+    async fn run(&self, run: &str) -> Result<Option<RunRecord>, StoreError> {
+        let run = run.to_owned();
+        self.with(move |conn| run_in(conn, &run)).await
+    }
+
+    async fn bind_run(&self, record: &RunRecord) -> Result<RunRecord, StoreError> {
+        let record = record.clone();
+        self.with(move |conn| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(sql_error)?;
+            let stored = match run_in(&tx, &record.run)? {
+                Some(existing) => existing,
+                None => {
+                    tx.execute(
+                        "INSERT INTO runs (run, record) VALUES (?1, ?2)",
+                        params![record.run, to_json(&record)],
+                    )
+                    .map_err(sql_error)?;
+                    record
+                }
+            };
+            tx.commit().map_err(sql_error)?;
+            Ok(stored)
+        })
+        .await
+    }
+
+    async fn end_run(
+        &self,
+        run: &str,
+        at: Timestamp,
+        status: Option<&str>,
+    ) -> Result<RunRecord, StoreError> {
+        let (run, status) = (run.to_owned(), status.map(str::to_owned));
+        self.with(move |conn| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(sql_error)?;
+            let mut record = run_in(&tx, &run)?.unwrap_or(RunRecord {
+                run: run.clone(),
+                org: String::new(),
+                created_at: at,
+                ended_at: None,
+                status: None,
+            });
+            if record.ended_at.is_none() {
+                record.ended_at = Some(at);
+                record.status = status;
+                tx.execute(
+                    "INSERT OR REPLACE INTO runs (run, record) VALUES (?1, ?2)",
+                    params![run, to_json(&record)],
+                )
+                .map_err(sql_error)?;
+            }
+            tx.commit().map_err(sql_error)?;
+            Ok(record)
+        })
+        .await
+    }
+
+    async fn run_items(&self, run: &str) -> Result<Vec<RunItem>, StoreError> {
+        let run = run.to_owned();
+        self.with(move |conn| {
+            let mut stmt = conn
+                .prepare_cached("SELECT token_id, org, state FROM run_items WHERE run = ?1")
+                .map_err(sql_error)?;
+            let rows = stmt
+                .query_map(params![run], |r| {
+                    Ok(RunItem {
+                        run: run.clone(),
+                        token_id: r.get(0)?,
+                        org: r.get(1)?,
+                        state: r.get(2)?,
+                    })
+                })
+                .map_err(sql_error)?;
+            rows.collect::<Result<_, _>>().map_err(sql_error)
+        })
+        .await
+    }
+
+    async fn run_tokens(&self, run: &str) -> Result<Vec<TokenRecord>, StoreError> {
+        let run = run.to_owned();
+        self.with(move |conn| {
+            let mut stmt = conn
+                .prepare_cached("SELECT record FROM tokens WHERE run = ?1 ORDER BY rowid")
+                .map_err(sql_error)?;
+            let rows = stmt
+                .query_map(params![run], |r| r.get::<_, String>(0))
+                .map_err(sql_error)?;
+            rows.map(|r| from_json(&r.map_err(sql_error)?)).collect()
+        })
+        .await
+    }
+}
+
 #[async_trait]
 impl SweepCatalog for SqliteCatalog {
     async fn drop_marked_versions(&self, limit: usize, at: Timestamp) -> Result<usize, StoreError> {
@@ -484,9 +607,14 @@ impl AccessCatalog for SqliteCatalog {
                 .map_err(sql_error)?;
             tx.execute(
                 // An upsert, not a replace: a token keeps its place in listings when revoked.
-                "INSERT INTO tokens (hash, id, record) VALUES (?1, ?2, ?3)
+                "INSERT INTO tokens (hash, id, run, record) VALUES (?1, ?2, ?3, ?4)
                  ON CONFLICT (hash) DO UPDATE SET record = excluded.record",
-                params![token.hash, token.id, to_json(&token)],
+                params![
+                    token.hash,
+                    token.id,
+                    token.step.as_ref().map(|g| &g.run),
+                    to_json(&token)
+                ],
             )
             .map_err(sql_error)?;
             insert_audit(&tx, &audit)?;

@@ -1,0 +1,195 @@
+//! The platform's runs API: minting step tokens, a run's end, a step container's end. A
+//! step's lock lives as long as its token; a run's end lowers it to the end plus the grace,
+//! a gone report to now, on every state the run's (or attempt's) tokens lock, found through
+//! the run's items. A lock past its time reads as unlocked and the next change takes it over.
+
+use time::Duration;
+
+use super::tokens::{self, NewToken};
+use super::{App, Error, MAX_ATTEMPTS};
+use crate::domain::actor::{StepGrant, StepKind};
+use crate::domain::name::check_name;
+use crate::domain::permission::{Permission, Role};
+use crate::domain::{Actor, Refusal, Timestamp};
+use crate::ports::{Commit, RunRecord, StoreError, TokenRecord};
+
+/// A step token never outlives this.
+pub const MAX_TOKEN_LIFETIME: Duration = Duration::hours(24);
+/// What a step token gets beyond its step's timeout.
+pub const TOKEN_MARGIN: Duration = Duration::minutes(5);
+
+/// A mint request: one attempt of one step of one run on one state.
+#[derive(Debug, Clone)]
+pub struct MintRequest {
+    pub org: String,
+    pub state: String,
+    pub step: String,
+    pub attempt: u32,
+    pub kind: StepKind,
+    pub timeout_seconds: u64,
+    pub hold: bool,
+}
+
+/// Mints a step token.
+///
+/// # Errors
+/// `Refused`: illegal names, `hold` with an apply, `RunOrgMismatch`, `RunEnded`,
+/// `PermissionNotAllocated`; `NoKey` when managed state is unavailable, so the step fails
+/// with that reason before it starts.
+pub async fn mint(
+    app: &App,
+    run: &str,
+    request: &MintRequest,
+) -> Result<(String, TokenRecord), Error> {
+    check_name("run", run)?;
+    check_name("step", &request.step)?;
+    check_name("state", &request.state)?;
+    check_name("org", &request.org)?;
+    if request.hold && request.kind != StepKind::Plan {
+        return Err(Refusal::InvalidRequest {
+            reason: "hold is only for a plan step's token".into(),
+        }
+        .into());
+    }
+    app.keys()?;
+    let allocation = app.allocation(&request.org).await?;
+    for permission in [Permission::Read, Permission::Write] {
+        if !allocation.allows(Role::Operator, permission) {
+            return Err(Refusal::PermissionNotAllocated {
+                reason: format!(
+                    "{} is not allocated to the operator role in org {}, and a step acts as operator",
+                    permission.as_str(),
+                    request.org
+                ),
+            }
+            .into());
+        }
+    }
+    let now = app.clock.now();
+    let stored = app
+        .catalog
+        .bind_run(&RunRecord {
+            run: run.to_owned(),
+            org: request.org.clone(),
+            created_at: now,
+            ended_at: None,
+            status: None,
+        })
+        .await?;
+    if stored.ended_at.is_some() {
+        return Err(Refusal::RunEnded {
+            run: run.to_owned(),
+        }
+        .into());
+    }
+    if stored.org != request.org {
+        return Err(Refusal::RunOrgMismatch {
+            run: run.to_owned(),
+        }
+        .into());
+    }
+    let lifetime = (Duration::seconds(request.timeout_seconds.min(i64::MAX as u64) as i64)
+        + TOKEN_MARGIN)
+        .min(MAX_TOKEN_LIFETIME);
+    let grant = StepGrant {
+        token_id: String::new(),
+        run: run.to_owned(),
+        step: request.step.clone(),
+        attempt: request.attempt,
+        state: request.state.clone(),
+        kind: request.kind,
+        hold: request.hold,
+        expires_at: now + lifetime,
+    };
+    let new = NewToken::Step {
+        org: &request.org,
+        grant,
+    };
+    tokens::create(app.catalog.as_ref(), new, &Actor::Cli, now).await
+}
+
+/// Records a run's end (when received; an unknown run too; twice is the same) and lowers
+/// the liveness of every lock its step tokens hold to the end plus the grace.
+///
+/// # Errors
+/// `Refused` for an illegal run id; `Unavailable` on storage faults.
+pub async fn end(app: &App, run: &str, status: Option<&str>) -> Result<RunRecord, Error> {
+    check_name("run", run)?;
+    let record = app.catalog.end_run(run, app.clock.now(), status).await?;
+    let ended = record.ended_at.expect("end_run records an end");
+    let until = ended + app.limits.run_end_grace;
+    for item in app.catalog.run_items(run).await? {
+        lower_liveness(app, &item.org, &item.state, &item.token_id, until).await?;
+    }
+    Ok(record)
+}
+
+/// A step's container is gone: revokes that attempt's token(s) only, and ends their locks'
+/// liveness now. Returns how many tokens it revoked.
+///
+/// # Errors
+/// `Refused` for illegal ids; `Unavailable` on storage faults.
+pub async fn gone(app: &App, run: &str, step: &str, attempt: u32) -> Result<usize, Error> {
+    check_name("run", run)?;
+    check_name("step", step)?;
+    let now = app.clock.now();
+    let tokens: Vec<TokenRecord> = app
+        .catalog
+        .run_tokens(run)
+        .await?
+        .into_iter()
+        .filter(|t| {
+            t.step
+                .as_ref()
+                .is_some_and(|g| g.step == step && g.attempt == attempt)
+        })
+        .collect();
+    let items = app.catalog.run_items(run).await?;
+    for token in &tokens {
+        tokens::revoke(app.catalog.as_ref(), &token.id, &Actor::Cli, now).await?;
+        for item in items.iter().filter(|i| i.token_id == token.id) {
+            lower_liveness(app, &item.org, &item.state, &item.token_id, now).await?;
+        }
+    }
+    Ok(tokens.len())
+}
+
+/// Lowers the liveness of `token`'s lock on one state to `until` (never raises it), with a
+/// revision-checked write.
+async fn lower_liveness(
+    app: &App,
+    org: &str,
+    state: &str,
+    token: &str,
+    until: Timestamp,
+) -> Result<(), Error> {
+    for _ in 0..MAX_ATTEMPTS {
+        let Some(snapshot) = app.catalog.state(org, state).await? else {
+            return Ok(());
+        };
+        let Some(lock) = snapshot
+            .lock
+            .as_ref()
+            .filter(|l| l.token.as_deref() == Some(token))
+        else {
+            return Ok(());
+        };
+        if lock.live_until.is_some_and(|t| t <= until) {
+            return Ok(());
+        }
+        let mut next = snapshot.successor();
+        if let Some(lock) = next.lock.as_mut() {
+            lock.live_until = Some(until);
+        }
+        match app
+            .catalog
+            .commit(Commit::over(&snapshot, app.clock.now(), Some(next)))
+            .await
+        {
+            Ok(()) => return Ok(()),
+            Err(StoreError::Conflict) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(StoreError::Conflict.into())
+}
