@@ -41,6 +41,7 @@ pub fn app(data_dir: &Path, key_file: Option<&Path>) -> anyhow::Result<App> {
         keys: Some(Arc::new(key)),
         clock: Arc::new(SystemClock),
         limits,
+        run_url_template: config.run_url_template,
     })
 }
 
@@ -65,6 +66,7 @@ pub fn sweeper_app(data_dir: &Path) -> anyhow::Result<App> {
         keys: None,
         clock: Arc::new(SystemClock),
         limits: limits(&config),
+        run_url_template: config.run_url_template,
     })
 }
 

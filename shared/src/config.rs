@@ -30,6 +30,8 @@ pub struct Config {
     pub keep_versions: u64,
     /// How long a step's lock outlives its run's end.
     pub run_end_grace_seconds: u64,
+    /// `HEGEMONY_RUN_URL_TEMPLATE`: a run's link, `{run}` replaced by its id.
+    pub run_url_template: Option<String>,
     pub key: KeySetting,
 }
 
@@ -117,10 +119,20 @@ impl Config {
             }
             None => KeySetting::Unset,
         };
+        let run_url_template = env("HEGEMONY_RUN_URL_TEMPLATE").filter(|v| !v.trim().is_empty());
+        if let Some(template) = &run_url_template {
+            if !template.contains("{run}") {
+                return Err(ConfigError {
+                    variable: "HEGEMONY_RUN_URL_TEMPLATE",
+                    message: format!("{template:?} has no {{run}} to replace with the run's id"),
+                });
+            }
+        }
         Ok(Self {
             max_state_bytes,
             keep_versions,
             run_end_grace_seconds,
+            run_url_template,
             key,
         })
     }

@@ -41,14 +41,27 @@ impl Fixture {
 
     /// Mints a token for `step` attempt `attempt` of `run` on `net` and returns its principal.
     async fn step(&self, run: &str, step: &str, attempt: u32, timeout: u64) -> Principal {
+        self.step_of(run, step, attempt, timeout, StepKind::Plan, false)
+            .await
+    }
+
+    async fn step_of(
+        &self,
+        run: &str,
+        step: &str,
+        attempt: u32,
+        timeout: u64,
+        kind: StepKind,
+        hold: bool,
+    ) -> Principal {
         let request = MintRequest {
             org: "acme".into(),
             state: "net".into(),
             step: step.into(),
             attempt,
-            kind: StepKind::Plan,
+            kind,
             timeout_seconds: timeout,
-            hold: false,
+            hold,
         };
         let (token, _) = mint(&self.app, run, &request).await.unwrap();
         let access: &dyn AccessCatalog = self.app.catalog.as_ref();
@@ -77,6 +90,7 @@ fn fixture(
             keep_versions: 50,
             run_end_grace: Duration::seconds(600),
         },
+        run_url_template: None,
     };
     Fixture {
         app,
@@ -121,8 +135,138 @@ fn locked(result: Result<(), Error>) -> bool {
     matches!(result, Err(Error::Refused(Refusal::Locked { .. })))
 }
 
+fn held_by(result: Result<(), Error>, run: &str) -> bool {
+    matches!(result, Err(Error::Refused(Refusal::Locked { ref lock_id, ref document, .. }))
+        if *lock_id == format!("hold-{run}") && document.contains("\"Operation\":\"hold\""))
+}
+
+async fn hold_of(f: &Fixture) -> Option<String> {
+    let record = f.app.catalog.state("acme", "net").await.unwrap();
+    record.and_then(|r| r.hold).map(|h| h.run)
+}
+
 mod cases {
     use super::*;
+    use hegemony_state::service::manage::{delete as delete_state, force_unlock, rollback};
+
+    pub async fn a_hold_keeps_the_state_for_its_run_from_plan_to_apply(f: Fixture) {
+        let plan = f.step_of("r1", "plan", 1, 600, StepKind::Plan, true).await;
+        lock(&f.app, &plan, &net(), &lock_doc("P")).await.unwrap();
+        write(&f.app, &plan, &net(), Some("P"), doc(1))
+            .await
+            .unwrap();
+        unlock(&f.app, &plan, &net(), &lock_doc("P")).await.unwrap();
+        assert_eq!(
+            hold_of(&f).await.as_deref(),
+            Some("r1"),
+            "the plan's release leaves the hold"
+        );
+        let alice = user("alice", Role::Admin);
+        assert!(held_by(
+            lock(&f.app, &alice, &net(), &lock_doc("A")).await,
+            "r1"
+        ));
+        assert!(held_by(
+            write(&f.app, &alice, &net(), None, doc(2))
+                .await
+                .map(|_| ()),
+            "r1"
+        ));
+        assert!(held_by(
+            rollback(&f.app, &alice, &net(), 1).await.map(|_| ()),
+            "r1"
+        ));
+        assert!(held_by(delete_state(&f.app, &alice, &net()).await, "r1"));
+        let other_run = f
+            .step_of("r2", "apply", 1, 600, StepKind::Apply, false)
+            .await;
+        assert!(held_by(
+            lock(&f.app, &other_run, &net(), &lock_doc("O")).await,
+            "r1"
+        ));
+        assert!(
+            hegemony_state::service::state::read(&f.app, &alice, &net())
+                .await
+                .unwrap()
+                .is_some(),
+            "reading works"
+        );
+        // The run's apply gets in; its expiry or gone report would not end the hold, its release does.
+        let apply = f
+            .step_of("r1", "apply", 1, 600, StepKind::Apply, false)
+            .await;
+        lock(&f.app, &apply, &net(), &lock_doc("AP")).await.unwrap();
+        write(&f.app, &apply, &net(), Some("AP"), doc(2))
+            .await
+            .unwrap();
+        unlock(&f.app, &apply, &net(), &lock_doc("AP"))
+            .await
+            .unwrap();
+        assert_eq!(hold_of(&f).await, None);
+        lock(&f.app, &alice, &net(), &lock_doc("A")).await.unwrap();
+    }
+
+    pub async fn a_hold_ends_with_its_run_and_not_with_its_tokens(f: Fixture) {
+        let plan = f.step_of("r1", "plan", 1, 60, StepKind::Plan, true).await;
+        lock(&f.app, &plan, &net(), &lock_doc("P")).await.unwrap();
+        unlock(&f.app, &plan, &net(), &lock_doc("P")).await.unwrap();
+        gone(&f.app, "r1", "plan", 1).await.unwrap();
+        f.advance(Duration::hours(2));
+        assert_eq!(
+            hold_of(&f).await.as_deref(),
+            Some("r1"),
+            "no expiry or gone report ends it"
+        );
+        end(&f.app, "r1", Some("no changes")).await.unwrap();
+        assert_eq!(hold_of(&f).await, None, "the run's end does");
+        lock(
+            &f.app,
+            &user("alice", Role::Operator),
+            &net(),
+            &lock_doc("A"),
+        )
+        .await
+        .unwrap();
+    }
+
+    pub async fn forcing_ends_holds_and_hold_ids_end_only_the_hold(f: Fixture) {
+        let admin = user("root", Role::Admin);
+        let plan = f.step_of("r1", "plan", 1, 600, StepKind::Plan, true).await;
+        lock(&f.app, &plan, &net(), &lock_doc("P")).await.unwrap();
+        // A step never forces, not even its own run's hold.
+        assert!(matches!(
+            unlock(&f.app, &plan, &net(), br#"{"ID":"hold-r1"}"#).await,
+            Err(Error::Refused(Refusal::NotYourLock { .. }))
+        ));
+        // hold-<run> ends the hold and leaves the lock alone.
+        unlock(&f.app, &admin, &net(), br#"{"ID":"hold-r1"}"#)
+            .await
+            .unwrap();
+        let record = f.app.catalog.state("acme", "net").await.unwrap().unwrap();
+        assert!(record.hold.is_none() && record.lock.is_some());
+        // An empty forced unlock ends both.
+        unlock(&f.app, &plan, &net(), &lock_doc("P")).await.unwrap();
+        let plan2 = f.step_of("r2", "plan", 1, 600, StepKind::Plan, true).await;
+        lock(&f.app, &plan2, &net(), &lock_doc("P2")).await.unwrap();
+        unlock(&f.app, &admin, &net(), b"").await.unwrap();
+        assert!(f
+            .app
+            .catalog
+            .state("acme", "net")
+            .await
+            .unwrap()
+            .is_none_or(|r| r.hold.is_none() && r.lock.is_none()));
+        // The force-unlock route releases a hold alone too.
+        write(&f.app, &admin, &net(), None, doc(1)).await.unwrap();
+        let plan3 = f.step_of("r3", "plan", 1, 600, StepKind::Plan, true).await;
+        lock(&f.app, &plan3, &net(), &lock_doc("P3")).await.unwrap();
+        unlock(&f.app, &plan3, &net(), &lock_doc("P3"))
+            .await
+            .unwrap();
+        let released = force_unlock(&f.app, &admin, &net()).await.unwrap();
+        assert!(released.lock.is_none());
+        assert_eq!(released.hold.map(|h| h.run).as_deref(), Some("r3"));
+    }
 
     pub async fn a_step_lock_lives_as_long_as_its_token_then_is_taken_over(f: Fixture) {
         let step = f.step("r1", "apply", 1, 60).await;
@@ -318,6 +462,7 @@ fn clone_app(app: &App) -> App {
         keys: app.keys.clone(),
         clock: app.clock.clone(),
         limits: app.limits,
+        run_url_template: app.run_url_template.clone(),
     }
 }
 
@@ -342,4 +487,7 @@ every_adapter!(
     gone_frees_only_that_attempts_lock_at_once,
     a_step_never_forces_even_when_operators_may,
     mint_checks_runs_orgs_allocation_and_keys,
+    a_hold_keeps_the_state_for_its_run_from_plan_to_apply,
+    a_hold_ends_with_its_run_and_not_with_its_tokens,
+    forcing_ends_holds_and_hold_ids_end_only_the_hold,
 );

@@ -24,6 +24,7 @@ fn app_with(store: Arc<MemoryStore>, key: Option<PlatformKey>) -> App {
             keep_versions: 50,
             run_end_grace: time::Duration::minutes(10),
         },
+        run_url_template: None,
     }
 }
 

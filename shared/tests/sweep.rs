@@ -55,6 +55,7 @@ fn fixture(
             keep_versions: keep,
             run_end_grace: Duration::minutes(10),
         },
+        run_url_template: None,
     };
     Fixture {
         app,

@@ -5,6 +5,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use time::format_description::well_known::Rfc3339;
 
+use super::actor::StepKind;
+use super::hold::check_hold;
 use super::permission::{Allocation, Permission};
 use super::record::StateRecord;
 use super::{rfc3339, Actor, Principal, Refusal, Timestamp};
@@ -184,6 +186,7 @@ pub fn decide_lock(
         }
         return Err(locked_by(lock));
     }
+    check_hold(record.hold.as_ref(), principal)?;
     if document.info.as_deref().unwrap_or("").is_empty() {
         // Newer clients print the holder's Info on a conflict: make it say who and since when.
         document.info = Some(format!(
@@ -244,18 +247,23 @@ pub fn parse_unlock(body: &[u8]) -> Result<UnlockRequest, Refusal> {
 /// What an unlock request does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UnlockDecision {
-    /// Nothing is locked: 200, for retried requests.
+    /// Nothing to release: 200, for retried requests.
     NotLocked,
-    /// Release the lock; `forced` when the caller is not its holder.
-    Release { forced: bool },
+    /// Release the lock; `forced` when the caller is not its holder; `end_hold` when the run's
+    /// hold ends with it (a force, or the run's apply releasing its lock).
+    Release { forced: bool, end_hold: bool },
+    /// End the run's hold and leave any lock alone (`hold-<run>` named, or an empty forced
+    /// unlock when only a hold stands).
+    EndHold,
 }
 
-/// Decides an unlock request. A named ID must be the current lock's; the holder releases
-/// its own lock, and releasing anyone else's is a force unlock that needs tf_state:manage.
+/// Decides an unlock request. A named ID must be the current lock's (or the hold's); the
+/// holder releases its own lock, and releasing anyone else's lock or a hold is a force that
+/// needs tf_state:manage, which a step token never has.
 ///
 /// # Errors
-/// `LockIdMismatch` for an ID that is not the current lock's; `NotYourLock` for a force
-/// unlock without tf_state:manage.
+/// `LockIdMismatch` for an ID that is neither the current lock's nor the hold's;
+/// `NotYourLock` for a force without tf_state:manage.
 pub fn decide_unlock(
     record: &StateRecord,
     request: &UnlockRequest,
@@ -263,8 +271,24 @@ pub fn decide_unlock(
     allocation: &Allocation,
     now: Timestamp,
 ) -> Result<UnlockDecision, Refusal> {
+    let may_force =
+        principal.step.is_none() && allocation.allows(principal.role, Permission::Manage);
+    let refuse_force = |holder: String, lock_id: String| Refusal::NotYourLock { holder, lock_id };
+    let hold = record.hold.as_ref();
+    if let UnlockRequest::Named(id) = request {
+        if id.starts_with(HOLD_ID_PREFIX) {
+            return match hold.filter(|h| h.id() == *id) {
+                None => Ok(UnlockDecision::NotLocked),
+                Some(_) if may_force => Ok(UnlockDecision::EndHold),
+                Some(h) => Err(refuse_force(format!("run {}", h.run), h.id())),
+            };
+        }
+    }
     let Some(lock) = record.live_lock(now) else {
-        return Ok(UnlockDecision::NotLocked);
+        return Ok(match (request, hold) {
+            (UnlockRequest::Empty, Some(_)) if may_force => UnlockDecision::EndHold,
+            _ => UnlockDecision::NotLocked,
+        });
     };
     if let UnlockRequest::Named(id) = request {
         if id != lock.id() {
@@ -275,16 +299,25 @@ pub fn decide_unlock(
         }
     }
     if principal.holds(lock) {
-        return Ok(UnlockDecision::Release { forced: false });
+        // The run's apply releasing its lock is what a hold waits for.
+        let apply_of_run = principal
+            .step
+            .as_ref()
+            .is_some_and(|g| g.kind == StepKind::Apply && hold.is_some_and(|h| h.run == g.run));
+        return Ok(UnlockDecision::Release {
+            forced: false,
+            end_hold: apply_of_run,
+        });
     }
-    // A step token never forces, whatever the allocation gives operators.
-    if principal.step.is_none() && allocation.allows(principal.role, Permission::Manage) {
-        return Ok(UnlockDecision::Release { forced: true });
+    if may_force {
+        // A force releases whatever is held: an empty body ends the hold too.
+        let end_hold = *request == UnlockRequest::Empty && hold.is_some();
+        return Ok(UnlockDecision::Release {
+            forced: true,
+            end_hold,
+        });
     }
-    Err(Refusal::NotYourLock {
-        holder: lock.holder.describe(),
-        lock_id: lock.id().to_owned(),
-    })
+    Err(refuse_force(lock.holder.describe(), lock.id().to_owned()))
 }
 
 #[cfg(test)]
@@ -465,7 +498,10 @@ mod tests {
         for req in [UnlockRequest::Empty, UnlockRequest::Named("L1".into())] {
             assert_eq!(
                 decide_unlock(&record, &req, &alice, &a, NOW),
-                Ok(UnlockDecision::Release { forced: false })
+                Ok(UnlockDecision::Release {
+                    forced: false,
+                    end_hold: false
+                })
             );
         }
     }
@@ -501,7 +537,10 @@ mod tests {
             ));
             assert_eq!(
                 decide_unlock(&record, &req, &principal("root", Role::Admin), &a, NOW),
-                Ok(UnlockDecision::Release { forced: true })
+                Ok(UnlockDecision::Release {
+                    forced: true,
+                    end_hold: false
+                })
             );
         }
     }

@@ -23,6 +23,9 @@ pub fn check_import(record: &StateRecord, now: Timestamp) -> Result<u64, Refusal
     if let Some(lock) = record.live_lock(now) {
         return Err(locked_by(lock));
     }
+    if let Some(hold) = &record.hold {
+        return Err(hold.refusal());
+    }
     if record.latest.is_some() {
         return Err(Refusal::StateExists {
             name: record.name.clone(),
@@ -54,6 +57,9 @@ pub fn check_rollback(
     };
     if let Some(lock) = record.live_lock(now) {
         return Err(locked_by(lock));
+    }
+    if let Some(hold) = &record.hold {
+        return Err(hold.refusal());
     }
     let target = target.ok_or_else(|| Refusal::NotFound {
         what: format!("version {requested} of state {}", record.name),
@@ -88,6 +94,9 @@ pub fn check_delete(record: &StateRecord, now: Timestamp) -> Result<(), Refusal>
     if let Some(lock) = record.live_lock(now) {
         return Err(locked_by(lock));
     }
+    if let Some(hold) = &record.hold {
+        return Err(hold.refusal());
+    }
     Ok(())
 }
 
@@ -119,7 +128,7 @@ pub fn allowed_actions(
     now: Timestamp,
 ) -> AllowedActions {
     let may = |p: Permission| allocation.allows(principal.role, p);
-    let locked = record.live_lock(now).is_some();
+    let locked = record.live_lock(now).is_some() || record.hold.is_some();
     let written = record.is_visible();
     AllowedActions {
         download: written && may(Permission::Read),
@@ -199,6 +208,29 @@ mod tests {
         ));
         assert!(matches!(
             check_import(&locked(fresh), NOW),
+            Err(Refusal::Locked { .. })
+        ));
+    }
+
+    #[test]
+    fn a_hold_refuses_import_rollback_and_delete() {
+        let hold = crate::domain::hold::Hold {
+            run: "r1".into(),
+            since: NOW,
+        };
+        let mut fresh = StateRecord::fresh("acme", "net", "inc", NOW);
+        fresh.hold = Some(hold.clone());
+        assert!(
+            matches!(check_import(&fresh, NOW), Err(Refusal::Locked { ref lock_id, .. }) if lock_id == "hold-r1")
+        );
+        let mut held = written(9);
+        held.hold = Some(hold);
+        assert!(matches!(
+            check_rollback(&held, 1, Some(&version(1, 2, false)), NOW),
+            Err(Refusal::Locked { .. })
+        ));
+        assert!(matches!(
+            check_delete(&held, NOW),
             Err(Refusal::Locked { .. })
         ));
     }

@@ -3,6 +3,7 @@
 
 pub mod actor;
 pub mod document;
+pub mod hold;
 pub mod lock;
 pub mod manage;
 pub mod name;

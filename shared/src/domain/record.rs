@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::hold::Hold;
 use super::lock::Lock;
 use super::version::VersionRecord;
 use super::Timestamp;
@@ -18,6 +19,9 @@ pub struct StateRecord {
     /// Bumped by every commit; 0 for a record not yet stored. The compare-and-swap condition.
     pub revision: u64,
     pub lock: Option<Lock>,
+    /// A run's hold, from its plan until its apply releases, it ends, or a force unlock.
+    #[serde(default)]
+    pub hold: Option<Hold>,
     /// A copy of the latest version's record, so reads and listings need one lookup.
     pub latest: Option<VersionRecord>,
     /// The number the next new version gets; versions are never renumbered or reused.
@@ -39,6 +43,7 @@ impl StateRecord {
             incarnation: incarnation.to_owned(),
             revision: 0,
             lock: None,
+            hold: None,
             latest: None,
             next_version: 1,
             created_at: now,
@@ -60,6 +65,7 @@ impl StateRecord {
         Self {
             incarnation: incarnation.to_owned(),
             lock: None,
+            hold: None,
             latest: None,
             created_at: now,
             deleted_at: None,
@@ -83,7 +89,7 @@ impl StateRecord {
     /// Whether the record only exists for a lock (a plan or migration that never wrote): such
     /// a record is not listed and is removed at its unlock.
     pub fn is_lock_only(&self) -> bool {
-        self.latest.is_none() && self.next_version == 1
+        self.latest.is_none() && self.next_version == 1 && self.hold.is_none()
     }
 }
 

@@ -4,6 +4,7 @@
 //! The size check happens as the body arrives (in the http layer); everything else is here.
 
 use super::document::StateMeta;
+use super::hold::check_hold;
 use super::lock::locked_by;
 use super::record::StateRecord;
 use super::version::{ChangeRecord, Ended, Source, VersionRecord};
@@ -69,6 +70,7 @@ pub fn plan_write(
         }
         _ => {}
     }
+    check_hold(record.hold.as_ref(), principal)?;
     let meta = request.document.as_ref().map_err(Clone::clone)?;
     if let Some(latest) = &record.latest {
         if let (Some(stored), Some(given)) = (&latest.lineage, &meta.lineage) {

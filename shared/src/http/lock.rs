@@ -40,13 +40,17 @@ pub async fn unlock(
     ctx: &mut LogContext,
 ) -> Result<Response<Body>, HttpError> {
     ctx.lock_id = body_lock_id(req.body());
-    if let UnlockOutcome::Released { lock, forced: true } =
-        lock::unlock(app, principal, name, req.body()).await?
+    if let UnlockOutcome::Released {
+        lock,
+        hold,
+        forced: true,
+    } = lock::unlock(app, principal, name, req.body()).await?
     {
         tracing::warn!(
             state = %name,
-            lock_id = lock.id(),
-            holder = %lock.holder.describe(),
+            lock_id = lock.as_ref().map(|l| l.id()),
+            holder = lock.as_ref().map(|l| l.holder.describe()),
+            hold = hold.as_ref().map(|h| h.id()),
             by = %principal.actor.describe(),
             "lock force-unlocked"
         );

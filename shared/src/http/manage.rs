@@ -9,7 +9,7 @@ use super::response::{accepts_gzip, content_response, json_response};
 use super::state::into_bytes;
 use crate::domain::name::StateName;
 use crate::domain::Principal;
-use crate::service::listing::{LockView, VersionView};
+use crate::service::listing::{HoldView, LockView, VersionView};
 use crate::service::{manage, App};
 
 /// A version number from the path: a positive whole number.
@@ -104,13 +104,22 @@ pub async fn force_unlock(
     name: &StateName,
 ) -> Result<Response<Body>, HttpError> {
     let released = manage::force_unlock(app, principal, name).await?;
-    if let Some(lock) = &released {
-        tracing::warn!(state = %name, lock_id = lock.id(), holder = %lock.holder.describe(),
-            by = %principal.actor.describe(), "lock force-unlocked");
+    if released.lock.is_some() || released.hold.is_some() {
+        tracing::warn!(
+            state = %name,
+            lock_id = released.lock.as_ref().map(|l| l.id()),
+            hold = released.hold.as_ref().map(|h| h.id()),
+            by = %principal.actor.describe(),
+            "lock force-unlocked"
+        );
     }
+    let url = |run: &str| app.run_url(run);
     Ok(json_response(
         StatusCode::OK,
-        &serde_json::json!({"released": {"lock": released.as_ref().map(LockView::of), "hold": null}}),
+        &serde_json::json!({"released": {
+            "lock": released.lock.as_ref().map(|l| LockView::of(l, &url)),
+            "hold": released.hold.as_ref().map(|h| HoldView::of(h, &url)),
+        }}),
     ))
 }
 

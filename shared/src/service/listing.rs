@@ -5,6 +5,7 @@ use serde::Serialize;
 use super::manage::existing;
 use super::{App, Error};
 use crate::domain::actor::Actor;
+use crate::domain::hold::Hold;
 use crate::domain::lock::Lock;
 use crate::domain::manage::{allowed_actions, AllowedActions};
 use crate::domain::name::StateName;
@@ -35,7 +36,27 @@ pub struct StateItem {
     pub updated_by: Option<Actor>,
     pub opentofu_encrypted: bool,
     pub lock: Option<LockView>,
-    pub hold: Option<()>,
+    pub hold: Option<HoldView>,
+}
+
+/// A run's hold as shown: `{"id": "hold-<run>", "run", "run_url", "since"}`.
+#[derive(Debug, Clone, Serialize)]
+pub struct HoldView {
+    pub id: String,
+    pub run: String,
+    pub run_url: Option<String>,
+    pub since: String,
+}
+
+impl HoldView {
+    pub fn of(hold: &Hold, run_url: &dyn Fn(&str) -> Option<String>) -> Self {
+        Self {
+            id: hold.id(),
+            run: hold.run.clone(),
+            run_url: run_url(&hold.run),
+            since: rfc3339(hold.since),
+        }
+    }
 }
 
 /// A lock as shown: the holder's document fields, who holds it, since when.
@@ -47,14 +68,20 @@ pub struct LockView {
     pub version: Option<String>,
     pub created: Option<String>,
     pub info: Option<String>,
-    pub holder: Actor,
+    /// The holder (an actor), with `run_url` for a step.
+    pub holder: serde_json::Value,
     pub since: String,
     pub live_until: Option<String>,
 }
 
 impl LockView {
-    pub fn of(lock: &Lock) -> Self {
+    pub fn of(lock: &Lock, run_url: &dyn Fn(&str) -> Option<String>) -> Self {
         let d = &lock.document;
+        // Serializing an actor (strings and numbers) cannot fail.
+        let mut holder = serde_json::to_value(&lock.holder).expect("an actor serializes");
+        if let Actor::Step { run, .. } = &lock.holder {
+            holder["run_url"] = run_url(run).into();
+        }
         Self {
             id: d.id.clone(),
             operation: d.operation.clone(),
@@ -62,7 +89,7 @@ impl LockView {
             version: d.version.clone(),
             created: d.created.clone(),
             info: d.info.clone(),
-            holder: lock.holder.clone(),
+            holder,
             since: rfc3339(lock.since),
             live_until: lock.live_until.map(rfc3339),
         }
@@ -70,7 +97,7 @@ impl LockView {
 }
 
 impl StateItem {
-    fn of(record: &StateRecord, now: Timestamp) -> Self {
+    fn of(record: &StateRecord, now: Timestamp, run_url: &dyn Fn(&str) -> Option<String>) -> Self {
         let latest = record.latest.as_ref();
         Self {
             name: record.name.clone(),
@@ -81,8 +108,8 @@ impl StateItem {
             updated_at: latest.map(|l| rfc3339(l.change.last_save_at)),
             updated_by: latest.map(|l| l.writer.clone()),
             opentofu_encrypted: latest.is_some_and(|l| l.opentofu_encrypted),
-            lock: record.live_lock(now).map(LockView::of),
-            hold: None,
+            lock: record.live_lock(now).map(|l| LockView::of(l, run_url)),
+            hold: record.hold.as_ref().map(|h| HoldView::of(h, run_url)),
         }
     }
 }
@@ -138,7 +165,7 @@ pub async fn show(app: &App, principal: &Principal, name: &StateName) -> Result<
     let allocation = app.allocation(&principal.org).await?;
     let now = app.clock.now();
     Ok(StateView {
-        item: StateItem::of(&record, now),
+        item: StateItem::of(&record, now, &|run| app.run_url(run)),
         allowed_actions: allowed_actions(&record, principal, &allocation, now),
     })
 }
@@ -182,7 +209,7 @@ pub async fn list(
         states: records
             .iter()
             .filter(|r| r.is_visible())
-            .map(|r| StateItem::of(r, now))
+            .map(|r| StateItem::of(r, now, &|run| app.run_url(run)))
             .collect(),
         next_cursor,
     })

@@ -2,6 +2,7 @@
 
 use super::state::snapshot;
 use super::{App, Error, MAX_ATTEMPTS};
+use crate::domain::hold::{hold_set_by, Hold};
 use crate::domain::lock::{
     decide_lock, decide_unlock, parse_lock, parse_unlock, Lock, LockDecision, UnlockDecision,
 };
@@ -90,8 +91,13 @@ pub(super) async fn take_over_dead_lock(
 pub enum UnlockOutcome {
     /// Nothing was locked.
     NotLocked,
-    /// This lock was released; `forced` when by someone other than its holder.
-    Released { lock: Box<Lock>, forced: bool },
+    /// This lock and/or the run's hold were released; `forced` when by someone other than
+    /// the lock's holder.
+    Released {
+        lock: Option<Box<Lock>>,
+        hold: Option<Hold>,
+        forced: bool,
+    },
 }
 
 /// Takes the lock described by `body` (a lock document), or confirms the caller already
@@ -119,6 +125,9 @@ pub async fn lock(
         };
         let mut state = snapshot.successor();
         state.lock = Some(*lock);
+        if state.hold.is_none() {
+            state.hold = hold_set_by(principal, now);
+        }
         // A step's lock is findable from its run, for the run's end and the step's gone report.
         let run_items = principal
             .step
@@ -177,25 +186,25 @@ pub async fn unlock(
         let Some(snapshot) = app.catalog.state(&principal.org, name.as_str()).await? else {
             return Ok(UnlockOutcome::NotLocked);
         };
-        let forced = match decide_unlock(&snapshot, &request, principal, &allocation, now)? {
-            UnlockDecision::NotLocked => return Ok(UnlockOutcome::NotLocked),
-            UnlockDecision::Release { forced } => forced,
-        };
-        let lock = snapshot.lock.clone().expect("a released lock exists");
-        let (state, versions) = release(app, &snapshot, &lock, forced, now).await?;
+        let (lock, end_hold, forced) =
+            match decide_unlock(&snapshot, &request, principal, &allocation, now)? {
+                UnlockDecision::NotLocked => return Ok(UnlockOutcome::NotLocked),
+                UnlockDecision::Release { forced, end_hold } => {
+                    (snapshot.lock.clone(), end_hold, forced)
+                }
+                UnlockDecision::EndHold => (None, true, true),
+            };
+        let hold = snapshot.hold.clone().filter(|_| end_hold);
+        let (state, versions) =
+            release(app, &snapshot, lock.as_ref(), end_hold, forced, now).await?;
         let audit = if forced {
-            vec![AuditEntry {
-                org: principal.org.clone(),
-                at: now,
-                action: "lock.force_unlocked".into(),
-                actor: principal.actor.clone(),
-                state: Some(name.to_string()),
-                version: lock.version_opened,
-                detail: serde_json::json!({
-                    "lock_id": lock.id(),
-                    "holder": lock.holder,
-                }),
-            }]
+            vec![force_unlock_entry(
+                principal,
+                name,
+                lock.as_ref(),
+                hold.as_ref(),
+                now,
+            )]
         } else {
             Vec::new()
         };
@@ -206,7 +215,8 @@ pub async fn unlock(
         {
             Ok(()) => {
                 return Ok(UnlockOutcome::Released {
-                    lock: Box::new(lock),
+                    lock: lock.map(Box::new),
+                    hold,
                     forced,
                 })
             }
@@ -217,20 +227,53 @@ pub async fn unlock(
     Err(StoreError::Conflict.into())
 }
 
-/// The record without its lock, and the version the lock opened with its change record
-/// closed. A record that only existed for this lock is removed (`None`).
+/// The audit entry of a force: which lock and which hold it released.
+pub(super) fn force_unlock_entry(
+    principal: &Principal,
+    name: &StateName,
+    lock: Option<&Lock>,
+    hold: Option<&Hold>,
+    now: Timestamp,
+) -> AuditEntry {
+    AuditEntry {
+        org: principal.org.clone(),
+        at: now,
+        action: "lock.force_unlocked".into(),
+        actor: principal.actor.clone(),
+        state: Some(name.to_string()),
+        version: lock.and_then(|l| l.version_opened),
+        detail: serde_json::json!({
+            "lock_id": lock.map(Lock::id),
+            "holder": lock.map(|l| &l.holder),
+            "hold": hold.map(Hold::id),
+        }),
+    }
+}
+
+/// The record without `lock` (and its run's hold, when `end_hold`), and the version the lock
+/// opened with its change record closed. A record that only existed for the lock is removed
+/// (`None`).
 pub(super) async fn release(
     app: &App,
     snapshot: &StateRecord,
-    lock: &Lock,
+    lock: Option<&Lock>,
+    end_hold: bool,
     forced: bool,
     now: Timestamp,
 ) -> Result<(Option<StateRecord>, Vec<VersionRecord>), Error> {
     let mut state = snapshot.successor();
-    state.lock = None;
-    if state.is_lock_only() {
+    if lock.is_some() {
+        state.lock = None;
+    }
+    if end_hold {
+        state.hold = None;
+    }
+    if state.lock.is_none() && state.is_lock_only() {
         return Ok((None, Vec::new()));
     }
+    let Some(lock) = lock else {
+        return Ok((Some(state), Vec::new()));
+    };
     let ended = if forced {
         Ended::ForceUnlocked
     } else {

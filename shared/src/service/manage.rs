@@ -1,10 +1,11 @@
 //! Managing states beyond the backend protocol: import, rollback, download, force unlock,
 //! delete. Each is snapshot -> decide -> write blobs -> one compare-and-swap commit.
 
-use super::lock::{release, take_over_dead_lock, Takeover};
+use super::lock::{force_unlock_entry, release, take_over_dead_lock, Takeover};
 use super::state::{examine, open_version, seal, snapshot, Sealed};
 use super::{App, Error, MAX_ATTEMPTS};
 use crate::domain::document::with_serial;
+use crate::domain::hold::Hold;
 use crate::domain::lock::Lock;
 use crate::domain::manage::{check_delete, check_import, check_rollback, tombstone};
 use crate::domain::name::StateName;
@@ -267,7 +268,15 @@ pub async fn download(
     Ok(bytes)
 }
 
-/// Releases whatever lock is held (a force unlock, audited). `None` when nothing was held.
+/// What a force unlock released.
+#[derive(Debug, Clone, Default)]
+pub struct Released {
+    pub lock: Option<Lock>,
+    pub hold: Option<Hold>,
+}
+
+/// Releases whatever lock is held and a run's hold (a force unlock, audited). Nothing
+/// released when nothing was held.
 ///
 /// # Errors
 /// `Refused`: without tf_state:manage, `NotFound` for a state that does not exist.
@@ -275,7 +284,7 @@ pub async fn force_unlock(
     app: &App,
     principal: &Principal,
     name: &StateName,
-) -> Result<Option<Lock>, Error> {
+) -> Result<Released, Error> {
     app.require(principal, Permission::Manage).await?;
     for _ in 0..MAX_ATTEMPTS {
         let now = app.clock.now();
@@ -283,21 +292,15 @@ pub async fn force_unlock(
             .catalog
             .state(&principal.org, name.as_str())
             .await?
-            .filter(|r| r.is_visible() || r.live_lock(now).is_some())
+            .filter(|r| r.is_visible() || r.live_lock(now).is_some() || r.hold.is_some())
             .ok_or_else(|| not_found(name))?;
-        let Some(lock) = snapshot.live_lock(now).cloned() else {
-            return Ok(None);
-        };
-        let (state, versions) = release(app, &snapshot, &lock, true, now).await?;
-        let detail = serde_json::json!({"lock_id": lock.id(), "holder": lock.holder});
-        let audit = entry(
-            principal,
-            name,
-            "lock.force_unlocked",
-            lock.version_opened,
-            detail,
-            now,
-        );
+        let lock = snapshot.live_lock(now).cloned();
+        let hold = snapshot.hold.clone();
+        if lock.is_none() && hold.is_none() {
+            return Ok(Released::default());
+        }
+        let (state, versions) = release(app, &snapshot, lock.as_ref(), true, true, now).await?;
+        let audit = force_unlock_entry(principal, name, lock.as_ref(), hold.as_ref(), now);
         let result = app
             .catalog
             .commit(Commit {
@@ -307,7 +310,7 @@ pub async fn force_unlock(
             })
             .await;
         match result {
-            Ok(()) => return Ok(Some(lock)),
+            Ok(()) => return Ok(Released { lock, hold }),
             Err(StoreError::Conflict) => continue,
             Err(e) => return Err(e.into()),
         }

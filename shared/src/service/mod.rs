@@ -60,6 +60,8 @@ pub struct App {
     pub keys: Option<Arc<dyn KeyService>>,
     pub clock: Arc<dyn Clock>,
     pub limits: Limits,
+    /// `HEGEMONY_RUN_URL_TEMPLATE`, e.g. `https://ci.example.com/runs/{run}`.
+    pub run_url_template: Option<String>,
 }
 
 /// Why a use case did not succeed.
@@ -108,6 +110,13 @@ impl From<KeyError> for Error {
 }
 
 impl App {
+    /// The link to a run, when a template is configured.
+    pub fn run_url(&self, run: &str) -> Option<String> {
+        self.run_url_template
+            .as_ref()
+            .map(|t| t.replace("{run}", run))
+    }
+
     /// The sweeper's mark for a commit that creates `version` in `incarnation`.
     fn prune_mark(&self, incarnation: &str, version: u64) -> Vec<VersionMark> {
         prune_below(version, self.limits.keep_versions)

@@ -118,8 +118,18 @@ pub async fn end(app: &App, run: &str, status: Option<&str>) -> Result<RunRecord
     let record = app.catalog.end_run(run, app.clock.now(), status).await?;
     let ended = record.ended_at.expect("end_run records an end");
     let until = ended + app.limits.run_end_grace;
-    for item in app.catalog.run_items(run).await? {
+    let items = app.catalog.run_items(run).await?;
+    for item in &items {
         lower_liveness(app, &item.org, &item.state, &item.token_id, until).await?;
+    }
+    let mut states: Vec<(&str, &str)> = items
+        .iter()
+        .map(|i| (i.org.as_str(), i.state.as_str()))
+        .collect();
+    states.sort_unstable();
+    states.dedup();
+    for (org, state) in states {
+        end_hold(app, org, state, run).await?;
     }
     Ok(record)
 }
@@ -152,6 +162,31 @@ pub async fn gone(app: &App, run: &str, step: &str, attempt: u32) -> Result<usiz
         }
     }
     Ok(tokens.len())
+}
+
+/// Ends `run`'s hold on one state, if it holds it, with a revision-checked write.
+async fn end_hold(app: &App, org: &str, state: &str, run: &str) -> Result<(), Error> {
+    for _ in 0..MAX_ATTEMPTS {
+        let Some(snapshot) = app.catalog.state(org, state).await? else {
+            return Ok(());
+        };
+        if snapshot.hold.as_ref().is_none_or(|h| h.run != run) {
+            return Ok(());
+        }
+        let mut next = snapshot.successor();
+        next.hold = None;
+        let next = (!(next.lock.is_none() && next.is_lock_only())).then_some(next);
+        match app
+            .catalog
+            .commit(Commit::over(&snapshot, app.clock.now(), next))
+            .await
+        {
+            Ok(()) => return Ok(()),
+            Err(StoreError::Conflict) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(StoreError::Conflict.into())
 }
 
 /// Lowers the liveness of `token`'s lock on one state to `until` (never raises it), with a
