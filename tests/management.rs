@@ -214,6 +214,24 @@ fn authorization_matrix() {
             None,
             [200, 200, 200, 200, 200, 200, 200, 200],
         ),
+        (
+            "POST",
+            "/api/runs/run-{s}/tf-state-tokens",
+            Some(r#"{"org":"acme","state":"net","step":"plan","attempt":1,"kind":"plan","timeout_seconds":60}"#.into()),
+            [401, 401, 403, 403, 403, 403, 201, 401],
+        ),
+        (
+            "POST",
+            "/api/runs/run-{s}/end",
+            None,
+            [401, 401, 403, 403, 403, 403, 200, 401],
+        ),
+        (
+            "POST",
+            "/api/runs/run-{s}/steps/plan/gone",
+            Some(r#"{"attempt":1}"#.into()),
+            [401, 401, 403, 403, 403, 403, 200, 401],
+        ),
     ];
     let mut cell = 0;
     for (method, path, body, expected) in &rows {

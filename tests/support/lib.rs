@@ -338,6 +338,20 @@ impl Tf {
         tf
     }
 
+    /// Writes a backend.hcl from the backend settings a mint returned.
+    pub fn write_minted_backend(&self, backend: &serde_json::Value) {
+        let field = |k: &str| backend[k].as_str().unwrap().to_owned();
+        std::fs::write(
+            self.dir.path().join("backend.hcl"),
+            format!(
+                "address        = \"{}\"\nlock_address   = \"{}\"\nunlock_address = \"{}\"\nlock_method    = \"{}\"\nunlock_method  = \"{}\"\nusername       = \"{}\"\nretry_max      = 0\n",
+                field("address"), field("lock_address"), field("unlock_address"),
+                field("lock_method"), field("unlock_method"), field("username")
+            ),
+        )
+        .unwrap();
+    }
+
     pub fn write_backend_config(&self, server: &Server, state: &str) {
         let base = server.url(&format!("/api/tf-states/{state}"));
         std::fs::write(
