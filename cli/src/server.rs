@@ -102,8 +102,12 @@ pub async fn sweep_once(data_dir: &Path) -> anyhow::Result<()> {
     let app = super::local::sweeper_app(data_dir)?;
     let report = sweep::sweep(&app, app.clock.now()).await?;
     println!(
-        "dropped {} versions, deleted {} unused blobs and {} never-committed blobs",
-        report.versions_dropped, report.blobs_deleted, report.uncommitted_blobs_deleted
+        "cleared {} dead locks of ended runs, dropped {} expired tokens, dropped {} versions, deleted {} unused blobs and {} never-committed blobs",
+        report.locks_cleared,
+        report.tokens_dropped,
+        report.versions_dropped,
+        report.blobs_deleted,
+        report.uncommitted_blobs_deleted
     );
     Ok(())
 }

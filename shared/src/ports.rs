@@ -258,6 +258,19 @@ pub trait SweepCatalog: Send + Sync {
 
     /// Forgets the doomed or pending records of blobs whose objects are deleted.
     async fn forget_blobs(&self, blobs: &[String]) -> Result<(), StoreError>;
+
+    /// Drops up to `limit` tokens that expired before `before`; returns how many.
+    async fn drop_expired_tokens(
+        &self,
+        before: Timestamp,
+        limit: usize,
+    ) -> Result<usize, StoreError>;
+
+    /// Ended runs whose steps' locks are not all tidied yet, oldest end first.
+    async fn ended_runs(&self, limit: usize) -> Result<Vec<String>, StoreError>;
+
+    /// Forgets an ended run once none of its steps' locks is left.
+    async fn forget_ended_run(&self, run: &str) -> Result<(), StoreError>;
 }
 
 /// A run of a flow, as the platform reports it.

@@ -383,6 +383,45 @@ mod cases {
         );
     }
 
+    pub async fn the_sweeper_clears_dead_locks_of_ended_runs_and_expired_tokens(f: Fixture) {
+        use hegemony_state::service::sweep::sweep;
+        let step = f.step("r1", "apply", 1, 60).await;
+        lock(&f.app, &step, &net(), &lock_doc("S1")).await.unwrap();
+        write(&f.app, &step, &net(), Some("S1"), doc(1))
+            .await
+            .unwrap();
+        end(&f.app, "r1", None).await.unwrap();
+        let report = sweep(&f.app, f.app.clock.now()).await.unwrap();
+        assert_eq!(report.locks_cleared, 0, "live through the grace");
+        f.advance(Duration::seconds(601));
+        let report = sweep(&f.app, f.app.clock.now()).await.unwrap();
+        assert_eq!((report.locks_cleared, report.tokens_dropped), (1, 1));
+        let record = f.app.catalog.state("acme", "net").await.unwrap().unwrap();
+        assert!(record.lock.is_none());
+        assert_eq!(record.latest.unwrap().change.ended, Ended::Expired);
+        let audit = f
+            .app
+            .catalog
+            .audit(
+                "acme",
+                &AuditQuery {
+                    action: Some("lock.expired".into()),
+                    limit: 10,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(audit[0].entry.actor, Actor::Sweeper);
+        let again = sweep(&f.app, f.app.clock.now()).await.unwrap();
+        assert_eq!(
+            (again.locks_cleared, again.tokens_dropped),
+            (0, 0),
+            "the run is forgotten, the token gone"
+        );
+        assert!(f.app.catalog.run_tokens("r1").await.unwrap().is_empty());
+    }
+
     pub async fn a_step_never_forces_even_when_operators_may(f: Fixture) {
         let admin = user("root", Role::Admin);
         admin::set_permissions(&f.app, &admin, |mut a| {
@@ -490,4 +529,5 @@ every_adapter!(
     a_hold_keeps_the_state_for_its_run_from_plan_to_apply,
     a_hold_ends_with_its_run_and_not_with_its_tokens,
     forcing_ends_holds_and_hold_ids_end_only_the_hold,
+    the_sweeper_clears_dead_locks_of_ended_runs_and_expired_tokens,
 );

@@ -33,6 +33,7 @@ struct Inner {
     /// In creation order, so listings are stable.
     tokens: Vec<TokenRecord>,
     runs: HashMap<String, RunRecord>,
+    ended_runs: Vec<String>,
     run_items: Vec<RunItem>,
     orgs: HashMap<String, OrgRecord>,
     blobs: HashMap<String, Vec<u8>>,
@@ -228,11 +229,16 @@ impl RunCatalog for MemoryStore {
                 ended_at: None,
                 status: None,
             });
-        if record.ended_at.is_none() {
+        let first_end = record.ended_at.is_none();
+        if first_end {
             record.ended_at = Some(at);
             record.status = status.map(str::to_owned);
         }
-        Ok(record.clone())
+        let record = record.clone();
+        if first_end {
+            inner.ended_runs.push(run.to_owned());
+        }
+        Ok(record)
     }
 
     async fn run_items(&self, run: &str) -> Result<Vec<RunItem>, StoreError> {
@@ -312,6 +318,30 @@ impl SweepCatalog for MemoryStore {
             .map(|(b, _)| b.clone())
             .take(limit)
             .collect())
+    }
+
+    async fn drop_expired_tokens(
+        &self,
+        before: Timestamp,
+        limit: usize,
+    ) -> Result<usize, StoreError> {
+        let mut inner = self.lock();
+        let mut dropped = 0;
+        inner.tokens.retain(|t| {
+            let expired = dropped < limit && t.expires_at.is_some_and(|at| at < before);
+            dropped += usize::from(expired);
+            !expired
+        });
+        Ok(dropped)
+    }
+
+    async fn ended_runs(&self, limit: usize) -> Result<Vec<String>, StoreError> {
+        Ok(self.lock().ended_runs.iter().take(limit).cloned().collect())
+    }
+
+    async fn forget_ended_run(&self, run: &str) -> Result<(), StoreError> {
+        self.lock().ended_runs.retain(|r| r != run);
+        Ok(())
     }
 
     async fn forget_blobs(&self, blobs: &[String]) -> Result<(), StoreError> {

@@ -20,6 +20,8 @@ pub enum Actor {
         step: String,
         attempt: u32,
     },
+    /// The sweeper, tidying what has expired.
+    Sweeper,
     /// The `hegemony-state` command on the server's own machine (tokens, first start).
     Cli,
 }
@@ -33,6 +35,7 @@ impl Actor {
                 format!("run {run} step {step} attempt {attempt}")
             }
             Actor::Cli => "the hegemony-state command".into(),
+            Actor::Sweeper => "the sweeper".into(),
         }
     }
 }

@@ -10,7 +10,7 @@ use crate::domain::name::StateName;
 use crate::domain::permission::Permission;
 use crate::domain::record::StateRecord;
 use crate::domain::version::{Ended, VersionRecord};
-use crate::domain::{Principal, Timestamp};
+use crate::domain::{Actor, Principal, Timestamp};
 use crate::ports::{AuditEntry, Commit, RunItem, StoreError};
 
 /// What taking over a dead lock adds to the commit of the change that takes it over.
@@ -38,7 +38,7 @@ impl Takeover {
 pub(super) async fn take_over_dead_lock(
     app: &App,
     mut snapshot: StateRecord,
-    by: &Principal,
+    by: &Actor,
     now: Timestamp,
 ) -> Result<(StateRecord, Takeover), Error> {
     let Some(lock) = snapshot.lock.clone().filter(|l| !l.is_live(now)) else {
@@ -67,7 +67,7 @@ pub(super) async fn take_over_dead_lock(
         org: snapshot.org.clone(),
         at: now,
         action: "lock.expired".into(),
-        actor: by.actor.clone(),
+        actor: by.clone(),
         state: Some(snapshot.name.clone()),
         version: lock.version_opened,
         detail: serde_json::json!({
@@ -118,7 +118,8 @@ pub async fn lock(
     for _ in 0..MAX_ATTEMPTS {
         let now = app.clock.now();
         let snapshot = snapshot(app, &principal.org, name, now).await?;
-        let (snapshot, takeover) = take_over_dead_lock(app, snapshot, principal, now).await?;
+        let (snapshot, takeover) =
+            take_over_dead_lock(app, snapshot, &principal.actor, now).await?;
         let lock = match decide_lock(&snapshot, document.clone(), principal, now)? {
             LockDecision::AlreadyHeld => return Ok(()),
             LockDecision::Granted(lock) => lock,

@@ -123,7 +123,8 @@ pub async fn import(
     for _ in 0..MAX_ATTEMPTS {
         let now = app.clock.now();
         let snapshot = snapshot(app, &principal.org, name, now).await?;
-        let (snapshot, takeover) = take_over_dead_lock(app, snapshot, principal, now).await?;
+        let (snapshot, takeover) =
+            take_over_dead_lock(app, snapshot, &principal.actor, now).await?;
         let version = check_import(&snapshot, now)?;
         let meta = document.clone()?;
         if !sealed.as_ref().is_some_and(|s| s.fits(&snapshot, version)) {
@@ -182,7 +183,8 @@ pub async fn rollback(
     for _ in 0..MAX_ATTEMPTS {
         let now = app.clock.now();
         let snapshot = existing(app, &principal.org, name).await?;
-        let (snapshot, takeover) = take_over_dead_lock(app, snapshot, principal, now).await?;
+        let (snapshot, takeover) =
+            take_over_dead_lock(app, snapshot, &principal.actor, now).await?;
         let target = find_version(app, &snapshot, version).await?;
         let plan = check_rollback(&snapshot, version, target.as_ref(), now)?;
         let target = target.expect("check_rollback refuses a missing version");
@@ -332,7 +334,8 @@ pub async fn delete(app: &App, principal: &Principal, name: &StateName) -> Resul
             .state(&principal.org, name.as_str())
             .await?
             .ok_or_else(|| not_found(name))?;
-        let (snapshot, takeover) = take_over_dead_lock(app, snapshot, principal, now).await?;
+        let (snapshot, takeover) =
+            take_over_dead_lock(app, snapshot, &principal.actor, now).await?;
         check_delete(&snapshot, now)?;
         let latest = snapshot.latest.as_ref().map(|l| l.version);
         let detail = serde_json::json!({"incarnation": snapshot.incarnation});

@@ -141,7 +141,8 @@ pub async fn write(
     for _ in 0..MAX_ATTEMPTS {
         let now = app.clock.now();
         let snapshot = snapshot(app, org, name, now).await?;
-        let (snapshot, takeover) = take_over_dead_lock(app, snapshot, principal, now).await?;
+        let (snapshot, takeover) =
+            take_over_dead_lock(app, snapshot, &principal.actor, now).await?;
         let plan = plan_write(&snapshot, &request, principal, now)?;
         let Some(version) = plan.version() else {
             return Ok(WriteOutcome::Unchanged);

@@ -6,8 +6,10 @@
 use serde::Serialize;
 use time::Duration;
 
-use super::{App, Error};
-use crate::domain::Timestamp;
+use super::lock::take_over_dead_lock;
+use super::{App, Error, MAX_ATTEMPTS};
+use crate::domain::{Actor, Timestamp};
+use crate::ports::{Commit, StoreError};
 
 /// The most records one pass handles of each kind.
 const PASS_LIMIT: usize = 1000;
@@ -22,6 +24,10 @@ pub const PENDING_GRACE: Duration = Duration::hours(1);
 /// What one pass did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct SweepReport {
+    /// Dead locks of ended runs cleared (each audited `lock.expired`).
+    pub locks_cleared: usize,
+    /// Step tokens dropped after they expired.
+    pub tokens_dropped: usize,
     /// Versions dropped: pruned past the limit, or of deleted states.
     pub versions_dropped: usize,
     /// Blobs deleted that no version uses any more.
@@ -35,6 +41,8 @@ pub struct SweepReport {
 /// # Errors
 /// `Unavailable` when storage fails; what was done before the failure stays done.
 pub async fn sweep(app: &App, now: Timestamp) -> Result<SweepReport, Error> {
+    let locks_cleared = clear_dead_locks_of_ended_runs(app, now).await?;
+    let tokens_dropped = app.catalog.drop_expired_tokens(now, PASS_LIMIT).await?;
     let versions_dropped = app.catalog.drop_marked_versions(PASS_LIMIT, now).await?;
     let doomed = app
         .catalog
@@ -47,10 +55,81 @@ pub async fn sweep(app: &App, now: Timestamp) -> Result<SweepReport, Error> {
         .await?;
     delete_blobs(app, &pending).await?;
     Ok(SweepReport {
+        locks_cleared,
+        tokens_dropped,
         versions_dropped,
         blobs_deleted: doomed.len(),
         uncommitted_blobs_deleted: pending.len(),
     })
+}
+
+/// Clears the locks of ended runs once they are dead, so listings and records are tidy. An
+/// ended run is forgotten once none of its steps' locks is left; one whose grace has not
+/// passed waits for a later pass. Correctness does not depend on this: a dead lock already
+/// reads as unlocked, and the next change takes it over.
+async fn clear_dead_locks_of_ended_runs(app: &App, now: Timestamp) -> Result<usize, Error> {
+    let mut cleared = 0;
+    for run in app.catalog.ended_runs(RUNS_PER_PASS).await? {
+        let mut settled = true;
+        for item in app.catalog.run_items(&run).await? {
+            match clear_if_dead(app, &item.org, &item.state, &item.token_id, now).await? {
+                Cleared::Yes => cleared += 1,
+                Cleared::StillLive => settled = false,
+                Cleared::Nothing => {}
+            }
+        }
+        if settled {
+            app.catalog.forget_ended_run(&run).await?;
+        }
+    }
+    Ok(cleared)
+}
+
+/// The most ended runs one pass looks at.
+const RUNS_PER_PASS: usize = 100;
+
+enum Cleared {
+    Yes,
+    StillLive,
+    Nothing,
+}
+
+async fn clear_if_dead(
+    app: &App,
+    org: &str,
+    state: &str,
+    token: &str,
+    now: Timestamp,
+) -> Result<Cleared, Error> {
+    for _ in 0..MAX_ATTEMPTS {
+        let Some(snapshot) = app.catalog.state(org, state).await? else {
+            return Ok(Cleared::Nothing);
+        };
+        let Some(lock) = snapshot
+            .lock
+            .as_ref()
+            .filter(|l| l.token.as_deref() == Some(token))
+        else {
+            return Ok(Cleared::Nothing);
+        };
+        if lock.is_live(now) {
+            return Ok(Cleared::StillLive);
+        }
+        let (clean, takeover) =
+            take_over_dead_lock(app, snapshot.clone(), &Actor::Sweeper, now).await?;
+        let next = clean.successor();
+        let next = (!next.is_lock_only()).then_some(next);
+        match app
+            .catalog
+            .commit(takeover.into_commit(Commit::over(&snapshot, now, next)))
+            .await
+        {
+            Ok(()) => return Ok(Cleared::Yes),
+            Err(StoreError::Conflict) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(StoreError::Conflict.into())
 }
 
 /// Deletes the objects first, then their records: a crash in between leaves records whose

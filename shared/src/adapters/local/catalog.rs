@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::domain::permission::Allocation;
 use crate::domain::record::StateRecord;
 use crate::domain::version::VersionRecord;
-use crate::domain::{rfc3339, Timestamp};
+use crate::domain::Timestamp;
 use crate::ports::{
     AccessCatalog, AuditEntry, AuditQuery, AuditRecord, Commit, OrgRecord, RunCatalog, RunItem,
     RunRecord, StateCatalog, StoreError, SweepCatalog, TokenRecord,
@@ -32,8 +32,9 @@ CREATE TABLE IF NOT EXISTS versions (
     org TEXT NOT NULL, name TEXT NOT NULL, incarnation TEXT NOT NULL, version INTEGER NOT NULL,
     record TEXT NOT NULL,
     PRIMARY KEY (org, name, incarnation, version)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS pending_blobs (blob TEXT PRIMARY KEY, since TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS doomed_blobs (blob TEXT PRIMARY KEY, since TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS pending_blobs (blob TEXT PRIMARY KEY, since INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS doomed_blobs (blob TEXT PRIMARY KEY, since INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS ended_runs (run TEXT PRIMARY KEY, since INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS version_marks (
     org TEXT NOT NULL, name TEXT NOT NULL, incarnation TEXT NOT NULL, below INTEGER NOT NULL,
     PRIMARY KEY (org, name, incarnation)) WITHOUT ROWID;
@@ -43,7 +44,9 @@ CREATE TABLE IF NOT EXISTS audit (
 CREATE INDEX IF NOT EXISTS audit_by_org ON audit (org, id);
 CREATE INDEX IF NOT EXISTS audit_by_state ON audit (org, state, id);
 CREATE TABLE IF NOT EXISTS tokens (
-    hash TEXT PRIMARY KEY, id TEXT NOT NULL UNIQUE, run TEXT, record TEXT NOT NULL);
+    hash TEXT PRIMARY KEY, id TEXT NOT NULL UNIQUE, run TEXT, expires INTEGER,
+    record TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS tokens_by_expiry ON tokens (expires) WHERE expires IS NOT NULL;
 CREATE INDEX IF NOT EXISTS tokens_by_run ON tokens (run) WHERE run IS NOT NULL;
 CREATE TABLE IF NOT EXISTS runs (run TEXT PRIMARY KEY, record TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS run_items (
@@ -61,6 +64,12 @@ pub struct SqliteCatalog {
 
 fn sql_error(e: rusqlite::Error) -> StoreError {
     StoreError::Unavailable(format!("catalog: {e}"))
+}
+
+/// Times the sweeper compares are stored as whole Unix seconds: RFC 3339 text with varying
+/// fractions does not sort as time does.
+fn seconds(at: Timestamp) -> i64 {
+    at.unix_timestamp()
 }
 
 fn to_json<T: Serialize>(value: &T) -> String {
@@ -165,7 +174,7 @@ fn commit_in(conn: &mut Connection, commit: Commit) -> Result<(), StoreError> {
         tx.execute("DELETE FROM pending_blobs WHERE blob = ?1", params![blob])
             .map_err(sql_error)?;
     }
-    let now = rfc3339(commit.at);
+    let now = seconds(commit.at);
     for blob in &commit.doomed_blobs {
         tx.execute(
             "INSERT OR IGNORE INTO doomed_blobs (blob, since) VALUES (?1, ?2)",
@@ -290,7 +299,7 @@ impl StateCatalog for SqliteCatalog {
     }
 
     async fn add_pending_blob(&self, blob: &str, at: Timestamp) -> Result<(), StoreError> {
-        let (blob, since) = (blob.to_owned(), rfc3339(at));
+        let (blob, since) = (blob.to_owned(), seconds(at));
         self.with(move |conn| {
             conn.execute(
                 "INSERT OR IGNORE INTO pending_blobs (blob, since) VALUES (?1, ?2)",
@@ -347,7 +356,7 @@ impl StateCatalog for SqliteCatalog {
     }
 }
 
-fn drop_marked_in(conn: &mut Connection, limit: usize, at: &str) -> Result<usize, StoreError> {
+fn drop_marked_in(conn: &mut Connection, limit: usize, at: i64) -> Result<usize, StoreError> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(sql_error)?;
@@ -410,7 +419,7 @@ fn drop_marked_in(conn: &mut Connection, limit: usize, at: &str) -> Result<usize
 fn blobs_since(
     conn: &Connection,
     table: &'static str,
-    before: &str,
+    before: i64,
     limit: usize,
 ) -> Result<Vec<String>, StoreError> {
     let mut stmt = conn
@@ -492,6 +501,12 @@ impl RunCatalog for SqliteCatalog {
                     params![run, to_json(&record)],
                 )
                 .map_err(sql_error)?;
+                // A sparse record: the sweeper tidies the run's dead locks from here.
+                tx.execute(
+                    "INSERT OR IGNORE INTO ended_runs (run, since) VALUES (?1, ?2)",
+                    params![run, seconds(at)],
+                )
+                .map_err(sql_error)?;
             }
             tx.commit().map_err(sql_error)?;
             Ok(record)
@@ -538,9 +553,8 @@ impl RunCatalog for SqliteCatalog {
 #[async_trait]
 impl SweepCatalog for SqliteCatalog {
     async fn drop_marked_versions(&self, limit: usize, at: Timestamp) -> Result<usize, StoreError> {
-        let at = rfc3339(at);
-        self.with(move |conn| drop_marked_in(conn, limit, &at))
-            .await
+        let at = seconds(at);
+        self.with(move |conn| drop_marked_in(conn, limit, at)).await
     }
 
     async fn doomed_blobs(
@@ -548,8 +562,8 @@ impl SweepCatalog for SqliteCatalog {
         before: Timestamp,
         limit: usize,
     ) -> Result<Vec<String>, StoreError> {
-        let before = rfc3339(before);
-        self.with(move |conn| blobs_since(conn, "doomed_blobs", &before, limit))
+        let before = seconds(before);
+        self.with(move |conn| blobs_since(conn, "doomed_blobs", before, limit))
             .await
     }
 
@@ -558,9 +572,49 @@ impl SweepCatalog for SqliteCatalog {
         before: Timestamp,
         limit: usize,
     ) -> Result<Vec<String>, StoreError> {
-        let before = rfc3339(before);
-        self.with(move |conn| blobs_since(conn, "pending_blobs", &before, limit))
+        let before = seconds(before);
+        self.with(move |conn| blobs_since(conn, "pending_blobs", before, limit))
             .await
+    }
+
+    async fn drop_expired_tokens(
+        &self,
+        before: Timestamp,
+        limit: usize,
+    ) -> Result<usize, StoreError> {
+        let before = seconds(before);
+        self.with(move |conn| {
+            conn.execute(
+                "DELETE FROM tokens WHERE rowid IN
+                 (SELECT rowid FROM tokens WHERE expires IS NOT NULL AND expires < ?1 LIMIT ?2)",
+                params![before, limit as i64],
+            )
+            .map_err(sql_error)
+        })
+        .await
+    }
+
+    async fn ended_runs(&self, limit: usize) -> Result<Vec<String>, StoreError> {
+        self.with(move |conn| {
+            let mut stmt = conn
+                .prepare_cached("SELECT run FROM ended_runs ORDER BY since LIMIT ?1")
+                .map_err(sql_error)?;
+            let rows = stmt
+                .query_map(params![limit as i64], |r| r.get::<_, String>(0))
+                .map_err(sql_error)?;
+            rows.collect::<Result<_, _>>().map_err(sql_error)
+        })
+        .await
+    }
+
+    async fn forget_ended_run(&self, run: &str) -> Result<(), StoreError> {
+        let run = run.to_owned();
+        self.with(move |conn| {
+            conn.execute("DELETE FROM ended_runs WHERE run = ?1", params![run])
+                .map_err(sql_error)?;
+            Ok(())
+        })
+        .await
     }
 
     async fn forget_blobs(&self, blobs: &[String]) -> Result<(), StoreError> {
@@ -607,12 +661,13 @@ impl AccessCatalog for SqliteCatalog {
                 .map_err(sql_error)?;
             tx.execute(
                 // An upsert, not a replace: a token keeps its place in listings when revoked.
-                "INSERT INTO tokens (hash, id, run, record) VALUES (?1, ?2, ?3, ?4)
+                "INSERT INTO tokens (hash, id, run, expires, record) VALUES (?1, ?2, ?3, ?4, ?5)
                  ON CONFLICT (hash) DO UPDATE SET record = excluded.record",
                 params![
                     token.hash,
                     token.id,
                     token.step.as_ref().map(|g| &g.run),
+                    token.expires_at.map(seconds),
                     to_json(&token)
                 ],
             )
