@@ -1,0 +1,406 @@
+//! A model-based test: random sequences of mints, locks, unlocks, writes, force unlocks,
+//! run ends, gone reports, clock moves, rollbacks and deletes by random principals, run on
+//! the memory and local adapters. After every step the invariants are checked against what
+//! the service answered and what is stored:
+//!
+//! - at most one live lock: a lock is granted only when no one else's lock is live;
+//! - a held state is written (or locked) only by its run's steps;
+//! - a released version never changes;
+//! - nothing acknowledged is lost: every version a write, import or rollback answered for
+//!   still reads back as it was, unless its own lock's later save replaced it or it was
+//!   deleted.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use hegemony_state::adapters::{local, memory::MemoryStore};
+use hegemony_state::crypto::PlatformKey;
+use hegemony_state::domain::actor::StepKind;
+use hegemony_state::domain::name::StateName;
+use hegemony_state::domain::permission::Role;
+use hegemony_state::domain::record::StateRecord;
+use hegemony_state::domain::version::Ended;
+use hegemony_state::domain::{Actor, Principal, Timestamp};
+use hegemony_state::ports::{AccessCatalog, BlobStore, Catalog};
+use hegemony_state::service::auth::{authenticate, Caller};
+use hegemony_state::service::lock::{lock, unlock};
+use hegemony_state::service::manage::{delete, download, force_unlock, rollback};
+use hegemony_state::service::runs::{end, gone, mint, MintRequest};
+use hegemony_state::service::state::{write, WriteOutcome};
+use hegemony_state::service::{App, Clock, Limits};
+use proptest::prelude::*;
+use time::macros::datetime;
+use time::Duration;
+
+struct TestClock(Mutex<Timestamp>);
+
+impl Clock for TestClock {
+    fn now(&self) -> Timestamp {
+        *self.0.lock().unwrap()
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Mint {
+        run: u8,
+        apply: bool,
+        attempt: u8,
+        hold: bool,
+    },
+    Lock {
+        who: u8,
+        id: u8,
+    },
+    Unlock {
+        who: u8,
+        body: u8,
+    },
+    Write {
+        who: u8,
+        with_id: bool,
+        stale: bool,
+    },
+    ForceUnlock,
+    RunEnd {
+        run: u8,
+    },
+    Gone {
+        run: u8,
+        apply: bool,
+        attempt: u8,
+    },
+    Advance {
+        seconds: u16,
+    },
+    Rollback {
+        who: u8,
+        version: u8,
+    },
+    Delete,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        1 => (0..3u8, any::<bool>(), 1..3u8, any::<bool>()).prop_map(|(run, apply, attempt, hold)| Op::Mint { run, apply, attempt, hold }),
+        4 => (any::<u8>(), 0..3u8).prop_map(|(who, id)| Op::Lock { who, id }),
+        3 => (any::<u8>(), 0..4u8).prop_map(|(who, body)| Op::Unlock { who, body }),
+        4 => (any::<u8>(), any::<bool>(), prop::bool::weighted(0.15)).prop_map(|(who, with_id, stale)| Op::Write { who, with_id, stale }),
+        1 => Just(Op::ForceUnlock),
+        1 => (0..3u8).prop_map(|run| Op::RunEnd { run }),
+        1 => (0..3u8, any::<bool>(), 1..3u8).prop_map(|(run, apply, attempt)| Op::Gone { run, apply, attempt }),
+        2 => (1..900u16).prop_map(|seconds| Op::Advance { seconds }),
+        1 => (any::<u8>(), 1..6u8).prop_map(|(who, version)| Op::Rollback { who, version }),
+        1 => Just(Op::Delete),
+    ]
+}
+
+/// What the test has been told: acknowledged content by version number (of the current
+/// incarnation), and the content of every released version.
+#[derive(Default)]
+struct Seen {
+    acknowledged: HashMap<u64, Vec<u8>>,
+    released: HashMap<u64, String>,
+}
+
+struct World {
+    app: App,
+    clock: Arc<TestClock>,
+    principals: Vec<Principal>,
+    admin: Principal,
+    seen: Seen,
+    _dir: Option<tempfile::TempDir>,
+}
+
+fn user(name: &str, role: Role) -> Principal {
+    Principal {
+        org: "acme".into(),
+        role,
+        actor: Actor::User { user: name.into() },
+        step: None,
+    }
+}
+
+fn net() -> StateName {
+    StateName::parse("net").unwrap()
+}
+
+fn world(store: (Arc<dyn Catalog>, Arc<dyn BlobStore>), dir: Option<tempfile::TempDir>) -> World {
+    let clock = Arc::new(TestClock(Mutex::new(datetime!(2026-11-30 01:00:00 UTC))));
+    let app = App {
+        catalog: store.0,
+        blobs: store.1,
+        keys: Some(Arc::new(PlatformKey::generate())),
+        clock: clock.clone(),
+        limits: Limits {
+            max_state_bytes: 1 << 20,
+            keep_versions: 1000,
+            run_end_grace: Duration::seconds(600),
+        },
+        run_url_template: None,
+    };
+    World {
+        app,
+        clock,
+        principals: vec![user("alice", Role::Operator), user("bob", Role::Operator)],
+        admin: user("root", Role::Admin),
+        seen: Seen::default(),
+        _dir: dir,
+    }
+}
+
+impl World {
+    fn now(&self) -> Timestamp {
+        self.app.clock.now()
+    }
+
+    fn who(&self, i: u8) -> Principal {
+        self.principals[i as usize % self.principals.len()].clone()
+    }
+
+    async fn record(&self) -> Option<StateRecord> {
+        self.app.catalog.state("acme", "net").await.unwrap()
+    }
+
+    /// Whether `p` may take or write under the state now, by the stored truth: no one else's
+    /// live lock and no other run's hold.
+    fn free_for(record: &Option<StateRecord>, p: &Principal, now: Timestamp) -> (bool, bool) {
+        let Some(r) = record else { return (true, true) };
+        let lock_free = r.live_lock(now).is_none_or(|l| p.holds(l));
+        let hold_free = r
+            .hold
+            .as_ref()
+            .is_none_or(|h| p.step.as_ref().is_some_and(|g| g.run == h.run));
+        (lock_free, hold_free)
+    }
+
+    async fn apply(&mut self, op: &Op) {
+        let now = self.now();
+        let before = self.record().await;
+        match op.clone() {
+            Op::Mint {
+                run,
+                apply,
+                attempt,
+                hold,
+            } => {
+                let request = MintRequest {
+                    org: "acme".into(),
+                    state: "net".into(),
+                    step: if apply { "apply" } else { "plan" }.into(),
+                    attempt: attempt as u32,
+                    kind: if apply {
+                        StepKind::Apply
+                    } else {
+                        StepKind::Plan
+                    },
+                    timeout_seconds: 600,
+                    hold: hold && !apply,
+                };
+                if let Ok((token, _)) = mint(&self.app, &format!("r{run}"), &request).await {
+                    let access: &dyn AccessCatalog = self.app.catalog.as_ref();
+                    if let Ok(Caller::Org(p)) = authenticate(access, &token, now).await {
+                        self.principals.push(p);
+                    }
+                }
+            }
+            Op::Lock { who, id } => {
+                let p = self.who(who);
+                let result = lock(
+                    &self.app,
+                    &p,
+                    &net(),
+                    format!(r#"{{"ID":"L{id}"}}"#).as_bytes(),
+                )
+                .await;
+                let (lock_free, hold_free) = Self::free_for(&before, &p, now);
+                if result.is_ok() {
+                    assert!(
+                        lock_free,
+                        "a lock was granted while someone else's lock was live: {op:?}"
+                    );
+                    assert!(
+                        hold_free,
+                        "a lock was granted through another run's hold: {op:?}"
+                    );
+                }
+            }
+            Op::Unlock { who, body } => {
+                let p = self.who(who);
+                let body = match body {
+                    0 => Vec::new(),
+                    1 => br#"{"ID":"L0"}"#.to_vec(),
+                    2 => br#"{"ID":"L1"}"#.to_vec(),
+                    _ => br#"{"ID":"hold-r0"}"#.to_vec(),
+                };
+                let _ = unlock(&self.app, &p, &net(), &body).await;
+            }
+            Op::Write {
+                who,
+                with_id,
+                stale,
+            } => {
+                let p = self.who(who);
+                let serial = before
+                    .as_ref()
+                    .and_then(|r| r.latest.as_ref())
+                    .and_then(|l| l.serial)
+                    .unwrap_or(0);
+                let serial = if stale {
+                    serial.saturating_sub(1)
+                } else {
+                    serial + 1
+                };
+                let id = before
+                    .as_ref()
+                    .and_then(|r| r.live_lock(now))
+                    .map(|l| l.id().to_owned())
+                    .filter(|_| with_id);
+                let body = format!(
+                    r#"{{"version":4,"serial":{serial},"lineage":"l","outputs":{{"t":"{now}"}}}}"#
+                )
+                .into_bytes();
+                let result = write(&self.app, &p, &net(), id.as_deref(), body.clone()).await;
+                let (lock_free, hold_free) = Self::free_for(&before, &p, now);
+                if let Ok(outcome) = result {
+                    assert!(
+                        lock_free && hold_free,
+                        "a write got through someone else's lock or hold: {op:?} {outcome:?}"
+                    );
+                    match outcome {
+                        WriteOutcome::Created { version } | WriteOutcome::Replaced { version } => {
+                            self.seen.acknowledged.insert(version, body);
+                        }
+                        WriteOutcome::Unchanged => {}
+                    }
+                }
+            }
+            Op::ForceUnlock => {
+                let _ = force_unlock(&self.app, &self.admin, &net()).await;
+            }
+            Op::RunEnd { run } => {
+                end(&self.app, &format!("r{run}"), None).await.unwrap();
+            }
+            Op::Gone {
+                run,
+                apply,
+                attempt,
+            } => {
+                gone(
+                    &self.app,
+                    &format!("r{run}"),
+                    if apply { "apply" } else { "plan" },
+                    attempt as u32,
+                )
+                .await
+                .unwrap();
+            }
+            Op::Advance { seconds } => {
+                *self.clock.0.lock().unwrap() += Duration::seconds(seconds as i64);
+            }
+            Op::Rollback { who, version } => {
+                let p = self.who(who);
+                let result = rollback(&self.app, &p, &net(), version as u64).await;
+                let (lock_free, hold_free) = Self::free_for(&before, &p, now);
+                if let Ok(v) = result {
+                    assert!(
+                        lock_free
+                            && hold_free
+                            && before.as_ref().is_none_or(|r| r.live_lock(now).is_none()),
+                        "a rollback got through a lock or hold: {op:?}"
+                    );
+                    let bytes = download(&self.app, &self.admin, &net(), v.version)
+                        .await
+                        .unwrap();
+                    self.seen.acknowledged.insert(v.version, bytes);
+                }
+            }
+            Op::Delete => {
+                if delete(&self.app, &self.admin, &net()).await.is_ok() {
+                    self.seen = Seen::default();
+                }
+            }
+        }
+        self.check().await;
+    }
+
+    /// Released versions never change; acknowledged content is never lost.
+    async fn check(&mut self) {
+        let Some(record) = self.record().await else {
+            return;
+        };
+        if !record.is_visible() {
+            return;
+        }
+        let versions = self
+            .app
+            .catalog
+            .versions("acme", "net", &record.incarnation)
+            .await
+            .unwrap();
+        for v in &versions {
+            if v.change.ended != Ended::Open {
+                let sha = self
+                    .seen
+                    .released
+                    .entry(v.version)
+                    .or_insert_with(|| v.sha256.clone());
+                assert_eq!(*sha, v.sha256, "released version {} changed", v.version);
+            }
+        }
+        for (version, body) in &self.seen.acknowledged {
+            let stored = download(&self.app, &self.admin, &net(), *version)
+                .await
+                .unwrap();
+            assert_eq!(
+                &stored, body,
+                "acknowledged version {version} was lost or changed"
+            );
+        }
+        assert!(versions.iter().all(|v| v.version < record.next_version));
+    }
+}
+
+fn run_model(make: impl Fn() -> World, cases: u32) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let config = ProptestConfig {
+        cases,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    };
+    proptest!(config, |(ops in prop::collection::vec(op(), 1..40))| {
+        runtime.block_on(async {
+            let mut world = make();
+            for op in &ops {
+                world.apply(op).await;
+            }
+        });
+    });
+}
+
+#[test]
+fn the_model_holds_on_the_memory_adapter() {
+    run_model(
+        || {
+            let store = Arc::new(MemoryStore::new());
+            world((store.clone(), store), None)
+        },
+        96,
+    );
+}
+
+#[test]
+fn the_model_holds_on_the_local_adapter() {
+    run_model(
+        || {
+            let dir = tempfile::tempdir().unwrap();
+            let (catalog, blobs) = local::open(dir.path()).unwrap();
+            world((Arc::new(catalog), Arc::new(blobs)), Some(dir))
+        },
+        24,
+    );
+}
