@@ -72,21 +72,7 @@ impl Env {
     }
 
     fn state_item(&self) -> Value {
-        let list: Value = self
-            .http
-            .get(self.server.url("/api/tf-states"))
-            .bearer_auth(&self.admin)
-            .send()
-            .unwrap()
-            .json()
-            .unwrap();
-        list["states"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["name"] == "net")
-            .cloned()
-            .unwrap_or(Value::Null)
+        self.server.listed(&self.admin, "net")
     }
 }
 

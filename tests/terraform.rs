@@ -50,20 +50,9 @@ impl Env {
     }
 
     fn locked_by(&self, state: &str) -> Option<String> {
-        let list: Value = self
-            .http
-            .get(self.server.url("/api/tf-states"))
-            .bearer_auth(&self.admin)
-            .send()
-            .unwrap()
-            .json()
-            .unwrap();
-        list["states"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["name"] == state)
-            .and_then(|s| s["lock"]["id"].as_str().map(str::to_owned))
+        self.server.listed(&self.admin, state)["lock"]["id"]
+            .as_str()
+            .map(str::to_owned)
     }
 }
 

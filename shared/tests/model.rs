@@ -11,34 +11,24 @@
 //!   deleted.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 
-use hegemony_state::adapters::{local, memory::MemoryStore};
-use hegemony_state::crypto::PlatformKey;
 use hegemony_state::domain::actor::StepKind;
-use hegemony_state::domain::name::StateName;
 use hegemony_state::domain::permission::Role;
 use hegemony_state::domain::record::StateRecord;
 use hegemony_state::domain::version::Ended;
-use hegemony_state::domain::{Actor, Principal, Timestamp};
-use hegemony_state::ports::{AccessCatalog, BlobStore, Catalog};
+use hegemony_state::domain::{Principal, Timestamp};
+use hegemony_state::ports::AccessCatalog;
 use hegemony_state::service::auth::{authenticate, Caller};
 use hegemony_state::service::lock::{lock, unlock};
 use hegemony_state::service::manage::{delete, download, force_unlock, rollback};
 use hegemony_state::service::runs::{end, gone, mint, MintRequest};
 use hegemony_state::service::state::{write, WriteOutcome};
-use hegemony_state::service::{App, Clock, Limits};
 use proptest::prelude::*;
-use time::macros::datetime;
 use time::Duration;
 
-struct TestClock(Mutex<Timestamp>);
+mod support;
 
-impl Clock for TestClock {
-    fn now(&self) -> Timestamp {
-        *self.0.lock().unwrap()
-    }
-}
+use support::{fixture, net, user, Adapter, Fixture};
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -104,54 +94,24 @@ struct Seen {
 }
 
 struct World {
-    app: App,
-    clock: Arc<TestClock>,
+    f: Fixture,
     principals: Vec<Principal>,
     admin: Principal,
     seen: Seen,
-    _dir: Option<tempfile::TempDir>,
 }
 
-fn user(name: &str, role: Role) -> Principal {
-    Principal {
-        org: "acme".into(),
-        role,
-        actor: Actor::User { user: name.into() },
-        step: None,
-    }
-}
-
-fn net() -> StateName {
-    StateName::parse("net").unwrap()
-}
-
-fn world(store: (Arc<dyn Catalog>, Arc<dyn BlobStore>), dir: Option<tempfile::TempDir>) -> World {
-    let clock = Arc::new(TestClock(Mutex::new(datetime!(2026-11-30 01:00:00 UTC))));
-    let app = App {
-        catalog: store.0,
-        blobs: store.1,
-        keys: Some(Arc::new(PlatformKey::generate())),
-        clock: clock.clone(),
-        limits: Limits {
-            max_state_bytes: 1 << 20,
-            keep_versions: 1000,
-            run_end_grace: Duration::seconds(600),
-        },
-        run_url_template: None,
-    };
+fn world(adapter: Adapter) -> World {
     World {
-        app,
-        clock,
+        f: fixture(adapter, support::limits(1000)),
         principals: vec![user("alice", Role::Operator), user("bob", Role::Operator)],
         admin: user("root", Role::Admin),
         seen: Seen::default(),
-        _dir: dir,
     }
 }
 
 impl World {
     fn now(&self) -> Timestamp {
-        self.app.clock.now()
+        self.f.app.clock.now()
     }
 
     fn who(&self, i: u8) -> Principal {
@@ -159,7 +119,7 @@ impl World {
     }
 
     async fn record(&self) -> Option<StateRecord> {
-        self.app.catalog.state("acme", "net").await.unwrap()
+        self.f.app.catalog.state("acme", "net").await.unwrap()
     }
 
     /// Whether `p` may take or write under the state now, by the stored truth: no one else's
@@ -197,8 +157,8 @@ impl World {
                     timeout_seconds: 600,
                     hold: hold && !apply,
                 };
-                if let Ok((token, _)) = mint(&self.app, &format!("r{run}"), &request).await {
-                    let access: &dyn AccessCatalog = self.app.catalog.as_ref();
+                if let Ok((token, _)) = mint(&self.f.app, &format!("r{run}"), &request).await {
+                    let access: &dyn AccessCatalog = self.f.app.catalog.as_ref();
                     if let Ok(Caller::Org(p)) = authenticate(access, &token, now).await {
                         self.principals.push(p);
                     }
@@ -207,7 +167,7 @@ impl World {
             Op::Lock { who, id } => {
                 let p = self.who(who);
                 let result = lock(
-                    &self.app,
+                    &self.f.app,
                     &p,
                     &net(),
                     format!(r#"{{"ID":"L{id}"}}"#).as_bytes(),
@@ -233,7 +193,7 @@ impl World {
                     2 => br#"{"ID":"L1"}"#.to_vec(),
                     _ => br#"{"ID":"hold-r0"}"#.to_vec(),
                 };
-                let _ = unlock(&self.app, &p, &net(), &body).await;
+                let _ = unlock(&self.f.app, &p, &net(), &body).await;
             }
             Op::Write {
                 who,
@@ -260,7 +220,7 @@ impl World {
                     r#"{{"version":4,"serial":{serial},"lineage":"l","outputs":{{"t":"{now}"}}}}"#
                 )
                 .into_bytes();
-                let result = write(&self.app, &p, &net(), id.as_deref(), body.clone()).await;
+                let result = write(&self.f.app, &p, &net(), id.as_deref(), body.clone()).await;
                 let (lock_free, hold_free) = Self::free_for(&before, &p, now);
                 if let Ok(outcome) = result {
                     assert!(
@@ -276,10 +236,10 @@ impl World {
                 }
             }
             Op::ForceUnlock => {
-                let _ = force_unlock(&self.app, &self.admin, &net()).await;
+                let _ = force_unlock(&self.f.app, &self.admin, &net()).await;
             }
             Op::RunEnd { run } => {
-                end(&self.app, &format!("r{run}"), None).await.unwrap();
+                end(&self.f.app, &format!("r{run}"), None).await.unwrap();
             }
             Op::Gone {
                 run,
@@ -287,7 +247,7 @@ impl World {
                 attempt,
             } => {
                 gone(
-                    &self.app,
+                    &self.f.app,
                     &format!("r{run}"),
                     if apply { "apply" } else { "plan" },
                     attempt as u32,
@@ -296,11 +256,11 @@ impl World {
                 .unwrap();
             }
             Op::Advance { seconds } => {
-                *self.clock.0.lock().unwrap() += Duration::seconds(seconds as i64);
+                self.f.advance(Duration::seconds(seconds as i64));
             }
             Op::Rollback { who, version } => {
                 let p = self.who(who);
-                let result = rollback(&self.app, &p, &net(), version as u64).await;
+                let result = rollback(&self.f.app, &p, &net(), version as u64).await;
                 let (lock_free, hold_free) = Self::free_for(&before, &p, now);
                 if let Ok(v) = result {
                     assert!(
@@ -309,14 +269,14 @@ impl World {
                             && before.as_ref().is_none_or(|r| r.live_lock(now).is_none()),
                         "a rollback got through a lock or hold: {op:?}"
                     );
-                    let bytes = download(&self.app, &self.admin, &net(), v.version)
+                    let bytes = download(&self.f.app, &self.admin, &net(), v.version)
                         .await
                         .unwrap();
                     self.seen.acknowledged.insert(v.version, bytes);
                 }
             }
             Op::Delete => {
-                if delete(&self.app, &self.admin, &net()).await.is_ok() {
+                if delete(&self.f.app, &self.admin, &net()).await.is_ok() {
                     self.seen = Seen::default();
                 }
             }
@@ -333,6 +293,7 @@ impl World {
             return;
         }
         let versions = self
+            .f
             .app
             .catalog
             .versions("acme", "net", &record.incarnation)
@@ -349,7 +310,7 @@ impl World {
             }
         }
         for (version, body) in &self.seen.acknowledged {
-            let stored = download(&self.app, &self.admin, &net(), *version)
+            let stored = download(&self.f.app, &self.admin, &net(), *version)
                 .await
                 .unwrap();
             assert_eq!(
@@ -384,23 +345,10 @@ fn run_model(make: impl Fn() -> World, cases: u32) {
 
 #[test]
 fn the_model_holds_on_the_memory_adapter() {
-    run_model(
-        || {
-            let store = Arc::new(MemoryStore::new());
-            world((store.clone(), store), None)
-        },
-        96,
-    );
+    run_model(|| world(Adapter::Memory), 96);
 }
 
 #[test]
 fn the_model_holds_on_the_local_adapter() {
-    run_model(
-        || {
-            let dir = tempfile::tempdir().unwrap();
-            let (catalog, blobs) = local::open(dir.path()).unwrap();
-            world((Arc::new(catalog), Arc::new(blobs)), Some(dir))
-        },
-        24,
-    );
+    run_model(|| world(Adapter::Local), 24);
 }

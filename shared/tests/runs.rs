@@ -2,125 +2,54 @@
 //! liveness of their locks, a run's end and its grace, gone reports, and the takeover of a
 //! dead lock by the next change.
 
-use std::sync::{Arc, Mutex};
-
-use hegemony_state::adapters::{local, memory::MemoryStore};
-use hegemony_state::crypto::PlatformKey;
 use hegemony_state::domain::actor::StepKind;
-use hegemony_state::domain::name::StateName;
 use hegemony_state::domain::permission::Role;
 use hegemony_state::domain::version::Ended;
-use hegemony_state::domain::{Actor, Principal, Refusal, Timestamp};
-use hegemony_state::ports::{AccessCatalog, AuditQuery, BlobStore, Catalog};
+use hegemony_state::domain::{Actor, Principal, Refusal};
+use hegemony_state::ports::{AccessCatalog, AuditQuery};
 use hegemony_state::service::auth::{authenticate, Caller};
 use hegemony_state::service::lock::{lock, unlock};
 use hegemony_state::service::runs::{end, gone, mint, MintRequest};
 use hegemony_state::service::state::write;
-use hegemony_state::service::{admin, App, Clock, Error, Limits};
-use time::macros::datetime;
+use hegemony_state::service::{admin, App, Error};
 use time::Duration;
 
-struct TestClock(Mutex<Timestamp>);
+mod support;
 
-impl Clock for TestClock {
-    fn now(&self) -> Timestamp {
-        *self.0.lock().unwrap()
-    }
+use support::{net, user, Fixture};
+
+/// Mints a token for `step` attempt `attempt` of `run` on `net` and returns its principal.
+async fn step(f: &Fixture, run: &str, step: &str, attempt: u32, timeout: u64) -> Principal {
+    step_of(f, run, step, attempt, timeout, StepKind::Plan, false).await
 }
 
-struct Fixture {
-    app: App,
-    clock: Arc<TestClock>,
-    _dir: Option<tempfile::TempDir>,
-}
-
-impl Fixture {
-    fn advance(&self, by: Duration) {
-        *self.clock.0.lock().unwrap() += by;
-    }
-
-    /// Mints a token for `step` attempt `attempt` of `run` on `net` and returns its principal.
-    async fn step(&self, run: &str, step: &str, attempt: u32, timeout: u64) -> Principal {
-        self.step_of(run, step, attempt, timeout, StepKind::Plan, false)
-            .await
-    }
-
-    async fn step_of(
-        &self,
-        run: &str,
-        step: &str,
-        attempt: u32,
-        timeout: u64,
-        kind: StepKind,
-        hold: bool,
-    ) -> Principal {
-        let request = MintRequest {
-            org: "acme".into(),
-            state: "net".into(),
-            step: step.into(),
-            attempt,
-            kind,
-            timeout_seconds: timeout,
-            hold,
-        };
-        let (token, _) = mint(&self.app, run, &request).await.unwrap();
-        let access: &dyn AccessCatalog = self.app.catalog.as_ref();
-        match authenticate(access, &token, self.app.clock.now())
-            .await
-            .unwrap()
-        {
-            Caller::Org(p) => p,
-            other => panic!("{other:?}"),
-        }
-    }
-}
-
-fn fixture(
-    store: (Arc<dyn Catalog>, Arc<dyn BlobStore>),
-    dir: Option<tempfile::TempDir>,
-) -> Fixture {
-    let clock = Arc::new(TestClock(Mutex::new(datetime!(2026-11-30 01:00:00 UTC))));
-    let app = App {
-        catalog: store.0,
-        blobs: store.1,
-        keys: Some(Arc::new(PlatformKey::generate())),
-        clock: clock.clone(),
-        limits: Limits {
-            max_state_bytes: 1 << 20,
-            keep_versions: 50,
-            run_end_grace: Duration::seconds(600),
-        },
-        run_url_template: None,
-    };
-    Fixture {
-        app,
-        clock,
-        _dir: dir,
-    }
-}
-
-fn memory() -> Fixture {
-    let store = Arc::new(MemoryStore::new());
-    fixture((store.clone(), store), None)
-}
-
-fn local_store() -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let (catalog, blobs) = local::open(dir.path()).unwrap();
-    fixture((Arc::new(catalog), Arc::new(blobs)), Some(dir))
-}
-
-fn user(name: &str, role: Role) -> Principal {
-    Principal {
+async fn step_of(
+    f: &Fixture,
+    run: &str,
+    step: &str,
+    attempt: u32,
+    timeout: u64,
+    kind: StepKind,
+    hold: bool,
+) -> Principal {
+    let request = MintRequest {
         org: "acme".into(),
-        role,
-        actor: Actor::User { user: name.into() },
-        step: None,
+        state: "net".into(),
+        step: step.into(),
+        attempt,
+        kind,
+        timeout_seconds: timeout,
+        hold,
+    };
+    let (token, _) = mint(&f.app, run, &request).await.unwrap();
+    let access: &dyn AccessCatalog = f.app.catalog.as_ref();
+    match authenticate(access, &token, f.app.clock.now())
+        .await
+        .unwrap()
+    {
+        Caller::Org(p) => p,
+        other => panic!("{other:?}"),
     }
-}
-
-fn net() -> StateName {
-    StateName::parse("net").unwrap()
 }
 
 fn lock_doc(id: &str) -> Vec<u8> {
@@ -150,7 +79,7 @@ mod cases {
     use hegemony_state::service::manage::{delete as delete_state, force_unlock, rollback};
 
     pub async fn a_hold_keeps_the_state_for_its_run_from_plan_to_apply(f: Fixture) {
-        let plan = f.step_of("r1", "plan", 1, 600, StepKind::Plan, true).await;
+        let plan = step_of(&f, "r1", "plan", 1, 600, StepKind::Plan, true).await;
         lock(&f.app, &plan, &net(), &lock_doc("P")).await.unwrap();
         write(&f.app, &plan, &net(), Some("P"), doc(1))
             .await
@@ -177,9 +106,7 @@ mod cases {
             "r1"
         ));
         assert!(held_by(delete_state(&f.app, &alice, &net()).await, "r1"));
-        let other_run = f
-            .step_of("r2", "apply", 1, 600, StepKind::Apply, false)
-            .await;
+        let other_run = step_of(&f, "r2", "apply", 1, 600, StepKind::Apply, false).await;
         assert!(held_by(
             lock(&f.app, &other_run, &net(), &lock_doc("O")).await,
             "r1"
@@ -192,9 +119,7 @@ mod cases {
             "reading works"
         );
         // The run's apply gets in; its expiry or gone report would not end the hold, its release does.
-        let apply = f
-            .step_of("r1", "apply", 1, 600, StepKind::Apply, false)
-            .await;
+        let apply = step_of(&f, "r1", "apply", 1, 600, StepKind::Apply, false).await;
         lock(&f.app, &apply, &net(), &lock_doc("AP")).await.unwrap();
         write(&f.app, &apply, &net(), Some("AP"), doc(2))
             .await
@@ -207,7 +132,7 @@ mod cases {
     }
 
     pub async fn a_hold_ends_with_its_run_and_not_with_its_tokens(f: Fixture) {
-        let plan = f.step_of("r1", "plan", 1, 60, StepKind::Plan, true).await;
+        let plan = step_of(&f, "r1", "plan", 1, 60, StepKind::Plan, true).await;
         lock(&f.app, &plan, &net(), &lock_doc("P")).await.unwrap();
         unlock(&f.app, &plan, &net(), &lock_doc("P")).await.unwrap();
         gone(&f.app, "r1", "plan", 1).await.unwrap();
@@ -231,7 +156,7 @@ mod cases {
 
     pub async fn forcing_ends_holds_and_hold_ids_end_only_the_hold(f: Fixture) {
         let admin = user("root", Role::Admin);
-        let plan = f.step_of("r1", "plan", 1, 600, StepKind::Plan, true).await;
+        let plan = step_of(&f, "r1", "plan", 1, 600, StepKind::Plan, true).await;
         lock(&f.app, &plan, &net(), &lock_doc("P")).await.unwrap();
         // A step never forces, not even its own run's hold.
         assert!(matches!(
@@ -246,7 +171,7 @@ mod cases {
         assert!(record.hold.is_none() && record.lock.is_some());
         // An empty forced unlock ends both.
         unlock(&f.app, &plan, &net(), &lock_doc("P")).await.unwrap();
-        let plan2 = f.step_of("r2", "plan", 1, 600, StepKind::Plan, true).await;
+        let plan2 = step_of(&f, "r2", "plan", 1, 600, StepKind::Plan, true).await;
         lock(&f.app, &plan2, &net(), &lock_doc("P2")).await.unwrap();
         unlock(&f.app, &admin, &net(), b"").await.unwrap();
         assert!(f
@@ -258,7 +183,7 @@ mod cases {
             .is_none_or(|r| r.hold.is_none() && r.lock.is_none()));
         // The force-unlock route releases a hold alone too.
         write(&f.app, &admin, &net(), None, doc(1)).await.unwrap();
-        let plan3 = f.step_of("r3", "plan", 1, 600, StepKind::Plan, true).await;
+        let plan3 = step_of(&f, "r3", "plan", 1, 600, StepKind::Plan, true).await;
         lock(&f.app, &plan3, &net(), &lock_doc("P3")).await.unwrap();
         unlock(&f.app, &plan3, &net(), &lock_doc("P3"))
             .await
@@ -269,7 +194,7 @@ mod cases {
     }
 
     pub async fn a_step_lock_lives_as_long_as_its_token_then_is_taken_over(f: Fixture) {
-        let step = f.step("r1", "apply", 1, 60).await;
+        let step = step(&f, "r1", "apply", 1, 60).await;
         assert_eq!(step.role, Role::Operator);
         lock(&f.app, &step, &net(), &lock_doc("S1")).await.unwrap();
         write(&f.app, &step, &net(), Some("S1"), doc(1))
@@ -312,7 +237,7 @@ mod cases {
     }
 
     pub async fn a_run_end_keeps_the_lock_through_the_grace(f: Fixture) {
-        let step = f.step("r1", "apply", 1, 86_400).await;
+        let step = step(&f, "r1", "apply", 1, 86_400).await;
         lock(&f.app, &step, &net(), &lock_doc("S1")).await.unwrap();
         end(&f.app, "r1", Some("cancelled")).await.unwrap();
         let alice = user("alice", Role::Operator);
@@ -347,10 +272,10 @@ mod cases {
     }
 
     pub async fn gone_frees_only_that_attempts_lock_at_once(f: Fixture) {
-        let first = f.step("r1", "apply", 1, 3600).await;
+        let first = step(&f, "r1", "apply", 1, 3600).await;
         lock(&f.app, &first, &net(), &lock_doc("S1")).await.unwrap();
         assert_eq!(gone(&f.app, "r1", "apply", 1).await.unwrap(), 1);
-        let second = f.step("r1", "apply", 2, 3600).await;
+        let second = step(&f, "r1", "apply", 2, 3600).await;
         lock(&f.app, &second, &net(), &lock_doc("S2"))
             .await
             .expect("attempt 1's lock is dead at once");
@@ -385,7 +310,7 @@ mod cases {
 
     pub async fn the_sweeper_clears_dead_locks_of_ended_runs_and_expired_tokens(f: Fixture) {
         use hegemony_state::service::sweep::sweep;
-        let step = f.step("r1", "apply", 1, 60).await;
+        let step = step(&f, "r1", "apply", 1, 60).await;
         lock(&f.app, &step, &net(), &lock_doc("S1")).await.unwrap();
         write(&f.app, &step, &net(), Some("S1"), doc(1))
             .await
@@ -432,7 +357,7 @@ mod cases {
         .unwrap();
         let alice = user("alice", Role::Operator);
         lock(&f.app, &alice, &net(), &lock_doc("A")).await.unwrap();
-        let step = f.step("r1", "apply", 1, 60).await;
+        let step = step(&f, "r1", "apply", 1, 60).await;
         assert!(matches!(
             unlock(&f.app, &step, &net(), b"").await,
             Err(Error::Refused(Refusal::NotYourLock { .. }))
@@ -485,7 +410,11 @@ mod cases {
         ));
         let no_key = App {
             keys: None,
-            ..clone_app(&f.app)
+            catalog: f.app.catalog.clone(),
+            blobs: f.app.blobs.clone(),
+            clock: f.app.clock.clone(),
+            limits: f.app.limits,
+            run_url_template: None,
         };
         assert!(matches!(
             mint(&no_key, "r4", &request("acme", false, StepKind::Plan)).await,
@@ -494,33 +423,7 @@ mod cases {
     }
 }
 
-fn clone_app(app: &App) -> App {
-    App {
-        catalog: app.catalog.clone(),
-        blobs: app.blobs.clone(),
-        keys: app.keys.clone(),
-        clock: app.clock.clone(),
-        limits: app.limits,
-        run_url_template: app.run_url_template.clone(),
-    }
-}
-
-macro_rules! every_adapter {
-    ($($case:ident),* $(,)?) => {
-        mod memory_adapter {
-            use super::*;
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() { cases::$case(memory()).await })*
-        }
-        mod local_adapter {
-            use super::*;
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() { cases::$case(local_store()).await })*
-        }
-    };
-}
-
-every_adapter!(
+every_adapter!(support::limits(50);
     a_step_lock_lives_as_long_as_its_token_then_is_taken_over,
     a_run_end_keeps_the_lock_through_the_grace,
     gone_frees_only_that_attempts_lock_at_once,

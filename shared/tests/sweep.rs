@@ -2,94 +2,19 @@
 //! keeps exactly the newest N (the current among them), a never-committed blob is deleted
 //! and a committed one never is, deleted states go whole, and two sweepers at once do no harm.
 
-use std::sync::{Arc, Mutex};
-
-use hegemony_state::adapters::{local, memory::MemoryStore};
-use hegemony_state::crypto::PlatformKey;
-use hegemony_state::domain::name::StateName;
 use hegemony_state::domain::permission::Role;
-use hegemony_state::domain::{Actor, Principal, Timestamp};
-use hegemony_state::ports::{BlobStore, Catalog};
+use hegemony_state::domain::Principal;
 use hegemony_state::service::manage::{delete, download};
 use hegemony_state::service::state::{read, write};
 use hegemony_state::service::sweep::sweep;
-use hegemony_state::service::{App, Clock, Limits};
-use time::macros::datetime;
 use time::Duration;
 
-struct TestClock(Mutex<Timestamp>);
+mod support;
 
-impl Clock for TestClock {
-    fn now(&self) -> Timestamp {
-        *self.0.lock().unwrap()
-    }
-}
-
-struct Fixture {
-    app: App,
-    clock: Arc<TestClock>,
-    blobs: Arc<dyn BlobStore>,
-    catalog: Arc<dyn Catalog>,
-    _dir: Option<tempfile::TempDir>,
-}
-
-impl Fixture {
-    fn advance(&self, by: Duration) {
-        *self.clock.0.lock().unwrap() += by;
-    }
-}
-
-fn fixture(
-    store: (Arc<dyn Catalog>, Arc<dyn BlobStore>),
-    dir: Option<tempfile::TempDir>,
-    keep: u64,
-) -> Fixture {
-    let clock = Arc::new(TestClock(Mutex::new(datetime!(2026-11-30 01:00:00 UTC))));
-    let app = App {
-        catalog: store.0.clone(),
-        blobs: store.1.clone(),
-        keys: Some(Arc::new(PlatformKey::generate())),
-        clock: clock.clone(),
-        limits: Limits {
-            max_state_bytes: 1 << 20,
-            keep_versions: keep,
-            run_end_grace: Duration::minutes(10),
-        },
-        run_url_template: None,
-    };
-    Fixture {
-        app,
-        clock,
-        blobs: store.1,
-        catalog: store.0,
-        _dir: dir,
-    }
-}
-
-fn memory(keep: u64) -> Fixture {
-    let store = Arc::new(MemoryStore::new());
-    fixture((store.clone(), store), None, keep)
-}
-
-fn local_store(keep: u64) -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let (catalog, blobs) = local::open(dir.path()).unwrap();
-    fixture((Arc::new(catalog), Arc::new(blobs)), Some(dir), keep)
-}
+use support::{net, user, Fixture};
 
 fn alice() -> Principal {
-    Principal {
-        org: "acme".into(),
-        role: Role::Admin,
-        actor: Actor::User {
-            user: "alice".into(),
-        },
-        step: None,
-    }
-}
-
-fn net() -> StateName {
-    StateName::parse("net").unwrap()
+    user("alice", Role::Admin)
 }
 
 fn doc(serial: u64) -> Vec<u8> {
@@ -229,22 +154,7 @@ mod cases {
     }
 }
 
-macro_rules! every_adapter {
-    ($($case:ident),* $(,)?) => {
-        mod memory_adapter {
-            use super::*;
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() { cases::$case(memory(3)).await })*
-        }
-        mod local_adapter {
-            use super::*;
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() { cases::$case(local_store(3)).await })*
-        }
-    };
-}
-
-every_adapter!(
+every_adapter!(support::limits(3);
     pruning_keeps_exactly_the_newest_n_and_their_blobs,
     a_never_committed_blob_goes_after_an_hour_and_a_committed_one_never,
     a_deleted_state_goes_whole_and_a_new_one_is_untouched,

@@ -209,6 +209,24 @@ impl Server {
             .unwrap()
     }
 
+    /// The list's item for `state` as `token` sees it (`Null` when it is not listed).
+    pub fn listed(&self, token: &str, state: &str) -> serde_json::Value {
+        let list: serde_json::Value = client()
+            .get(self.url("/api/tf-states?limit=1000"))
+            .bearer_auth(token)
+            .send()
+            .unwrap()
+            .json()
+            .unwrap();
+        list["states"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == state)
+            .cloned()
+            .unwrap_or(serde_json::Value::Null)
+    }
+
     /// Kills the server without warning (SIGKILL), as a power cut would stop it.
     pub fn kill9(&mut self) {
         let _ = self.child.kill();

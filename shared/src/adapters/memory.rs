@@ -59,11 +59,6 @@ impl MemoryStore {
     pub fn listed_for_deletion(&self) -> Vec<String> {
         self.lock().doomed.keys().cloned().collect()
     }
-
-    /// Every stored blob's key.
-    pub fn blob_keys(&self) -> Vec<String> {
-        self.lock().blobs.keys().cloned().collect()
-    }
 }
 
 #[async_trait]
@@ -262,6 +257,20 @@ impl RunCatalog for MemoryStore {
     }
 }
 
+/// Up to `limit` blobs of `records` listed before `before`.
+fn older_than(
+    records: &HashMap<String, Timestamp>,
+    before: Timestamp,
+    limit: usize,
+) -> Vec<String> {
+    records
+        .iter()
+        .filter(|(_, at)| **at < before)
+        .map(|(blob, _)| blob.clone())
+        .take(limit)
+        .collect()
+}
+
 #[async_trait]
 impl SweepCatalog for MemoryStore {
     async fn drop_marked_versions(&self, limit: usize, at: Timestamp) -> Result<usize, StoreError> {
@@ -295,14 +304,7 @@ impl SweepCatalog for MemoryStore {
         before: Timestamp,
         limit: usize,
     ) -> Result<Vec<String>, StoreError> {
-        let inner = self.lock();
-        Ok(inner
-            .doomed
-            .iter()
-            .filter(|(_, at)| **at < before)
-            .map(|(b, _)| b.clone())
-            .take(limit)
-            .collect())
+        Ok(older_than(&self.lock().doomed, before, limit))
     }
 
     async fn stale_pending_blobs(
@@ -310,14 +312,7 @@ impl SweepCatalog for MemoryStore {
         before: Timestamp,
         limit: usize,
     ) -> Result<Vec<String>, StoreError> {
-        let inner = self.lock();
-        Ok(inner
-            .pending
-            .iter()
-            .filter(|(_, at)| **at < before)
-            .map(|(b, _)| b.clone())
-            .take(limit)
-            .collect())
+        Ok(older_than(&self.lock().pending, before, limit))
     }
 
     async fn drop_expired_tokens(

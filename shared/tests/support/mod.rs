@@ -1,0 +1,115 @@
+//! What the service-level tests share: a clock they move, an app on either adapter, and
+//! principals. Each test binary uses part of it, so unused items are expected here.
+#![allow(dead_code)]
+
+use std::sync::{Arc, Mutex};
+
+use hegemony_state::adapters::{local, memory::MemoryStore};
+use hegemony_state::crypto::PlatformKey;
+use hegemony_state::domain::name::StateName;
+use hegemony_state::domain::permission::Role;
+use hegemony_state::domain::{Actor, Principal, Timestamp};
+use hegemony_state::ports::{BlobStore, Catalog};
+use hegemony_state::service::{App, Clock, Limits};
+use time::macros::datetime;
+use time::Duration;
+
+/// A clock that stands still until a test moves it.
+pub struct TestClock(Mutex<Timestamp>);
+
+impl Clock for TestClock {
+    fn now(&self) -> Timestamp {
+        *self.0.lock().unwrap()
+    }
+}
+
+/// An app on one adapter, its clock, and whatever keeps the adapter alive.
+pub struct Fixture {
+    pub app: App,
+    pub clock: Arc<TestClock>,
+    pub catalog: Arc<dyn Catalog>,
+    pub blobs: Arc<dyn BlobStore>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Fixture {
+    pub fn advance(&self, by: Duration) {
+        *self.clock.0.lock().unwrap() += by;
+    }
+}
+
+/// The adapters every service-level case runs on.
+#[derive(Debug, Clone, Copy)]
+pub enum Adapter {
+    Memory,
+    Local,
+}
+
+/// Limits with `keep` versions kept and a 600 s grace.
+pub fn limits(keep: u64) -> Limits {
+    Limits {
+        max_state_bytes: 1 << 20,
+        keep_versions: keep,
+        run_end_grace: Duration::seconds(600),
+    }
+}
+
+pub fn fixture(adapter: Adapter, limits: Limits) -> Fixture {
+    let (catalog, blobs, dir): (Arc<dyn Catalog>, Arc<dyn BlobStore>, _) = match adapter {
+        Adapter::Memory => {
+            let store = Arc::new(MemoryStore::new());
+            (store.clone(), store, None)
+        }
+        Adapter::Local => {
+            let dir = tempfile::tempdir().unwrap();
+            let (catalog, blobs) = local::open(dir.path()).unwrap();
+            (Arc::new(catalog), Arc::new(blobs), Some(dir))
+        }
+    };
+    let clock = Arc::new(TestClock(Mutex::new(datetime!(2026-11-30 01:00:00 UTC))));
+    let app = App {
+        catalog: catalog.clone(),
+        blobs: blobs.clone(),
+        keys: Some(Arc::new(PlatformKey::generate())),
+        clock: clock.clone(),
+        limits,
+        run_url_template: None,
+    };
+    Fixture {
+        app,
+        clock,
+        catalog,
+        blobs,
+        _dir: dir,
+    }
+}
+
+pub fn user(name: &str, role: Role) -> Principal {
+    Principal {
+        org: "acme".into(),
+        role,
+        actor: Actor::User { user: name.into() },
+        step: None,
+    }
+}
+
+pub fn net() -> StateName {
+    StateName::parse("net").unwrap()
+}
+
+/// Runs each listed case, an `async fn(Fixture)` in `cases`, on every adapter.
+#[macro_export]
+macro_rules! every_adapter {
+    ($limits:expr; $($case:ident),* $(,)?) => {
+        mod memory_adapter {
+            use super::*;
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() { cases::$case(support::fixture(support::Adapter::Memory, $limits)).await })*
+        }
+        mod local_adapter {
+            use super::*;
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() { cases::$case(support::fixture(support::Adapter::Local, $limits)).await })*
+        }
+    };
+}
