@@ -20,6 +20,8 @@ pub enum Actor {
         step: String,
         attempt: u32,
     },
+    /// The platform that runs flows, through its platform token.
+    Platform,
     /// The sweeper, tidying what has expired.
     Sweeper,
     /// The `hegemony-state` command on the server's own machine (tokens, first start).
@@ -36,6 +38,7 @@ impl Actor {
             }
             Actor::Cli => "the hegemony-state command".into(),
             Actor::Sweeper => "the sweeper".into(),
+            Actor::Platform => "the platform".into(),
         }
     }
 }

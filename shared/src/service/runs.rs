@@ -105,7 +105,7 @@ pub async fn mint(
         org: &request.org,
         grant,
     };
-    tokens::create(app.catalog.as_ref(), new, &Actor::Cli, now).await
+    tokens::create(app.catalog.as_ref(), new, &Actor::Platform, now).await
 }
 
 /// Records a run's end (when received; an unknown run too; twice is the same) and lowers
@@ -156,7 +156,7 @@ pub async fn gone(app: &App, run: &str, step: &str, attempt: u32) -> Result<usiz
         .collect();
     let items = app.catalog.run_items(run).await?;
     for token in &tokens {
-        tokens::revoke(app.catalog.as_ref(), &token.id, &Actor::Cli, now).await?;
+        tokens::revoke(app.catalog.as_ref(), &token.id, &Actor::Platform, now).await?;
         for item in items.iter().filter(|i| i.token_id == token.id) {
             lower_liveness(app, &item.org, &item.state, &item.token_id, now).await?;
         }
