@@ -147,39 +147,21 @@ impl Server {
 
     /// A new token, made with `hegemony-state token create` while the server runs.
     pub fn token(&self, org: &str, user: &str, role: &str) -> String {
-        let out = Command::new(bin())
-            .args([
-                "token",
-                "create",
-                "--org",
-                org,
-                "--user",
-                user,
-                "--role",
-                role,
-                "--data-dir",
-            ])
-            .arg(self.data_dir())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "token create: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .last()
-            .unwrap()
-            .trim()
-            .to_owned()
+        self.token_create(&["--org", org, "--user", user, "--role", role])
     }
 
     /// A platform token, made with `hegemony-state token create --platform`.
     pub fn platform_token(&self) -> String {
+        self.token_create(&["--platform"])
+    }
+
+    /// Runs `token create ARGS` on this server's store and returns the token, which the
+    /// command prints alone on its last line.
+    fn token_create(&self, args: &[&str]) -> String {
         let out = Command::new(bin())
-            .args(["token", "create", "--platform", "--data-dir"])
+            .args(["token", "create"])
+            .args(args)
+            .arg("--data-dir")
             .arg(self.data_dir())
             .output()
             .unwrap();
@@ -188,13 +170,8 @@ impl Server {
             "token create: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .last()
-            .unwrap()
-            .trim()
-            .to_owned()
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        stdout.lines().last().unwrap().trim().to_owned()
     }
 
     /// Runs `hegemony-state ARGS` against this server with `token`.
