@@ -419,6 +419,15 @@ fn audit_is_complete_and_quiet() {
         .cli("", &["token", "revoke", &id])
         .status
         .success());
+    let revoked = org
+        .req("GET", "/api/tf-states", Some(&org.operator))
+        .send()
+        .unwrap();
+    assert_eq!(
+        revoked.status(),
+        401,
+        "a revocation takes effect at the next request"
+    );
 
     for action in [
         "version.created",
