@@ -380,6 +380,10 @@ mod cases {
         let (_, record) = mint(&f.app, "r1", &request("acme", true, StepKind::Plan))
             .await
             .unwrap();
+        assert!(
+            f.app.catalog.org("acme").await.unwrap().is_some(),
+            "the first mint creates the org"
+        );
         assert_eq!(
             record.expires_at,
             Some(f.app.clock.now() + Duration::hours(24)),

@@ -9,9 +9,9 @@ use super::tokens::{self, NewToken};
 use super::{App, Error, MAX_ATTEMPTS};
 use crate::domain::actor::{StepGrant, StepKind};
 use crate::domain::name::check_name;
-use crate::domain::permission::{Permission, Role};
+use crate::domain::permission::{Allocation, Permission, Role};
 use crate::domain::{Actor, Refusal, Timestamp};
-use crate::ports::{Commit, RunRecord, StoreError, TokenRecord};
+use crate::ports::{Commit, OrgRecord, RunRecord, StoreError, TokenRecord};
 
 /// A step token never outlives this.
 pub const MAX_TOKEN_LIFETIME: Duration = Duration::hours(24);
@@ -52,6 +52,15 @@ pub async fn mint(
         .into());
     }
     app.keys()?;
+    let now = app.clock.now();
+    // An org is created by its first token or mint.
+    app.catalog
+        .create_org(&OrgRecord {
+            org: request.org.clone(),
+            allocation: Allocation::default(),
+            created_at: now,
+        })
+        .await?;
     let allocation = app.allocation(&request.org).await?;
     for permission in [Permission::Read, Permission::Write] {
         if !allocation.allows(Role::Operator, permission) {
@@ -65,7 +74,6 @@ pub async fn mint(
             .into());
         }
     }
-    let now = app.clock.now();
     let stored = app
         .catalog
         .bind_run(&RunRecord {
