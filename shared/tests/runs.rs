@@ -74,6 +74,16 @@ async fn hold_of(f: &Fixture) -> Option<String> {
     record.and_then(|r| r.hold).map(|h| h.run)
 }
 
+/// The `lock.expired` entries of the audit, newest first.
+async fn expired_audit(f: &Fixture) -> Vec<hegemony_state::ports::AuditRecord> {
+    let query = AuditQuery {
+        action: Some("lock.expired".into()),
+        limit: 10,
+        ..Default::default()
+    };
+    f.app.catalog.audit("acme", &query).await.unwrap()
+}
+
 mod cases {
     use super::*;
     use hegemony_state::service::manage::{delete as delete_state, force_unlock, rollback};
@@ -219,19 +229,7 @@ mod cases {
         let record = f.app.catalog.state("acme", "net").await.unwrap().unwrap();
         assert_eq!(record.lock.unwrap().id(), "A");
         assert_eq!(record.latest.unwrap().change.ended, Ended::Expired);
-        let audit = f
-            .app
-            .catalog
-            .audit(
-                "acme",
-                &AuditQuery {
-                    action: Some("lock.expired".into()),
-                    limit: 10,
-                    ..Default::default()
-                },
-            )
-            .await
-            .unwrap();
+        let audit = expired_audit(&f).await;
         assert_eq!(audit.len(), 1);
         assert_eq!(audit[0].entry.actor, alice.actor);
     }
@@ -324,19 +322,7 @@ mod cases {
         let record = f.app.catalog.state("acme", "net").await.unwrap().unwrap();
         assert!(record.lock.is_none());
         assert_eq!(record.latest.unwrap().change.ended, Ended::Expired);
-        let audit = f
-            .app
-            .catalog
-            .audit(
-                "acme",
-                &AuditQuery {
-                    action: Some("lock.expired".into()),
-                    limit: 10,
-                    ..Default::default()
-                },
-            )
-            .await
-            .unwrap();
+        let audit = expired_audit(&f).await;
         assert_eq!(audit[0].entry.actor, Actor::Sweeper);
         let again = sweep(&f.app, f.app.clock.now()).await.unwrap();
         assert_eq!(

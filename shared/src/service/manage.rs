@@ -132,13 +132,7 @@ pub async fn import(
         }
         let blob = sealed.as_ref().expect("sealed above");
         let detail = serde_json::json!({"source": "import", "key": blob.key_id, "serial": meta.serial, "lineage": meta.lineage});
-        let content = SealedContent {
-            meta,
-            size: body.len() as u64,
-            sha256: sha256.clone(),
-            key: blob.key_id.clone(),
-            blob: blob.blob.clone(),
-        };
+        let content = blob.content(meta, body.len(), sha256.clone());
         let audit = entry(
             principal,
             name,
@@ -197,13 +191,7 @@ pub async fn rollback(
             let (body, document, sha256) = examine(body).await?;
             let meta = document?;
             let blob = seal(app, keys, &snapshot, plan.version, &body, now).await?;
-            let content = SealedContent {
-                meta,
-                size: body.len() as u64,
-                sha256,
-                key: blob.key_id.clone(),
-                blob: blob.blob.clone(),
-            };
+            let content = blob.content(meta, body.len(), sha256);
             sealed = Some((blob, content));
         }
         let (blob, content) = sealed.as_ref().expect("sealed above");

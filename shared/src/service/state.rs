@@ -110,6 +110,17 @@ pub(super) struct Sealed {
 }
 
 impl Sealed {
+    /// What a commit records of this blob: the content's facts and where it is sealed.
+    pub(super) fn content(&self, meta: StateMeta, size: usize, sha256: String) -> SealedContent {
+        SealedContent {
+            meta,
+            size: size as u64,
+            sha256,
+            key: self.key_id.clone(),
+            blob: self.blob.clone(),
+        }
+    }
+
     /// Whether this blob was sealed for `version` of the snapshot's incarnation.
     pub(super) fn fits(&self, snapshot: &StateRecord, version: u64) -> bool {
         self.incarnation == snapshot.incarnation && self.version == version
@@ -152,13 +163,7 @@ pub async fn write(
         }
         let blob = sealed.as_ref().expect("sealed above");
         let meta = document.clone().expect("plan_write refuses a non-state");
-        let content = SealedContent {
-            meta,
-            size: body.len() as u64,
-            sha256: sha256.clone(),
-            key: blob.key_id.clone(),
-            blob: blob.blob.clone(),
-        };
+        let content = blob.content(meta, body.len(), sha256.clone());
         let origin = Origin::Write {
             under_lock: lock_id.is_some(),
         };
