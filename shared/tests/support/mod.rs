@@ -2,6 +2,8 @@
 //! principals. Each test binary uses part of it, so unused items are expected here.
 #![allow(dead_code)]
 
+pub mod aws;
+
 use std::sync::{Arc, Mutex};
 
 use hegemony_state::adapters::{local, memory::MemoryStore};
@@ -9,7 +11,7 @@ use hegemony_state::crypto::PlatformKey;
 use hegemony_state::domain::name::StateName;
 use hegemony_state::domain::permission::Role;
 use hegemony_state::domain::{Actor, Principal, Timestamp};
-use hegemony_state::ports::{BlobStore, Catalog};
+use hegemony_state::ports::{BlobStore, Catalog, KeyService};
 use hegemony_state::service::{App, Clock, Limits};
 use time::macros::datetime;
 use time::Duration;
@@ -43,6 +45,8 @@ impl Fixture {
 pub enum Adapter {
     Memory,
     Local,
+    /// DynamoDB, S3 and KMS on the emulator.
+    Aws,
 }
 
 /// Limits with `keep` versions kept and a 600 s grace.
@@ -55,22 +59,35 @@ pub fn limits(keep: u64) -> Limits {
 }
 
 pub fn fixture(adapter: Adapter, limits: Limits) -> Fixture {
-    let (catalog, blobs, dir): (Arc<dyn Catalog>, Arc<dyn BlobStore>, _) = match adapter {
+    let platform: Arc<dyn KeyService> = Arc::new(PlatformKey::generate());
+    let (catalog, blobs, keys, dir): (Arc<dyn Catalog>, Arc<dyn BlobStore>, _, _) = match adapter {
         Adapter::Memory => {
             let store = Arc::new(MemoryStore::new());
-            (store.clone(), store, None)
+            (store.clone(), store, platform, None)
         }
         Adapter::Local => {
             let dir = tempfile::tempdir().unwrap();
             let (catalog, blobs) = local::open(dir.path()).unwrap();
-            (Arc::new(catalog), Arc::new(blobs), Some(dir))
+            (Arc::new(catalog), Arc::new(blobs), platform, Some(dir))
         }
+        Adapter::Aws => aws::block_on(async {
+            let config = aws::sdk_config().await;
+            let (catalog, blobs, _) = aws::fresh_store(&config).await;
+            let (keys, _) = aws::fresh_kms_keys(&config).await;
+            let keys: Arc<dyn KeyService> = Arc::new(keys);
+            (
+                Arc::new(catalog) as Arc<dyn Catalog>,
+                Arc::new(blobs) as Arc<dyn BlobStore>,
+                keys,
+                None,
+            )
+        }),
     };
     let clock = Arc::new(TestClock(Mutex::new(datetime!(2026-11-30 01:00:00 UTC))));
     let app = App {
         catalog: catalog.clone(),
         blobs: blobs.clone(),
-        keys: Some(Arc::new(PlatformKey::generate())),
+        keys: Some(keys),
         clock: clock.clone(),
         limits,
         run_url_template: None,
@@ -110,6 +127,11 @@ macro_rules! every_adapter {
             use super::*;
             $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $case() { cases::$case(support::fixture(support::Adapter::Local, $limits)).await })*
+        }
+        mod aws_adapter {
+            use super::*;
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() { cases::$case(support::fixture(support::Adapter::Aws, $limits)).await })*
         }
     };
 }

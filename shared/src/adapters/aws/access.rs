@@ -1,0 +1,297 @@
+//! Tokens, orgs and runs in DynamoDB. A token is keyed by its hash (looked up on every
+//! request, strongly consistently); a run's partition holds the run, its step tokens' hashes
+//! and the states they locked, so a run's end or a step's gone report finds them with one
+//! strongly consistent query.
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
+
+use super::describe_failure;
+use super::items::*;
+use super::DynamoCatalog;
+use crate::domain::permission::Allocation;
+use crate::domain::Timestamp;
+use crate::ports::{
+    AccessCatalog, AuditEntry, OrgRecord, RunCatalog, RunItem, RunRecord, StoreError, TokenRecord,
+};
+
+/// How long after its expiry DynamoDB's TTL may remove a token on its own, should the
+/// sweeper not have: a backstop, never what correctness relies on (expiry is checked on use).
+const TOKEN_TTL_MARGIN_SECONDS: i64 = 86_400;
+
+/// BatchGetItem's limit on keys per call.
+const BATCH_GET_KEYS: usize = 100;
+
+fn token_item(token: &TokenRecord) -> Item {
+    let mut item = record_item(token_pk(&token.hash), ONLY, token);
+    item.insert(LISTING_PK.into(), s(LISTING_TOKENS));
+    item.insert(LISTING_SK.into(), s(age_sk(token.created_at, &token.hash)));
+    if let Some(expires) = token.expires_at {
+        item.insert(SWEEP_PK.into(), s(SWEEP_TOKEN));
+        item.insert(SWEEP_SK.into(), s(age_sk(expires, &token.hash)));
+        let ttl = expires.unix_timestamp() + TOKEN_TTL_MARGIN_SECONDS;
+        item.insert(TTL.into(), n(ttl.max(0) as u64));
+    }
+    item
+}
+
+fn run_item(run: &RunRecord) -> Item {
+    record_item(run_pk(&run.run), RUN_SK, run)
+}
+
+#[async_trait]
+impl AccessCatalog for DynamoCatalog {
+    async fn token(&self, hash: &str) -> Result<Option<TokenRecord>, StoreError> {
+        self.get(key(token_pk(hash), ONLY))
+            .await?
+            .map(|item| record(&item))
+            .transpose()
+    }
+
+    async fn put_token(&self, token: &TokenRecord, audit: &AuditEntry) -> Result<(), StoreError> {
+        let mut items = vec![self.put(token_item(token), None), self.audit_put(audit)];
+        if let Some(step) = &token.step {
+            let mut link = key(
+                run_pk(&step.run),
+                format!("{RUN_TOKEN_PREFIX}{}", token.hash),
+            );
+            link.insert("hash".into(), s(token.hash.clone()));
+            items.push(self.put(link, None));
+        }
+        self.transact(items, None).await
+    }
+
+    async fn tokens(&self) -> Result<Vec<TokenRecord>, StoreError> {
+        let query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(LISTING_INDEX)
+            .key_condition_expression("#pk = :pk")
+            .expression_attribute_names("#pk", LISTING_PK)
+            .expression_attribute_values(":pk", s(LISTING_TOKENS));
+        self.query_all(query, None)
+            .await?
+            .iter()
+            .map(record)
+            .collect()
+    }
+
+    async fn set_allocation(
+        &self,
+        org: &str,
+        allocation: &Allocation,
+        audit: &AuditEntry,
+    ) -> Result<(), StoreError> {
+        let record = match self.org(org).await? {
+            Some(existing) => OrgRecord {
+                allocation: *allocation,
+                ..existing
+            },
+            None => OrgRecord {
+                org: org.to_owned(),
+                allocation: *allocation,
+                created_at: audit.at,
+            },
+        };
+        let settings = self.put(record_item(org_pk(org), SETTINGS_SK, &record), None);
+        self.transact(vec![settings, self.audit_put(audit)], None)
+            .await
+    }
+
+    async fn org(&self, org: &str) -> Result<Option<OrgRecord>, StoreError> {
+        self.get(key(org_pk(org), SETTINGS_SK))
+            .await?
+            .map(|item| record(&item))
+            .transpose()
+    }
+
+    async fn create_org(&self, org: &OrgRecord) -> Result<bool, StoreError> {
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(record_item(org_pk(&org.org), SETTINGS_SK, org)))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(StoreError::Unavailable(describe_failure("PutItem", &e))),
+        }
+    }
+}
+
+impl DynamoCatalog {
+    /// The items of a run's partition whose sort key starts with `prefix`.
+    async fn run_partition(&self, run: &str, prefix: &str) -> Result<Vec<Item>, StoreError> {
+        let query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+            .expression_attribute_values(":pk", s(run_pk(run)))
+            .expression_attribute_values(":prefix", s(prefix))
+            .consistent_read(true);
+        self.query_all(query, None).await
+    }
+
+    /// Tokens by hash, strongly consistently; hashes with no token any more are skipped.
+    async fn tokens_by_hash(&self, hashes: &[String]) -> Result<Vec<TokenRecord>, StoreError> {
+        let mut found = Vec::new();
+        for chunk in hashes.chunks(BATCH_GET_KEYS) {
+            let mut keys: Vec<Item> = chunk.iter().map(|hash| key(token_pk(hash), ONLY)).collect();
+            // Unprocessed keys (throttling) are asked again, a bounded number of times.
+            for _ in 0..8 {
+                if keys.is_empty() {
+                    break;
+                }
+                let request = KeysAndAttributes::builder()
+                    .set_keys(Some(std::mem::take(&mut keys)))
+                    .consistent_read(true)
+                    .build()
+                    .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+                let output = self
+                    .client
+                    .batch_get_item()
+                    .request_items(&self.table, request)
+                    .send()
+                    .await
+                    .map_err(|e| StoreError::Unavailable(describe_failure("BatchGetItem", &e)))?;
+                let mut responses = output.responses.unwrap_or_default();
+                for item in responses.remove(&self.table).unwrap_or_default() {
+                    found.push(record::<TokenRecord>(&item)?);
+                }
+                keys = output
+                    .unprocessed_keys
+                    .and_then(|mut u| u.remove(&self.table))
+                    .map(|k| k.keys)
+                    .unwrap_or_default();
+            }
+            if !keys.is_empty() {
+                return Err(StoreError::Unavailable(
+                    "BatchGetItem left tokens unread after retries (throttled)".into(),
+                ));
+            }
+        }
+        found.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        Ok(found)
+    }
+
+    fn run_from(item: &Item) -> Result<RunRecord, StoreError> {
+        record(item)
+    }
+}
+
+#[async_trait]
+impl RunCatalog for DynamoCatalog {
+    async fn run(&self, run: &str) -> Result<Option<RunRecord>, StoreError> {
+        self.get(key(run_pk(run), RUN_SK))
+            .await?
+            .map(|item| Self::run_from(&item))
+            .transpose()
+    }
+
+    async fn bind_run(&self, record: &RunRecord) -> Result<RunRecord, StoreError> {
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(run_item(record)))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(record.clone()),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                self.run(&record.run).await?.ok_or_else(|| {
+                    StoreError::Unavailable(format!("run {} vanished while binding", record.run))
+                })
+            }
+            Err(e) => Err(StoreError::Unavailable(describe_failure("PutItem", &e))),
+        }
+    }
+
+    async fn end_run(
+        &self,
+        run: &str,
+        at: Timestamp,
+        status: Option<&str>,
+    ) -> Result<RunRecord, StoreError> {
+        // Read, then write the ended record on the revision read (the record's own JSON):
+        // the first end wins, and a concurrent bind or end makes us read again.
+        for _ in 0..8 {
+            let stored = self.get(key(run_pk(run), RUN_SK)).await?;
+            let current = stored.as_ref().map(Self::run_from).transpose()?;
+            if let Some(done) = current.as_ref().filter(|r| r.ended_at.is_some()) {
+                return Ok(done.clone());
+            }
+            let ended = match current {
+                Some(existing) => RunRecord {
+                    ended_at: Some(at),
+                    status: status.map(str::to_owned),
+                    ..existing
+                },
+                None => RunRecord {
+                    run: run.to_owned(),
+                    org: String::new(),
+                    created_at: at,
+                    ended_at: Some(at),
+                    status: status.map(str::to_owned),
+                },
+            };
+            let mut item = run_item(&ended);
+            item.insert(SWEEP_PK.into(), s(SWEEP_ENDED_RUN));
+            item.insert(SWEEP_SK.into(), s(age_sk(at, run)));
+            let mut put = self
+                .client
+                .put_item()
+                .table_name(&self.table)
+                .set_item(Some(item));
+            put = match stored.as_ref().and_then(|i| i.get(REC)) {
+                Some(AttributeValue::S(seen)) => put
+                    .condition_expression("rec = :seen")
+                    .expression_attribute_values(":seen", s(seen.clone())),
+                _ => put.condition_expression("attribute_not_exists(pk)"),
+            };
+            match put.send().await {
+                Ok(_) => return Ok(ended),
+                Err(e)
+                    if e.as_service_error()
+                        .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+                {
+                    continue
+                }
+                Err(e) => return Err(StoreError::Unavailable(describe_failure("PutItem", &e))),
+            }
+        }
+        Err(StoreError::Conflict)
+    }
+
+    async fn run_items(&self, run: &str) -> Result<Vec<RunItem>, StoreError> {
+        self.run_partition(run, RUN_ITEM_PREFIX)
+            .await?
+            .iter()
+            .map(record)
+            .collect()
+    }
+
+    async fn run_tokens(&self, run: &str) -> Result<Vec<TokenRecord>, StoreError> {
+        let hashes = self
+            .run_partition(run, RUN_TOKEN_PREFIX)
+            .await?
+            .iter()
+            .map(|item| string(item, "hash").map(str::to_owned))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.tokens_by_hash(&hashes).await
+    }
+}

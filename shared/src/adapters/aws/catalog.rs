@@ -1,0 +1,445 @@
+//! State records, versions and audit in DynamoDB. Every mutation of a state commits in one
+//! `TransactWriteItems`, conditioned on the state record's revision and carrying a
+//! `ClientRequestToken` derived from the commit, so a lost race is a `Conflict` the services
+//! re-decide on, and a replay of the same commit is answered as a success.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem};
+use aws_sdk_dynamodb::Client;
+use sha2::{Digest, Sha256};
+
+use super::describe_failure;
+use super::items::*;
+use crate::domain::record::StateRecord;
+use crate::domain::version::VersionRecord;
+use crate::domain::Timestamp;
+use crate::ports::{AuditEntry, AuditQuery, AuditRecord, Commit, StateCatalog, StoreError};
+
+/// DynamoDB's limit on the items of one transaction.
+const MAX_TRANSACTION_ITEMS: usize = 100;
+
+/// The catalog in one DynamoDB table.
+pub struct DynamoCatalog {
+    pub(super) client: Client,
+    pub(super) table: String,
+    /// The last audit sequence number this process handed out, so its own entries are
+    /// strictly ordered even within one microsecond.
+    last_seq: AtomicU64,
+}
+
+impl DynamoCatalog {
+    pub fn new(client: Client, table: &str) -> Self {
+        Self {
+            client,
+            table: table.to_owned(),
+            last_seq: AtomicU64::new(0),
+        }
+    }
+
+    /// A fresh audit sequence number: wall-clock microseconds in the high bits, so entries
+    /// from every process sort by when they were written, and random low bits, so two
+    /// processes writing in the same microsecond do not collide.
+    fn next_seq(&self) -> u64 {
+        let micros = time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1000;
+        let candidate = ((micros.max(0) as u64) << 12) | (u64::from(rand_u16()) & 0x7ff);
+        let mut seen = self.last_seq.load(Ordering::Relaxed);
+        loop {
+            let next = candidate.max(seen + 1);
+            match self.last_seq.compare_exchange_weak(
+                seen,
+                next,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return next,
+                Err(actual) => seen = actual,
+            }
+        }
+    }
+
+    /// The item of an audit entry.
+    pub(super) fn audit_put(&self, entry: &AuditEntry) -> TransactWriteItem {
+        let mut item = record_item(audit_pk(&entry.org), number_sk(self.next_seq()), entry);
+        item.insert("action".into(), s(entry.action.clone()));
+        if let Some(state) = &entry.state {
+            item.insert("state".into(), s(state.clone()));
+        }
+        self.put(item, None)
+    }
+
+    /// A transaction item that puts `item`, under `condition` if any.
+    pub(super) fn put(&self, item: Item, condition: Option<&str>) -> TransactWriteItem {
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .set_condition_expression(condition.map(str::to_owned))
+            .build()
+            .expect("table and item are set");
+        TransactWriteItem::builder().put(put).build()
+    }
+
+    /// A transaction item that deletes the item at `key`.
+    pub(super) fn delete(&self, key: Item) -> TransactWriteItem {
+        let delete = Delete::builder()
+            .table_name(&self.table)
+            .set_key(Some(key))
+            .build()
+            .expect("table and key are set");
+        TransactWriteItem::builder().delete(delete).build()
+    }
+
+    /// Runs one transaction. A failed condition or a conflict with another transaction is a
+    /// lost race (`Conflict`); anything else is a transient fault.
+    pub(super) async fn transact(
+        &self,
+        items: Vec<TransactWriteItem>,
+        request_token: Option<String>,
+    ) -> Result<(), StoreError> {
+        if items.len() > MAX_TRANSACTION_ITEMS {
+            return Err(StoreError::Unavailable(format!(
+                "a commit of {} items exceeds DynamoDB's {MAX_TRANSACTION_ITEMS}-item transaction",
+                items.len()
+            )));
+        }
+        let result = self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .set_client_request_token(request_token)
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(err) => Err(transaction_error(&err)),
+        }
+    }
+
+    /// Reads every item of a query, page by page, up to `limit` items (`None`: all).
+    pub(super) async fn query_all(
+        &self,
+        query: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
+        limit: Option<usize>,
+    ) -> Result<Vec<Item>, StoreError> {
+        let mut items = Vec::new();
+        let mut start = None;
+        loop {
+            let page = query
+                .clone()
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(|e| StoreError::Unavailable(describe_failure("Query", &e)))?;
+            items.extend(page.items.unwrap_or_default());
+            if limit.is_some_and(|l| items.len() >= l) {
+                items.truncate(limit.unwrap_or(usize::MAX));
+                return Ok(items);
+            }
+            match page.last_evaluated_key {
+                Some(key) if !key.is_empty() => start = Some(key),
+                _ => return Ok(items),
+            }
+        }
+    }
+
+    /// One item, read strongly consistently.
+    pub(super) async fn get(&self, key: Item) -> Result<Option<Item>, StoreError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| StoreError::Unavailable(describe_failure("GetItem", &e)))?;
+        Ok(output.item)
+    }
+}
+
+/// A random 16-bit number from the operating system.
+fn rand_u16() -> u16 {
+    use aes_gcm::aead::rand_core::RngCore;
+    (aes_gcm::aead::OsRng.next_u32() & 0xffff) as u16
+}
+
+/// What a failed transaction means.
+fn transaction_error(
+    err: &aws_sdk_dynamodb::error::SdkError<
+        TransactWriteItemsError,
+        aws_sdk_dynamodb::config::http::HttpResponse,
+    >,
+) -> StoreError {
+    match err.as_service_error() {
+        Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) => {
+            let codes: Vec<&str> = cancelled
+                .cancellation_reasons()
+                .iter()
+                .filter_map(|r| r.code())
+                .filter(|c| *c != "None")
+                .collect();
+            if codes
+                .iter()
+                .any(|c| *c == "ConditionalCheckFailed" || *c == "TransactionConflict")
+            {
+                StoreError::Conflict
+            } else {
+                StoreError::Unavailable(format!(
+                    "TransactWriteItems was cancelled: {}",
+                    codes.join(", ")
+                ))
+            }
+        }
+        // The same request token with other content, or the first attempt still running:
+        // both mean the record is moving under us; re-read and decide again.
+        Some(TransactWriteItemsError::IdempotentParameterMismatchException(_))
+        | Some(TransactWriteItemsError::TransactionInProgressException(_)) => StoreError::Conflict,
+        _ => StoreError::Unavailable(describe_failure("TransactWriteItems", err)),
+    }
+}
+
+/// The request token of a commit: the same commit replayed (an SDK retry after a lost
+/// response) is recognised by DynamoDB and succeeds without applying twice.
+fn request_token(commit: &Commit) -> String {
+    let mut hash = Sha256::new();
+    hash.update(commit.org.as_bytes());
+    hash.update([0]);
+    hash.update(commit.name.as_bytes());
+    hash.update(commit.expected_revision.to_be_bytes());
+    match &commit.state {
+        Some(record) => hash.update(to_json(record).as_bytes()),
+        None => hash.update(b"\0removed"),
+    }
+    let digest = hash.finalize();
+    crate::service::hex(&digest[..16])
+}
+
+impl DynamoCatalog {
+    /// The transaction items of a commit.
+    fn commit_items(&self, commit: &Commit) -> Vec<TransactWriteItem> {
+        let mut items = Vec::new();
+        let state_key = key(org_pk(&commit.org), state_sk(&commit.name));
+        let expected = commit.expected_revision;
+        let condition = if expected == 0 {
+            "attribute_not_exists(pk)".to_owned()
+        } else {
+            format!("{REV} = :expected")
+        };
+        let values = (expected != 0)
+            .then(|| std::collections::HashMap::from([(":expected".to_owned(), n(expected))]));
+        match &commit.state {
+            Some(record) => {
+                let mut item = record_item(org_pk(&commit.org), state_sk(&commit.name), record);
+                item.insert(REV.into(), n(record.revision));
+                let put = Put::builder()
+                    .table_name(&self.table)
+                    .set_item(Some(item))
+                    .condition_expression(condition)
+                    .set_expression_attribute_values(values)
+                    .build()
+                    .expect("table and item are set");
+                items.push(TransactWriteItem::builder().put(put).build());
+                for version in &commit.versions {
+                    let pk = versions_pk(&commit.org, &commit.name, &record.incarnation);
+                    items
+                        .push(self.put(record_item(pk, number_sk(version.version), version), None));
+                }
+            }
+            None => {
+                let delete = Delete::builder()
+                    .table_name(&self.table)
+                    .set_key(Some(state_key))
+                    .condition_expression(condition)
+                    .set_expression_attribute_values(values)
+                    .build()
+                    .expect("table and key are set");
+                items.push(TransactWriteItem::builder().delete(delete).build());
+            }
+        }
+        for blob in &commit.committed_blobs {
+            items.push(self.delete(key(pending_pk(blob), ONLY)));
+        }
+        for blob in &commit.doomed_blobs {
+            items.push(self.put(doomed_item(blob, commit.at), None));
+        }
+        for run_item in &commit.run_items {
+            let sk = format!(
+                "{RUN_ITEM_PREFIX}{}#{}/{}",
+                run_item.token_id, run_item.org, run_item.state
+            );
+            items.push(self.put(record_item(run_pk(&run_item.run), sk, run_item), None));
+        }
+        for mark in &commit.version_marks {
+            // Marks of one state only ever rise: each comes from a commit on a newer
+            // revision, so the latest one written is the highest.
+            let mut item = key(mark_pk(&commit.org, &commit.name, &mark.incarnation), ONLY);
+            item.insert("org".into(), s(commit.org.clone()));
+            item.insert("name".into(), s(commit.name.clone()));
+            item.insert("incarnation".into(), s(mark.incarnation.clone()));
+            item.insert("below".into(), n(mark.below));
+            item.insert(SWEEP_PK.into(), s(SWEEP_MARK));
+            item.insert(
+                SWEEP_SK.into(),
+                s(mark_pk(&commit.org, &commit.name, &mark.incarnation)),
+            );
+            items.push(self.put(item, None));
+        }
+        for entry in &commit.audit {
+            items.push(self.audit_put(entry));
+        }
+        items
+    }
+}
+
+/// The record of a blob listed for deletion at `at`.
+pub(super) fn doomed_item(blob: &str, at: Timestamp) -> Item {
+    let mut item = key(doomed_pk(blob), ONLY);
+    item.insert("blob".into(), s(blob));
+    item.insert(SWEEP_PK.into(), s(SWEEP_DOOMED));
+    item.insert(SWEEP_SK.into(), s(age_sk(at, blob)));
+    item
+}
+
+#[async_trait]
+impl StateCatalog for DynamoCatalog {
+    async fn state(&self, org: &str, name: &str) -> Result<Option<StateRecord>, StoreError> {
+        self.get(key(org_pk(org), state_sk(name)))
+            .await?
+            .map(|item| record(&item))
+            .transpose()
+    }
+
+    async fn states(
+        &self,
+        org: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<StateRecord>, StoreError> {
+        // `STATE$` sorts right after every `STATE#<name>`; BETWEEN is inclusive, so the
+        // `after` item itself is skipped below.
+        let from = state_sk(after.unwrap_or(""));
+        let query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
+            .expression_attribute_values(":pk", s(org_pk(org)))
+            .expression_attribute_values(":from", s(from.clone()))
+            .expression_attribute_values(":to", s("STATE$"))
+            .consistent_read(true)
+            .limit(i32::try_from(limit.saturating_add(1)).unwrap_or(i32::MAX));
+        let items = self.query_all(query, Some(limit.saturating_add(1))).await?;
+        items
+            .iter()
+            .filter(|item| string(item, SK).is_ok_and(|sk| sk != from))
+            .take(limit)
+            .map(record)
+            .collect()
+    }
+
+    async fn version(
+        &self,
+        org: &str,
+        name: &str,
+        incarnation: &str,
+        version: u64,
+    ) -> Result<Option<VersionRecord>, StoreError> {
+        self.get(key(versions_pk(org, name, incarnation), number_sk(version)))
+            .await?
+            .map(|item| record(&item))
+            .transpose()
+    }
+
+    async fn versions(
+        &self,
+        org: &str,
+        name: &str,
+        incarnation: &str,
+    ) -> Result<Vec<VersionRecord>, StoreError> {
+        let query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk")
+            .expression_attribute_values(":pk", s(versions_pk(org, name, incarnation)))
+            .scan_index_forward(false)
+            .consistent_read(true);
+        self.query_all(query, None)
+            .await?
+            .iter()
+            .map(record)
+            .collect()
+    }
+
+    async fn add_pending_blob(&self, blob: &str, at: Timestamp) -> Result<(), StoreError> {
+        let mut item = key(pending_pk(blob), ONLY);
+        item.insert("blob".into(), s(blob));
+        item.insert(SWEEP_PK.into(), s(SWEEP_PENDING));
+        item.insert(SWEEP_SK.into(), s(age_sk(at, blob)));
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(|e| StoreError::Unavailable(describe_failure("PutItem", &e)))?;
+        Ok(())
+    }
+
+    async fn commit(&self, commit: Commit) -> Result<(), StoreError> {
+        let token = request_token(&commit);
+        self.transact(self.commit_items(&commit), Some(token)).await
+    }
+
+    async fn append_audit(&self, entry: &AuditEntry) -> Result<(), StoreError> {
+        self.transact(vec![self.audit_put(entry)], None).await
+    }
+
+    async fn audit(&self, org: &str, query: &AuditQuery) -> Result<Vec<AuditRecord>, StoreError> {
+        if query.limit == 0 {
+            return Ok(Vec::new());
+        }
+        let mut request = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND sk < :before")
+            .expression_attribute_values(":pk", s(audit_pk(org)))
+            .expression_attribute_values(":before", s(number_sk(query.before.unwrap_or(u64::MAX))))
+            .scan_index_forward(false)
+            .consistent_read(true);
+        let mut filters = Vec::new();
+        if let Some(state) = &query.state {
+            filters.push("#state = :state");
+            request = request
+                .expression_attribute_names("#state", "state")
+                .expression_attribute_values(":state", s(state.clone()));
+        }
+        if let Some(action) = &query.action {
+            filters.push("#action = :action");
+            request = request
+                .expression_attribute_names("#action", "action")
+                .expression_attribute_values(":action", s(action.clone()));
+        }
+        if filters.is_empty() {
+            request = request.limit(i32::try_from(query.limit).unwrap_or(i32::MAX));
+        } else {
+            request = request.filter_expression(filters.join(" AND "));
+        }
+        let items = self.query_all(request, Some(query.limit)).await?;
+        items
+            .iter()
+            .map(|item| {
+                let seq = string(item, SK)?.parse().map_err(|_| {
+                    StoreError::Corrupt(format!("an audit entry of {org} has a bad sequence"))
+                })?;
+                Ok(AuditRecord {
+                    seq,
+                    entry: record(item)?,
+                })
+            })
+            .collect()
+    }
+}

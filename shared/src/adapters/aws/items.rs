@@ -1,0 +1,210 @@
+//! The single-table layout (DESIGN section 9): how each record is keyed, which sparse index
+//! finds it, and the codecs between records and DynamoDB items. Records travel as one JSON
+//! attribute (`rec`); only what a key condition, a compare-and-swap or an index needs is an
+//! attribute of its own.
+//!
+//! | record        | pk                                | sk                    | index  |
+//! |---------------|-----------------------------------|-----------------------|--------|
+//! | state         | `ORG#<org>`                       | `STATE#<name>`        |        |
+//! | org settings  | `ORG#<org>`                       | `SETTINGS`            |        |
+//! | version       | `VER#<org>/<name>/<incarnation>`  | version, 20 digits    |        |
+//! | audit entry   | `AUDIT#<org>`                     | sequence, 20 digits   |        |
+//! | token         | `TOKEN#<hash>`                    | `-`                   | listing (all), sweep `token` (expiring) |
+//! | run           | `RUN#<run>`                       | `RUN`                 | sweep `ended_run` until tidied |
+//! | run item      | `RUN#<run>`                       | `ITEM#<token>#<org>/<state>` |  |
+//! | run token     | `RUN#<run>`                       | `TOKEN#<hash>`        |        |
+//! | pending blob  | `PENDING#<blob>`                  | `-`                   | sweep `pending` |
+//! | doomed blob   | `DOOMED#<blob>`                   | `-`                   | sweep `doomed` |
+//! | version mark  | `MARK#<org>/<name>/<incarnation>` | `-`                   | sweep `mark` |
+//!
+//! Names of orgs, states, runs and incarnations never contain `/` or `#`, so keys built from
+//! them cannot collide.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::domain::Timestamp;
+use crate::ports::StoreError;
+
+pub type Item = HashMap<String, AttributeValue>;
+
+pub const PK: &str = "pk";
+pub const SK: &str = "sk";
+/// The JSON of the record an item holds.
+pub const REC: &str = "rec";
+/// A state record's revision: the compare-and-swap condition.
+pub const REV: &str = "rev";
+/// When DynamoDB may delete the item on its own (a backstop for expired tokens).
+pub const TTL: &str = "expires";
+
+/// The sparse index the sweeper reads: one partition per kind of work, sorted by age.
+pub const SWEEP_INDEX: &str = "sweep";
+pub const SWEEP_PK: &str = "sweep_pk";
+pub const SWEEP_SK: &str = "sweep_sk";
+/// The sparse index that lists every token (for `token list`).
+pub const LISTING_INDEX: &str = "listing";
+pub const LISTING_PK: &str = "list_pk";
+pub const LISTING_SK: &str = "list_sk";
+
+/// The sweeper's kinds of work.
+pub const SWEEP_PENDING: &str = "pending";
+pub const SWEEP_DOOMED: &str = "doomed";
+pub const SWEEP_MARK: &str = "mark";
+pub const SWEEP_TOKEN: &str = "token";
+pub const SWEEP_ENDED_RUN: &str = "ended_run";
+pub const LISTING_TOKENS: &str = "tokens";
+
+/// The sort key of items with one item per partition.
+pub const ONLY: &str = "-";
+
+pub fn org_pk(org: &str) -> String {
+    format!("ORG#{org}")
+}
+pub fn state_sk(name: &str) -> String {
+    format!("STATE#{name}")
+}
+pub const SETTINGS_SK: &str = "SETTINGS";
+pub fn versions_pk(org: &str, name: &str, incarnation: &str) -> String {
+    format!("VER#{org}/{name}/{incarnation}")
+}
+pub fn number_sk(n: u64) -> String {
+    format!("{n:020}")
+}
+pub fn audit_pk(org: &str) -> String {
+    format!("AUDIT#{org}")
+}
+pub fn token_pk(hash: &str) -> String {
+    format!("TOKEN#{hash}")
+}
+pub fn run_pk(run: &str) -> String {
+    format!("RUN#{run}")
+}
+pub const RUN_SK: &str = "RUN";
+pub const RUN_ITEM_PREFIX: &str = "ITEM#";
+pub const RUN_TOKEN_PREFIX: &str = "TOKEN#";
+pub fn pending_pk(blob: &str) -> String {
+    format!("PENDING#{blob}")
+}
+pub fn doomed_pk(blob: &str) -> String {
+    format!("DOOMED#{blob}")
+}
+pub fn mark_pk(org: &str, name: &str, incarnation: &str) -> String {
+    format!("MARK#{org}/{name}/{incarnation}")
+}
+
+/// A sweep sort key: seconds since the epoch, fixed width so text order is time order, then
+/// what makes it unique. `age_below(t)` sorts before every key of a time `>= t`.
+pub fn age_sk(at: Timestamp, unique: &str) -> String {
+    format!("{}#{unique}", age_below(at))
+}
+pub fn age_below(at: Timestamp) -> String {
+    format!("{:012}", at.unix_timestamp().max(0))
+}
+
+pub fn s(value: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(value.into())
+}
+pub fn n(value: u64) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+/// The key of an item.
+pub fn key(pk: String, sk: impl Into<String>) -> Item {
+    HashMap::from([(PK.to_owned(), s(pk)), (SK.to_owned(), s(sk))])
+}
+
+/// An item holding `record` as JSON under `pk`/`sk`.
+pub fn record_item<T: Serialize>(pk: String, sk: impl Into<String>, record: &T) -> Item {
+    let mut item = key(pk, sk);
+    item.insert(REC.to_owned(), s(to_json(record)));
+    item
+}
+
+pub fn to_json<T: Serialize>(record: &T) -> String {
+    serde_json::to_string(record).expect("records serialize to JSON")
+}
+
+/// The record an item holds.
+pub fn record<T: DeserializeOwned>(item: &Item) -> Result<T, StoreError> {
+    let text = string(item, REC)?;
+    serde_json::from_str(text).map_err(|e| {
+        StoreError::Corrupt(format!(
+            "the catalog item {} holds an unreadable record: {e}",
+            describe(item)
+        ))
+    })
+}
+
+/// A string attribute an item must have.
+pub fn string<'a>(item: &'a Item, name: &str) -> Result<&'a str, StoreError> {
+    match item.get(name) {
+        Some(AttributeValue::S(v)) => Ok(v),
+        _ => Err(StoreError::Corrupt(format!(
+            "the catalog item {} has no string {name}",
+            describe(item)
+        ))),
+    }
+}
+
+/// A number attribute an item must have.
+pub fn number(item: &Item, name: &str) -> Result<u64, StoreError> {
+    match item.get(name) {
+        Some(AttributeValue::N(v)) => v.parse().map_err(|_| {
+            StoreError::Corrupt(format!(
+                "the catalog item {} has a non-integer {name}",
+                describe(item)
+            ))
+        }),
+        _ => Err(StoreError::Corrupt(format!(
+            "the catalog item {} has no number {name}",
+            describe(item)
+        ))),
+    }
+}
+
+/// An item's key, for error messages (keys hold ids and names, never secrets).
+fn describe(item: &Item) -> String {
+    let part = |name| match item.get(name) {
+        Some(AttributeValue::S(v)) => v.as_str(),
+        _ => "?",
+    };
+    format!("{}/{}", part(PK), part(SK))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::datetime;
+
+    #[test]
+    fn age_keys_sort_by_time_and_below_excludes_the_same_second() {
+        let t = datetime!(2026-11-30 01:00:00 UTC);
+        let earlier = age_sk(t - time::Duration::seconds(1), "zzz");
+        let same = age_sk(t, "aaa");
+        assert!(earlier < age_below(t));
+        assert!(
+            same > age_below(t),
+            "a key of the same second is not below it"
+        );
+        assert!(age_below(t) < age_sk(t + time::Duration::seconds(1), ""));
+    }
+
+    #[test]
+    fn numbers_sort_as_text() {
+        assert!(number_sk(9) < number_sk(10));
+        assert!(number_sk(10) < number_sk(u64::MAX));
+    }
+
+    #[test]
+    fn a_record_round_trips_and_damage_is_reported_with_the_key() {
+        let item = record_item("ORG#acme".into(), "SETTINGS", &vec![1, 2]);
+        assert_eq!(record::<Vec<u8>>(&item).unwrap(), [1, 2]);
+        let mut broken = item.clone();
+        broken.insert(REC.into(), s("{"));
+        let err = record::<Vec<u8>>(&broken).unwrap_err().to_string();
+        assert!(err.contains("ORG#acme/SETTINGS"), "{err}");
+    }
+}

@@ -1,0 +1,171 @@
+//! Data keys from KMS (`HEGEMONY_TF_STATE_KEY_BACKEND=kms:<key id | arn | alias>`):
+//! `GenerateDataKey` for each new version and `Decrypt` to open one, both under the
+//! encryption context `{org, state}`. A version records the key ARN KMS answered with, so it
+//! stays readable after the setting moves to another key. A KMS failure is a transient fault
+//! (503, clients retry): never a switch to another key.
+
+use async_trait::async_trait;
+use aws_sdk_kms::operation::decrypt::DecryptError;
+use aws_sdk_kms::primitives::Blob;
+use aws_sdk_kms::types::DataKeySpec;
+use aws_sdk_kms::Client;
+use zeroize::Zeroizing;
+
+use super::describe_failure;
+use crate::crypto::PlatformKey;
+use crate::ports::{DataKey, KeyContext, KeyError, KeyService};
+
+/// The configured KMS key: an id, an ARN or an alias, where `{org}` stands for the org's
+/// slug (one key per organization, e.g. `alias/hegemony-{org}`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyTemplate(String);
+
+impl KeyTemplate {
+    /// Parses the part after `kms:`.
+    ///
+    /// # Errors
+    /// An empty key, or `{org}` anywhere but in an alias or alias ARN.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err("kms: needs a key id, ARN or alias, e.g. kms:alias/hegemony-state".into());
+        }
+        if text.contains("{org}") && !text.contains("alias/") {
+            return Err(format!(
+                "{text:?}: {{org}} selects a key per organization by alias only (alias/...-{{org}})"
+            ));
+        }
+        Ok(Self(text.to_owned()))
+    }
+
+    /// The key to ask KMS for when sealing a version of `org`'s state.
+    pub fn for_org(&self, org: &str) -> String {
+        self.0.replace("{org}", org)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Data keys wrapped by KMS; a platform key, when one is also configured, still opens the
+/// versions it wrapped before the move to KMS.
+pub struct KmsKeys {
+    client: Client,
+    template: KeyTemplate,
+    platform: Option<PlatformKey>,
+}
+
+impl KmsKeys {
+    pub fn new(client: Client, template: KeyTemplate, platform: Option<PlatformKey>) -> Self {
+        Self {
+            client,
+            template,
+            platform,
+        }
+    }
+}
+
+fn context_pairs(context: &KeyContext<'_>) -> [(String, String); 2] {
+    [
+        ("org".to_owned(), context.org.to_owned()),
+        ("state".to_owned(), context.state.to_owned()),
+    ]
+}
+
+#[async_trait]
+impl KeyService for KmsKeys {
+    async fn data_key(&self, context: &KeyContext<'_>) -> Result<DataKey, KeyError> {
+        let key = self.template.for_org(context.org);
+        let mut request = self
+            .client
+            .generate_data_key()
+            .key_id(&key)
+            .key_spec(DataKeySpec::Aes256);
+        for (name, value) in context_pairs(context) {
+            request = request.encryption_context(name, value);
+        }
+        let output = request
+            .send()
+            .await
+            .map_err(|e| KeyError::Unavailable(describe_failure("KMS GenerateDataKey", &e)))?;
+        let incomplete = || {
+            KeyError::Unavailable(format!(
+                "KMS GenerateDataKey for {key} answered without a key"
+            ))
+        };
+        let plaintext = output.plaintext.ok_or_else(incomplete)?;
+        let wrapped = output.ciphertext_blob.ok_or_else(incomplete)?;
+        let arn = output.key_id.ok_or_else(incomplete)?;
+        let plaintext: [u8; 32] = plaintext.as_ref().try_into().map_err(|_| {
+            KeyError::Unavailable(format!(
+                "KMS GenerateDataKey for {key} gave a key that is not 32 bytes"
+            ))
+        })?;
+        Ok(DataKey {
+            plaintext: Zeroizing::new(plaintext),
+            wrapped: wrapped.into_inner(),
+            key_id: format!("kms:{arn}"),
+        })
+    }
+
+    async fn unwrap_key(
+        &self,
+        key_id: &str,
+        wrapped: &[u8],
+        context: &KeyContext<'_>,
+    ) -> Result<Zeroizing<[u8; 32]>, KeyError> {
+        let Some(arn) = key_id.strip_prefix("kms:") else {
+            return match &self.platform {
+                Some(platform) => platform.unwrap_key(key_id, wrapped, context).await,
+                None => Err(KeyError::WrongKey {
+                    stored: key_id.to_owned(),
+                    configured: format!("kms:{}", self.template.as_str()),
+                }),
+            };
+        };
+        let mut request = self
+            .client
+            .decrypt()
+            .key_id(arn)
+            .ciphertext_blob(Blob::new(wrapped));
+        for (name, value) in context_pairs(context) {
+            request = request.encryption_context(name, value);
+        }
+        let output = request
+            .send()
+            .await
+            .map_err(|e| match e.as_service_error() {
+                Some(DecryptError::InvalidCiphertextException(_))
+                | Some(DecryptError::IncorrectKeyException(_)) => KeyError::Unwrap {
+                    key_id: key_id.to_owned(),
+                },
+                _ => KeyError::Unavailable(describe_failure("KMS Decrypt", &e)),
+            })?;
+        let plaintext = output.plaintext.ok_or_else(|| KeyError::Unwrap {
+            key_id: key_id.to_owned(),
+        })?;
+        let key: [u8; 32] = plaintext
+            .as_ref()
+            .try_into()
+            .map_err(|_| KeyError::Unwrap {
+                key_id: key_id.to_owned(),
+            })?;
+        Ok(Zeroizing::new(key))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn org_selects_a_key_by_alias_only() {
+        let t = KeyTemplate::parse("alias/hegemony-{org}").unwrap();
+        assert_eq!(t.for_org("acme"), "alias/hegemony-acme");
+        assert!(KeyTemplate::parse("1234abcd-{org}").is_err());
+        assert!(KeyTemplate::parse("  ").is_err());
+        let arn = "arn:aws:kms:eu-west-1:111122223333:key/1234abcd";
+        assert_eq!(KeyTemplate::parse(arn).unwrap().for_org("acme"), arn);
+    }
+}

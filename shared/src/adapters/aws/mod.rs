@@ -1,0 +1,76 @@
+//! The AWS store: the catalog in one DynamoDB table, sealed blobs in one S3 bucket, data keys
+//! from KMS. The Lambda functions and `serve --store aws` build it once at start and share it
+//! between requests; nothing here is created on AWS automatically except by `schema` (for
+//! emulators and tests; deployments create the table with the SAM template).
+
+mod access;
+mod blobs;
+mod catalog;
+mod items;
+mod keys;
+pub mod schema;
+mod sweep;
+
+use std::time::Duration;
+
+use aws_config::{BehaviorVersion, SdkConfig};
+use aws_smithy_http_client::tls::{self, rustls_provider::CryptoMode};
+
+pub use blobs::S3Blobs;
+pub use catalog::DynamoCatalog;
+pub use keys::{KeyTemplate, KmsKeys};
+
+/// Where the AWS store lives: `HEGEMONY_TF_STATE_TABLE` and `HEGEMONY_TF_STATE_BUCKET`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AwsSettings {
+    pub table: String,
+    pub bucket: String,
+}
+
+/// The SDK's settings from the environment (`AWS_REGION`, credentials, `AWS_ENDPOINT_URL`
+/// for an emulator), on an HTTPS client of rustls with ring, with timeouts short enough that
+/// a stalled call becomes a 503 the client retries instead of a hung request.
+pub async fn sdk_config() -> SdkConfig {
+    loader().load().await
+}
+
+/// The SDK's loader with our HTTP client and timeouts, for callers (tests, emulators) that
+/// set the endpoint, region or credentials themselves.
+pub fn loader() -> aws_config::ConfigLoader {
+    let http = aws_smithy_http_client::Builder::new()
+        .tls_provider(tls::Provider::Rustls(CryptoMode::Ring))
+        .build_https();
+    let timeouts = aws_config::timeout::TimeoutConfig::builder()
+        .connect_timeout(Duration::from_secs(3))
+        .operation_attempt_timeout(Duration::from_secs(20))
+        .build();
+    aws_config::defaults(BehaviorVersion::latest())
+        .http_client(http)
+        .timeout_config(timeouts)
+}
+
+/// The catalog and blob store of one deployment, on clients built from `config`.
+pub fn store(config: &SdkConfig, settings: &AwsSettings) -> (DynamoCatalog, S3Blobs) {
+    let dynamo = aws_sdk_dynamodb::Client::new(config);
+    let s3_config = aws_sdk_s3::config::Builder::from(config)
+        // Emulators serve buckets by path, not by host name.
+        .force_path_style(config.endpoint_url().is_some())
+        .build();
+    (
+        DynamoCatalog::new(dynamo, &settings.table),
+        S3Blobs::new(aws_sdk_s3::Client::from_conf(s3_config), &settings.bucket),
+    )
+}
+
+/// A failed AWS call as a message for logs and 503 bodies: the operation, the service's
+/// error code and message (they name resources, never secrets).
+fn describe_failure<E, R>(operation: &str, err: &aws_sdk_dynamodb::error::SdkError<E, R>) -> String
+where
+    E: std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    format!(
+        "{operation} failed: {}",
+        aws_sdk_dynamodb::error::DisplayErrorContext(err)
+    )
+}
