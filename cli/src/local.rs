@@ -11,7 +11,7 @@ use anyhow::{bail, Context};
 use hegemony_state::adapters::local;
 use hegemony_state::config::{Config, KeySetting};
 use hegemony_state::crypto::PlatformKey;
-use hegemony_state::service::{App, Limits, SystemClock};
+use hegemony_state::service::{App, SystemClock};
 
 /// Builds the app on the local store in `data_dir`.
 pub fn app(data_dir: &Path, key_file: Option<&Path>) -> anyhow::Result<App> {
@@ -19,9 +19,12 @@ pub fn app(data_dir: &Path, key_file: Option<&Path>) -> anyhow::Result<App> {
     if let Some(warning) = config.grace_warning() {
         tracing::warn!("{warning}");
     }
-    let limits = limits(&config);
+    let limits = config.limits();
     let key = match config.key {
         KeySetting::Platform(key) => key,
+        KeySetting::Kms { .. } => bail!(
+            "HEGEMONY_TF_STATE_KEY_BACKEND=kms:... needs the AWS store (--store aws); the local store seals with a platform key"
+        ),
         KeySetting::Unset => {
             let path = key_file.map_or_else(|| local::default_key_file(data_dir), Path::to_owned);
             key_from_file(&path, data_dir)?
@@ -45,14 +48,6 @@ pub fn app(data_dir: &Path, key_file: Option<&Path>) -> anyhow::Result<App> {
     })
 }
 
-fn limits(config: &Config) -> Limits {
-    Limits {
-        max_state_bytes: config.max_state_bytes,
-        keep_versions: config.keep_versions,
-        run_end_grace: time::Duration::seconds(config.run_end_grace_seconds as i64),
-    }
-}
-
 /// The app on the local store for the sweeper, which never opens content and so needs no key.
 pub fn sweeper_app(data_dir: &Path) -> anyhow::Result<App> {
     let config = Config::from_env(&|name| std::env::var(name).ok())?;
@@ -65,7 +60,7 @@ pub fn sweeper_app(data_dir: &Path) -> anyhow::Result<App> {
         blobs: Arc::new(blobs),
         keys: None,
         clock: Arc::new(SystemClock),
-        limits: limits(&config),
+        limits: config.limits(),
         run_url_template: config.run_url_template,
     })
 }

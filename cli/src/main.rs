@@ -8,6 +8,7 @@ mod import;
 mod local;
 mod server;
 mod states;
+mod store;
 mod table;
 mod token;
 
@@ -17,6 +18,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use hegemony_state::domain::permission::Role;
+use store::Store;
 
 #[derive(Parser)]
 #[command(
@@ -27,18 +29,6 @@ use hegemony_state::domain::permission::Role;
 struct Cli {
     #[command(subcommand)]
     command: Command,
-}
-
-/// The folder of the local store.
-#[derive(Args, Clone)]
-struct DataDir {
-    /// The data folder (SQLite catalog and blob files).
-    #[arg(
-        long,
-        env = "HEGEMONY_TF_STATE_DATA_DIR",
-        default_value = "./.hegemony"
-    )]
-    data_dir: PathBuf,
 }
 
 /// Where the API is and who calls it.
@@ -54,19 +44,24 @@ pub struct Api {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the state server on the local embedded store.
+    /// Run the state server: on the local embedded store, or (--store aws) as the container
+    /// front door of an AWS deployment, for states up to 128 MiB.
     Serve {
         /// Address to listen on.
         #[arg(long, default_value = "127.0.0.1:8080")]
         listen: SocketAddr,
         #[command(flatten)]
-        data: DataDir,
+        store: Store,
+        /// The most bytes of request bodies held at once; a save beyond it waits for none
+        /// and gets 503 with Retry-After. At least HEGEMONY_TF_STATE_MAX_BYTES.
+        #[arg(long, env = "HEGEMONY_MAX_BODY_BYTES_IN_FLIGHT", default_value_t = server::DEFAULT_BYTES_IN_FLIGHT)]
+        max_body_bytes_in_flight: u64,
         /// The platform key file, when HEGEMONY_TF_STATE_ENCRYPTION_KEY is not set.
         /// Default: beside the data folder (<data-dir>.key), created on first start.
         #[arg(long)]
         key_file: Option<PathBuf>,
     },
-    /// Manage tokens in the local store.
+    /// Manage tokens in the local or the AWS store.
     Token {
         #[command(subcommand)]
         command: TokenCommand,
@@ -80,10 +75,10 @@ enum Command {
     },
     /// Import state files, and folders of them, as new states.
     Import(import::Options),
-    /// Run one sweeper pass on the local store (the server runs one every minute).
+    /// Run one sweeper pass (the server runs one every minute; on AWS, a scheduled function).
     Sweep {
         #[command(flatten)]
-        data: DataDir,
+        store: Store,
     },
 }
 
@@ -104,20 +99,20 @@ enum TokenCommand {
         #[arg(long, conflicts_with_all = ["org", "user", "role"])]
         platform: bool,
         #[command(flatten)]
-        data: DataDir,
+        store: Store,
     },
     /// List tokens (never the tokens themselves: only their ids and owners).
     List {
         #[arg(long)]
         json: bool,
         #[command(flatten)]
-        data: DataDir,
+        store: Store,
     },
     /// Revoke a token by its id (from `token list`); it stops working at once.
     Revoke {
         id: String,
         #[command(flatten)]
-        data: DataDir,
+        store: Store,
     },
 }
 
@@ -145,23 +140,32 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Serve {
                 listen,
-                data,
+                store,
                 key_file,
-            } => server::serve(listen, &data.data_dir, key_file.as_deref()).await,
+                max_body_bytes_in_flight,
+            } => {
+                server::serve(
+                    listen,
+                    &store,
+                    key_file.as_deref(),
+                    max_body_bytes_in_flight,
+                )
+                .await
+            }
             Command::Token { command } => match command {
                 TokenCommand::Create {
                     org,
                     user,
                     role,
                     platform,
-                    data,
-                } => token::create(&data.data_dir, org, user, role, platform).await,
-                TokenCommand::List { json, data } => token::list(&data.data_dir, json).await,
-                TokenCommand::Revoke { id, data } => token::revoke(&data.data_dir, &id).await,
+                    store,
+                } => token::create(&store, org, user, role, platform).await,
+                TokenCommand::List { json, store } => token::list(&store, json).await,
+                TokenCommand::Revoke { id, store } => token::revoke(&store, &id).await,
             },
             Command::States { api, command } => states::run(&api, command).await,
             Command::Import(options) => import::run(options).await,
-            Command::Sweep { data } => server::sweep_once(&data.data_dir).await,
+            Command::Sweep { store } => server::sweep_once(&store).await,
         }
     });
     match result {

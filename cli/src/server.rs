@@ -1,4 +1,5 @@
-//! The local server: HTTP/1.1 on a TCP listener. Each request's body is read up to its
+//! The server (the local store's, or the AWS container front door): HTTP/1.1 on a TCP
+//! listener. Each request's body is read up to its
 //! route's limit (refused as soon as it passes it, with or without Content-Length), turned
 //! into the `lambda_http::Request` an API Gateway HTTP API (payload v2, `$default` stage)
 //! would deliver, path parameters included, and answered by the same handlers the Lambda
@@ -11,7 +12,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
+use anyhow::{bail, Context};
 use hegemony_state::http::{self, find_route, Route, RouteMatch};
 use hegemony_state::service::sweep::{self, SweepReport};
 use hegemony_state::service::{tokens, App};
@@ -27,25 +28,43 @@ use lambda_http::aws_lambda_events::query_map::QueryMap;
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, RequestExt};
 use tokio::net::TcpListener;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::store::{Store, StoreKind};
 
 /// How long an over-limit body is read and thrown away so the client sees the 413 instead of
 /// a reset connection.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The default cap on request bytes held at once: four of the largest states (128 MiB).
+pub const DEFAULT_BYTES_IN_FLIGHT: u64 = 512 * 1024 * 1024;
+
 pub async fn serve(
     listen: SocketAddr,
-    data_dir: &Path,
+    store: &Store,
     key_file: Option<&Path>,
+    bytes_in_flight: u64,
 ) -> anyhow::Result<()> {
-    let app = Arc::new(super::local::app(data_dir, key_file)?);
+    let app = Arc::new(store.app(key_file).await?);
+    if bytes_in_flight < app.limits.max_state_bytes {
+        bail!(
+            "HEGEMONY_MAX_BODY_BYTES_IN_FLIGHT={bytes_in_flight} is less than the largest state ({} bytes): no save of that size could ever be taken",
+            app.limits.max_state_bytes
+        );
+    }
+    let in_flight = Arc::new(Semaphore::new(bytes_in_flight as usize));
     let listener = TcpListener::bind(listen)
         .await
         .with_context(|| format!("cannot listen on {listen}"))?;
     let bound = listener.local_addr()?;
-    let first_token =
-        tokens::bootstrap(app.catalog.as_ref(), time::OffsetDateTime::now_utc()).await?;
-    if let Some(token) = first_token {
-        print_welcome(bound, &token);
+    // A new local store gets its first admin token here; an AWS deployment's first tokens
+    // come from `token create --store aws`, never from a server starting.
+    if store.kind == StoreKind::Local {
+        let first_token =
+            tokens::bootstrap(app.catalog.as_ref(), time::OffsetDateTime::now_utc()).await?;
+        if let Some(token) = first_token {
+            print_welcome(bound, &token);
+        }
     }
     tokio::spawn(sweep_every_minute(app.clone()));
     tracing::info!("listening on http://{bound}");
@@ -61,9 +80,9 @@ pub async fn serve(
                         continue;
                     }
                 };
-                let app = app.clone();
+                let (app, in_flight) = (app.clone(), in_flight.clone());
                 tokio::spawn(async move {
-                    let service = service_fn(move |req| answer(app.clone(), req));
+                    let service = service_fn(move |req| answer(app.clone(), in_flight.clone(), req));
                     if let Err(e) = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await {
                         tracing::debug!(error = %e, "connection ended with an error");
                     }
@@ -98,8 +117,8 @@ async fn sweep_every_minute(app: Arc<App>) {
 }
 
 /// `hegemony-state sweep`: one pass, reported.
-pub async fn sweep_once(data_dir: &Path) -> anyhow::Result<()> {
-    let app = super::local::sweeper_app(data_dir)?;
+pub async fn sweep_once(store: &Store) -> anyhow::Result<()> {
+    let app = store.sweeper_app().await?;
     let report = sweep::sweep(&app, app.clock.now()).await?;
     println!(
         "cleared {} dead locks of ended runs, dropped {} expired tokens, dropped {} versions, deleted {} unused blobs and {} never-committed blobs",
@@ -144,13 +163,14 @@ fn print_welcome(bound: SocketAddr, token: &str) {
 
 async fn answer(
     app: Arc<App>,
+    in_flight: Arc<Semaphore>,
     req: hyper::Request<Incoming>,
 ) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
     let started = Instant::now();
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
     let response = match find_route(method.as_str(), &path) {
-        RouteMatch::Found { route, params } => routed(&app, route, &params, req).await,
+        RouteMatch::Found { route, params } => routed(&app, &in_flight, route, &params, req).await,
         other => http::no_route(&other),
     };
     tracing::info!(
@@ -169,14 +189,17 @@ async fn answer(
 
 async fn routed(
     app: &App,
+    in_flight: &Arc<Semaphore>,
     route: &'static Route,
     params: &[(&'static str, &str)],
     req: hyper::Request<Incoming>,
 ) -> lambda_http::Response<Body> {
     let limit = route.body_limit(&app.limits);
     let (parts, incoming) = req.into_parts();
-    let body = match read_body(&parts.headers, incoming, limit).await {
-        Ok(body) => body,
+    // The permit for the body's bytes is held until the answer is ready.
+    let (body, _held) = match read_body(&parts.headers, incoming, limit, in_flight).await {
+        Ok(read) => read,
+        Err(BodyError::Busy) => return http::busy(route),
         Err(BodyError::TooLarge) => return http::too_large(route, limit),
         Err(BodyError::Broken(e)) => return http::unreadable_body(route, &e.to_string()),
     };
@@ -210,22 +233,47 @@ async fn routed(
 
 enum BodyError {
     TooLarge,
+    /// Taking the body would pass the cap on bytes in flight.
+    Busy,
     Broken(hyper::Error),
 }
 
 /// Reads the body into one buffer sized from Content-Length (so a large state is never
 /// copied by regrowth), refusing it as soon as it passes `limit`. An over-limit body is
-/// drained, unbuffered and for a bounded time, so the client reads the 413.
+/// drained, unbuffered and for a bounded time, so the client reads the 413. The body's bytes
+/// are counted against `in_flight` as they arrive (all at once when declared), and a body
+/// that would pass the cap is refused at once rather than queued.
 async fn read_body(
     headers: &hyper::HeaderMap,
     mut incoming: Incoming,
     limit: u64,
-) -> Result<Vec<u8>, BodyError> {
+    in_flight: &Arc<Semaphore>,
+) -> Result<(Vec<u8>, Option<OwnedSemaphorePermit>), BodyError> {
     let declared = headers
         .get(hyper::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     let mut too_large = declared.is_some_and(|n| n > limit);
+    let mut held: Option<OwnedSemaphorePermit> = None;
+    let take = |bytes: u64, held: &mut Option<OwnedSemaphorePermit>| {
+        if bytes == 0 {
+            return Ok(());
+        }
+        let permit = u32::try_from(bytes)
+            .ok()
+            .and_then(|n| in_flight.clone().try_acquire_many_owned(n).ok())
+            .ok_or(BodyError::Busy)?;
+        match held {
+            Some(h) => h.merge(permit),
+            None => *held = Some(permit),
+        }
+        Ok(())
+    };
+    let mut counted = 0u64;
+    if let Some(n) = declared.filter(|_| !too_large) {
+        take(n, &mut held)?;
+        counted = n;
+    }
     let mut buf = Vec::with_capacity(if too_large {
         0
     } else {
@@ -246,12 +294,17 @@ async fn read_body(
         if (buf.len() + data.len()) as u64 > limit {
             too_large = true;
             buf = Vec::new();
+            held = None;
             continue;
         }
         buf.extend_from_slice(&data);
+        if buf.len() as u64 > counted {
+            take(buf.len() as u64 - counted, &mut held)?;
+            counted = buf.len() as u64;
+        }
     }
     if too_large {
         return Err(BodyError::TooLarge);
     }
-    Ok(buf)
+    Ok((buf, held))
 }

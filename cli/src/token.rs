@@ -1,38 +1,32 @@
-//! `hegemony-state token create | list | revoke` on the local store. A running server sees
+//! `hegemony-state token create | list | revoke` on the local or the AWS store. A running server sees
 //! a change at once: tokens are looked up on every request.
 
-use std::path::Path;
-
-use hegemony_state::adapters::local::{SqliteCatalog, CATALOG_FILE};
 use hegemony_state::domain::permission::Role;
 use hegemony_state::domain::Actor;
 use hegemony_state::ports::TokenKind;
 use hegemony_state::service::tokens::{self, NewToken};
 
-fn catalog(data_dir: &Path) -> anyhow::Result<SqliteCatalog> {
-    std::fs::create_dir_all(data_dir)?;
-    SqliteCatalog::open(&data_dir.join(CATALOG_FILE)).map_err(anyhow::Error::msg)
-}
+use crate::store::Store;
 
 fn now() -> time::OffsetDateTime {
     time::OffsetDateTime::now_utc()
 }
 
 pub async fn create(
-    data_dir: &Path,
+    store: &Store,
     org: Option<String>,
     user: Option<String>,
     role: Option<Role>,
     platform: bool,
 ) -> anyhow::Result<()> {
-    let catalog = catalog(data_dir)?;
+    let catalog = store.catalog().await?;
     let new = match (platform, org.as_deref(), user.as_deref(), role) {
         (true, ..) => NewToken::Platform,
         (false, Some(org), Some(user), Some(role)) => NewToken::Personal { org, user, role },
         // clap requires all three without --platform.
         _ => anyhow::bail!("give --org, --user and --role, or --platform"),
     };
-    let (token, record) = tokens::create(&catalog, new, &Actor::Cli, now()).await?;
+    let (token, record) = tokens::create(catalog.as_ref(), new, &Actor::Cli, now()).await?;
     if platform {
         eprintln!(
             "Created platform token {}. It is shown only once:",
@@ -51,8 +45,8 @@ pub async fn create(
     Ok(())
 }
 
-pub async fn list(data_dir: &Path, json: bool) -> anyhow::Result<()> {
-    let records = tokens::list(&catalog(data_dir)?).await?;
+pub async fn list(store: &Store, json: bool) -> anyhow::Result<()> {
+    let records = tokens::list(store.catalog().await?.as_ref()).await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&records.iter().map(|t| serde_json::json!({
             "id": t.id, "kind": t.kind, "org": t.org, "user": t.user, "role": t.role,
@@ -86,8 +80,8 @@ pub async fn list(data_dir: &Path, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub async fn revoke(data_dir: &Path, id: &str) -> anyhow::Result<()> {
-    let record = tokens::revoke(&catalog(data_dir)?, id, &Actor::Cli, now()).await?;
+pub async fn revoke(store: &Store, id: &str) -> anyhow::Result<()> {
+    let record = tokens::revoke(store.catalog().await?.as_ref(), id, &Actor::Cli, now()).await?;
     eprintln!(
         "Token {} ({} in org {}) is revoked.",
         record.id, record.user, record.org

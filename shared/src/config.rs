@@ -18,8 +18,47 @@ pub const SAFE_RUN_END_GRACE_SECONDS: u64 = 480;
 pub enum KeySetting {
     /// `HEGEMONY_TF_STATE_ENCRYPTION_KEY`, the platform key.
     Platform(PlatformKey),
+    /// `HEGEMONY_TF_STATE_KEY_BACKEND=kms:<key>`. A platform key configured as well still
+    /// opens the versions it wrapped before the move to KMS; it wraps nothing new.
+    Kms {
+        key: KeyTemplate,
+        platform: Option<PlatformKey>,
+    },
     /// Neither a key backend nor a platform key is configured.
     Unset,
+}
+
+/// The configured KMS key: an id, an ARN or an alias, where `{org}` stands for the org's
+/// slug (one key per organization, e.g. `alias/hegemony-{org}`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyTemplate(String);
+
+impl KeyTemplate {
+    /// Parses the part after `kms:`.
+    ///
+    /// # Errors
+    /// An empty key, or `{org}` anywhere but in an alias or alias ARN.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err("kms: needs a key id, ARN or alias, e.g. kms:alias/hegemony-state".into());
+        }
+        if text.contains("{org}") && !text.contains("alias/") {
+            return Err(format!(
+                "{text:?}: {{org}} selects a key per organization by alias only (alias/...-{{org}})"
+            ));
+        }
+        Ok(Self(text.to_owned()))
+    }
+
+    /// The key to ask KMS for when sealing a version of `org`'s state.
+    pub fn for_org(&self, org: &str) -> String {
+        self.0.replace("{org}", org)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
 }
 
 /// The settings read from the environment.
@@ -33,6 +72,10 @@ pub struct Config {
     /// `HEGEMONY_RUN_URL_TEMPLATE`: a run's link, `{run}` replaced by its id.
     pub run_url_template: Option<String>,
     pub key: KeySetting,
+    /// `HEGEMONY_TF_STATE_TABLE`: the DynamoDB table of the AWS store.
+    pub table: Option<String>,
+    /// `HEGEMONY_TF_STATE_BUCKET`: the S3 bucket of the AWS store.
+    pub bucket: Option<String>,
 }
 
 /// A setting that does not parse, with the variable's name and what it allows.
@@ -92,32 +135,40 @@ impl Config {
             DEFAULT_RUN_END_GRACE_SECONDS,
             0..=86_400,
         )?;
+        let platform = match env("HEGEMONY_TF_STATE_ENCRYPTION_KEY")
+            .filter(|v| !v.trim().is_empty())
+        {
+            Some(text) => Some(
+                PlatformKey::from_base64(&text).map_err(|message| ConfigError {
+                    variable: "HEGEMONY_TF_STATE_ENCRYPTION_KEY",
+                    message,
+                })?,
+            ),
+            None => None,
+        };
         let backend = env("HEGEMONY_TF_STATE_KEY_BACKEND").filter(|v| !v.trim().is_empty());
-        match backend.as_deref().map(str::trim) {
-            None | Some("none") => {}
-            Some(other) if other.starts_with("kms:") => {
-                return Err(ConfigError {
+        let key = match backend.as_deref().map(str::trim) {
+            None | Some("none") => platform.map_or(KeySetting::Unset, KeySetting::Platform),
+            Some(other) if other.starts_with("kms:") => KeySetting::Kms {
+                key: KeyTemplate::parse(&other["kms:".len()..]).map_err(|message| ConfigError {
                     variable: "HEGEMONY_TF_STATE_KEY_BACKEND",
-                    message: "kms:<key> needs the AWS store, which this build does not include yet; use none (the platform key)".into(),
-                })
-            }
+                    message,
+                })?,
+                platform,
+            },
             Some(other) => {
                 return Err(ConfigError {
                     variable: "HEGEMONY_TF_STATE_KEY_BACKEND",
-                    message: format!("{other:?} is not allowed: use kms:<key id | arn | alias> or none"),
+                    message: format!(
+                        "{other:?} is not allowed: use kms:<key id | arn | alias> or none"
+                    ),
                 })
             }
-        }
-        let key = match env("HEGEMONY_TF_STATE_ENCRYPTION_KEY").filter(|v| !v.trim().is_empty()) {
-            Some(text) => {
-                KeySetting::Platform(PlatformKey::from_base64(&text).map_err(|message| {
-                    ConfigError {
-                        variable: "HEGEMONY_TF_STATE_ENCRYPTION_KEY",
-                        message,
-                    }
-                })?)
-            }
-            None => KeySetting::Unset,
+        };
+        let name = |variable| {
+            env(variable)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
         };
         let run_url_template = env("HEGEMONY_RUN_URL_TEMPLATE").filter(|v| !v.trim().is_empty());
         if let Some(template) = &run_url_template {
@@ -134,7 +185,19 @@ impl Config {
             run_end_grace_seconds,
             run_url_template,
             key,
+            table: name("HEGEMONY_TF_STATE_TABLE"),
+            bucket: name("HEGEMONY_TF_STATE_BUCKET"),
         })
+    }
+
+    /// The limits requests are checked against (on Lambda, clamped further by the caller).
+    pub fn limits(&self) -> crate::service::Limits {
+        crate::service::Limits {
+            max_state_bytes: self.max_state_bytes,
+            keep_versions: self.keep_versions,
+            run_end_grace: time::Duration::seconds(self.run_end_grace_seconds as i64),
+            lambda_ceiling: None,
+        }
     }
 
     /// The warning to give at start for a grace shorter than the rule allows, if any.
@@ -187,6 +250,40 @@ mod tests {
             .starts_with("HEGEMONY_TF_STATE_ENCRYPTION_KEY: "));
         let key = PlatformKey::generate().to_base64();
         let c = config(&[("HEGEMONY_TF_STATE_ENCRYPTION_KEY", &key)]).unwrap();
+        assert!(matches!(c.key, KeySetting::Platform(_)));
+    }
+
+    #[test]
+    fn kms_takes_a_key_and_keeps_a_platform_key_for_old_versions() {
+        let key = PlatformKey::generate().to_base64();
+        let c = config(&[
+            ("HEGEMONY_TF_STATE_KEY_BACKEND", "kms:alias/hs-{org}"),
+            ("HEGEMONY_TF_STATE_ENCRYPTION_KEY", &key),
+        ])
+        .unwrap();
+        match c.key {
+            KeySetting::Kms { key, platform } => {
+                assert_eq!(key.for_org("acme"), "alias/hs-acme");
+                assert!(platform.is_some());
+            }
+            other => panic!("{other:?}"),
+        }
+        let err = config(&[("HEGEMONY_TF_STATE_KEY_BACKEND", "kms:")]).unwrap_err();
+        assert_eq!(err.variable, "HEGEMONY_TF_STATE_KEY_BACKEND");
+        let err = config(&[("HEGEMONY_TF_STATE_KEY_BACKEND", "kms:1234-{org}")]).unwrap_err();
+        assert!(err.message.contains("alias"), "{err}");
+        let err = config(&[("HEGEMONY_TF_STATE_KEY_BACKEND", "vault:x")]).unwrap_err();
+        assert!(err.message.contains("kms:<key id | arn | alias>"), "{err}");
+    }
+
+    #[test]
+    fn none_forces_the_platform_key() {
+        let key = PlatformKey::generate().to_base64();
+        let c = config(&[
+            ("HEGEMONY_TF_STATE_KEY_BACKEND", "none"),
+            ("HEGEMONY_TF_STATE_ENCRYPTION_KEY", &key),
+        ])
+        .unwrap();
         assert!(matches!(c.key, KeySetting::Platform(_)));
     }
 

@@ -136,12 +136,25 @@ impl ErrorCode {
 }
 
 /// An error on its way to becoming a response.
+fn too_large_message(limit: u64, lambda_ceiling: Option<u64>) -> String {
+    match lambda_ceiling {
+        None => format!("the request body is larger than the limit of {limit} bytes"),
+        Some(ceiling) => format!(
+            "the request body is larger than the limit of {limit} bytes on Lambda, where a request travels inside an API Gateway event of at most {ceiling} bytes with its body escaped; route /api/tf-states to the container front door (hegemony-state serve --store aws) to save states up to 128 MiB"
+        ),
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum HttpError {
     #[error(transparent)]
     Service(#[from] Error),
-    #[error("the request body is larger than the limit of {limit} bytes")]
-    TooLarge { limit: u64 },
+    #[error("{}", too_large_message(*limit, *lambda_ceiling))]
+    TooLarge {
+        limit: u64,
+        /// Set on Lambda for state bodies: the payload ceiling behind the limit.
+        lambda_ceiling: Option<u64>,
+    },
     #[error("{0}")]
     InvalidRequest(String),
     #[error(

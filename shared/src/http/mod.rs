@@ -6,6 +6,7 @@
 mod admin;
 mod credentials;
 mod error;
+pub mod lambda;
 mod list;
 mod lock;
 mod manage;
@@ -42,7 +43,25 @@ pub fn no_route(matched: &RouteMatch<'_>) -> Response<Body> {
 
 /// 413 for a body refused as it arrived (the local server reads bodies before handling).
 pub fn too_large(route: &Route, limit: u64) -> Response<Body> {
-    error_response(&HttpError::TooLarge { limit }, &LogContext::new(route))
+    error_response(
+        &HttpError::TooLarge {
+            limit,
+            lambda_ceiling: None,
+        },
+        &LogContext::new(route),
+    )
+}
+
+/// 503 with Retry-After for a body refused because the server already holds as many
+/// request bytes as it allows (the container's cap on saves in flight).
+pub fn busy(route: &Route) -> Response<Body> {
+    error_response(
+        &HttpError::Service(crate::service::Error::Unavailable(
+            "the server is holding as many request bytes as it allows at once; retry shortly"
+                .into(),
+        )),
+        &LogContext::new(route),
+    )
 }
 
 /// 400 for a body that could not be read (a broken chunked encoding, a dropped connection).
@@ -61,7 +80,11 @@ async fn dispatch(
 ) -> Result<Response<Body>, HttpError> {
     let limit = route.body_limit(&app.limits);
     if req.body().len() as u64 > limit {
-        return Err(HttpError::TooLarge { limit });
+        let carries_a_state = matches!(route.handler, Handler::StateWrite | Handler::Import);
+        return Err(HttpError::TooLarge {
+            limit,
+            lambda_ceiling: app.limits.lambda_ceiling.filter(|_| carries_a_state),
+        });
     }
     if !route.needs_credentials() {
         return Ok(openapi::response());

@@ -50,6 +50,9 @@ pub struct Limits {
     pub keep_versions: u64,
     /// `HEGEMONY_TF_STATE_RUN_END_GRACE_SECONDS`: how long a step's lock outlives its run.
     pub run_end_grace: time::Duration,
+    /// On Lambda, the payload ceiling a request must fit in (`max_state_bytes` is clamped
+    /// under it), so a refusal can name it and the front door for larger states.
+    pub lambda_ceiling: Option<u64>,
 }
 
 /// Everything a handler needs: built once at start, borrowed by every request.

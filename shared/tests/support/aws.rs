@@ -11,9 +11,8 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use aws_config::SdkConfig;
-use hegemony_state::adapters::aws::{
-    self, AwsSettings, DynamoCatalog, KeyTemplate, KmsKeys, S3Blobs,
-};
+use hegemony_state::adapters::aws::{self, AwsSettings, DynamoCatalog, KmsKeys, S3Blobs};
+use hegemony_state::config::KeyTemplate;
 
 /// The moto server of this test process: its endpoint, and the pipe whose closing (when
 /// the process exits, however it exits) stops it.

@@ -12,41 +12,9 @@ use aws_sdk_kms::Client;
 use zeroize::Zeroizing;
 
 use super::describe_failure;
+use crate::config::KeyTemplate;
 use crate::crypto::PlatformKey;
 use crate::ports::{DataKey, KeyContext, KeyError, KeyService};
-
-/// The configured KMS key: an id, an ARN or an alias, where `{org}` stands for the org's
-/// slug (one key per organization, e.g. `alias/hegemony-{org}`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KeyTemplate(String);
-
-impl KeyTemplate {
-    /// Parses the part after `kms:`.
-    ///
-    /// # Errors
-    /// An empty key, or `{org}` anywhere but in an alias or alias ARN.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let text = text.trim();
-        if text.is_empty() {
-            return Err("kms: needs a key id, ARN or alias, e.g. kms:alias/hegemony-state".into());
-        }
-        if text.contains("{org}") && !text.contains("alias/") {
-            return Err(format!(
-                "{text:?}: {{org}} selects a key per organization by alias only (alias/...-{{org}})"
-            ));
-        }
-        Ok(Self(text.to_owned()))
-    }
-
-    /// The key to ask KMS for when sealing a version of `org`'s state.
-    pub fn for_org(&self, org: &str) -> String {
-        self.0.replace("{org}", org)
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
 
 /// Data keys wrapped by KMS; a platform key, when one is also configured, still opens the
 /// versions it wrapped before the move to KMS.
@@ -152,20 +120,5 @@ impl KeyService for KmsKeys {
                 key_id: key_id.to_owned(),
             })?;
         Ok(Zeroizing::new(key))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn org_selects_a_key_by_alias_only() {
-        let t = KeyTemplate::parse("alias/hegemony-{org}").unwrap();
-        assert_eq!(t.for_org("acme"), "alias/hegemony-acme");
-        assert!(KeyTemplate::parse("1234abcd-{org}").is_err());
-        assert!(KeyTemplate::parse("  ").is_err());
-        let arn = "arn:aws:kms:eu-west-1:111122223333:key/1234abcd";
-        assert_eq!(KeyTemplate::parse(arn).unwrap().for_org("acme"), arn);
     }
 }

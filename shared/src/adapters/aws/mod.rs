@@ -6,6 +6,7 @@
 mod access;
 mod blobs;
 mod catalog;
+pub mod deployment;
 mod items;
 mod keys;
 pub mod schema;
@@ -18,7 +19,7 @@ use aws_smithy_http_client::tls::{self, rustls_provider::CryptoMode};
 
 pub use blobs::S3Blobs;
 pub use catalog::DynamoCatalog;
-pub use keys::{KeyTemplate, KmsKeys};
+pub use keys::KmsKeys;
 
 /// Where the AWS store lives: `HEGEMONY_TF_STATE_TABLE` and `HEGEMONY_TF_STATE_BUCKET`.
 #[derive(Debug, Clone, PartialEq, Eq)]

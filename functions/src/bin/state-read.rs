@@ -1,0 +1,6 @@
+//! The `state-read` function: reads a state (GET .../state). Wiring only.
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    hegemony_state_functions::serve("state-read").await
+}

@@ -1,0 +1,85 @@
+//! What every Lambda function shares: JSON logs, the app on the AWS store built once at start
+//! (clients included), and the loop that hands each event to the handlers. Each binary in
+//! `src/bin/` names its route group of the route table and calls [`serve`], or is the
+//! sweeper and calls [`sweep`]; nothing else happens in a function.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use hegemony_state::adapters::aws::{self, deployment};
+use hegemony_state::config::Config;
+use hegemony_state::http::lambda;
+use hegemony_state::service::{sweep as sweeper, App};
+use lambda_http::{service_fn, Error, LambdaEvent, Request};
+
+/// JSON logs on stderr (CloudWatch keeps them), level from `RUST_LOG`, info by default.
+fn init_logging() {
+    tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_current_span(false)
+        .without_time()
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+/// The app on the AWS store, or the first bad setting (the function then fails to start,
+/// and its log says which variable and why).
+async fn start(door: deployment::FrontDoor) -> Result<App, Error> {
+    let config = Config::from_env(&|name| std::env::var(name).ok())?;
+    if let Some(warning) = config.grace_warning() {
+        tracing::warn!("{warning}");
+    }
+    Ok(deployment::app(config, &aws::sdk_config().await, door)?)
+}
+
+/// Serves `function`'s routes until the runtime stops the process.
+pub async fn serve(function: &'static str) -> Result<(), Error> {
+    init_logging();
+    let app = Arc::new(start(deployment::FrontDoor::Lambda).await?);
+    if app.keys.is_none() {
+        tracing::warn!(
+            function,
+            "no key configured: state routes answer 503 until one is"
+        );
+    }
+    tracing::info!(
+        function,
+        max_state_bytes = app.limits.max_state_bytes,
+        "ready"
+    );
+    lambda_http::run(service_fn(move |req: Request| {
+        let app = app.clone();
+        async move { Ok::<_, Infallible>(lambda::answer(&app, function, req).await) }
+    }))
+    .await
+}
+
+/// The scheduled sweeper: one bounded pass per event, its report logged. A failed pass is
+/// an error Lambda records; the next minute's event tries again.
+pub async fn sweep() -> Result<(), Error> {
+    init_logging();
+    let mut app = start(deployment::FrontDoor::Lambda).await?;
+    // The sweeper never opens content.
+    app.keys = None;
+    let app = Arc::new(app);
+    tracing::info!(function = "sweeper", "ready");
+    lambda_http::lambda_runtime::run(service_fn(move |_: LambdaEvent<serde_json::Value>| {
+        let app = app.clone();
+        async move {
+            let report = sweeper::sweep(&app, app.clock.now()).await?;
+            tracing::info!(?report, "swept");
+            Ok::<_, Error>(serde_json::json!({
+                "locks_cleared": report.locks_cleared,
+                "tokens_dropped": report.tokens_dropped,
+                "versions_dropped": report.versions_dropped,
+                "blobs_deleted": report.blobs_deleted,
+                "uncommitted_blobs_deleted": report.uncommitted_blobs_deleted,
+            }))
+        }
+    }))
+    .await
+}

@@ -1,0 +1,171 @@
+//! Serving from a Lambda function behind API Gateway's HTTP API (payload v2, `$default`
+//! stage). A request reaches the function inside a JSON event of at most 6 MB with its body
+//! escaped, and a response leaves the same way (gzip and base64 count), so the largest state
+//! a function accepts is clamped under that ceiling: the function then refuses a larger one
+//! itself, with a 413 that names the ceiling and the container front door.
+
+use std::collections::HashMap;
+
+use lambda_http::{Body, Request, RequestExt, Response};
+
+use super::routes::{find_route, RouteMatch};
+use crate::service::{App, Limits};
+
+/// Lambda's limit on a synchronous invocation's request and response payloads.
+pub const PAYLOAD_CEILING: u64 = 6_291_456;
+
+/// The largest state a function accepts. Measured (`docs/performance.md`): a Terraform state
+/// of this size fits the ceiling as long as JSON escaping grows it by less than 49%, which
+/// real states stay well under (typically 5-20%), with room for the event's headers.
+pub const MAX_STATE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The limits on Lambda: `HEGEMONY_TF_STATE_MAX_BYTES` clamped under the ceiling.
+pub fn clamp(limits: Limits) -> Limits {
+    Limits {
+        max_state_bytes: limits.max_state_bytes.min(MAX_STATE_BYTES),
+        lambda_ceiling: Some(PAYLOAD_CEILING),
+        ..limits
+    }
+}
+
+/// Answers a request for one of `function`'s routes. The route and its parameters come
+/// from the route table, the same match the local server makes, not from the event's
+/// route key; a route of another function means a deployment that routes it wrongly, and is
+/// logged as such.
+pub async fn answer(app: &App, function: &str, req: Request) -> Response<Body> {
+    let path = req.uri().path().to_owned();
+    let method = req.method().as_str().to_owned();
+    match find_route(&method, &path) {
+        RouteMatch::Found { route, params } if route.function == function && !route.local_only => {
+            let params: HashMap<String, String> = params
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect();
+            super::handle(app, route, req.with_path_parameters(params)).await
+        }
+        RouteMatch::Found { route, .. } => {
+            tracing::error!(
+                %method,
+                path,
+                function,
+                serves = route.function,
+                "the API routes this request to the wrong function: check the deployment's routes"
+            );
+            super::no_route(&RouteMatch::NotFound)
+        }
+        other => super::no_route(&other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequest;
+
+    /// A Terraform-like state of about `size` bytes: pretty-printed, many short attributes,
+    /// some holding escaped JSON (policies), as real provider states do.
+    pub(crate) fn terraform_like_state(size: usize) -> String {
+        let mut out = String::from("{\n  \"version\": 4,\n  \"terraform_version\": \"1.11.4\",\n  \"serial\": 7,\n  \"lineage\": \"3f0c2a8e-2b7d-4f1e-9d55-0a6a1c2b9e11\",\n  \"outputs\": {},\n  \"resources\": [\n");
+        let mut i = 0;
+        while out.len() < size {
+            out.push_str(&format!(
+                "    {{\n      \"mode\": \"managed\",\n      \"type\": \"aws_iam_role\",\n      \"name\": \"r{i}\",\n      \"provider\": \"provider[\\\"registry.terraform.io/hashicorp/aws\\\"]\",\n      \"instances\": [\n        {{\n          \"schema_version\": 0,\n          \"attributes\": {{\n            \"arn\": \"arn:aws:iam::111122223333:role/r{i}\",\n            \"assume_role_policy\": \"{{\\\"Version\\\":\\\"2012-10-17\\\",\\\"Statement\\\":[{{\\\"Effect\\\":\\\"Allow\\\",\\\"Principal\\\":{{\\\"Service\\\":\\\"lambda.amazonaws.com\\\"}},\\\"Action\\\":\\\"sts:AssumeRole\\\"}}]}}\",\n            \"id\": \"r{i}\",\n            \"tags\": {{}}\n          }},\n          \"sensitive_attributes\": []\n        }}\n      ]\n    }},\n"
+            ));
+            i += 1;
+        }
+        out.push_str("    {}\n  ]\n}\n");
+        out
+    }
+
+    /// The event API Gateway sends for Terraform's POST of `body`.
+    fn event_size(body: &str) -> u64 {
+        let event = serde_json::json!({
+            "version": "2.0",
+            "routeKey": "POST /api/tf-states/{name}/state",
+            "rawPath": "/api/tf-states/production-network/state",
+            "rawQueryString": "ID=0d6f3bb5-3d8d-1f0c-6c1a-5a4a9c7e8b21",
+            "headers": {
+                "accept-encoding": "gzip",
+                "authorization": format!("Basic {}", "x".repeat(90)),
+                "content-length": body.len().to_string(),
+                "content-md5": "1B2M2Y8AsgTpgAmY7PhCfg==",
+                "content-type": "application/json",
+                "host": "abcdef1234.execute-api.eu-west-1.amazonaws.com",
+                "user-agent": "Go-http-client/1.1",
+                "x-amzn-trace-id": "Root=1-67891233-abcdef012345678912345678",
+                "x-forwarded-for": "203.0.113.10",
+                "x-forwarded-port": "443",
+                "x-forwarded-proto": "https"
+            },
+            "queryStringParameters": {"ID": "0d6f3bb5-3d8d-1f0c-6c1a-5a4a9c7e8b21"},
+            "pathParameters": {"name": "production-network"},
+            "requestContext": {
+                "accountId": "111122223333", "apiId": "abcdef1234",
+                "domainName": "abcdef1234.execute-api.eu-west-1.amazonaws.com",
+                "domainPrefix": "abcdef1234",
+                "http": {"method": "POST", "path": "/api/tf-states/production-network/state",
+                         "protocol": "HTTP/1.1", "sourceIp": "203.0.113.10", "userAgent": "Go-http-client/1.1"},
+                "requestId": "JKJaXmPLvHcESHA=", "routeKey": "POST /api/tf-states/{name}/state",
+                "stage": "$default", "time": "30/Nov/2026:04:27:22 +0000", "timeEpoch": 1796013242000u64
+            },
+            "body": body,
+            "isBase64Encoded": false
+        });
+        let text = serde_json::to_string(&event).unwrap();
+        // The event is what the runtime would hand lambda_http.
+        let _: ApiGatewayV2httpRequest = serde_json::from_str(&text).unwrap();
+        text.len() as u64
+    }
+
+    /// The largest state of `make(size)`'s shape whose event fits the ceiling.
+    fn largest_fitting(make: impl Fn(usize) -> String) -> usize {
+        let (mut fits, mut over) = (0usize, PAYLOAD_CEILING as usize);
+        while over - fits > 1 {
+            let mid = (fits + over) / 2;
+            let body = make(mid);
+            let body = &body[..mid.min(body.len())];
+            if event_size(body) <= PAYLOAD_CEILING {
+                fits = mid;
+            } else {
+                over = mid;
+            }
+        }
+        fits
+    }
+
+    #[test]
+    fn the_clamped_limit_fits_the_ceiling_with_room_for_escaping() {
+        let state = terraform_like_state(MAX_STATE_BYTES as usize);
+        let state = &state[..MAX_STATE_BYTES as usize];
+        let escaped = serde_json::to_string(state).unwrap().len() as f64;
+        let growth = escaped / state.len() as f64;
+        assert!(event_size(state) <= PAYLOAD_CEILING, "growth {growth:.3}");
+        let largest = largest_fitting(terraform_like_state);
+        println!(
+            "a Terraform-like state grows {:.1}% when escaped; the largest that fits: {largest} bytes",
+            (growth - 1.0) * 100.0
+        );
+        assert!(largest as u64 > MAX_STATE_BYTES);
+        // A body of nothing but quotes doubles: the worst that still fits at the limit is
+        // what the clamp's margin is for.
+        let headroom = (PAYLOAD_CEILING - event_size("")) as f64 / MAX_STATE_BYTES as f64;
+        assert!(headroom > 1.45, "{headroom}");
+    }
+
+    #[test]
+    fn clamping_keeps_a_smaller_setting_and_names_the_ceiling() {
+        let limits = Limits {
+            max_state_bytes: 32 << 20,
+            keep_versions: 5,
+            run_end_grace: time::Duration::seconds(600),
+            lambda_ceiling: None,
+        };
+        assert_eq!(clamp(limits).max_state_bytes, MAX_STATE_BYTES);
+        assert_eq!(clamp(limits).lambda_ceiling, Some(PAYLOAD_CEILING));
+        let small = Limits {
+            max_state_bytes: 1 << 20,
+            ..limits
+        };
+        assert_eq!(clamp(small).max_state_bytes, 1 << 20);
+    }
+}
