@@ -15,7 +15,7 @@ tools:
 
 ## The server binary the black-box tests start.
 build:
-	$(CARGO) build -p hegemony-state-cli
+	$(CARGO) build -p hegemony-state-cli -p hegemony-state-functions
 
 ## Formatting and lints, warnings as errors.
 lint:

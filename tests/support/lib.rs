@@ -8,6 +8,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+pub mod aws;
+pub mod gateway;
+
 pub use reqwest::blocking::{Client, Response};
 pub use reqwest::{Method, StatusCode};
 
@@ -35,6 +38,17 @@ pub fn bin() -> PathBuf {
         path.display()
     );
     path
+}
+
+/// Where a test sends requests: the server, or API Gateway in front of the functions.
+pub trait Endpoint {
+    fn url(&self, path: &str) -> String;
+}
+
+impl Endpoint for Server {
+    fn url(&self, path: &str) -> String {
+        Server::url(self, path)
+    }
 }
 
 /// A running server on its own data folder; killed when dropped.
@@ -163,6 +177,7 @@ impl Server {
             .args(args)
             .arg("--data-dir")
             .arg(self.data_dir())
+            .envs(self.env.iter().cloned())
             .output()
             .unwrap();
         assert!(
@@ -313,7 +328,7 @@ impl TfRun {
 
 impl Tf {
     /// A folder whose configuration uses the http backend for `state` on `server`.
-    pub fn new(version: TfVersion, server: &Server, state: &str, token: &str) -> Tf {
+    pub fn new(version: TfVersion, server: &impl Endpoint, state: &str, token: &str) -> Tf {
         let tf = Tf::local(version, token);
         tf.write_backend_config(server, state);
         tf.write_config(true);
@@ -347,7 +362,7 @@ impl Tf {
         .unwrap();
     }
 
-    pub fn write_backend_config(&self, server: &Server, state: &str) {
+    pub fn write_backend_config(&self, server: &impl Endpoint, state: &str) {
         let base = server.url(&format!("/api/tf-states/{state}"));
         std::fs::write(
             self.dir.path().join("backend.hcl"),
