@@ -1,0 +1,269 @@
+//! The SAM template held to the code: cfn-lint passes; its routes and functions are exactly
+//! the route table's; each function's IAM grants exactly what its routes need (a read
+//! function cannot write objects or make data keys; only the functions that open content
+//! may decrypt); the table has the keys and indexes the adapter uses.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Command;
+
+use hegemony_state::adapters::aws::schema;
+use hegemony_state::http::{Handler, ROUTES};
+use hegemony_state_blackbox::repo_root;
+
+fn template_path() -> std::path::PathBuf {
+    repo_root().join("infra/template.yaml")
+}
+
+/// The template as JSON, decoded by cfn-lint's own loader (it reads the short-form tags).
+fn template() -> serde_json::Value {
+    let out = Command::new(repo_root().join(".tools/bin/python"))
+        .args([
+            "-c",
+            "import json,sys; from cfnlint.decode import decode; t, m = decode(sys.argv[1]); assert not m, m; print(json.dumps(t))",
+        ])
+        .arg(template_path())
+        .output()
+        .expect("run the tools' python (make tools installs cfn-lint)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn cfn_lint_passes() {
+    let out = Command::new(repo_root().join(".tools/bin/cfn-lint"))
+        .arg(template_path())
+        .output()
+        .expect("run cfn-lint (make tools installs it)");
+    assert!(
+        out.status.success(),
+        "cfn-lint:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The functions of the template: (function name from its zip, properties).
+fn functions(template: &serde_json::Value) -> BTreeMap<String, serde_json::Value> {
+    template["Resources"]
+        .as_object()
+        .unwrap()
+        .values()
+        .filter(|r| r["Type"] == "AWS::Serverless::Function")
+        .map(|r| {
+            let key = r["Properties"]["CodeUri"]["Key"]["Fn::Sub"]
+                .as_str()
+                .unwrap();
+            let name = key
+                .strip_prefix("${ArtifactPrefix}/${Architecture}/")
+                .and_then(|k| k.strip_suffix(".zip"))
+                .unwrap_or_else(|| panic!("a function's zip is <prefix>/<arch>/<name>.zip: {key}"));
+            (name.to_owned(), r["Properties"].clone())
+        })
+        .collect()
+}
+
+#[test]
+fn routes_and_functions_are_the_route_tables() {
+    let template = template();
+    let functions = functions(&template);
+    let mut routed = BTreeSet::new();
+    for (name, properties) in &functions {
+        for event in properties["Events"].as_object().unwrap().values() {
+            match event["Type"].as_str().unwrap() {
+                "HttpApi" => {
+                    let p = &event["Properties"];
+                    routed.insert((
+                        p["Method"].as_str().unwrap().to_owned(),
+                        p["Path"].as_str().unwrap().to_owned(),
+                        name.clone(),
+                    ));
+                }
+                "Schedule" => {
+                    assert_eq!(name, "sweeper");
+                    assert_eq!(event["Properties"]["Schedule"], "rate(1 minute)");
+                }
+                other => panic!("unexpected event type {other}"),
+            }
+        }
+        assert_eq!(
+            properties["Handler"],
+            serde_json::Value::Null,
+            "Globals set bootstrap"
+        );
+    }
+    let table: BTreeSet<_> = ROUTES
+        .iter()
+        .filter(|r| !r.local_only)
+        .map(|r| {
+            (
+                r.method.to_owned(),
+                r.path.to_owned(),
+                r.function.to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(routed, table);
+    let globals = &template["Globals"]["Function"];
+    assert_eq!(globals["Runtime"], "provided.al2023");
+    assert_eq!(globals["Handler"], "bootstrap");
+    assert_eq!(template["Parameters"]["Architecture"]["Default"], "arm64");
+    // Every function has a binary in functions/ of the same name.
+    for name in functions.keys() {
+        assert!(
+            repo_root()
+                .join(format!("functions/src/bin/{name}.rs"))
+                .exists(),
+            "no binary for function {name}"
+        );
+    }
+    assert!(functions.contains_key("sweeper"));
+}
+
+/// What each route needs of the table, the bucket and the key.
+fn needs(handler: Handler) -> &'static [&'static str] {
+    const GET: &str = "dynamodb:GetItem";
+    const PUT: &str = "dynamodb:PutItem";
+    const DELETE: &str = "dynamodb:DeleteItem";
+    const QUERY: &str = "dynamodb:Query";
+    match handler {
+        Handler::StateRead => &[GET, "s3:GetObject", "kms:Decrypt"],
+        Handler::StateWrite | Handler::Import => {
+            &[GET, PUT, DELETE, "s3:PutObject", "kms:GenerateDataKey"]
+        }
+        Handler::Rollback => &[
+            GET,
+            PUT,
+            DELETE,
+            "s3:GetObject",
+            "s3:PutObject",
+            "kms:Decrypt",
+            "kms:GenerateDataKey",
+        ],
+        // Audited: an audit entry is written.
+        Handler::Download => &[GET, PUT, "s3:GetObject", "kms:Decrypt"],
+        Handler::Lock
+        | Handler::Unlock
+        | Handler::ForceUnlock
+        | Handler::Delete
+        | Handler::Permissions
+        | Handler::SetPermissions => &[GET, PUT, DELETE],
+        Handler::List
+        | Handler::Show
+        | Handler::OpenApi
+        | Handler::Versions
+        | Handler::StateAudit
+        | Handler::OrgAudit => &[GET, QUERY],
+        Handler::Mint | Handler::RunEnd | Handler::StepGone => {
+            &[GET, PUT, DELETE, QUERY, "dynamodb:BatchGetItem"]
+        }
+    }
+}
+
+const SWEEPER_NEEDS: &[&str] = &[
+    "dynamodb:GetItem",
+    "dynamodb:PutItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:Query",
+    "dynamodb:BatchGetItem",
+    "s3:DeleteObject",
+];
+
+fn granted(properties: &serde_json::Value) -> BTreeSet<String> {
+    let mut actions = BTreeSet::new();
+    for policy in properties["Policies"].as_array().unwrap() {
+        for statement in policy["Statement"].as_array().unwrap() {
+            assert_eq!(statement["Effect"], "Allow");
+            for action in statement["Action"].as_array().unwrap() {
+                let action = action.as_str().unwrap();
+                assert!(!action.contains('*'), "no wildcard actions: {action}");
+                actions.insert(action.to_owned());
+            }
+        }
+    }
+    actions
+}
+
+#[test]
+fn each_function_is_granted_exactly_what_its_routes_need() {
+    let template = template();
+    for (name, properties) in functions(&template) {
+        let needed: BTreeSet<String> = if name == "sweeper" {
+            SWEEPER_NEEDS.iter().map(|a| a.to_string()).collect()
+        } else {
+            ROUTES
+                .iter()
+                .filter(|r| r.function == name)
+                .flat_map(|r| needs(r.handler).iter().map(|a| a.to_string()))
+                .collect()
+        };
+        assert_eq!(granted(&properties), needed, "function {name}");
+    }
+    let read_only = ["state-read", "list", "versions", "download", "audit"];
+    let decrypting = ["state-read", "download", "rollback"];
+    for (name, properties) in functions(&template) {
+        let actions = granted(&properties);
+        if read_only.contains(&name.as_str()) {
+            assert!(!actions.contains("s3:PutObject"), "{name}");
+            assert!(!actions.contains("kms:GenerateDataKey"), "{name}");
+        }
+        assert_eq!(
+            actions.contains("kms:Decrypt"),
+            decrypting.contains(&name.as_str()),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn the_table_has_the_adapters_keys_indexes_and_ttl() {
+    let template = template();
+    let table = &template["Resources"]["Table"]["Properties"];
+    let keys: Vec<&str> = table["KeySchema"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["AttributeName"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, [schema::PK, schema::SK]);
+    let indexes: BTreeSet<(String, String, String)> = table["GlobalSecondaryIndexes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            let k = i["KeySchema"].as_array().unwrap();
+            (
+                i["IndexName"].as_str().unwrap().to_owned(),
+                k[0]["AttributeName"].as_str().unwrap().to_owned(),
+                k[1]["AttributeName"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let expected: BTreeSet<_> = schema::INDEXES
+        .iter()
+        .map(|(i, p, s)| (i.to_string(), p.to_string(), s.to_string()))
+        .collect();
+    assert_eq!(indexes, expected);
+    assert_eq!(
+        table["TimeToLiveSpecification"]["AttributeName"],
+        schema::TTL
+    );
+    let bucket = &template["Resources"]["Bucket"]["Properties"];
+    let rules = bucket["LifecycleConfiguration"]["Rules"]
+        .as_array()
+        .unwrap();
+    assert!(
+        rules.iter().all(|r| r.get("ExpirationInDays").is_none()
+            && r.get("NoncurrentVersionExpiration").is_none()
+            && r.get("AbortIncompleteMultipartUpload").is_some()),
+        "a lifecycle rule never deletes a committed state: {rules:?}"
+    );
+    assert_eq!(
+        template["Resources"]["Key"]["Properties"]["EnableKeyRotation"],
+        true
+    );
+}
