@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: run test lint tools build bench
+.PHONY: run test lint tools build bench lambdas
 
 ## Run the state server on ./.hegemony (its key beside it, ./.hegemony.key).
 run:
@@ -27,6 +27,32 @@ test: tools lint build
 	$(CARGO) test --workspace
 
 ## The benchmark (release build): backend latencies by state size, save-path throughput, memory.
-bench:
-	$(CARGO) build --release -p hegemony-state-cli
+bench: tools
+	$(CARGO) build --release -p hegemony-state-cli -p hegemony-state-functions
 	$(CARGO) bench -p hegemony-state-blackbox --bench backend
+
+## The Lambda functions' zips, by architecture: dist/lambda/<arch>/<function>.zip (each a
+## stripped `bootstrap`). x86_64 is linked for glibc 2.34 (provided.al2023) with cargo-lambda
+## and zig from `make tools`; arm64 too, where the aarch64-unknown-linux-gnu target is
+## installed (rustup target add aarch64-unknown-linux-gnu). ARCHS=x86_64 builds one.
+ARCHS ?= x86_64 arm64
+lambdas: tools
+	@for arch in $(ARCHS); do \
+	  case $$arch in \
+	    x86_64) target=x86_64-unknown-linux-gnu ;; \
+	    arm64) target=aarch64-unknown-linux-gnu ;; \
+	    *) echo "unknown architecture $$arch (x86_64 or arm64)" >&2; exit 1 ;; \
+	  esac; \
+	  if ! rustup target list --installed 2>/dev/null | grep -qx $$target; then \
+	    echo "skipping $$arch: the $$target target is not installed (rustup target add $$target)" >&2; \
+	    continue; \
+	  fi; \
+	  echo "building the functions for $$arch" >&2; \
+	  PATH="$(CURDIR)/.tools/bin:$$PATH" $(CARGO) lambda build --release -p hegemony-state-functions \
+	    --target $$target.2.34 --output-format zip --lambda-dir target/lambda-$$arch || exit 1; \
+	  mkdir -p dist/lambda/$$arch; \
+	  for dir in target/lambda-$$arch/*/; do \
+	    cp "$$dir/bootstrap.zip" dist/lambda/$$arch/$$(basename $$dir).zip; \
+	  done; \
+	  ls -l dist/lambda/$$arch; \
+	done

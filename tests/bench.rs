@@ -4,12 +4,16 @@
 //! production) and, for states of 10 KiB to 32 MiB shaped like real Terraform states,
 //! times LOCK, GET, POST and UNLOCK (p50/p95). Then measures the save path's CPU throughput
 //! in-process (validate + SHA-256 + compress + encrypt), and the server's peak memory growth
-//! during a 32 MiB save, body buffer included, against the state's size.
+//! during a 32 MiB save, body buffer included, against the state's size. Last, the AWS
+//! store on the emulator: the Lambda functions' start-up under the runtime API, and the
+//! backend routes' latency through the functions and the container next to the local store.
 
 use std::time::{Duration, Instant};
 
 use hegemony_state::crypto::{self, Binding};
 use hegemony_state::domain::document::sniff;
+use hegemony_state_blackbox::aws::Deployment;
+use hegemony_state_blackbox::gateway::Gateway;
 use hegemony_state_blackbox::*;
 use sha2::{Digest, Sha256};
 
@@ -188,6 +192,8 @@ fn main() {
 
     list_and_import_many(&http);
 
+    aws_front_doors(&http);
+
     // Peak memory growth during one 32 MiB save, on a fresh server: one that already served
     // large requests keeps freed memory resident, which would hide the growth.
     drop(server);
@@ -305,4 +311,83 @@ fn list_and_import_many(http: &Client) {
         "import script: {files} states of 10 KiB in {took:.2} s = {:.0} states/s (--jobs 8, the whole command)",
         files as f64 / took
     );
+}
+
+/// p50 of LOCK (POST), GET, POST and UNLOCK (DELETE) cycles on `api` for a state of `size`.
+fn cycle_p50(
+    http: &Client,
+    api: &impl Endpoint,
+    token: &str,
+    size: usize,
+    cycles: usize,
+) -> [f64; 4] {
+    let name = format!("door-{size}");
+    let lock = api.url(&format!("/api/tf-states/{name}/lock"));
+    let state = api.url(&format!("/api/tf-states/{name}/state"));
+    let mut samples: [Vec<Duration>; 4] = Default::default();
+    for i in 0..cycles {
+        let id = format!("bench-{i}");
+        let doc = state_of_size(size, i as u64 + 1);
+        let steps = [
+            http.post(&lock).body(lock_doc(&id)),
+            http.get(&state).header("accept-encoding", "gzip"),
+            http.post(format!("{state}?ID={id}")).body(doc),
+            http.delete(&lock).body(lock_doc(&id)),
+        ];
+        for (n, request) in steps.into_iter().enumerate() {
+            let t = Instant::now();
+            let response = request.basic_auth("u", Some(token)).send().unwrap();
+            let status = response.status();
+            let _ = response.bytes();
+            samples[n].push(t.elapsed());
+            assert!(
+                status.is_success() || (n == 1 && status == StatusCode::NOT_FOUND),
+                "step {n}: {status}"
+            );
+        }
+    }
+    samples.map(|mut s| percentile(&mut s, 0.5))
+}
+
+/// The AWS store on the emulator (moto, one process, Python): how fast the functions start,
+/// and the backend routes through the functions and the container beside the local store.
+/// moto's own latency dominates the AWS figures; they compare doors, not clouds.
+fn aws_front_doors(http: &Client) {
+    let deployment = Deployment::create();
+    let token = deployment.token("bench", "bench", "operator");
+    let gateway = Gateway::start(&deployment, &[]);
+    println!("\nLambda functions under the runtime API (release build): process start to ready");
+    for (name, ready) in gateway.ready_times() {
+        println!("  {name:>12}  {:>6.1} ms", ready.as_secs_f64() * 1000.0);
+    }
+    let env = deployment.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let container = Server::start_with(&env);
+    let local = Server::start();
+    let local_token = local.token("bench", "bench", "operator");
+    println!(
+        "\nbackend routes, p50 ms (LOCK / GET / POST / UNLOCK), 30 cycles each; AWS store on moto"
+    );
+    for (label, size) in [("10 KiB", 10 << 10), ("1 MiB", 1 << 20)] {
+        let doors = [
+            (
+                "local store",
+                cycle_p50(http, &local, &local_token, size, 30),
+            ),
+            (
+                "container on moto",
+                cycle_p50(http, &container, &token, size, 30),
+            ),
+            (
+                "functions on moto",
+                cycle_p50(http, &gateway, &token, size, 30),
+            ),
+        ];
+        for (door, p) in doors {
+            println!(
+                "  {label:>6}  {door:<18}  {:>6.1} / {:>6.1} / {:>6.1} / {:>6.1}",
+                p[0], p[1], p[2], p[3]
+            );
+        }
+    }
 }

@@ -29,10 +29,13 @@ use crate::aws::Deployment;
 pub const EVENT_LIMIT: usize = 6_291_456;
 pub const RESPONSE_LIMIT: usize = 6_291_556;
 
+/// Where a function's answer goes: its response, or its error.
+type Answer = oneshot::Sender<Result<String, String>>;
+
 /// One invocation waiting for its function: the event, and where its answer goes.
 struct Invocation {
     event: String,
-    answer: oneshot::Sender<Result<String, String>>,
+    answer: Answer,
 }
 
 /// One function's runtime API state.
@@ -235,15 +238,12 @@ async fn runtime_api(
     queue: mpsc::Receiver<Invocation>,
 ) {
     let queue = Arc::new(tokio::sync::Mutex::new(queue));
-    let in_flight: Arc<Mutex<HashMap<String, oneshot::Sender<Result<String, String>>>>> =
-        Arc::default();
-    let mut next_id = 0u64;
+    let in_flight: Arc<Mutex<HashMap<String, Answer>>> = Arc::default();
     let ids = Arc::new(Mutex::new(0u64));
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             return;
         };
-        next_id += 1;
         let (function, queue, in_flight, ids) = (
             function.clone(),
             queue.clone(),
@@ -316,7 +316,6 @@ async fn runtime_api(
                 .serve_connection(TokioIo::new(stream), service)
                 .await;
         });
-        let _ = next_id;
     }
 }
 

@@ -152,6 +152,58 @@ mod tests {
         assert!(headroom > 1.45, "{headroom}");
     }
 
+    fn app() -> App {
+        let store = std::sync::Arc::new(crate::adapters::memory::MemoryStore::new());
+        App {
+            catalog: store.clone(),
+            blobs: store,
+            keys: None,
+            clock: std::sync::Arc::new(crate::service::SystemClock),
+            limits: clamp(Limits {
+                max_state_bytes: 1 << 20,
+                keep_versions: 5,
+                run_end_grace: time::Duration::seconds(600),
+                lambda_ceiling: None,
+            }),
+            run_url_template: None,
+        }
+    }
+
+    fn request(method: &str, path: &str) -> Request {
+        let mut req = lambda_http::http::Request::new(Body::Empty);
+        *req.method_mut() = method.parse().unwrap();
+        *req.uri_mut() = path.parse().unwrap();
+        req
+    }
+
+    #[tokio::test]
+    async fn a_function_answers_only_its_own_routes() {
+        let app = app();
+        let own = answer(&app, "list", request("GET", "/api/openapi.json")).await;
+        assert_eq!(own.status(), 200);
+        let other = answer(&app, "list", request("GET", "/api/tf-states/net/state")).await;
+        assert_eq!(
+            other.status(),
+            404,
+            "a route of state-read, misrouted to list"
+        );
+        let local = answer(&app, "lock", request("LOCK", "/api/tf-states/net/lock")).await;
+        assert_eq!(
+            local.status(),
+            404,
+            "LOCK is served by the local server only"
+        );
+        // The route's parameters come from the table, not the event: without a token the
+        // state-read handler gets as far as authentication.
+        let read = answer(
+            &app,
+            "state-read",
+            request("GET", "/api/tf-states/net/state"),
+        )
+        .await;
+        assert_eq!(read.status(), 401);
+    }
+
     #[test]
     fn clamping_keeps_a_smaller_setting_and_names_the_ceiling() {
         let limits = Limits {
