@@ -313,15 +313,16 @@ fn list_and_import_many(http: &Client) {
     );
 }
 
-/// p50 of LOCK (POST), GET, POST and UNLOCK (DELETE) cycles on `api` for a state of `size`.
+/// p50 of LOCK (POST), GET, POST and UNLOCK (DELETE) cycles on `api` for a state of `size`,
+/// named after `door`: the doors of one deployment share its table.
 fn cycle_p50(
     http: &Client,
-    api: &impl Endpoint,
+    (door, api): (&str, &impl Endpoint),
     token: &str,
     size: usize,
     cycles: usize,
 ) -> [f64; 4] {
-    let name = format!("door-{size}");
+    let name = format!("{door}-{size}");
     let lock = api.url(&format!("/api/tf-states/{name}/lock"));
     let state = api.url(&format!("/api/tf-states/{name}/state"));
     let mut samples: [Vec<Duration>; 4] = Default::default();
@@ -372,15 +373,15 @@ fn aws_front_doors(http: &Client) {
         let doors = [
             (
                 "local store",
-                cycle_p50(http, &local, &local_token, size, 30),
+                cycle_p50(http, ("local", &local), &local_token, size, 30),
             ),
             (
                 "container on moto",
-                cycle_p50(http, &container, &token, size, 30),
+                cycle_p50(http, ("container", &container), &token, size, 30),
             ),
             (
                 "functions on moto",
-                cycle_p50(http, &gateway, &token, size, 30),
+                cycle_p50(http, ("functions", &gateway), &token, size, 30),
             ),
         ];
         for (door, p) in doors {
