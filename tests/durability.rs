@@ -206,6 +206,16 @@ fn a_bad_setting_stops_the_start_naming_it() {
         ("HEGEMONY_TF_STATE_MAX_BYTES", "10", "1024 to 134217728"),
         ("HEGEMONY_TF_STATE_KEEP_VERSIONS", "0", "1 to"),
         ("HEGEMONY_TF_STATE_ENCRYPTION_KEY", "c2hvcnQ=", "32 bytes"),
+        (
+            "HEGEMONY_MAX_BODY_BYTES_IN_FLIGHT",
+            "1000",
+            "less than the largest state",
+        ),
+        (
+            "HEGEMONY_TF_STATE_KEY_BACKEND",
+            "kms:alias/x",
+            "needs the AWS store",
+        ),
     ] {
         let out = std::process::Command::new(bin())
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
@@ -223,4 +233,52 @@ fn a_bad_setting_stops_the_start_naming_it() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--listen"));
+}
+
+/// The cap on request bytes in flight: while one save's declared body holds most of it,
+/// another that would pass it gets 503 with Retry-After at once; when the first is done,
+/// saves are taken again.
+#[test]
+fn saves_past_the_bytes_in_flight_cap_are_refused_for_a_retry() {
+    use std::io::Write;
+    let server = Server::start_with(&[
+        ("HEGEMONY_TF_STATE_MAX_BYTES", "1048576"),
+        ("HEGEMONY_MAX_BODY_BYTES_IN_FLIGHT", "1048576"),
+    ]);
+    let token = server.token("acme", "alice", "operator");
+    let auth = format!("Bearer {token}");
+    let addr = server.base.trim_start_matches("http://").to_owned();
+    // A slow client: a large declared body, only its first bytes sent.
+    let mut slow = std::net::TcpStream::connect(&addr).unwrap();
+    write!(
+        slow,
+        "POST /api/tf-states/slow/state HTTP/1.1\r\nHost: x\r\nAuthorization: {auth}\r\nContent-Length: 1000000\r\n\r\n{{"
+    )
+    .unwrap();
+    slow.flush().unwrap();
+    let busy = eventually(Duration::from_secs(10), || {
+        let r = client()
+            .post(server.url("/api/tf-states/other/state"))
+            .header("authorization", &auth)
+            .body(state_doc(1, "l", &"x".repeat(100_000)))
+            .send()
+            .unwrap();
+        r.status() == StatusCode::SERVICE_UNAVAILABLE && r.headers()["retry-after"] == "1"
+    });
+    assert!(
+        busy,
+        "a save past the cap is refused with 503 and Retry-After"
+    );
+    drop(slow);
+    let taken = eventually(Duration::from_secs(10), || {
+        client()
+            .post(server.url("/api/tf-states/other/state"))
+            .header("authorization", &auth)
+            .body(state_doc(1, "l", &"x".repeat(100_000)))
+            .send()
+            .unwrap()
+            .status()
+            == StatusCode::OK
+    });
+    assert!(taken, "the first save's bytes are released when it ends");
 }
