@@ -183,10 +183,6 @@ impl DynamoCatalog {
         found.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
         Ok(found)
     }
-
-    fn run_from(item: &Item) -> Result<RunRecord, StoreError> {
-        record(item)
-    }
 }
 
 #[async_trait]
@@ -194,7 +190,7 @@ impl RunCatalog for DynamoCatalog {
     async fn run(&self, run: &str) -> Result<Option<RunRecord>, StoreError> {
         self.get(key(run_pk(run), RUN_SK))
             .await?
-            .map(|item| Self::run_from(&item))
+            .map(|item| record(&item))
             .transpose()
     }
 
@@ -231,7 +227,7 @@ impl RunCatalog for DynamoCatalog {
         // the first end wins, and a concurrent bind or end makes us read again.
         for _ in 0..8 {
             let stored = self.get(key(run_pk(run), RUN_SK)).await?;
-            let current = stored.as_ref().map(Self::run_from).transpose()?;
+            let current = stored.as_ref().map(record::<RunRecord>).transpose()?;
             if let Some(done) = current.as_ref().filter(|r| r.ended_at.is_some()) {
                 return Ok(done.clone());
             }
