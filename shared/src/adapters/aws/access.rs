@@ -42,10 +42,7 @@ fn run_item(run: &RunRecord) -> Item {
 #[async_trait]
 impl AccessCatalog for DynamoCatalog {
     async fn token(&self, hash: &str) -> Result<Option<TokenRecord>, StoreError> {
-        self.get(key(token_pk(hash), ONLY))
-            .await?
-            .map(|item| record(&item))
-            .transpose()
+        self.get_record(key(token_pk(hash), ONLY)).await
     }
 
     async fn put_token(&self, token: &TokenRecord, audit: &AuditEntry) -> Result<(), StoreError> {
@@ -100,31 +97,12 @@ impl AccessCatalog for DynamoCatalog {
     }
 
     async fn org(&self, org: &str) -> Result<Option<OrgRecord>, StoreError> {
-        self.get(key(org_pk(org), SETTINGS_SK))
-            .await?
-            .map(|item| record(&item))
-            .transpose()
+        self.get_record(key(org_pk(org), SETTINGS_SK)).await
     }
 
     async fn create_org(&self, org: &OrgRecord) -> Result<bool, StoreError> {
-        let result = self
-            .client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(record_item(org_pk(&org.org), SETTINGS_SK, org)))
-            .condition_expression("attribute_not_exists(pk)")
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(StoreError::Unavailable(describe_failure("PutItem", &e))),
-        }
+        self.put_new(record_item(org_pk(&org.org), SETTINGS_SK, org))
+            .await
     }
 }
 
@@ -188,33 +166,16 @@ impl DynamoCatalog {
 #[async_trait]
 impl RunCatalog for DynamoCatalog {
     async fn run(&self, run: &str) -> Result<Option<RunRecord>, StoreError> {
-        self.get(key(run_pk(run), RUN_SK))
-            .await?
-            .map(|item| record(&item))
-            .transpose()
+        self.get_record(key(run_pk(run), RUN_SK)).await
     }
 
     async fn bind_run(&self, record: &RunRecord) -> Result<RunRecord, StoreError> {
-        let result = self
-            .client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(run_item(record)))
-            .condition_expression("attribute_not_exists(pk)")
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(record.clone()),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                self.run(&record.run).await?.ok_or_else(|| {
-                    StoreError::Unavailable(format!("run {} vanished while binding", record.run))
-                })
-            }
-            Err(e) => Err(StoreError::Unavailable(describe_failure("PutItem", &e))),
+        if self.put_new(run_item(record)).await? {
+            return Ok(record.clone());
         }
+        self.run(&record.run).await?.ok_or_else(|| {
+            StoreError::Unavailable(format!("run {} vanished while binding", record.run))
+        })
     }
 
     async fn end_run(

@@ -144,6 +144,36 @@ impl DynamoCatalog {
         }
     }
 
+    /// The record an item holds, read strongly consistently.
+    pub(super) async fn get_record<T: serde::de::DeserializeOwned>(
+        &self,
+        key: Item,
+    ) -> Result<Option<T>, StoreError> {
+        self.get(key).await?.map(|item| record(&item)).transpose()
+    }
+
+    /// Puts `item` unless an item with its key exists; returns whether it was put.
+    pub(super) async fn put_new(&self, item: Item) -> Result<bool, StoreError> {
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(StoreError::Unavailable(describe_failure("PutItem", &e))),
+        }
+    }
+
     /// One item, read strongly consistently.
     pub(super) async fn get(&self, key: Item) -> Result<Option<Item>, StoreError> {
         let output = self
@@ -305,10 +335,7 @@ pub(super) fn doomed_item(blob: &str, at: Timestamp) -> Item {
 #[async_trait]
 impl StateCatalog for DynamoCatalog {
     async fn state(&self, org: &str, name: &str) -> Result<Option<StateRecord>, StoreError> {
-        self.get(key(org_pk(org), state_sk(name)))
-            .await?
-            .map(|item| record(&item))
-            .transpose()
+        self.get_record(key(org_pk(org), state_sk(name))).await
     }
 
     async fn states(
@@ -346,10 +373,8 @@ impl StateCatalog for DynamoCatalog {
         incarnation: &str,
         version: u64,
     ) -> Result<Option<VersionRecord>, StoreError> {
-        self.get(key(versions_pk(org, name, incarnation), number_sk(version)))
-            .await?
-            .map(|item| record(&item))
-            .transpose()
+        self.get_record(key(versions_pk(org, name, incarnation), number_sk(version)))
+            .await
     }
 
     async fn versions(
