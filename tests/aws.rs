@@ -93,9 +93,7 @@ fn terraform_on_the_lambda_functions() {
 #[test]
 fn terraform_through_the_container_front_door() {
     let deployment = Deployment::create();
-    let env: Vec<(String, String)> = deployment.env();
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let server = Server::start_with(&env);
+    let server = deployment.container(&[]);
     let admin = server.token("acme", "alice", "admin");
     let bob = server.token("acme", "bob", "operator");
     day_one(&server, &admin, &bob);
@@ -162,16 +160,11 @@ fn limits_on_lambda() {
 #[test]
 fn a_save_while_kms_is_unreachable_is_retried_and_writes_nothing() {
     let deployment = Deployment::create();
-    let mut env = deployment.env();
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = closed.local_addr().unwrap().port();
     drop(closed);
-    env.push((
-        "AWS_ENDPOINT_URL_KMS".into(),
-        format!("http://127.0.0.1:{port}"),
-    ));
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let server = Server::start_with(&env);
+    let kms = format!("http://127.0.0.1:{port}");
+    let server = deployment.container(&[("AWS_ENDPOINT_URL_KMS", &kms)]);
     let admin = server.token("acme", "alice", "admin");
     let saved = client()
         .post(server.url("/api/tf-states/net/state"))

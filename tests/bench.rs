@@ -361,9 +361,7 @@ fn aws_front_doors(http: &Client) {
     for (name, ready) in gateway.ready_times() {
         println!("  {name:>12}  {:>6.1} ms", ready.as_secs_f64() * 1000.0);
     }
-    let env = deployment.env();
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let container = Server::start_with(&env);
+    let container = deployment.container(&[]);
     let local = Server::start();
     let local_token = local.token("bench", "bench", "operator");
     println!(

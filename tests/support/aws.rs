@@ -4,6 +4,7 @@
 
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
+
 use std::time::{Duration, Instant};
 
 use hegemony_state::adapters::aws;
@@ -132,29 +133,17 @@ impl Deployment {
         .collect()
     }
 
-    /// `hegemony-state token create ARGS --store aws`; returns the token.
-    pub fn token_create(&self, args: &[&str]) -> String {
-        let out = Command::new(crate::bin())
-            .args(["token", "create"])
-            .args(args)
-            .envs(self.env())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "token create --store aws: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .last()
-            .unwrap()
-            .trim()
-            .to_owned()
+    /// A personal token made with `hegemony-state token create --store aws`.
+    pub fn token(&self, org: &str, user: &str, role: &str) -> String {
+        let args = ["--org", org, "--user", user, "--role", role].map(str::to_owned);
+        crate::token_create(&args, &self.env())
     }
 
-    pub fn token(&self, org: &str, user: &str, role: &str) -> String {
-        self.token_create(&["--org", org, "--user", user, "--role", role])
+    /// `hegemony-state serve --store aws` on this deployment: the container front door.
+    pub fn container(&self, extra: &[(&str, &str)]) -> crate::Server {
+        let mut env = self.env();
+        env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        crate::Server::start_with(&env)
     }
 }

@@ -169,24 +169,12 @@ impl Server {
         self.token_create(&["--platform"])
     }
 
-    /// Runs `token create ARGS` on this server's store and returns the token, which the
-    /// command prints alone on its last line.
+    /// Runs `token create ARGS` on this server's store and returns the token.
     fn token_create(&self, args: &[&str]) -> String {
-        let out = Command::new(bin())
-            .args(["token", "create"])
-            .args(args)
-            .arg("--data-dir")
-            .arg(self.data_dir())
-            .envs(self.env.iter().cloned())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "token create: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let stdout = String::from_utf8(out.stdout).unwrap();
-        stdout.lines().last().unwrap().trim().to_owned()
+        let mut args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        args.push("--data-dir".into());
+        args.push(self.data_dir().to_string_lossy().into_owned());
+        token_create(&args, &self.env)
     }
 
     /// Runs `hegemony-state ARGS` against this server with `token`.
@@ -244,6 +232,24 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Runs `hegemony-state token create ARGS` with `env` and returns the token, which the
+/// command prints alone on its last line.
+pub fn token_create(args: &[String], env: &[(String, String)]) -> String {
+    let out = Command::new(bin())
+        .args(["token", "create"])
+        .args(args)
+        .envs(env.iter().cloned())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "token create: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    stdout.lines().last().unwrap().trim().to_owned()
 }
 
 /// Sends `request` as raw bytes and returns the whole answer: for requests a client library
