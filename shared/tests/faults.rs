@@ -272,3 +272,34 @@ async fn a_version_stays_readable_after_the_key_setting_changes() {
     );
     assert_eq!(read(&after, &alice, &net()).await.unwrap().unwrap(), two);
 }
+
+/// `{org}` in an alias picks each org's own key, and the version records that key's ARN.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn org_in_an_alias_picks_each_orgs_key() {
+    let config = aws::sdk_config().await;
+    let kms = aws_sdk_kms::Client::new(&config);
+    let mut arns = Vec::new();
+    for org in ["acme", "zeta"] {
+        let key = kms.create_key().send().await.unwrap();
+        let arn = key.key_metadata.unwrap().arn.unwrap();
+        kms.create_alias()
+            .alias_name(format!("alias/per-org-{}-{org}", std::process::id()))
+            .target_key_id(&arn)
+            .send()
+            .await
+            .unwrap();
+        arns.push(arn);
+    }
+    let template = format!("alias/per-org-{}-{{org}}", std::process::id());
+    let keys = KmsKeys::new(kms, KeyTemplate::parse(&template).unwrap(), None);
+    for (org, arn) in ["acme", "zeta"].iter().zip(&arns) {
+        let context = KeyContext { org, state: "net" };
+        let key = keys.data_key(&context).await.unwrap();
+        assert_eq!(key.key_id, format!("kms:{arn}"), "{org}");
+        let opened = keys
+            .unwrap_key(&key.key_id, &key.wrapped, &context)
+            .await
+            .unwrap();
+        assert_eq!(*opened, *key.plaintext);
+    }
+}
