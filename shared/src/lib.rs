@@ -14,11 +14,13 @@
 //! - [`http`]: the route table and one handler per route group, `lambda_http::Request` in,
 //!   response out. The only layer that knows status codes.
 //! - [`config`]: the environment settings, checked at start.
+//! - [`ids`]: random ids and hex, used by every layer.
 
 pub mod adapters;
 pub mod config;
 pub mod crypto;
 pub mod domain;
 pub mod http;
+pub mod ids;
 pub mod ports;
 pub mod service;

@@ -5,9 +5,10 @@
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use super::{hex, Error};
+use super::Error;
 use crate::domain::permission::Role;
 use crate::domain::{Actor, Principal, Timestamp};
+use crate::ids::hex;
 use crate::ports::{AccessCatalog, TokenKind};
 
 /// Who is calling.

@@ -14,9 +14,6 @@ pub mod tokens;
 
 use std::sync::Arc;
 
-use aes_gcm::aead::rand_core::RngCore;
-use aes_gcm::aead::OsRng;
-
 use crate::domain::permission::{Allocation, Permission};
 use crate::domain::version::prune_below;
 use crate::domain::{Principal, Refusal, Timestamp};
@@ -155,22 +152,4 @@ impl App {
         allocation.require(principal.role, permission)?;
         Ok(allocation)
     }
-}
-
-/// A new random id: 128 bits as 32 hex digits, for incarnations and blobs.
-pub fn new_id() -> String {
-    let mut bytes = [0u8; 16];
-    OsRng.fill_bytes(&mut bytes);
-    hex(&bytes)
-}
-
-/// Lowercase hex of `bytes`.
-pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
 }

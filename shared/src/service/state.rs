@@ -5,7 +5,7 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 
 use super::lock::take_over_dead_lock;
-use super::{hex, new_id, App, Error, MAX_ATTEMPTS};
+use super::{App, Error, MAX_ATTEMPTS};
 use crate::crypto::{self, Binding};
 use crate::domain::document::{sniff, StateMeta};
 use crate::domain::name::StateName;
@@ -16,6 +16,7 @@ use crate::domain::write::{
     apply_write, plan_write, Origin, SealedContent, WritePlan, WriteRequest,
 };
 use crate::domain::{Principal, Refusal, Timestamp};
+use crate::ids::{hex, new_id};
 use crate::ports::{AuditEntry, Commit, KeyContext};
 
 /// What a write did.

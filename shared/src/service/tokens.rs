@@ -7,11 +7,12 @@ use aes_gcm::aead::OsRng;
 use base64::Engine;
 
 use super::auth::token_hash;
-use super::{hex, Error};
+use super::Error;
 use crate::domain::actor::StepGrant;
 use crate::domain::name::check_name;
 use crate::domain::permission::{Allocation, Role};
 use crate::domain::{Actor, Refusal, Timestamp};
+use crate::ids::hex;
 use crate::ports::{AccessCatalog, AuditEntry, OrgRecord, TokenKind, TokenRecord};
 
 /// The org a new local store starts with.

@@ -243,7 +243,7 @@ fn request_token(commit: &Commit) -> String {
         None => hash.update(b"\0removed"),
     }
     let digest = hash.finalize();
-    crate::service::hex(&digest[..16])
+    crate::ids::hex(&digest[..16])
 }
 
 impl DynamoCatalog {
