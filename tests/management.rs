@@ -720,7 +720,7 @@ fn bad_input_on_every_management_route_is_a_clear_4xx_and_stores_nothing() {
     org.write("net", 1, "one");
     let op = org.operator.clone();
     let admin = org.admin.clone();
-    let cases: Vec<BadCase> = vec![
+    let cases: Vec<BadCase<'_>> = vec![
         (
             "GET",
             "/api/tf-states/.bad/versions".into(),

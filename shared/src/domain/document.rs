@@ -227,7 +227,7 @@ struct TopLevel;
 impl<'de> Visitor<'de> for TopLevel {
     type Value = Option<Fields>;
 
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON value")
     }
 
@@ -322,7 +322,7 @@ impl<'de> DeserializeSeed<'de> for FieldSeed<u64> {
 
 impl<'de> Visitor<'de> for FieldSeed<u64> {
     type Value = Field<u64>;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON value")
     }
     fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
@@ -344,7 +344,7 @@ impl<'de> DeserializeSeed<'de> for FieldSeed<String> {
 
 impl<'de> Visitor<'de> for FieldSeed<String> {
     type Value = Field<String>;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON value")
     }
     fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
