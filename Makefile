@@ -13,12 +13,17 @@ run:
 tools:
 	bash tests/tools/install.sh
 
-## The server binary the black-box tests start.
+## The binaries the black-box tests start, built with the tests in one invocation so that
+## both share one feature set (the dev-dependencies' test features included) and the AWS SDK
+## is compiled once, not once for the binaries and again for the tests.
 build:
-	$(CARGO) build -p hegemony-state-cli -p hegemony-state-functions
+	$(CARGO) build --workspace --bins --tests
 
-## Formatting and lints, warnings as errors.
+## Formatting and lints, warnings as errors; the pinned toolchain is the declared rust-version.
 lint:
+	@pinned=$$(sed -n 's/^channel = "\([0-9]*\.[0-9]*\).*"/\1/p' rust-toolchain.toml); \
+	declared=$$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml); \
+	[ "$$pinned" = "$$declared" ] || { echo "rust-toolchain.toml pins $$pinned but Cargo.toml declares rust-version $$declared" >&2; exit 1; }
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
