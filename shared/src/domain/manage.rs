@@ -3,7 +3,6 @@
 
 use serde::Serialize;
 
-use super::lock::locked_by;
 use super::permission::{Allocation, Permission};
 use super::record::StateRecord;
 use super::version::VersionRecord;
@@ -21,7 +20,7 @@ fn not_found(name: &str) -> Refusal {
 /// `Locked` while a lock is live; `StateExists` when the name has a version.
 pub fn check_import(record: &StateRecord, now: Timestamp) -> Result<u64, Refusal> {
     if let Some(lock) = record.live_lock(now) {
-        return Err(locked_by(lock));
+        return Err(lock.refusal());
     }
     if let Some(hold) = &record.hold {
         return Err(hold.refusal());
@@ -56,7 +55,7 @@ pub fn check_rollback(
         return Err(not_found(&record.name));
     };
     if let Some(lock) = record.live_lock(now) {
-        return Err(locked_by(lock));
+        return Err(lock.refusal());
     }
     if let Some(hold) = &record.hold {
         return Err(hold.refusal());
@@ -92,7 +91,7 @@ pub fn check_delete(record: &StateRecord, now: Timestamp) -> Result<(), Refusal>
         return Err(not_found(&record.name));
     }
     if let Some(lock) = record.live_lock(now) {
-        return Err(locked_by(lock));
+        return Err(lock.refusal());
     }
     if let Some(hold) = &record.hold {
         return Err(hold.refusal());
@@ -142,7 +141,8 @@ pub fn allowed_actions(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::lock::{decide_lock, parse_lock, LockDecision};
+    use crate::domain::lock::parse_lock;
+    use crate::domain::locking::{decide_lock, LockDecision};
     use crate::domain::permission::Role;
     use crate::domain::version::{ChangeRecord, Source};
     use crate::domain::Actor;

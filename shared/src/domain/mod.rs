@@ -5,6 +5,7 @@ pub mod actor;
 pub mod document;
 pub mod hold;
 pub mod lock;
+pub mod locking;
 pub mod manage;
 pub mod name;
 pub mod permission;

@@ -5,7 +5,6 @@
 
 use super::document::StateMeta;
 use super::hold::check_hold;
-use super::lock::locked_by;
 use super::record::StateRecord;
 use super::version::{ChangeRecord, Ended, Source, VersionRecord};
 use super::{Principal, Refusal, Timestamp};
@@ -55,7 +54,7 @@ pub fn plan_write(
 ) -> Result<WritePlan, Refusal> {
     let lock = record.live_lock(now);
     match (lock, request.lock_id) {
-        (Some(lock), _) if !principal.holds(lock) => return Err(locked_by(lock)),
+        (Some(lock), _) if !lock.is_held_by(principal) => return Err(lock.refusal()),
         (Some(lock), Some(id)) if id != lock.id() => {
             return Err(Refusal::LockIdMismatch {
                 given: id.to_owned(),
@@ -222,7 +221,8 @@ pub fn apply_write(
 mod tests {
     use super::*;
     use crate::domain::document::sniff;
-    use crate::domain::lock::{decide_lock, parse_lock, LockDecision};
+    use crate::domain::lock::parse_lock;
+    use crate::domain::locking::{decide_lock, LockDecision};
     use crate::domain::permission::Role;
     use crate::domain::version::Ended;
     use crate::domain::Actor;

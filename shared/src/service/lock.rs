@@ -3,9 +3,8 @@
 use super::state::snapshot;
 use super::{App, Error, MAX_ATTEMPTS};
 use crate::domain::hold::{hold_set_by, Hold};
-use crate::domain::lock::{
-    decide_lock, decide_unlock, parse_lock, parse_unlock, Lock, LockDecision, UnlockDecision,
-};
+use crate::domain::lock::{parse_lock, parse_unlock, Lock};
+use crate::domain::locking::{decide_lock, decide_unlock, LockDecision, UnlockDecision};
 use crate::domain::name::StateName;
 use crate::domain::permission::Permission;
 use crate::domain::record::StateRecord;
