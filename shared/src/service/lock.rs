@@ -1,6 +1,6 @@
 //! Locking and unlocking a state: the backend protocol's LOCK and UNLOCK.
 
-use super::state::snapshot;
+use super::commit::{force_unlock_entry, release, snapshot, take_over_dead_lock};
 use super::{App, Error, MAX_ATTEMPTS};
 use crate::domain::hold::{hold_set_by, Hold};
 use crate::domain::lock::{parse_lock, parse_unlock, Lock};
@@ -8,82 +8,9 @@ use crate::domain::locking::{decide_lock, decide_unlock, LockDecision, UnlockDec
 use crate::domain::name::StateName;
 use crate::domain::permission::Permission;
 use crate::domain::record::StateRecord;
-use crate::domain::version::{Ended, VersionRecord};
-use crate::domain::{Actor, Principal, Timestamp};
+use crate::domain::version::VersionRecord;
+use crate::domain::{Principal, Timestamp};
 use crate::ports::{AuditEntry, Commit, RunItem, StoreError};
-
-/// What taking over a dead lock adds to the commit of the change that takes it over.
-#[derive(Debug, Default)]
-pub(super) struct Takeover {
-    versions: Vec<VersionRecord>,
-    audit: Vec<AuditEntry>,
-}
-
-impl Takeover {
-    /// Adds the closed version and the audit entry to `commit`.
-    pub(super) fn into_commit(self, mut commit: Commit) -> Commit {
-        let mut versions = self.versions;
-        versions.append(&mut commit.versions);
-        commit.versions = versions;
-        commit.audit.extend(self.audit);
-        commit
-    }
-}
-
-/// A lock past its `live_until` reads as unlocked, and the next change takes it over inside
-/// its own conditional write: not a force unlock, audited `lock.expired`, the version it left
-/// open ended `expired`. Returns the record to decide on (same revision, lock gone) and what
-/// the change's commit must carry.
-pub(super) async fn take_over_dead_lock(
-    app: &App,
-    mut snapshot: StateRecord,
-    by: &Actor,
-    now: Timestamp,
-) -> Result<(StateRecord, Takeover), Error> {
-    let Some(lock) = snapshot.lock.clone().filter(|l| !l.is_live(now)) else {
-        return Ok((snapshot, Takeover::default()));
-    };
-    snapshot.lock = None;
-    let mut versions = Vec::new();
-    if let Some(opened) = lock.version_opened {
-        let version = match &snapshot.latest {
-            Some(latest) if latest.version == opened => Some(latest.clone()),
-            _ => {
-                app.catalog
-                    .version(&snapshot.org, &snapshot.name, &snapshot.incarnation, opened)
-                    .await?
-            }
-        };
-        if let Some(mut version) = version {
-            version.change.close(Ended::Expired, now);
-            if let Some(latest) = snapshot.latest.as_mut().filter(|l| l.version == opened) {
-                *latest = version.clone();
-            }
-            versions.push(version);
-        }
-    }
-    let audit = AuditEntry {
-        org: snapshot.org.clone(),
-        at: now,
-        action: "lock.expired".into(),
-        actor: by.clone(),
-        state: Some(snapshot.name.clone()),
-        version: lock.version_opened,
-        detail: serde_json::json!({
-            "lock_id": lock.id(),
-            "holder": lock.holder,
-            "live_until": lock.live_until.map(crate::domain::rfc3339),
-        }),
-    };
-    tracing::info!(state = %snapshot.name, lock_id = lock.id(), holder = %lock.holder.describe(), "an expired lock was taken over");
-    Ok((
-        snapshot,
-        Takeover {
-            versions,
-            audit: vec![audit],
-        },
-    ))
-}
 
 /// What an unlock did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -225,77 +152,4 @@ pub async fn unlock(
         }
     }
     Err(StoreError::Conflict.into())
-}
-
-/// The audit entry of a force: which lock and which hold it released.
-pub(super) fn force_unlock_entry(
-    principal: &Principal,
-    name: &StateName,
-    lock: Option<&Lock>,
-    hold: Option<&Hold>,
-    now: Timestamp,
-) -> AuditEntry {
-    AuditEntry {
-        org: principal.org.clone(),
-        at: now,
-        action: "lock.force_unlocked".into(),
-        actor: principal.actor.clone(),
-        state: Some(name.to_string()),
-        version: lock.and_then(|l| l.version_opened),
-        detail: serde_json::json!({
-            "lock_id": lock.map(Lock::id),
-            "holder": lock.map(|l| &l.holder),
-            "hold": hold.map(Hold::id),
-        }),
-    }
-}
-
-/// The record without `lock` (and its run's hold, when `end_hold`), and the version the lock
-/// opened with its change record closed. A record that only existed for the lock is removed
-/// (`None`).
-pub(super) async fn release(
-    app: &App,
-    snapshot: &StateRecord,
-    lock: Option<&Lock>,
-    end_hold: bool,
-    forced: bool,
-    now: Timestamp,
-) -> Result<(Option<StateRecord>, Vec<VersionRecord>), Error> {
-    let mut state = snapshot.successor();
-    if lock.is_some() {
-        state.lock = None;
-    }
-    if end_hold {
-        state.hold = None;
-    }
-    if state.lock.is_none() && state.is_lock_only() {
-        return Ok((None, Vec::new()));
-    }
-    let Some(lock) = lock else {
-        return Ok((Some(state), Vec::new()));
-    };
-    let ended = if forced {
-        Ended::ForceUnlocked
-    } else {
-        Ended::Released
-    };
-    let mut versions = Vec::new();
-    if let Some(opened) = lock.version_opened {
-        let version = match &state.latest {
-            Some(latest) if latest.version == opened => Some(latest.clone()),
-            _ => {
-                app.catalog
-                    .version(&state.org, &state.name, &state.incarnation, opened)
-                    .await?
-            }
-        };
-        if let Some(mut version) = version {
-            version.change.close(ended, now);
-            if let Some(latest) = state.latest.as_mut().filter(|l| l.version == opened) {
-                *latest = version.clone();
-            }
-            versions.push(version);
-        }
-    }
-    Ok((Some(state), versions))
 }

@@ -1,8 +1,10 @@
 //! Managing states beyond the backend protocol: import, rollback, download, force unlock,
 //! delete. Each is snapshot -> decide -> write blobs -> one compare-and-swap commit.
 
-use super::lock::{force_unlock_entry, release, take_over_dead_lock, Takeover};
-use super::state::{examine, open_version, seal, snapshot, Sealed};
+use super::commit::{
+    find_version, force_unlock_entry, release, snapshot, take_over_dead_lock, Takeover,
+};
+use super::state::{examine, open_version, seal, Sealed};
 use super::{App, Error, MAX_ATTEMPTS};
 use crate::domain::document::with_serial;
 use crate::domain::hold::Hold;
@@ -48,21 +50,6 @@ pub(super) async fn existing(app: &App, org: &str, name: &StateName) -> Result<S
         .await?
         .filter(StateRecord::is_visible)
         .ok_or_else(|| not_found(name))
-}
-
-/// One version of a visible state (the latest from the record, older ones from the catalog).
-async fn find_version(
-    app: &App,
-    record: &StateRecord,
-    version: u64,
-) -> Result<Option<VersionRecord>, Error> {
-    match &record.latest {
-        Some(latest) if latest.version == version => Ok(Some(latest.clone())),
-        _ => Ok(app
-            .catalog
-            .version(&record.org, &record.name, &record.incarnation, version)
-            .await?),
-    }
 }
 
 /// Commits a new version sealed in `sealed` over `snapshot`.

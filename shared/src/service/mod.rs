@@ -4,6 +4,7 @@
 
 pub mod admin;
 pub mod auth;
+mod commit;
 pub mod listing;
 pub mod lock;
 pub mod manage;

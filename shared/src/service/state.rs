@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use super::lock::take_over_dead_lock;
+use super::commit::{snapshot, take_over_dead_lock};
 use super::{App, Error, MAX_ATTEMPTS};
 use crate::crypto::{self, Binding};
 use crate::domain::document::{sniff, StateMeta};
@@ -222,21 +222,6 @@ pub(super) async fn examine(
     })
     .await
     .map_err(|e| Error::Unavailable(format!("validation task failed: {e}")))
-}
-
-/// The state's record, or the record of a state not created yet.
-pub(super) async fn snapshot(
-    app: &App,
-    org: &str,
-    name: &StateName,
-    now: Timestamp,
-) -> Result<StateRecord, Error> {
-    Ok(app
-        .catalog
-        .state(org, name.as_str())
-        .await?
-        .map(|r| r.reincarnated(&new_id(), now))
-        .unwrap_or_else(|| StateRecord::fresh(org, name.as_str(), &new_id(), now)))
 }
 
 /// Seals the body for one version under a fresh data key and stores it, pending until a

@@ -6,7 +6,7 @@
 use serde::Serialize;
 use time::Duration;
 
-use super::lock::take_over_dead_lock;
+use super::commit::take_over_dead_lock;
 use super::{App, Error, MAX_ATTEMPTS};
 use crate::domain::{Actor, Timestamp};
 use crate::ports::{Commit, StoreError};
