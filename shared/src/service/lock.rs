@@ -1,16 +1,15 @@
 //! Locking and unlocking a state: the backend protocol's LOCK and UNLOCK.
 
 use super::commit::{force_unlock_entry, release, snapshot, take_over_dead_lock};
-use super::{App, Error, MAX_ATTEMPTS};
+use super::retry::{commit, until_done, Attempt};
+use super::{App, Error};
 use crate::domain::hold::{hold_set_by, Hold};
 use crate::domain::lock::{parse_lock, parse_unlock, Lock};
 use crate::domain::locking::{decide_lock, decide_unlock, LockDecision, UnlockDecision};
 use crate::domain::name::StateName;
 use crate::domain::permission::Permission;
-use crate::domain::record::StateRecord;
-use crate::domain::version::VersionRecord;
-use crate::domain::{Principal, Timestamp};
-use crate::ports::{AuditEntry, Commit, RunItem, StoreError};
+use crate::domain::Principal;
+use crate::ports::{Commit, RunItem};
 
 /// What an unlock did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,13 +40,13 @@ pub async fn lock(
     app.require(principal, Permission::Write).await?;
     app.keys()?;
     let document = parse_lock(body)?;
-    for _ in 0..MAX_ATTEMPTS {
+    until_done(|| async {
         let now = app.clock.now();
         let snapshot = snapshot(app, &principal.org, name, now).await?;
         let (snapshot, takeover) =
             take_over_dead_lock(app, snapshot, &principal.actor, now).await?;
         let lock = match decide_lock(&snapshot, document.clone(), principal, now)? {
-            LockDecision::AlreadyHeld => return Ok(()),
+            LockDecision::AlreadyHeld => return Ok(Attempt::Done(())),
             LockDecision::Granted(lock) => lock,
         };
         let mut state = snapshot.successor();
@@ -66,31 +65,13 @@ pub async fn lock(
                 state: snapshot.name.clone(),
             })
             .collect();
-        let commit = Commit {
+        let changes = Commit {
             run_items,
-            ..simple_commit(&snapshot, now, Some(state), Vec::new(), Vec::new())
+            ..Commit::over(&snapshot, now, Some(state))
         };
-        match app.catalog.commit(takeover.into_commit(commit)).await {
-            Ok(()) => return Ok(()),
-            Err(StoreError::Conflict) => continue,
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Err(StoreError::Conflict.into())
-}
-
-fn simple_commit(
-    snapshot: &StateRecord,
-    at: Timestamp,
-    state: Option<StateRecord>,
-    versions: Vec<VersionRecord>,
-    audit: Vec<AuditEntry>,
-) -> Commit {
-    Commit {
-        versions,
-        audit,
-        ..Commit::over(snapshot, at, state)
-    }
+        commit(app, takeover.into_commit(changes), ()).await
+    })
+    .await
 }
 
 /// Releases a lock as `body` asks: empty (release what the caller holds, or force), or
@@ -108,14 +89,14 @@ pub async fn unlock(
     let allocation = app.require(principal, Permission::Write).await?;
     app.keys()?;
     let request = parse_unlock(body)?;
-    for _ in 0..MAX_ATTEMPTS {
+    until_done(|| async {
         let now = app.clock.now();
         let Some(snapshot) = app.catalog.state(&principal.org, name.as_str()).await? else {
-            return Ok(UnlockOutcome::NotLocked);
+            return Ok(Attempt::Done(UnlockOutcome::NotLocked));
         };
         let (lock, end_hold, forced) =
             match decide_unlock(&snapshot, &request, principal, &allocation, now)? {
-                UnlockDecision::NotLocked => return Ok(UnlockOutcome::NotLocked),
+                UnlockDecision::NotLocked => return Ok(Attempt::Done(UnlockOutcome::NotLocked)),
                 UnlockDecision::Release { forced, end_hold } => {
                     (snapshot.lock.clone(), end_hold, forced)
                 }
@@ -135,21 +116,17 @@ pub async fn unlock(
         } else {
             Vec::new()
         };
-        match app
-            .catalog
-            .commit(simple_commit(&snapshot, now, state, versions, audit))
-            .await
-        {
-            Ok(()) => {
-                return Ok(UnlockOutcome::Released {
-                    lock: lock.map(Box::new),
-                    hold,
-                    forced,
-                })
-            }
-            Err(StoreError::Conflict) => continue,
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Err(StoreError::Conflict.into())
+        let changes = Commit {
+            versions,
+            audit,
+            ..Commit::over(&snapshot, now, state)
+        };
+        let outcome = UnlockOutcome::Released {
+            lock: lock.map(Box::new),
+            hold,
+            forced,
+        };
+        commit(app, changes, outcome).await
+    })
+    .await
 }

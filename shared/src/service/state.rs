@@ -5,7 +5,8 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 
 use super::commit::{snapshot, take_over_dead_lock};
-use super::{App, Error, MAX_ATTEMPTS};
+use super::retry::{commit, until_done, Attempt, Carried};
+use super::{App, Error};
 use crate::crypto::{self, Binding};
 use crate::domain::document::{sniff, StateMeta};
 use crate::domain::name::StateName;
@@ -149,26 +150,26 @@ pub async fn write(
         sha256: &sha256,
     };
     let org = principal.org.as_str();
-    let mut sealed: Option<Sealed> = None;
-    for _ in 0..MAX_ATTEMPTS {
+    let sealed: Carried<Sealed> = Carried::default();
+    until_done(|| async {
         let now = app.clock.now();
         let snapshot = snapshot(app, org, name, now).await?;
         let (snapshot, takeover) =
             take_over_dead_lock(app, snapshot, &principal.actor, now).await?;
         let plan = plan_write(&snapshot, &request, principal, now)?;
         let Some(version) = plan.version() else {
-            return Ok(WriteOutcome::Unchanged);
+            return Ok(Attempt::Done(WriteOutcome::Unchanged));
         };
-        if !sealed.as_ref().is_some_and(|s| s.fits(&snapshot, version)) {
-            sealed = Some(seal(app, keys, &snapshot, version, &body, now).await?);
-        }
-        let blob = sealed.as_ref().expect("sealed above");
+        let blob = match sealed.take() {
+            Some(blob) if blob.fits(&snapshot, version) => blob,
+            _ => seal(app, keys, &snapshot, version, &body, now).await?,
+        };
         let meta = document.clone().expect("plan_write refuses a non-state");
         let content = blob.content(meta, body.len(), sha256.clone());
         let origin = Origin::Write {
             under_lock: lock_id.is_some(),
         };
-        let commit = apply_write(&snapshot, plan, content, principal, origin, now);
+        let applied = apply_write(&snapshot, plan, content, principal, origin, now);
         let audit = match plan {
             WritePlan::Create { version } => vec![AuditEntry {
                 org: org.to_owned(),
@@ -185,29 +186,22 @@ pub async fn write(
             WritePlan::Create { version } => app.prune_mark(&snapshot.incarnation, version),
             _ => Vec::new(),
         };
-        let result = app
-            .catalog
-            .commit(takeover.into_commit(Commit {
-                version_marks,
-                versions: vec![commit.version],
-                committed_blobs: vec![blob.blob.clone()],
-                doomed_blobs: commit.replaced_blob.into_iter().collect(),
-                audit,
-                ..Commit::over(&snapshot, now, Some(commit.state))
-            }))
-            .await;
-        match result {
-            Ok(()) => {
-                return Ok(match plan {
-                    WritePlan::Replace { version } => WriteOutcome::Replaced { version },
-                    _ => WriteOutcome::Created { version },
-                })
-            }
-            Err(crate::ports::StoreError::Conflict) => continue,
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Err(crate::ports::StoreError::Conflict.into())
+        let outcome = match plan {
+            WritePlan::Replace { version } => WriteOutcome::Replaced { version },
+            _ => WriteOutcome::Created { version },
+        };
+        let changes = takeover.into_commit(Commit {
+            version_marks,
+            versions: vec![applied.version],
+            committed_blobs: vec![blob.blob.clone()],
+            doomed_blobs: applied.replaced_blob.into_iter().collect(),
+            audit,
+            ..Commit::over(&snapshot, now, Some(applied.state))
+        });
+        sealed.put(blob);
+        commit(app, changes, outcome).await
+    })
+    .await
 }
 
 /// Validates a body as a state document and digests it: one pass each, off the async
