@@ -7,7 +7,7 @@ use super::commit::{
 use super::retry::{commit, until_done, Attempt, Carried};
 use super::state::{examine, open_version, seal, Sealed};
 use super::{App, Error};
-use crate::domain::document::with_serial;
+use crate::domain::document::{with_serial, StateMeta};
 use crate::domain::hold::Hold;
 use crate::domain::lock::Lock;
 use crate::domain::manage::{check_delete, check_import, check_rollback, tombstone};
@@ -15,7 +15,7 @@ use crate::domain::name::StateName;
 use crate::domain::permission::Permission;
 use crate::domain::record::StateRecord;
 use crate::domain::version::VersionRecord;
-use crate::domain::write::{apply_write, Origin, SealedContent, WriteCommit, WritePlan};
+use crate::domain::write::{create_version, Origin, SealedContent, WriteCommit};
 use crate::domain::{Principal, Refusal, Timestamp};
 use crate::ports::{AuditEntry, Commit, VersionMark};
 
@@ -101,7 +101,7 @@ pub async fn import(
             _ => seal(app, keys, &snapshot, version, &body, now).await?,
         };
         let detail = serde_json::json!({"source": "import", "key": blob.key_id, "serial": meta.serial, "lineage": meta.lineage});
-        let content = blob.content(meta, body.len(), sha256.clone());
+        let content = blob.content(body.len(), sha256.clone());
         let audit = entry(
             principal,
             name,
@@ -110,9 +110,10 @@ pub async fn import(
             detail,
             now,
         );
-        let write = apply_write(
+        let write = create_version(
             &snapshot,
-            WritePlan::Create { version },
+            version,
+            meta,
             content,
             principal,
             Origin::Import,
@@ -138,29 +139,26 @@ pub async fn rollback(
 ) -> Result<VersionRecord, Error> {
     app.require(principal, Permission::Write).await?;
     let keys = app.keys()?;
-    let sealed: Carried<(Sealed, SealedContent)> = Carried::default();
+    let sealed: Carried<(Sealed, StateMeta, SealedContent)> = Carried::default();
     until_done(|| async {
         let now = app.clock.now();
         let snapshot = existing(app, &principal.org, name).await?;
         let (snapshot, takeover) =
             take_over_dead_lock(app, snapshot, &principal.actor, now).await?;
         let target = find_version(app, &snapshot, version).await?;
-        let plan = check_rollback(&snapshot, version, target.as_ref(), now)?;
-        let target = target.expect("check_rollback refuses a missing version");
-        let (blob, content) = match sealed.take() {
-            Some((s, c))
-                if s.fits(&snapshot, plan.version) && c.meta.serial == Some(plan.serial) =>
-            {
-                (s, c)
+        let plan = check_rollback(&snapshot, version, target, now)?;
+        let (blob, meta, content) = match sealed.take() {
+            Some((s, m, c)) if s.fits(&snapshot, plan.version) && m.serial == Some(plan.serial) => {
+                (s, m, c)
             }
             _ => {
-                let old = open_version(app, keys, &snapshot, &target).await?;
+                let old = open_version(app, keys, &snapshot, &plan.target).await?;
                 let body = with_serial(&old, plan.serial)?;
                 let (body, document, sha256) = examine(body).await?;
                 let meta = document?;
                 let blob = seal(app, keys, &snapshot, plan.version, &body, now).await?;
-                let content = blob.content(meta, body.len(), sha256);
-                (blob, content)
+                let content = blob.content(body.len(), sha256);
+                (blob, meta, content)
             }
         };
         let detail =
@@ -173,17 +171,16 @@ pub async fn rollback(
             detail,
             now,
         );
-        let write = apply_write(
+        let write = create_version(
             &snapshot,
-            WritePlan::Create {
-                version: plan.version,
-            },
+            plan.version,
+            meta.clone(),
             content.clone(),
             principal,
             Origin::Rollback { from: version },
             now,
         );
-        sealed.put((blob, content));
+        sealed.put((blob, meta, content));
         commit_version(app, &snapshot, takeover, write, audit, now).await
     })
     .await

@@ -14,7 +14,7 @@ use crate::domain::permission::Permission;
 use crate::domain::record::StateRecord;
 use crate::domain::version::VersionRecord;
 use crate::domain::write::{
-    apply_write, plan_write, Origin, SealedContent, WritePlan, WriteRequest,
+    apply_write, plan_write, SealedContent, Target, WriteDecision, WriteRequest,
 };
 use crate::domain::{Principal, Refusal, Timestamp};
 use crate::ids::{hex, new_id};
@@ -113,9 +113,8 @@ pub(super) struct Sealed {
 
 impl Sealed {
     /// What a commit records of this blob: the content's facts and where it is sealed.
-    pub(super) fn content(&self, meta: StateMeta, size: usize, sha256: String) -> SealedContent {
+    pub(super) fn content(&self, size: usize, sha256: String) -> SealedContent {
         SealedContent {
-            meta,
             size: size as u64,
             sha256,
             key: self.key_id.clone(),
@@ -156,40 +155,35 @@ pub async fn write(
         let snapshot = snapshot(app, org, name, now).await?;
         let (snapshot, takeover) =
             take_over_dead_lock(app, snapshot, &principal.actor, now).await?;
-        let plan = plan_write(&snapshot, &request, principal, now)?;
-        let Some(version) = plan.version() else {
-            return Ok(Attempt::Done(WriteOutcome::Unchanged));
+        let plan = match plan_write(&snapshot, &request, principal, now)? {
+            WriteDecision::Unchanged => return Ok(Attempt::Done(WriteOutcome::Unchanged)),
+            WriteDecision::Write(plan) => plan,
         };
+        let version = plan.version();
         let blob = match sealed.take() {
             Some(blob) if blob.fits(&snapshot, version) => blob,
             _ => seal(app, keys, &snapshot, version, &body, now).await?,
         };
-        let meta = document.clone().expect("plan_write refuses a non-state");
-        let content = blob.content(meta, body.len(), sha256.clone());
-        let origin = Origin::Write {
-            under_lock: lock_id.is_some(),
+        // Only a new version is audited and may push an old one past the limit; a replaced
+        // one is the same operation's.
+        let (outcome, audit, version_marks) = match plan.target {
+            Target::Create { .. } => (
+                WriteOutcome::Created { version },
+                vec![AuditEntry {
+                    org: org.to_owned(),
+                    at: now,
+                    action: "version.created".into(),
+                    actor: principal.actor.clone(),
+                    state: Some(name.to_string()),
+                    version: Some(version),
+                    detail: serde_json::json!({"source": "write", "key": blob.key_id}),
+                }],
+                app.prune_mark(&snapshot.incarnation, version),
+            ),
+            Target::Replace { .. } => (WriteOutcome::Replaced { version }, Vec::new(), Vec::new()),
         };
-        let applied = apply_write(&snapshot, plan, content, principal, origin, now);
-        let audit = match plan {
-            WritePlan::Create { version } => vec![AuditEntry {
-                org: org.to_owned(),
-                at: now,
-                action: "version.created".into(),
-                actor: principal.actor.clone(),
-                state: Some(name.to_string()),
-                version: Some(version),
-                detail: serde_json::json!({"source": "write", "key": blob.key_id}),
-            }],
-            _ => Vec::new(),
-        };
-        let version_marks = match plan {
-            WritePlan::Create { version } => app.prune_mark(&snapshot.incarnation, version),
-            _ => Vec::new(),
-        };
-        let outcome = match plan {
-            WritePlan::Replace { version } => WriteOutcome::Replaced { version },
-            _ => WriteOutcome::Created { version },
-        };
+        let content = blob.content(body.len(), sha256.clone());
+        let applied = apply_write(&snapshot, plan, content, principal, now);
         let changes = takeover.into_commit(Commit {
             version_marks,
             versions: vec![applied.version],
