@@ -53,19 +53,35 @@ impl LockDocument {
 /// field that is not a string. Unknown fields and a `Created` that is not RFC 3339 are
 /// dropped, since other lockers read `Created` back as a time.
 pub fn parse_lock(body: &[u8]) -> Result<LockDocument, Refusal> {
-    let mut object = parse_object(body, |reason| Refusal::InvalidLock { reason })?;
-    let invalid = |reason: String| Refusal::InvalidLock { reason };
+    let mut object = parse_object(body, |reason| Refusal::InvalidLock {
+        reason,
+        lock_id: None,
+    })?;
+    let not_a_string = |name: &str, other: &Value| {
+        format!("\"{name}\" must be a string, not {}", json_type(other))
+    };
+    // The ID is read first, so every later refusal names it for the log.
+    let id = match object.remove("ID") {
+        None => None,
+        Some(Value::String(s)) => Some(s),
+        Some(other) => {
+            return Err(Refusal::InvalidLock {
+                reason: not_a_string("ID", &other),
+                lock_id: None,
+            })
+        }
+    };
+    let invalid = |reason: String| Refusal::InvalidLock {
+        reason,
+        lock_id: id.clone(),
+    };
     let mut field = |name: &'static str| -> Result<Option<String>, Refusal> {
         match object.remove(name) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s)),
-            Some(other) => Err(invalid(format!(
-                "\"{name}\" must be a string, not {}",
-                json_type(&other)
-            ))),
+            Some(other) => Err(invalid(not_a_string(name, &other))),
         }
     };
-    let id = field("ID")?;
     let doc = LockDocument {
         id: String::new(),
         operation: field("Operation")?,
@@ -75,14 +91,19 @@ pub fn parse_lock(body: &[u8]) -> Result<LockDocument, Refusal> {
         created: field("Created")?.filter(|c| time::OffsetDateTime::parse(c, &Rfc3339).is_ok()),
         path: field("Path")?,
     };
-    let id = id.ok_or_else(|| invalid("it has no \"ID\"".into()))?;
-    check_lock_id(&id).map_err(invalid)?;
+    let Some(id) = &id else {
+        return Err(invalid("it has no \"ID\"".into()));
+    };
+    check_lock_id(id).map_err(invalid)?;
     if id.starts_with(HOLD_ID_PREFIX) {
         return Err(invalid(format!(
             "lock IDs starting with \"{HOLD_ID_PREFIX}\" are reserved for runs' holds"
         )));
     }
-    Ok(LockDocument { id, ..doc })
+    Ok(LockDocument {
+        id: id.clone(),
+        ..doc
+    })
 }
 
 fn check_lock_id(id: &str) -> Result<(), String> {
@@ -195,12 +216,14 @@ impl Lock {
         }
     }
 
-    /// The refusal for a request this lock stands in the way of.
-    pub fn refusal(&self) -> Refusal {
+    /// The refusal for a request this lock stands in the way of; `requested` is the lock ID
+    /// the request named, if any.
+    pub fn refusal(&self, requested: Option<&str>) -> Refusal {
         Refusal::Locked {
             lock_id: self.id().to_owned(),
             holder: self.holder.describe(),
             document: self.document.to_json(),
+            requested: requested.map(str::to_owned),
         }
     }
 }
@@ -211,7 +234,7 @@ mod tests {
 
     fn invalid_lock(body: &str) -> String {
         match parse_lock(body.as_bytes()) {
-            Err(Refusal::InvalidLock { reason }) => reason,
+            Err(Refusal::InvalidLock { reason, .. }) => reason,
             other => panic!("expected InvalidLock for {body}, got {other:?}"),
         }
     }
@@ -250,6 +273,20 @@ mod tests {
         assert!(invalid_lock(r#"{"ID":"a","Who":7}"#).contains("\"Who\" must be a string"));
         assert!(invalid_lock(r#"{"ID":5}"#).contains("\"ID\" must be a string"));
         assert!(invalid_lock(r#"{"ID":"a","Path":null}"#).contains("\"Path\""));
+    }
+
+    #[test]
+    fn an_invalid_lock_names_the_id_it_could_read_for_the_log() {
+        let ids = |body: &str| {
+            parse_lock(body.as_bytes())
+                .unwrap_err()
+                .lock_ids()
+                .join(",")
+        };
+        assert_eq!(ids(r#"{"ID":"hold-run1"}"#), "hold-run1");
+        assert_eq!(ids(r#"{"ID":"a","Who":7}"#), "a");
+        assert_eq!(ids(r#"{"ID":5}"#), "");
+        assert_eq!(ids(r#"{"Operation":"x"}"#), "");
     }
 
     #[test]

@@ -28,13 +28,14 @@ pub fn decide_lock(
     principal: &Principal,
     now: Timestamp,
 ) -> Result<LockDecision, Refusal> {
+    let requested = Some(document.id.as_str());
     if let Some(lock) = record.live_lock(now) {
         if lock.id() == document.id && lock.is_held_by(principal) {
             return Ok(LockDecision::AlreadyHeld);
         }
-        return Err(lock.refusal());
+        return Err(lock.refusal(requested));
     }
-    check_hold(record.hold.as_ref(), principal)?;
+    check_hold(record.hold.as_ref(), principal, requested)?;
     if document.info.as_deref().unwrap_or("").is_empty() {
         // Newer clients print the holder's Info on a conflict: make it say who and since when.
         document.info = Some(format!(
@@ -205,6 +206,16 @@ mod tests {
         };
         assert_eq!(lock_id, "L1");
         assert!(document.contains(r#""ID":"L1""#) && document.contains("user alice since"));
+    }
+
+    #[test]
+    fn a_lock_conflict_names_the_requested_id_then_the_holders_for_the_log() {
+        let record = locked_record("L1", "alice");
+        let bob = principal("bob", Role::Operator);
+        let err = decide_lock(&record, doc("L2"), &bob, NOW).unwrap_err();
+        assert_eq!(err.lock_ids(), ["L2", "L1"]);
+        let err = decide_lock(&record, doc("L1"), &bob, NOW).unwrap_err();
+        assert_eq!(err.lock_ids(), ["L1"]);
     }
 
     #[test]

@@ -20,10 +20,10 @@ fn not_found(name: &str) -> Refusal {
 /// `Locked` while a lock is live; `StateExists` when the name has a version.
 pub fn check_import(record: &StateRecord, now: Timestamp) -> Result<u64, Refusal> {
     if let Some(lock) = record.live_lock(now) {
-        return Err(lock.refusal());
+        return Err(lock.refusal(None));
     }
     if let Some(hold) = &record.hold {
-        return Err(hold.refusal());
+        return Err(hold.refusal(None));
     }
     if record.latest.is_some() {
         return Err(Refusal::StateExists {
@@ -57,10 +57,10 @@ pub fn check_rollback(
         return Err(not_found(&record.name));
     };
     if let Some(lock) = record.live_lock(now) {
-        return Err(lock.refusal());
+        return Err(lock.refusal(None));
     }
     if let Some(hold) = &record.hold {
-        return Err(hold.refusal());
+        return Err(hold.refusal(None));
     }
     let target = target.ok_or_else(|| Refusal::NotFound {
         what: format!("version {requested} of state {}", record.name),
@@ -94,10 +94,10 @@ pub fn check_delete(record: &StateRecord, now: Timestamp) -> Result<(), Refusal>
         return Err(not_found(&record.name));
     }
     if let Some(lock) = record.live_lock(now) {
-        return Err(lock.refusal());
+        return Err(lock.refusal(None));
     }
     if let Some(hold) = &record.hold {
-        return Err(hold.refusal());
+        return Err(hold.refusal(None));
     }
     Ok(())
 }

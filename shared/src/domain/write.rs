@@ -71,7 +71,7 @@ pub fn plan_write(
 ) -> Result<WriteDecision, Refusal> {
     let lock = record.live_lock(now);
     match (lock, request.lock_id) {
-        (Some(lock), _) if !lock.is_held_by(principal) => return Err(lock.refusal()),
+        (Some(lock), _) if !lock.is_held_by(principal) => return Err(lock.refusal(request.lock_id)),
         (Some(lock), Some(id)) if id != lock.id() => {
             return Err(Refusal::LockIdMismatch {
                 given: id.to_owned(),
@@ -86,7 +86,7 @@ pub fn plan_write(
         }
         _ => {}
     }
-    check_hold(record.hold.as_ref(), principal)?;
+    check_hold(record.hold.as_ref(), principal, request.lock_id)?;
     let meta = request.document.clone()?;
     if let Some(latest) = &record.latest {
         if let (Some(stored), Some(given)) = (&latest.lineage, &meta.lineage) {
