@@ -4,6 +4,7 @@
 //! nothing itself (the rules are the domain's) and never commits.
 
 use super::{App, Error};
+use crate::domain::audit::AuditAction;
 use crate::domain::hold::Hold;
 use crate::domain::lock::Lock;
 use crate::domain::name::StateName;
@@ -104,7 +105,7 @@ pub(super) async fn take_over_dead_lock(
     let audit = AuditEntry {
         org: snapshot.org.clone(),
         at: now,
-        action: "lock.expired".into(),
+        action: AuditAction::LockExpired.as_str().into(),
         actor: by.clone(),
         state: Some(snapshot.name.clone()),
         version: lock.version_opened,
@@ -171,7 +172,7 @@ pub(super) fn force_unlock_entry(
     AuditEntry {
         org: principal.org.clone(),
         at: now,
-        action: "lock.force_unlocked".into(),
+        action: AuditAction::LockForceUnlocked.as_str().into(),
         actor: principal.actor.clone(),
         state: Some(name.to_string()),
         version: lock.and_then(|l| l.version_opened),

@@ -7,6 +7,7 @@ use super::commit::{
 use super::retry::{commit, until_done, Attempt, Carried};
 use super::state::{examine, open_version, seal, Sealed};
 use super::{App, Error};
+use crate::domain::audit::AuditAction;
 use crate::domain::document::{with_serial, StateMeta};
 use crate::domain::hold::Hold;
 use crate::domain::lock::Lock;
@@ -22,7 +23,7 @@ use crate::ports::{AuditEntry, Commit, VersionMark};
 fn entry(
     principal: &Principal,
     name: &StateName,
-    action: &str,
+    action: AuditAction,
     version: Option<u64>,
     detail: serde_json::Value,
     now: Timestamp,
@@ -30,7 +31,7 @@ fn entry(
     AuditEntry {
         org: principal.org.clone(),
         at: now,
-        action: action.into(),
+        action: action.as_str().into(),
         actor: principal.actor.clone(),
         state: Some(name.to_string()),
         version,
@@ -105,7 +106,7 @@ pub async fn import(
         let audit = entry(
             principal,
             name,
-            "state.imported",
+            AuditAction::StateImported,
             Some(version),
             detail,
             now,
@@ -166,7 +167,7 @@ pub async fn rollback(
         let audit = entry(
             principal,
             name,
-            "state.rolled_back",
+            AuditAction::StateRolledBack,
             Some(plan.version),
             detail,
             now,
@@ -211,7 +212,7 @@ pub async fn download(
         .append_audit(&entry(
             principal,
             name,
-            "version.downloaded",
+            AuditAction::VersionDownloaded,
             Some(version),
             detail,
             now,
@@ -282,7 +283,14 @@ pub async fn delete(app: &App, principal: &Principal, name: &StateName) -> Resul
         check_delete(&snapshot, now)?;
         let latest = snapshot.latest.as_ref().map(|l| l.version);
         let detail = serde_json::json!({"incarnation": snapshot.incarnation});
-        let audit = entry(principal, name, "state.deleted", latest, detail, now);
+        let audit = entry(
+            principal,
+            name,
+            AuditAction::StateDeleted,
+            latest,
+            detail,
+            now,
+        );
         let changes = takeover.into_commit(Commit {
             version_marks: vec![VersionMark {
                 incarnation: snapshot.incarnation.clone(),

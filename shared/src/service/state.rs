@@ -8,6 +8,7 @@ use super::commit::{snapshot, take_over_dead_lock};
 use super::retry::{commit, until_done, Attempt, Carried};
 use super::{App, Error};
 use crate::crypto::{self, Binding};
+use crate::domain::audit::AuditAction;
 use crate::domain::document::{sniff, StateMeta};
 use crate::domain::name::StateName;
 use crate::domain::permission::Permission;
@@ -172,7 +173,7 @@ pub async fn write(
                 vec![AuditEntry {
                     org: org.to_owned(),
                     at: now,
-                    action: "version.created".into(),
+                    action: AuditAction::VersionCreated.as_str().into(),
                     actor: principal.actor.clone(),
                     state: Some(name.to_string()),
                     version: Some(version),
