@@ -126,7 +126,7 @@ impl World {
     /// live lock and no other run's hold.
     fn free_for(record: &Option<StateRecord>, p: &Principal, now: Timestamp) -> (bool, bool) {
         let Some(r) = record else { return (true, true) };
-        let lock_free = r.live_lock(now).is_none_or(|l| p.holds(l));
+        let lock_free = r.live_lock(now).is_none_or(|l| l.is_held_by(p));
         let hold_free = r
             .hold
             .as_ref()

@@ -3,7 +3,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::lock::Lock;
 use super::permission::Role;
 use super::Timestamp;
 
@@ -76,16 +75,4 @@ pub struct Principal {
     pub actor: Actor,
     /// Set for a step token, which acts as operator within its grant.
     pub step: Option<StepGrant>,
-}
-
-impl Principal {
-    /// Whether this caller holds `lock`: a person's lock belongs to the (org, user), a step's
-    /// to the token that took it, so the cleanup of one attempt never frees another's lock.
-    pub fn holds(&self, lock: &Lock) -> bool {
-        match (&self.step, &lock.token) {
-            (Some(grant), Some(token)) => grant.token_id == *token,
-            (None, None) => self.actor == lock.holder,
-            _ => false,
-        }
-    }
 }

@@ -43,12 +43,14 @@ impl Hold {
         principal.step.as_ref().is_some_and(|g| g.run == self.run)
     }
 
-    /// The refusal for a change the hold keeps out.
-    pub fn refusal(&self) -> Refusal {
+    /// The refusal for a change the hold keeps out; `requested` is the lock ID the change
+    /// named, if any.
+    pub fn refusal(&self, requested: Option<&str>) -> Refusal {
         Refusal::Locked {
             lock_id: self.id(),
             holder: format!("run {}", self.run),
             document: self.document().to_json(),
+            requested: requested.map(str::to_owned),
         }
     }
 }
@@ -62,13 +64,18 @@ pub fn hold_set_by(principal: &Principal, now: Timestamp) -> Option<Hold> {
     })
 }
 
-/// Refuses `principal` while someone else's run holds the state.
+/// Refuses `principal` while someone else's run holds the state; `requested` is the lock ID
+/// the request named, if any.
 ///
 /// # Errors
 /// `Locked` with the hold's document.
-pub fn check_hold(hold: Option<&Hold>, principal: &Principal) -> Result<(), Refusal> {
+pub fn check_hold(
+    hold: Option<&Hold>,
+    principal: &Principal,
+    requested: Option<&str>,
+) -> Result<(), Refusal> {
     match hold {
-        Some(hold) if !hold.admits(principal) => Err(hold.refusal()),
+        Some(hold) if !hold.admits(principal) => Err(hold.refusal(requested)),
         _ => Ok(()),
     }
 }
@@ -124,17 +131,17 @@ mod tests {
             run: "r7".into(),
             since: NOW,
         };
-        assert!(check_hold(Some(&hold), &step("r7", false)).is_ok());
+        assert!(check_hold(Some(&hold), &step("r7", false), None).is_ok());
         assert!(
-            matches!(check_hold(Some(&hold), &step("r8", false)), Err(Refusal::Locked { ref lock_id, .. }) if lock_id == "hold-r7")
+            matches!(check_hold(Some(&hold), &step("r8", false), None), Err(Refusal::Locked { ref lock_id, .. }) if lock_id == "hold-r7")
         );
         let person = Principal {
             step: None,
             actor: Actor::User { user: "a".into() },
             ..step("x", false)
         };
-        assert!(check_hold(Some(&hold), &person).is_err());
-        assert!(check_hold(None, &person).is_ok());
+        assert!(check_hold(Some(&hold), &person, None).is_err());
+        assert!(check_hold(None, &person, None).is_ok());
     }
 
     #[test]

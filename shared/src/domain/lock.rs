@@ -1,15 +1,12 @@
-//! Lock documents and the lock and unlock rules: (record, request, principal, now) ->
-//! decision. No I/O, no status codes.
+//! Lock nouns: the lock document as the tools send it (`LockInfo`), the lock and unlock
+//! bodies it is parsed from, and the lock a state record stores. The rules that grant and
+//! release locks are in `locking`. No I/O, no status codes.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use time::format_description::well_known::Rfc3339;
 
-use super::actor::StepKind;
-use super::hold::check_hold;
-use super::permission::{Allocation, Permission};
-use super::record::StateRecord;
-use super::{rfc3339, Actor, Principal, Refusal, Timestamp};
+use super::{Actor, Principal, Refusal, Timestamp};
 
 /// The largest lock or unlock body accepted.
 pub const MAX_LOCK_BYTES: usize = 16 * 1024;
@@ -56,19 +53,35 @@ impl LockDocument {
 /// field that is not a string. Unknown fields and a `Created` that is not RFC 3339 are
 /// dropped, since other lockers read `Created` back as a time.
 pub fn parse_lock(body: &[u8]) -> Result<LockDocument, Refusal> {
-    let mut object = parse_object(body, |reason| Refusal::InvalidLock { reason })?;
-    let invalid = |reason: String| Refusal::InvalidLock { reason };
+    let mut object = parse_object(body, |reason| Refusal::InvalidLock {
+        reason,
+        lock_id: None,
+    })?;
+    let not_a_string = |name: &str, other: &Value| {
+        format!("\"{name}\" must be a string, not {}", json_type(other))
+    };
+    // The ID is read first, so every later refusal names it for the log.
+    let id = match object.remove("ID") {
+        None => None,
+        Some(Value::String(s)) => Some(s),
+        Some(other) => {
+            return Err(Refusal::InvalidLock {
+                reason: not_a_string("ID", &other),
+                lock_id: None,
+            })
+        }
+    };
+    let invalid = |reason: String| Refusal::InvalidLock {
+        reason,
+        lock_id: id.clone(),
+    };
     let mut field = |name: &'static str| -> Result<Option<String>, Refusal> {
         match object.remove(name) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s)),
-            Some(other) => Err(invalid(format!(
-                "\"{name}\" must be a string, not {}",
-                json_type(&other)
-            ))),
+            Some(other) => Err(invalid(not_a_string(name, &other))),
         }
     };
-    let id = field("ID")?;
     let doc = LockDocument {
         id: String::new(),
         operation: field("Operation")?,
@@ -78,14 +91,19 @@ pub fn parse_lock(body: &[u8]) -> Result<LockDocument, Refusal> {
         created: field("Created")?.filter(|c| time::OffsetDateTime::parse(c, &Rfc3339).is_ok()),
         path: field("Path")?,
     };
-    let id = id.ok_or_else(|| invalid("it has no \"ID\"".into()))?;
-    check_lock_id(&id).map_err(invalid)?;
+    let Some(id) = &id else {
+        return Err(invalid("it has no \"ID\"".into()));
+    };
+    check_lock_id(id).map_err(invalid)?;
     if id.starts_with(HOLD_ID_PREFIX) {
         return Err(invalid(format!(
             "lock IDs starting with \"{HOLD_ID_PREFIX}\" are reserved for runs' holds"
         )));
     }
-    Ok(LockDocument { id, ..doc })
+    Ok(LockDocument {
+        id: id.clone(),
+        ..doc
+    })
 }
 
 fn check_lock_id(id: &str) -> Result<(), String> {
@@ -131,91 +149,6 @@ fn json_type(v: &Value) -> &'static str {
     }
 }
 
-/// A lock held on a state.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Lock {
-    /// The document as stored: the client's, with Info naming the holder when it was empty.
-    pub document: LockDocument,
-    pub holder: Actor,
-    #[serde(with = "time::serde::rfc3339")]
-    pub since: Timestamp,
-    /// When the lock stops being live; `None` for a person's lock, which never expires.
-    #[serde(default, with = "time::serde::rfc3339::option")]
-    pub live_until: Option<Timestamp>,
-    /// The version this acquisition opened with its first `?ID=` write, which later writes
-    /// under the same acquisition replace (DESIGN section 6).
-    pub version_opened: Option<u64>,
-    /// The id of the step token that took it; `None` for a person's lock.
-    #[serde(default)]
-    pub token: Option<String>,
-}
-
-impl Lock {
-    pub fn id(&self) -> &str {
-        &self.document.id
-    }
-
-    pub fn is_live(&self, now: Timestamp) -> bool {
-        self.live_until.is_none_or(|until| now < until)
-    }
-}
-
-/// What a lock request gets.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LockDecision {
-    /// Take this lock.
-    Granted(Box<Lock>),
-    /// The caller already holds the lock with this ID: a retried request.
-    AlreadyHeld,
-}
-
-/// Decides a lock request.
-///
-/// # Errors
-/// `Locked` with the holder's document when another lock is live, or when the caller holds
-/// the state under a different ID.
-pub fn decide_lock(
-    record: &StateRecord,
-    mut document: LockDocument,
-    principal: &Principal,
-    now: Timestamp,
-) -> Result<LockDecision, Refusal> {
-    if let Some(lock) = record.live_lock(now) {
-        if lock.id() == document.id && principal.holds(lock) {
-            return Ok(LockDecision::AlreadyHeld);
-        }
-        return Err(locked_by(lock));
-    }
-    check_hold(record.hold.as_ref(), principal)?;
-    if document.info.as_deref().unwrap_or("").is_empty() {
-        // Newer clients print the holder's Info on a conflict: make it say who and since when.
-        document.info = Some(format!(
-            "{} since {}",
-            principal.actor.describe(),
-            rfc3339(now)
-        ));
-    }
-    // A step's lock lives as long as its token; a person's never expires.
-    let step = principal.step.as_ref();
-    Ok(LockDecision::Granted(Box::new(Lock {
-        document,
-        holder: principal.actor.clone(),
-        since: now,
-        live_until: step.map(|g| g.expires_at),
-        version_opened: None,
-        token: step.map(|g| g.token_id.clone()),
-    })))
-}
-
-/// The refusal for a request blocked by `lock`.
-pub fn locked_by(lock: &Lock) -> Refusal {
-    Refusal::Locked {
-        lock_id: lock.id().to_owned(),
-        holder: lock.holder.describe(),
-        document: lock.document.to_json(),
-    }
-}
-
 /// An unlock request: Terraform's force-unlock sends no body; everything else names a lock.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum UnlockRequest {
@@ -244,117 +177,64 @@ pub fn parse_unlock(body: &[u8]) -> Result<UnlockRequest, Refusal> {
     }
 }
 
-/// What an unlock request does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UnlockDecision {
-    /// Nothing to release: 200, for retried requests.
-    NotLocked,
-    /// Release the lock; `forced` when the caller is not its holder; `end_hold` when the run's
-    /// hold ends with it (a force, or the run's apply releasing its lock).
-    Release { forced: bool, end_hold: bool },
-    /// End the run's hold and leave any lock alone (`hold-<run>` named, or an empty forced
-    /// unlock when only a hold stands).
-    EndHold,
+/// A lock held on a state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lock {
+    /// The document as stored: the client's, with Info naming the holder when it was empty.
+    pub document: LockDocument,
+    pub holder: Actor,
+    #[serde(with = "time::serde::rfc3339")]
+    pub since: Timestamp,
+    /// When the lock stops being live; `None` for a person's lock, which never expires.
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub live_until: Option<Timestamp>,
+    /// The version this acquisition opened with its first `?ID=` write, which later writes
+    /// under the same acquisition replace (DESIGN section 6).
+    pub version_opened: Option<u64>,
+    /// The id of the step token that took it; `None` for a person's lock.
+    #[serde(default)]
+    pub token: Option<String>,
 }
 
-/// Decides an unlock request. A named ID must be the current lock's (or the hold's); the
-/// holder releases its own lock, and releasing anyone else's lock or a hold is a force that
-/// needs tf_state:manage, which a step token never has.
-///
-/// # Errors
-/// `LockIdMismatch` for an ID that is neither the current lock's nor the hold's;
-/// `NotYourLock` for a force without tf_state:manage.
-pub fn decide_unlock(
-    record: &StateRecord,
-    request: &UnlockRequest,
-    principal: &Principal,
-    allocation: &Allocation,
-    now: Timestamp,
-) -> Result<UnlockDecision, Refusal> {
-    let may_force =
-        principal.step.is_none() && allocation.allows(principal.role, Permission::Manage);
-    let refuse_force = |holder: String, lock_id: String| Refusal::NotYourLock { holder, lock_id };
-    let hold = record.hold.as_ref();
-    if let UnlockRequest::Named(id) = request {
-        if id.starts_with(HOLD_ID_PREFIX) {
-            return match hold.filter(|h| h.id() == *id) {
-                None => Ok(UnlockDecision::NotLocked),
-                Some(_) if may_force => Ok(UnlockDecision::EndHold),
-                Some(h) => Err(refuse_force(format!("run {}", h.run), h.id())),
-            };
+impl Lock {
+    pub fn id(&self) -> &str {
+        &self.document.id
+    }
+
+    pub fn is_live(&self, now: Timestamp) -> bool {
+        self.live_until.is_none_or(|until| now < until)
+    }
+
+    /// Whether `principal` holds this lock: a person's lock belongs to the (org, user), a
+    /// step's to the token that took it, so the cleanup of one attempt never frees another's
+    /// lock.
+    pub fn is_held_by(&self, principal: &Principal) -> bool {
+        match (&principal.step, &self.token) {
+            (Some(grant), Some(token)) => grant.token_id == *token,
+            (None, None) => principal.actor == self.holder,
+            _ => false,
         }
     }
-    let Some(lock) = record.live_lock(now) else {
-        return Ok(match (request, hold) {
-            (UnlockRequest::Empty, Some(_)) if may_force => UnlockDecision::EndHold,
-            _ => UnlockDecision::NotLocked,
-        });
-    };
-    if let UnlockRequest::Named(id) = request {
-        if id != lock.id() {
-            return Err(Refusal::LockIdMismatch {
-                given: id.clone(),
-                current: Some(lock.id().to_owned()),
-            });
+
+    /// The refusal for a request this lock stands in the way of; `requested` is the lock ID
+    /// the request named, if any.
+    pub fn refusal(&self, requested: Option<&str>) -> Refusal {
+        Refusal::Locked {
+            lock_id: self.id().to_owned(),
+            holder: self.holder.describe(),
+            document: self.document.to_json(),
+            requested: requested.map(str::to_owned),
         }
     }
-    if principal.holds(lock) {
-        // The run's apply releasing its lock is what a hold waits for.
-        let apply_of_run = principal
-            .step
-            .as_ref()
-            .is_some_and(|g| g.kind == StepKind::Apply && hold.is_some_and(|h| h.run == g.run));
-        return Ok(UnlockDecision::Release {
-            forced: false,
-            end_hold: apply_of_run,
-        });
-    }
-    if may_force {
-        // A force releases whatever is held: an empty body ends the hold too.
-        let end_hold = *request == UnlockRequest::Empty && hold.is_some();
-        return Ok(UnlockDecision::Release {
-            forced: true,
-            end_hold,
-        });
-    }
-    Err(refuse_force(lock.holder.describe(), lock.id().to_owned()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::permission::Role;
-    use time::macros::datetime;
-
-    const NOW: Timestamp = datetime!(2026-11-30 01:00:00 UTC);
-
-    fn principal(user: &str, role: Role) -> Principal {
-        Principal {
-            org: "acme".into(),
-            role,
-            actor: Actor::User { user: user.into() },
-            step: None,
-        }
-    }
-
-    fn doc(id: &str) -> LockDocument {
-        parse_lock(format!(r#"{{"ID":"{id}","Operation":"OperationTypeApply","Info":"","Who":"me@host","Version":"1.11.4","Created":"2026-11-30T01:07:12.730574508Z","Path":""}}"#).as_bytes()).unwrap()
-    }
-
-    fn locked_record(id: &str, holder: &str) -> StateRecord {
-        let mut record = StateRecord::fresh("acme", "net", "inc1", NOW);
-        let LockDecision::Granted(lock) =
-            decide_lock(&record, doc(id), &principal(holder, Role::Operator), NOW).unwrap()
-        else {
-            panic!("expected a grant")
-        };
-        record.lock = Some(*lock);
-        record
-    }
 
     fn invalid_lock(body: &str) -> String {
         match parse_lock(body.as_bytes()) {
-            Err(Refusal::InvalidLock { reason }) => reason,
+            Err(Refusal::InvalidLock { reason, .. }) => reason,
             other => panic!("expected InvalidLock for {body}, got {other:?}"),
         }
     }
@@ -396,73 +276,22 @@ mod tests {
     }
 
     #[test]
+    fn an_invalid_lock_names_the_id_it_could_read_for_the_log() {
+        let ids = |body: &str| {
+            parse_lock(body.as_bytes())
+                .unwrap_err()
+                .lock_ids()
+                .join(",")
+        };
+        assert_eq!(ids(r#"{"ID":"hold-run1"}"#), "hold-run1");
+        assert_eq!(ids(r#"{"ID":"a","Who":7}"#), "a");
+        assert_eq!(ids(r#"{"ID":5}"#), "");
+        assert_eq!(ids(r#"{"Operation":"x"}"#), "");
+    }
+
+    #[test]
     fn an_id_of_255_multibyte_characters_is_accepted() {
         assert!(parse_lock(format!(r#"{{"ID":"{}"}}"#, "é".repeat(255)).as_bytes()).is_ok());
-    }
-
-    #[test]
-    fn granting_fills_an_empty_info_with_the_holder_and_time() {
-        let record = locked_record("L1", "alice");
-        let lock = record.lock.unwrap();
-        assert_eq!(
-            lock.document.info.as_deref(),
-            Some("user alice since 2026-11-30T01:00:00Z")
-        );
-        assert_eq!(
-            lock.holder,
-            Actor::User {
-                user: "alice".into()
-            }
-        );
-    }
-
-    #[test]
-    fn a_client_info_is_kept() {
-        let record = StateRecord::fresh("acme", "net", "inc1", NOW);
-        let d = parse_lock(br#"{"ID":"a","Info":"mine"}"#).unwrap();
-        let LockDecision::Granted(lock) =
-            decide_lock(&record, d, &principal("a", Role::Operator), NOW).unwrap()
-        else {
-            panic!()
-        };
-        assert_eq!(lock.document.info.as_deref(), Some("mine"));
-    }
-
-    #[test]
-    fn lock_held_by_other_is_refused_with_the_holders_document() {
-        let record = locked_record("L1", "alice");
-        let err = decide_lock(&record, doc("L2"), &principal("bob", Role::Admin), NOW).unwrap_err();
-        let Refusal::Locked {
-            lock_id, document, ..
-        } = err
-        else {
-            panic!("expected Locked")
-        };
-        assert_eq!(lock_id, "L1");
-        assert!(document.contains(r#""ID":"L1""#) && document.contains("user alice since"));
-    }
-
-    #[test]
-    fn the_same_holder_relocking_with_the_same_id_is_already_held() {
-        let record = locked_record("L1", "alice");
-        let alice = principal("alice", Role::Operator);
-        assert_eq!(
-            decide_lock(&record, doc("L1"), &alice, NOW),
-            Ok(LockDecision::AlreadyHeld)
-        );
-        assert!(decide_lock(&record, doc("L2"), &alice, NOW).is_err());
-        assert!(decide_lock(&record, doc("L1"), &principal("bob", Role::Operator), NOW).is_err());
-    }
-
-    #[test]
-    fn an_expired_lock_reads_as_unlocked() {
-        let mut record = locked_record("L1", "alice");
-        record.lock.as_mut().unwrap().live_until = Some(NOW);
-        let bob = principal("bob", Role::Operator);
-        assert!(matches!(
-            decide_lock(&record, doc("L2"), &bob, NOW),
-            Ok(LockDecision::Granted(_))
-        ));
     }
 
     #[test]
@@ -488,75 +317,5 @@ mod tests {
             parse_unlock(&vec![b' '; MAX_LOCK_BYTES + 1]),
             Err(Refusal::BodyTooLarge { .. })
         ));
-    }
-
-    #[test]
-    fn the_holder_releases_its_own_lock_by_id_or_with_an_empty_body() {
-        let record = locked_record("L1", "alice");
-        let alice = principal("alice", Role::Operator);
-        let a = Allocation::default();
-        for req in [UnlockRequest::Empty, UnlockRequest::Named("L1".into())] {
-            assert_eq!(
-                decide_unlock(&record, &req, &alice, &a, NOW),
-                Ok(UnlockDecision::Release {
-                    forced: false,
-                    end_hold: false
-                })
-            );
-        }
-    }
-
-    #[test]
-    fn a_named_id_must_be_the_current_lock() {
-        let record = locked_record("L1", "alice");
-        let err = decide_unlock(
-            &record,
-            &UnlockRequest::Named("OLD".into()),
-            &principal("alice", Role::Admin),
-            &Allocation::default(),
-            NOW,
-        )
-        .unwrap_err();
-        assert_eq!(
-            err,
-            Refusal::LockIdMismatch {
-                given: "OLD".into(),
-                current: Some("L1".into())
-            }
-        );
-    }
-
-    #[test]
-    fn releasing_someone_elses_lock_needs_manage_even_with_its_id() {
-        let record = locked_record("L1", "alice");
-        let a = Allocation::default();
-        for req in [UnlockRequest::Empty, UnlockRequest::Named("L1".into())] {
-            assert!(matches!(
-                decide_unlock(&record, &req, &principal("bob", Role::Operator), &a, NOW),
-                Err(Refusal::NotYourLock { .. })
-            ));
-            assert_eq!(
-                decide_unlock(&record, &req, &principal("root", Role::Admin), &a, NOW),
-                Ok(UnlockDecision::Release {
-                    forced: true,
-                    end_hold: false
-                })
-            );
-        }
-    }
-
-    #[test]
-    fn unlocking_an_unlocked_state_is_not_locked_even_with_an_id() {
-        let record = StateRecord::fresh("acme", "net", "inc1", NOW);
-        assert_eq!(
-            decide_unlock(
-                &record,
-                &UnlockRequest::Named("X".into()),
-                &principal("bob", Role::Viewer),
-                &Allocation::default(),
-                NOW
-            ),
-            Ok(UnlockDecision::NotLocked)
-        );
     }
 }

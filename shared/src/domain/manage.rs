@@ -3,7 +3,6 @@
 
 use serde::Serialize;
 
-use super::lock::locked_by;
 use super::permission::{Allocation, Permission};
 use super::record::StateRecord;
 use super::version::VersionRecord;
@@ -21,10 +20,10 @@ fn not_found(name: &str) -> Refusal {
 /// `Locked` while a lock is live; `StateExists` when the name has a version.
 pub fn check_import(record: &StateRecord, now: Timestamp) -> Result<u64, Refusal> {
     if let Some(lock) = record.live_lock(now) {
-        return Err(locked_by(lock));
+        return Err(lock.refusal(None));
     }
     if let Some(hold) = &record.hold {
-        return Err(hold.refusal());
+        return Err(hold.refusal(None));
     }
     if record.latest.is_some() {
         return Err(Refusal::StateExists {
@@ -34,11 +33,13 @@ pub fn check_import(record: &StateRecord, now: Timestamp) -> Result<u64, Refusal
     Ok(record.next_version)
 }
 
-/// A rollback decided: the new version's number and serial.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A rollback decided: the new version's number and serial, and the version whose content
+/// it makes current again.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RollbackPlan {
     pub version: u64,
     pub serial: u64,
+    pub target: VersionRecord,
 }
 
 /// Decides a rollback to `target` (the version asked for, if it exists).
@@ -49,17 +50,17 @@ pub struct RollbackPlan {
 pub fn check_rollback(
     record: &StateRecord,
     requested: u64,
-    target: Option<&VersionRecord>,
+    target: Option<VersionRecord>,
     now: Timestamp,
 ) -> Result<RollbackPlan, Refusal> {
     let Some(latest) = record.latest.as_ref().filter(|_| record.is_visible()) else {
         return Err(not_found(&record.name));
     };
     if let Some(lock) = record.live_lock(now) {
-        return Err(locked_by(lock));
+        return Err(lock.refusal(None));
     }
     if let Some(hold) = &record.hold {
-        return Err(hold.refusal());
+        return Err(hold.refusal(None));
     }
     let target = target.ok_or_else(|| Refusal::NotFound {
         what: format!("version {requested} of state {}", record.name),
@@ -80,6 +81,7 @@ pub fn check_rollback(
     Ok(RollbackPlan {
         version: record.next_version,
         serial: current + 1,
+        target,
     })
 }
 
@@ -92,10 +94,10 @@ pub fn check_delete(record: &StateRecord, now: Timestamp) -> Result<(), Refusal>
         return Err(not_found(&record.name));
     }
     if let Some(lock) = record.live_lock(now) {
-        return Err(locked_by(lock));
+        return Err(lock.refusal(None));
     }
     if let Some(hold) = &record.hold {
-        return Err(hold.refusal());
+        return Err(hold.refusal(None));
     }
     Ok(())
 }
@@ -142,7 +144,8 @@ pub fn allowed_actions(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::lock::{decide_lock, parse_lock, LockDecision};
+    use crate::domain::lock::parse_lock;
+    use crate::domain::locking::{decide_lock, LockDecision};
     use crate::domain::permission::Role;
     use crate::domain::version::{ChangeRecord, Source};
     use crate::domain::Actor;
@@ -226,7 +229,7 @@ mod tests {
         let mut held = written(9);
         held.hold = Some(hold);
         assert!(matches!(
-            check_rollback(&held, 1, Some(&version(1, 2, false)), NOW),
+            check_rollback(&held, 1, Some(version(1, 2, false)), NOW),
             Err(Refusal::Locked { .. })
         ));
         assert!(matches!(
@@ -238,12 +241,13 @@ mod tests {
     #[test]
     fn a_rollback_gets_the_next_version_and_a_serial_above_the_current() {
         let r = written(9);
-        let plan = check_rollback(&r, 1, Some(&version(1, 2, false)), NOW).unwrap();
+        let plan = check_rollback(&r, 1, Some(version(1, 2, false)), NOW).unwrap();
         assert_eq!(
             plan,
             RollbackPlan {
                 version: 4,
-                serial: 10
+                serial: 10,
+                target: version(1, 2, false)
             }
         );
     }
@@ -251,7 +255,7 @@ mod tests {
     #[test]
     fn a_rollback_is_refused_while_locked_for_unknown_or_encrypted_versions() {
         assert!(matches!(
-            check_rollback(&locked(written(9)), 1, Some(&version(1, 2, false)), NOW),
+            check_rollback(&locked(written(9)), 1, Some(version(1, 2, false)), NOW),
             Err(Refusal::Locked { .. })
         ));
         assert!(matches!(
@@ -259,7 +263,7 @@ mod tests {
             Err(Refusal::NotFound { .. })
         ));
         assert_eq!(
-            check_rollback(&written(9), 1, Some(&version(1, 2, true)), NOW),
+            check_rollback(&written(9), 1, Some(version(1, 2, true)), NOW),
             Err(Refusal::RollbackEncrypted { version: 1 })
         );
         let fresh = StateRecord::fresh("acme", "net", "inc", NOW);

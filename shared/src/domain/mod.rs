@@ -2,9 +2,11 @@
 //! every decision is a function of (record, request, principal, now) that tests call directly.
 
 pub mod actor;
+pub mod audit;
 pub mod document;
 pub mod hold;
 pub mod lock;
+pub mod locking;
 pub mod manage;
 pub mod name;
 pub mod permission;

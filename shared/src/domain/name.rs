@@ -1,6 +1,6 @@
-//! Names of states (and later runs and steps): 1-128 of `A-Z a-z 0-9 . _ -`, not starting
-//! with `.`. A name never reaches storage unchecked, so `..`, slashes and encoded slashes
-//! can never become a path.
+//! Names of states, runs, steps and orgs: 1-128 of `A-Z a-z 0-9 . _ -`, not starting with
+//! `.`. A name never reaches storage unchecked, so `..`, slashes and encoded slashes can
+//! never become a path.
 
 use super::Refusal;
 

@@ -10,19 +10,25 @@ pub enum Refusal {
     #[error("the request body is larger than the limit of {limit} bytes")]
     BodyTooLarge { limit: u64 },
 
+    /// `lock_id` is the ID the body named, when one could be read, for the log.
     #[error("invalid lock document: {reason}")]
-    InvalidLock { reason: String },
+    InvalidLock {
+        reason: String,
+        lock_id: Option<String>,
+    },
 
     #[error("invalid unlock request: {reason}")]
     InvalidUnlock { reason: String },
 
     /// Someone else's live lock stands in the way; `document` is the holder's stored lock
-    /// document, which the client reads back.
+    /// document, which the client reads back. `requested` is the lock ID the refused request
+    /// named, if any, for the log.
     #[error("the state is locked by {holder} (lock ID {lock_id})")]
     Locked {
         lock_id: String,
         holder: String,
         document: String,
+        requested: Option<String>,
     },
 
     /// A request named a lock ID that is not the current lock's.
@@ -85,12 +91,21 @@ fn lock_id_mismatch(given: &str, current: Option<&str>) -> String {
 }
 
 impl Refusal {
-    /// The lock IDs a refusal involves, for the WARNING log line.
+    /// The lock IDs a refusal involves, for the WARNING log line: the one the request named
+    /// first, then the one in its way.
     pub fn lock_ids(&self) -> Vec<&str> {
         match self {
-            Refusal::Locked { lock_id, .. } | Refusal::NotYourLock { lock_id, .. } => {
-                vec![lock_id]
+            Refusal::InvalidLock { lock_id, .. } => lock_id.as_deref().into_iter().collect(),
+            Refusal::Locked {
+                lock_id, requested, ..
+            } => {
+                let mut ids: Vec<&str> = requested.as_deref().into_iter().collect();
+                if requested.as_deref() != Some(lock_id) {
+                    ids.push(lock_id);
+                }
+                ids
             }
+            Refusal::NotYourLock { lock_id, .. } => vec![lock_id],
             Refusal::LockIdMismatch { given, current } => {
                 let mut ids = vec![given.as_str()];
                 ids.extend(current.as_deref());

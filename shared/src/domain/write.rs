@@ -5,7 +5,6 @@
 
 use super::document::StateMeta;
 use super::hold::check_hold;
-use super::lock::locked_by;
 use super::record::StateRecord;
 use super::version::{ChangeRecord, Ended, Source, VersionRecord};
 use super::{Principal, Refusal, Timestamp};
@@ -22,22 +21,39 @@ pub struct WriteRequest<'a> {
 }
 
 /// What a write does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WritePlan {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteDecision {
     /// The same bytes at the same serial: an idempotent replay that creates nothing.
     Unchanged,
-    /// A new version with this number.
-    Create { version: u64 },
-    /// Replace the content of this version, opened by the same lock acquisition.
-    Replace { version: u64 },
+    /// Seal the body and commit it as planned.
+    Write(WritePlan),
+}
+
+/// A write that passed every check, holding what the checks found, so applying it looks
+/// nothing up again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WritePlan {
+    /// The body, found to be a state.
+    pub meta: StateMeta,
+    pub target: Target,
+}
+
+/// Where a planned write goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// A new version with this number; `under_lock` when the write named the lock (`?ID=`),
+    /// so the version stays open for the lock's later writes.
+    Create { version: u64, under_lock: bool },
+    /// Replace the content of the latest version, which the same lock acquisition opened.
+    Replace { latest: Box<VersionRecord> },
 }
 
 impl WritePlan {
-    /// The version number the content is sealed for, if anything is written.
-    pub fn version(self) -> Option<u64> {
-        match self {
-            WritePlan::Unchanged => None,
-            WritePlan::Create { version } | WritePlan::Replace { version } => Some(version),
+    /// The version number the content is sealed for.
+    pub fn version(&self) -> u64 {
+        match &self.target {
+            Target::Create { version, .. } => *version,
+            Target::Replace { latest } => latest.version,
         }
     }
 }
@@ -52,10 +68,10 @@ pub fn plan_write(
     request: &WriteRequest<'_>,
     principal: &Principal,
     now: Timestamp,
-) -> Result<WritePlan, Refusal> {
+) -> Result<WriteDecision, Refusal> {
     let lock = record.live_lock(now);
     match (lock, request.lock_id) {
-        (Some(lock), _) if !principal.holds(lock) => return Err(locked_by(lock)),
+        (Some(lock), _) if !lock.is_held_by(principal) => return Err(lock.refusal(request.lock_id)),
         (Some(lock), Some(id)) if id != lock.id() => {
             return Err(Refusal::LockIdMismatch {
                 given: id.to_owned(),
@@ -70,8 +86,8 @@ pub fn plan_write(
         }
         _ => {}
     }
-    check_hold(record.hold.as_ref(), principal)?;
-    let meta = request.document.as_ref().map_err(Clone::clone)?;
+    check_hold(record.hold.as_ref(), principal, request.lock_id)?;
+    let meta = request.document.clone()?;
     if let Some(latest) = &record.latest {
         if let (Some(stored), Some(given)) = (&latest.lineage, &meta.lineage) {
             if stored != given {
@@ -82,7 +98,7 @@ pub fn plan_write(
             }
         }
         if latest.sha256 == request.sha256 {
-            return Ok(WritePlan::Unchanged);
+            return Ok(WriteDecision::Unchanged);
         }
         if let (Some(stored), Some(given)) = (latest.serial, meta.serial) {
             if given < stored {
@@ -98,18 +114,21 @@ pub fn plan_write(
     let opened = lock
         .filter(|_| request.lock_id.is_some())
         .and_then(|l| l.version_opened);
-    match (opened, &record.latest) {
-        (Some(v), Some(latest)) if latest.version == v => Ok(WritePlan::Replace { version: v }),
-        _ => Ok(WritePlan::Create {
+    let target = match (opened, &record.latest) {
+        (Some(v), Some(latest)) if latest.version == v => Target::Replace {
+            latest: Box::new(latest.clone()),
+        },
+        _ => Target::Create {
             version: record.next_version,
-        }),
-    }
+            under_lock: request.lock_id.is_some(),
+        },
+    };
+    Ok(WriteDecision::Write(WritePlan { meta, target }))
 }
 
-/// The sealed content of a write, ready to commit.
+/// Where a body was sealed, and the facts of its plaintext a version records.
 #[derive(Debug, Clone)]
 pub struct SealedContent {
-    pub meta: StateMeta,
     pub size: u64,
     pub sha256: String,
     pub key: String,
@@ -138,83 +157,94 @@ pub struct WriteCommit {
     pub replaced_blob: Option<String>,
 }
 
-/// Applies a `Create` or `Replace` plan to the snapshot it was decided on.
-///
-/// # Panics
-/// On `WritePlan::Unchanged`, or a `Replace` whose version is not the latest: `plan_write`
-/// never returns those, and calling this otherwise is a bug.
+/// Applies a planned write to the snapshot it was planned on.
 pub fn apply_write(
     record: &StateRecord,
     plan: WritePlan,
+    content: SealedContent,
+    principal: &Principal,
+    now: Timestamp,
+) -> WriteCommit {
+    let latest = match plan.target {
+        Target::Create {
+            version,
+            under_lock,
+        } => {
+            let origin = Origin::Write { under_lock };
+            return create_version(record, version, plan.meta, content, principal, origin, now);
+        }
+        Target::Replace { latest } => latest,
+    };
+    let mut state = record.successor();
+    let mut version = *latest;
+    version.serial = plan.meta.serial;
+    version.lineage = plan.meta.lineage;
+    version.size = content.size;
+    version.sha256 = content.sha256;
+    version.key = content.key;
+    version.opentofu_encrypted = plan.meta.opentofu_encrypted;
+    version.writer = principal.actor.clone();
+    version.change.saves += 1;
+    version.change.last_save_at = now;
+    let old = std::mem::replace(&mut version.blob, content.blob);
+    state.latest = Some(version.clone());
+    WriteCommit {
+        state,
+        version,
+        replaced_blob: Some(old),
+    }
+}
+
+/// Adds `version`, the next new version of `record`, holding the state `meta` sealed as
+/// `content`. A backend write under the lock opens the version for the lock's later writes.
+pub fn create_version(
+    record: &StateRecord,
+    version: u64,
+    meta: StateMeta,
     content: SealedContent,
     principal: &Principal,
     origin: Origin,
     now: Timestamp,
 ) -> WriteCommit {
     let mut state = record.successor();
-    let (version, replaced_blob) = match plan {
-        WritePlan::Unchanged => unreachable!("nothing to apply for an unchanged write"),
-        WritePlan::Create { version } => {
-            let (source, change) = match origin {
-                Origin::Write { under_lock } => {
-                    let lock = state.lock.as_mut().filter(|_| under_lock);
-                    let change = ChangeRecord::first_save(lock.as_deref(), now);
-                    if let Some(lock) = lock {
-                        lock.version_opened = Some(version);
-                    }
-                    (Source::Write, change)
-                }
-                Origin::Import => (
-                    Source::Import,
-                    ChangeRecord::single(Ended::Import, None, now),
-                ),
-                Origin::Rollback { from } => (
-                    Source::Rollback,
-                    ChangeRecord::single(Ended::Rollback, Some(from), now),
-                ),
-            };
-            state.next_version = version + 1;
-            let record = VersionRecord {
-                version,
-                serial: content.meta.serial,
-                lineage: content.meta.lineage,
-                size: content.size,
-                sha256: content.sha256,
-                source,
-                key: content.key,
-                opentofu_encrypted: content.meta.opentofu_encrypted,
-                created_at: now,
-                writer: principal.actor.clone(),
-                change,
-                blob: content.blob,
-            };
-            (record, None)
+    let (source, change) = match origin {
+        Origin::Write { under_lock } => {
+            let lock = state.lock.as_mut().filter(|_| under_lock);
+            let change = ChangeRecord::first_save(lock.as_deref(), now);
+            if let Some(lock) = lock {
+                lock.version_opened = Some(version);
+            }
+            (Source::Write, change)
         }
-        WritePlan::Replace { version } => {
-            let latest = record
-                .latest
-                .as_ref()
-                .filter(|l| l.version == version)
-                .expect("a replaced version is the latest");
-            let mut record = latest.clone();
-            record.serial = content.meta.serial;
-            record.lineage = content.meta.lineage;
-            record.size = content.size;
-            record.sha256 = content.sha256;
-            record.key = content.key;
-            record.opentofu_encrypted = content.meta.opentofu_encrypted;
-            record.writer = principal.actor.clone();
-            record.change.saves += 1;
-            record.change.last_save_at = now;
-            let old = std::mem::replace(&mut record.blob, content.blob);
-            (record, Some(old))
-        }
+        Origin::Import => (
+            Source::Import,
+            ChangeRecord::single(Ended::Import, None, now),
+        ),
+        Origin::Rollback { from } => (
+            Source::Rollback,
+            ChangeRecord::single(Ended::Rollback, Some(from), now),
+        ),
+    };
+    state.next_version = version + 1;
+    let version = VersionRecord {
+        version,
+        serial: meta.serial,
+        lineage: meta.lineage,
+        size: content.size,
+        sha256: content.sha256,
+        source,
+        key: content.key,
+        opentofu_encrypted: meta.opentofu_encrypted,
+        created_at: now,
+        writer: principal.actor.clone(),
+        change,
+        blob: content.blob,
     };
     state.latest = Some(version.clone());
     WriteCommit {
         state,
         version,
-        replaced_blob,
+        replaced_blob: None,
     }
 }
 
@@ -222,7 +252,8 @@ pub fn apply_write(
 mod tests {
     use super::*;
     use crate::domain::document::sniff;
-    use crate::domain::lock::{decide_lock, parse_lock, LockDecision};
+    use crate::domain::lock::parse_lock;
+    use crate::domain::locking::{decide_lock, LockDecision};
     use crate::domain::permission::Role;
     use crate::domain::version::Ended;
     use crate::domain::Actor;
@@ -245,13 +276,21 @@ mod tests {
         )
     }
 
-    /// Plans and applies a write of `body`, as the service does, returning the plan.
+    /// What a write did, as the tests compare it.
+    #[derive(Debug, PartialEq, Eq)]
+    enum Wrote {
+        Unchanged,
+        Create { version: u64 },
+        Replace { version: u64 },
+    }
+
+    /// Plans and applies a write of `body`, as the service does, returning what it did.
     fn write(
         record: &mut StateRecord,
         who: &Principal,
         lock_id: Option<&str>,
         body: &str,
-    ) -> Result<WritePlan, Refusal> {
+    ) -> Result<Wrote, Refusal> {
         let document = sniff(body.as_bytes());
         let sha = format!("{:x}", md5_like(body));
         let request = WriteRequest {
@@ -259,22 +298,24 @@ mod tests {
             document: &document,
             sha256: &sha,
         };
-        let plan = plan_write(record, &request, who, NOW)?;
-        if plan != WritePlan::Unchanged {
-            let content = SealedContent {
-                meta: document.unwrap(),
-                size: body.len() as u64,
-                sha256: sha,
-                key: "platform:test".into(),
-                blob: format!("blob-{}", record.revision),
-            };
-            let origin = Origin::Write {
-                under_lock: lock_id.is_some(),
-            };
-            let commit = apply_write(record, plan, content, who, origin, NOW);
-            *record = commit.state;
-        }
-        Ok(plan)
+        let plan = match plan_write(record, &request, who, NOW)? {
+            WriteDecision::Unchanged => return Ok(Wrote::Unchanged),
+            WriteDecision::Write(plan) => plan,
+        };
+        let wrote = match &plan.target {
+            Target::Create { version, .. } => Wrote::Create { version: *version },
+            Target::Replace { latest } => Wrote::Replace {
+                version: latest.version,
+            },
+        };
+        let content = SealedContent {
+            size: body.len() as u64,
+            sha256: sha,
+            key: "platform:test".into(),
+            blob: format!("blob-{}", record.revision),
+        };
+        *record = apply_write(record, plan, content, who, NOW).state;
+        Ok(wrote)
     }
 
     /// A stand-in digest for tests: distinct bodies get distinct values.
@@ -303,15 +344,15 @@ mod tests {
         lock(&mut r, &alice, "L1");
         assert_eq!(
             write(&mut r, &alice, Some("L1"), &state_doc(1, "l", "a")),
-            Ok(WritePlan::Create { version: 1 })
+            Ok(Wrote::Create { version: 1 })
         );
         assert_eq!(
             write(&mut r, &alice, Some("L1"), &state_doc(2, "l", "b")),
-            Ok(WritePlan::Replace { version: 1 })
+            Ok(Wrote::Replace { version: 1 })
         );
         assert_eq!(
             write(&mut r, &alice, Some("L1"), &state_doc(3, "l", "c")),
-            Ok(WritePlan::Replace { version: 1 })
+            Ok(Wrote::Replace { version: 1 })
         );
         let latest = r.latest.unwrap();
         assert_eq!(
@@ -332,7 +373,7 @@ mod tests {
         lock(&mut r, &alice, "L1");
         assert_eq!(
             write(&mut r, &alice, Some("L1"), &state_doc(2, "l", "b")),
-            Ok(WritePlan::Create { version: 2 })
+            Ok(Wrote::Create { version: 2 })
         );
     }
 
@@ -344,7 +385,7 @@ mod tests {
         write(&mut r, &alice, Some("L1"), &state_doc(1, "l", "a")).unwrap();
         assert_eq!(
             write(&mut r, &alice, None, &state_doc(2, "l", "b")),
-            Ok(WritePlan::Create { version: 2 })
+            Ok(Wrote::Create { version: 2 })
         );
         assert_eq!(
             r.latest.as_ref().unwrap().change.ended,
@@ -352,11 +393,11 @@ mod tests {
         );
         assert_eq!(
             write(&mut r, &alice, Some("L1"), &state_doc(3, "l", "c")),
-            Ok(WritePlan::Create { version: 3 })
+            Ok(Wrote::Create { version: 3 })
         );
         assert_eq!(
             write(&mut r, &alice, Some("L1"), &state_doc(4, "l", "d")),
-            Ok(WritePlan::Replace { version: 3 })
+            Ok(Wrote::Replace { version: 3 })
         );
     }
 
@@ -419,11 +460,11 @@ mod tests {
         );
         assert_eq!(
             write(&mut r, &a, None, &state_doc(5, "l", "x")),
-            Ok(WritePlan::Unchanged)
+            Ok(Wrote::Unchanged)
         );
         assert_eq!(
             write(&mut r, &a, None, &state_doc(6, "l", "y")),
-            Ok(WritePlan::Create { version: 2 })
+            Ok(Wrote::Create { version: 2 })
         );
     }
 
@@ -454,7 +495,7 @@ mod tests {
         let bare = r#"{"encrypted_data":"CC","encryption_version":"v0"}"#;
         assert_eq!(
             write(&mut r, &a, None, bare),
-            Ok(WritePlan::Create { version: 2 })
+            Ok(Wrote::Create { version: 2 })
         );
     }
 

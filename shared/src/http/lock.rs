@@ -1,33 +1,22 @@
 //! `POST`/`LOCK` and `DELETE`/`UNLOCK /api/tf-states/{name}/lock`. Success is exactly 200:
-//! the tools treat any other 2xx as a failure.
+//! the tools treat any other 2xx as a failure. A refusal's log line takes the lock IDs from
+//! the refusal itself, so the body is parsed once, by the domain.
 
 use lambda_http::{Body, Request, Response};
 
-use super::error::{HttpError, LogContext};
+use super::error::HttpError;
 use super::response::ok_empty;
 use crate::domain::name::StateName;
 use crate::domain::Principal;
 use crate::service::lock::{self, UnlockOutcome};
 use crate::service::App;
 
-/// The `ID` a lock or unlock body names, for the log line of a refusal.
-fn body_lock_id(body: &[u8]) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Named {
-        #[serde(rename = "ID")]
-        id: String,
-    }
-    serde_json::from_slice::<Named>(body).ok().map(|n| n.id)
-}
-
 pub async fn lock(
     app: &App,
     principal: &Principal,
     name: &StateName,
     req: &Request,
-    ctx: &mut LogContext,
 ) -> Result<Response<Body>, HttpError> {
-    ctx.lock_id = body_lock_id(req.body());
     lock::lock(app, principal, name, req.body()).await?;
     Ok(ok_empty())
 }
@@ -37,9 +26,7 @@ pub async fn unlock(
     principal: &Principal,
     name: &StateName,
     req: &Request,
-    ctx: &mut LogContext,
 ) -> Result<Response<Body>, HttpError> {
-    ctx.lock_id = body_lock_id(req.body());
     if let UnlockOutcome::Released {
         lock,
         hold,

@@ -113,8 +113,8 @@ async fn dispatch(
     match route.handler {
         Handler::StateRead => state::read(app, p, &state()?, &req).await,
         Handler::StateWrite => state::write(app, p, &state()?, req, ctx).await,
-        Handler::Lock => lock::lock(app, p, &state()?, &req, ctx).await,
-        Handler::Unlock => lock::unlock(app, p, &state()?, &req, ctx).await,
+        Handler::Lock => lock::lock(app, p, &state()?, &req).await,
+        Handler::Unlock => lock::unlock(app, p, &state()?, &req).await,
         Handler::List => list::list(app, p, &req).await,
         Handler::Show => list::show(app, p, &state()?).await,
         Handler::Versions => list::versions(app, p, &state()?).await,

@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use super::{App, Error};
+use crate::domain::audit::AuditAction;
 use crate::domain::permission::{Allocation, Role};
 use crate::domain::{Principal, Refusal};
 use crate::ports::{AuditEntry, AuditQuery};
@@ -77,7 +78,7 @@ pub async fn set_permissions(
         let entry = AuditEntry {
             org: principal.org.clone(),
             at: app.clock.now(),
-            action: "permissions.changed".into(),
+            action: AuditAction::PermissionsChanged.as_str().into(),
             actor: principal.actor.clone(),
             state: None,
             version: None,

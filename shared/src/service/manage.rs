@@ -1,10 +1,14 @@
 //! Managing states beyond the backend protocol: import, rollback, download, force unlock,
 //! delete. Each is snapshot -> decide -> write blobs -> one compare-and-swap commit.
 
-use super::lock::{force_unlock_entry, release, take_over_dead_lock, Takeover};
-use super::state::{examine, open_version, seal, snapshot, Sealed};
-use super::{App, Error, MAX_ATTEMPTS};
-use crate::domain::document::with_serial;
+use super::commit::{
+    find_version, force_unlock_entry, release, snapshot, take_over_dead_lock, Takeover,
+};
+use super::retry::{commit, until_done, Attempt, Carried};
+use super::state::{examine, open_version, seal, Sealed};
+use super::{App, Error};
+use crate::domain::audit::AuditAction;
+use crate::domain::document::{with_serial, StateMeta};
 use crate::domain::hold::Hold;
 use crate::domain::lock::Lock;
 use crate::domain::manage::{check_delete, check_import, check_rollback, tombstone};
@@ -12,14 +16,14 @@ use crate::domain::name::StateName;
 use crate::domain::permission::Permission;
 use crate::domain::record::StateRecord;
 use crate::domain::version::VersionRecord;
-use crate::domain::write::{apply_write, Origin, SealedContent, WritePlan};
+use crate::domain::write::{create_version, Origin, SealedContent, WriteCommit};
 use crate::domain::{Principal, Refusal, Timestamp};
-use crate::ports::{AuditEntry, Commit, StoreError, VersionMark};
+use crate::ports::{AuditEntry, Commit, VersionMark};
 
 fn entry(
     principal: &Principal,
     name: &StateName,
-    action: &str,
+    action: AuditAction,
     version: Option<u64>,
     detail: serde_json::Value,
     now: Timestamp,
@@ -27,7 +31,7 @@ fn entry(
     AuditEntry {
         org: principal.org.clone(),
         at: now,
-        action: action.into(),
+        action: action.as_str().into(),
         actor: principal.actor.clone(),
         state: Some(name.to_string()),
         version,
@@ -50,58 +54,24 @@ pub(super) async fn existing(app: &App, org: &str, name: &StateName) -> Result<S
         .ok_or_else(|| not_found(name))
 }
 
-/// One version of a visible state (the latest from the record, older ones from the catalog).
-async fn find_version(
-    app: &App,
-    record: &StateRecord,
-    version: u64,
-) -> Result<Option<VersionRecord>, Error> {
-    match &record.latest {
-        Some(latest) if latest.version == version => Ok(Some(latest.clone())),
-        _ => Ok(app
-            .catalog
-            .version(&record.org, &record.name, &record.incarnation, version)
-            .await?),
-    }
-}
-
-/// Commits a new version sealed in `sealed` over `snapshot`.
-#[allow(clippy::too_many_arguments)]
+/// Commits the new version `write` made over `snapshot`, with what a takeover adds.
 async fn commit_version(
     app: &App,
     snapshot: &StateRecord,
     takeover: Takeover,
-    content: SealedContent,
-    principal: &Principal,
-    origin: Origin,
+    write: WriteCommit,
     audit: AuditEntry,
     now: Timestamp,
-) -> Result<Option<VersionRecord>, Error> {
-    let blob = content.blob.clone();
-    let version = snapshot.next_version;
-    let commit = apply_write(
-        snapshot,
-        WritePlan::Create { version },
-        content,
-        principal,
-        origin,
-        now,
-    );
-    let result = app
-        .catalog
-        .commit(takeover.into_commit(Commit {
-            versions: vec![commit.version.clone()],
-            committed_blobs: vec![blob],
-            version_marks: app.prune_mark(&snapshot.incarnation, version),
-            audit: vec![audit],
-            ..Commit::over(snapshot, now, Some(commit.state))
-        }))
-        .await;
-    match result {
-        Ok(()) => Ok(Some(commit.version)),
-        Err(StoreError::Conflict) => Ok(None),
-        Err(e) => Err(e.into()),
-    }
+) -> Result<Attempt<VersionRecord>, Error> {
+    let version = write.version.clone();
+    let changes = takeover.into_commit(Commit {
+        versions: vec![write.version],
+        committed_blobs: vec![version.blob.clone()],
+        version_marks: app.prune_mark(&snapshot.incarnation, version.version),
+        audit: vec![audit],
+        ..Commit::over(snapshot, now, Some(write.state))
+    });
+    commit(app, changes, version).await
 }
 
 /// Creates a state from a state file: its first version, source import, with the file's
@@ -119,44 +89,41 @@ pub async fn import(
     app.require(principal, Permission::Write).await?;
     let keys = app.keys()?;
     let (body, document, sha256) = examine(body).await?;
-    let mut sealed: Option<Sealed> = None;
-    for _ in 0..MAX_ATTEMPTS {
+    let sealed: Carried<Sealed> = Carried::default();
+    until_done(|| async {
         let now = app.clock.now();
         let snapshot = snapshot(app, &principal.org, name, now).await?;
         let (snapshot, takeover) =
             take_over_dead_lock(app, snapshot, &principal.actor, now).await?;
         let version = check_import(&snapshot, now)?;
         let meta = document.clone()?;
-        if !sealed.as_ref().is_some_and(|s| s.fits(&snapshot, version)) {
-            sealed = Some(seal(app, keys, &snapshot, version, &body, now).await?);
-        }
-        let blob = sealed.as_ref().expect("sealed above");
+        let blob = match sealed.take() {
+            Some(blob) if blob.fits(&snapshot, version) => blob,
+            _ => seal(app, keys, &snapshot, version, &body, now).await?,
+        };
         let detail = serde_json::json!({"source": "import", "key": blob.key_id, "serial": meta.serial, "lineage": meta.lineage});
-        let content = blob.content(meta, body.len(), sha256.clone());
+        let content = blob.content(body.len(), sha256.clone());
         let audit = entry(
             principal,
             name,
-            "state.imported",
+            AuditAction::StateImported,
             Some(version),
             detail,
             now,
         );
-        if let Some(v) = commit_version(
-            app,
+        let write = create_version(
             &snapshot,
-            takeover,
+            version,
+            meta,
             content,
             principal,
             Origin::Import,
-            audit,
             now,
-        )
-        .await?
-        {
-            return Ok(v);
-        }
-    }
-    Err(StoreError::Conflict.into())
+        );
+        sealed.put(blob);
+        commit_version(app, &snapshot, takeover, write, audit, now).await
+    })
+    .await
 }
 
 /// Makes `version` current again as a new version, source rollback: its bytes with only the
@@ -173,55 +140,51 @@ pub async fn rollback(
 ) -> Result<VersionRecord, Error> {
     app.require(principal, Permission::Write).await?;
     let keys = app.keys()?;
-    let mut sealed: Option<(Sealed, SealedContent)> = None;
-    for _ in 0..MAX_ATTEMPTS {
+    let sealed: Carried<(Sealed, StateMeta, SealedContent)> = Carried::default();
+    until_done(|| async {
         let now = app.clock.now();
         let snapshot = existing(app, &principal.org, name).await?;
         let (snapshot, takeover) =
             take_over_dead_lock(app, snapshot, &principal.actor, now).await?;
         let target = find_version(app, &snapshot, version).await?;
-        let plan = check_rollback(&snapshot, version, target.as_ref(), now)?;
-        let target = target.expect("check_rollback refuses a missing version");
-        let reuse = sealed.as_ref().is_some_and(|(s, c)| {
-            s.fits(&snapshot, plan.version) && c.meta.serial == Some(plan.serial)
-        });
-        if !reuse {
-            let old = open_version(app, keys, &snapshot, &target).await?;
-            let body = with_serial(&old, plan.serial)?;
-            let (body, document, sha256) = examine(body).await?;
-            let meta = document?;
-            let blob = seal(app, keys, &snapshot, plan.version, &body, now).await?;
-            let content = blob.content(meta, body.len(), sha256);
-            sealed = Some((blob, content));
-        }
-        let (blob, content) = sealed.as_ref().expect("sealed above");
+        let plan = check_rollback(&snapshot, version, target, now)?;
+        let (blob, meta, content) = match sealed.take() {
+            Some((s, m, c)) if s.fits(&snapshot, plan.version) && m.serial == Some(plan.serial) => {
+                (s, m, c)
+            }
+            _ => {
+                let old = open_version(app, keys, &snapshot, &plan.target).await?;
+                let body = with_serial(&old, plan.serial)?;
+                let (body, document, sha256) = examine(body).await?;
+                let meta = document?;
+                let blob = seal(app, keys, &snapshot, plan.version, &body, now).await?;
+                let content = blob.content(body.len(), sha256);
+                (blob, meta, content)
+            }
+        };
         let detail =
             serde_json::json!({"from": version, "serial": plan.serial, "key": blob.key_id});
         let audit = entry(
             principal,
             name,
-            "state.rolled_back",
+            AuditAction::StateRolledBack,
             Some(plan.version),
             detail,
             now,
         );
-        let origin = Origin::Rollback { from: version };
-        if let Some(v) = commit_version(
-            app,
+        let write = create_version(
             &snapshot,
-            takeover,
+            plan.version,
+            meta.clone(),
             content.clone(),
             principal,
-            origin,
-            audit,
+            Origin::Rollback { from: version },
             now,
-        )
-        .await?
-        {
-            return Ok(v);
-        }
-    }
-    Err(StoreError::Conflict.into())
+        );
+        sealed.put((blob, meta, content));
+        commit_version(app, &snapshot, takeover, write, audit, now).await
+    })
+    .await
 }
 
 /// The content of one version, exactly as written. Audited.
@@ -249,7 +212,7 @@ pub async fn download(
         .append_audit(&entry(
             principal,
             name,
-            "version.downloaded",
+            AuditAction::VersionDownloaded,
             Some(version),
             detail,
             now,
@@ -276,7 +239,7 @@ pub async fn force_unlock(
     name: &StateName,
 ) -> Result<Released, Error> {
     app.require(principal, Permission::Manage).await?;
-    for _ in 0..MAX_ATTEMPTS {
+    until_done(|| async {
         let now = app.clock.now();
         let snapshot = app
             .catalog
@@ -287,25 +250,18 @@ pub async fn force_unlock(
         let lock = snapshot.live_lock(now).cloned();
         let hold = snapshot.hold.clone();
         if lock.is_none() && hold.is_none() {
-            return Ok(Released::default());
+            return Ok(Attempt::Done(Released::default()));
         }
         let (state, versions) = release(app, &snapshot, lock.as_ref(), true, true, now).await?;
         let audit = force_unlock_entry(principal, name, lock.as_ref(), hold.as_ref(), now);
-        let result = app
-            .catalog
-            .commit(Commit {
-                versions,
-                audit: vec![audit],
-                ..Commit::over(&snapshot, now, state)
-            })
-            .await;
-        match result {
-            Ok(()) => return Ok(Released { lock, hold }),
-            Err(StoreError::Conflict) => continue,
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Err(StoreError::Conflict.into())
+        let changes = Commit {
+            versions,
+            audit: vec![audit],
+            ..Commit::over(&snapshot, now, state)
+        };
+        commit(app, changes, Released { lock, hold }).await
+    })
+    .await
 }
 
 /// Deletes a state: one conditional write that tombstones it; its versions and blobs are
@@ -315,7 +271,7 @@ pub async fn force_unlock(
 /// `Refused`: without tf_state:manage, `NotFound`, `Locked`.
 pub async fn delete(app: &App, principal: &Principal, name: &StateName) -> Result<(), Error> {
     app.require(principal, Permission::Manage).await?;
-    for _ in 0..MAX_ATTEMPTS {
+    until_done(|| async {
         let now = app.clock.now();
         let snapshot = app
             .catalog
@@ -327,23 +283,23 @@ pub async fn delete(app: &App, principal: &Principal, name: &StateName) -> Resul
         check_delete(&snapshot, now)?;
         let latest = snapshot.latest.as_ref().map(|l| l.version);
         let detail = serde_json::json!({"incarnation": snapshot.incarnation});
-        let audit = entry(principal, name, "state.deleted", latest, detail, now);
-        let result = app
-            .catalog
-            .commit(takeover.into_commit(Commit {
-                version_marks: vec![VersionMark {
-                    incarnation: snapshot.incarnation.clone(),
-                    below: VersionMark::ALL,
-                }],
-                audit: vec![audit],
-                ..Commit::over(&snapshot, now, Some(tombstone(&snapshot, now)))
-            }))
-            .await;
-        match result {
-            Ok(()) => return Ok(()),
-            Err(StoreError::Conflict) => continue,
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Err(StoreError::Conflict.into())
+        let audit = entry(
+            principal,
+            name,
+            AuditAction::StateDeleted,
+            latest,
+            detail,
+            now,
+        );
+        let changes = takeover.into_commit(Commit {
+            version_marks: vec![VersionMark {
+                incarnation: snapshot.incarnation.clone(),
+                below: VersionMark::ALL,
+            }],
+            audit: vec![audit],
+            ..Commit::over(&snapshot, now, Some(tombstone(&snapshot, now)))
+        });
+        commit(app, changes, ()).await
+    })
+    .await
 }

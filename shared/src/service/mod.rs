@@ -4,9 +4,11 @@
 
 pub mod admin;
 pub mod auth;
+mod commit;
 pub mod listing;
 pub mod lock;
 pub mod manage;
+mod retry;
 pub mod runs;
 pub mod state;
 pub mod sweep;
@@ -18,11 +20,6 @@ use crate::domain::permission::{Allocation, Permission};
 use crate::domain::version::prune_below;
 use crate::domain::{Principal, Refusal, Timestamp};
 use crate::ports::{BlobStore, Catalog, KeyError, KeyService, StoreError, VersionMark};
-
-/// How many times a use case re-reads and decides again after losing a compare-and-swap
-/// before it answers 503 (clients retry that). Each loss means another request committed,
-/// so reaching this needs sustained contention on one state.
-const MAX_ATTEMPTS: usize = 16;
 
 /// The time, injectable so tests move it instead of sleeping.
 pub trait Clock: Send + Sync {

@@ -5,13 +5,14 @@
 
 use time::Duration;
 
+use super::retry::{commit, until_done, Attempt};
 use super::tokens::{self, NewToken};
-use super::{App, Error, MAX_ATTEMPTS};
+use super::{App, Error};
 use crate::domain::actor::{StepGrant, StepKind};
 use crate::domain::name::check_name;
 use crate::domain::permission::{Allocation, Permission, Role};
 use crate::domain::{Actor, Refusal, Timestamp};
-use crate::ports::{Commit, OrgRecord, RunRecord, StoreError, TokenRecord};
+use crate::ports::{Commit, OrgRecord, RunRecord, TokenRecord};
 
 /// A step token never outlives this.
 pub const MAX_TOKEN_LIFETIME: Duration = Duration::hours(24);
@@ -174,27 +175,19 @@ pub async fn gone(app: &App, run: &str, step: &str, attempt: u32) -> Result<usiz
 
 /// Ends `run`'s hold on one state, if it holds it, with a revision-checked write.
 async fn end_hold(app: &App, org: &str, state: &str, run: &str) -> Result<(), Error> {
-    for _ in 0..MAX_ATTEMPTS {
+    until_done(|| async {
         let Some(snapshot) = app.catalog.state(org, state).await? else {
-            return Ok(());
+            return Ok(Attempt::Done(()));
         };
         if snapshot.hold.as_ref().is_none_or(|h| h.run != run) {
-            return Ok(());
+            return Ok(Attempt::Done(()));
         }
         let mut next = snapshot.successor();
         next.hold = None;
         let next = (!(next.lock.is_none() && next.is_lock_only())).then_some(next);
-        match app
-            .catalog
-            .commit(Commit::over(&snapshot, app.clock.now(), next))
-            .await
-        {
-            Ok(()) => return Ok(()),
-            Err(StoreError::Conflict) => continue,
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Err(StoreError::Conflict.into())
+        commit(app, Commit::over(&snapshot, app.clock.now(), next), ()).await
+    })
+    .await
 }
 
 /// Lowers the liveness of `token`'s lock on one state to `until` (never raises it), with a
@@ -206,33 +199,30 @@ async fn lower_liveness(
     token: &str,
     until: Timestamp,
 ) -> Result<(), Error> {
-    for _ in 0..MAX_ATTEMPTS {
+    until_done(|| async {
         let Some(snapshot) = app.catalog.state(org, state).await? else {
-            return Ok(());
+            return Ok(Attempt::Done(()));
         };
         let Some(lock) = snapshot
             .lock
             .as_ref()
             .filter(|l| l.token.as_deref() == Some(token))
         else {
-            return Ok(());
+            return Ok(Attempt::Done(()));
         };
         if lock.live_until.is_some_and(|t| t <= until) {
-            return Ok(());
+            return Ok(Attempt::Done(()));
         }
         let mut next = snapshot.successor();
         if let Some(lock) = next.lock.as_mut() {
             lock.live_until = Some(until);
         }
-        match app
-            .catalog
-            .commit(Commit::over(&snapshot, app.clock.now(), Some(next)))
-            .await
-        {
-            Ok(()) => return Ok(()),
-            Err(StoreError::Conflict) => continue,
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Err(StoreError::Conflict.into())
+        commit(
+            app,
+            Commit::over(&snapshot, app.clock.now(), Some(next)),
+            (),
+        )
+        .await
+    })
+    .await
 }

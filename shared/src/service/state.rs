@@ -4,16 +4,18 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use super::lock::take_over_dead_lock;
-use super::{App, Error, MAX_ATTEMPTS};
+use super::commit::{snapshot, take_over_dead_lock};
+use super::retry::{commit, until_done, Attempt, Carried};
+use super::{App, Error};
 use crate::crypto::{self, Binding};
+use crate::domain::audit::AuditAction;
 use crate::domain::document::{sniff, StateMeta};
 use crate::domain::name::StateName;
 use crate::domain::permission::Permission;
 use crate::domain::record::StateRecord;
 use crate::domain::version::VersionRecord;
 use crate::domain::write::{
-    apply_write, plan_write, Origin, SealedContent, WritePlan, WriteRequest,
+    apply_write, plan_write, SealedContent, Target, WriteDecision, WriteRequest,
 };
 use crate::domain::{Principal, Refusal, Timestamp};
 use crate::ids::{hex, new_id};
@@ -112,9 +114,8 @@ pub(super) struct Sealed {
 
 impl Sealed {
     /// What a commit records of this blob: the content's facts and where it is sealed.
-    pub(super) fn content(&self, meta: StateMeta, size: usize, sha256: String) -> SealedContent {
+    pub(super) fn content(&self, size: usize, sha256: String) -> SealedContent {
         SealedContent {
-            meta,
             size: size as u64,
             sha256,
             key: self.key_id.clone(),
@@ -149,65 +150,53 @@ pub async fn write(
         sha256: &sha256,
     };
     let org = principal.org.as_str();
-    let mut sealed: Option<Sealed> = None;
-    for _ in 0..MAX_ATTEMPTS {
+    let sealed: Carried<Sealed> = Carried::default();
+    until_done(|| async {
         let now = app.clock.now();
         let snapshot = snapshot(app, org, name, now).await?;
         let (snapshot, takeover) =
             take_over_dead_lock(app, snapshot, &principal.actor, now).await?;
-        let plan = plan_write(&snapshot, &request, principal, now)?;
-        let Some(version) = plan.version() else {
-            return Ok(WriteOutcome::Unchanged);
+        let plan = match plan_write(&snapshot, &request, principal, now)? {
+            WriteDecision::Unchanged => return Ok(Attempt::Done(WriteOutcome::Unchanged)),
+            WriteDecision::Write(plan) => plan,
         };
-        if !sealed.as_ref().is_some_and(|s| s.fits(&snapshot, version)) {
-            sealed = Some(seal(app, keys, &snapshot, version, &body, now).await?);
-        }
-        let blob = sealed.as_ref().expect("sealed above");
-        let meta = document.clone().expect("plan_write refuses a non-state");
-        let content = blob.content(meta, body.len(), sha256.clone());
-        let origin = Origin::Write {
-            under_lock: lock_id.is_some(),
+        let version = plan.version();
+        let blob = match sealed.take() {
+            Some(blob) if blob.fits(&snapshot, version) => blob,
+            _ => seal(app, keys, &snapshot, version, &body, now).await?,
         };
-        let commit = apply_write(&snapshot, plan, content, principal, origin, now);
-        let audit = match plan {
-            WritePlan::Create { version } => vec![AuditEntry {
-                org: org.to_owned(),
-                at: now,
-                action: "version.created".into(),
-                actor: principal.actor.clone(),
-                state: Some(name.to_string()),
-                version: Some(version),
-                detail: serde_json::json!({"source": "write", "key": blob.key_id}),
-            }],
-            _ => Vec::new(),
+        // Only a new version is audited and may push an old one past the limit; a replaced
+        // one is the same operation's.
+        let (outcome, audit, version_marks) = match plan.target {
+            Target::Create { .. } => (
+                WriteOutcome::Created { version },
+                vec![AuditEntry {
+                    org: org.to_owned(),
+                    at: now,
+                    action: AuditAction::VersionCreated.as_str().into(),
+                    actor: principal.actor.clone(),
+                    state: Some(name.to_string()),
+                    version: Some(version),
+                    detail: serde_json::json!({"source": "write", "key": blob.key_id}),
+                }],
+                app.prune_mark(&snapshot.incarnation, version),
+            ),
+            Target::Replace { .. } => (WriteOutcome::Replaced { version }, Vec::new(), Vec::new()),
         };
-        let version_marks = match plan {
-            WritePlan::Create { version } => app.prune_mark(&snapshot.incarnation, version),
-            _ => Vec::new(),
-        };
-        let result = app
-            .catalog
-            .commit(takeover.into_commit(Commit {
-                version_marks,
-                versions: vec![commit.version],
-                committed_blobs: vec![blob.blob.clone()],
-                doomed_blobs: commit.replaced_blob.into_iter().collect(),
-                audit,
-                ..Commit::over(&snapshot, now, Some(commit.state))
-            }))
-            .await;
-        match result {
-            Ok(()) => {
-                return Ok(match plan {
-                    WritePlan::Replace { version } => WriteOutcome::Replaced { version },
-                    _ => WriteOutcome::Created { version },
-                })
-            }
-            Err(crate::ports::StoreError::Conflict) => continue,
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Err(crate::ports::StoreError::Conflict.into())
+        let content = blob.content(body.len(), sha256.clone());
+        let applied = apply_write(&snapshot, plan, content, principal, now);
+        let changes = takeover.into_commit(Commit {
+            version_marks,
+            versions: vec![applied.version],
+            committed_blobs: vec![blob.blob.clone()],
+            doomed_blobs: applied.replaced_blob.into_iter().collect(),
+            audit,
+            ..Commit::over(&snapshot, now, Some(applied.state))
+        });
+        sealed.put(blob);
+        commit(app, changes, outcome).await
+    })
+    .await
 }
 
 /// Validates a body as a state document and digests it: one pass each, off the async
@@ -222,21 +211,6 @@ pub(super) async fn examine(
     })
     .await
     .map_err(|e| Error::Unavailable(format!("validation task failed: {e}")))
-}
-
-/// The state's record, or the record of a state not created yet.
-pub(super) async fn snapshot(
-    app: &App,
-    org: &str,
-    name: &StateName,
-    now: Timestamp,
-) -> Result<StateRecord, Error> {
-    Ok(app
-        .catalog
-        .state(org, name.as_str())
-        .await?
-        .map(|r| r.reincarnated(&new_id(), now))
-        .unwrap_or_else(|| StateRecord::fresh(org, name.as_str(), &new_id(), now)))
 }
 
 /// Seals the body for one version under a fresh data key and stores it, pending until a

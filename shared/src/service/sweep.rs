@@ -6,10 +6,11 @@
 use serde::Serialize;
 use time::Duration;
 
-use super::lock::take_over_dead_lock;
-use super::{App, Error, MAX_ATTEMPTS};
+use super::commit::take_over_dead_lock;
+use super::retry::{commit, until_done, Attempt};
+use super::{App, Error};
 use crate::domain::{Actor, Timestamp};
-use crate::ports::{Commit, StoreError};
+use crate::ports::Commit;
 
 /// The most records one pass handles of each kind.
 const PASS_LIMIT: usize = 1000;
@@ -101,35 +102,28 @@ async fn clear_if_dead(
     token: &str,
     now: Timestamp,
 ) -> Result<Cleared, Error> {
-    for _ in 0..MAX_ATTEMPTS {
+    until_done(|| async {
         let Some(snapshot) = app.catalog.state(org, state).await? else {
-            return Ok(Cleared::Nothing);
+            return Ok(Attempt::Done(Cleared::Nothing));
         };
         let Some(lock) = snapshot
             .lock
             .as_ref()
             .filter(|l| l.token.as_deref() == Some(token))
         else {
-            return Ok(Cleared::Nothing);
+            return Ok(Attempt::Done(Cleared::Nothing));
         };
         if lock.is_live(now) {
-            return Ok(Cleared::StillLive);
+            return Ok(Attempt::Done(Cleared::StillLive));
         }
         let (clean, takeover) =
             take_over_dead_lock(app, snapshot.clone(), &Actor::Sweeper, now).await?;
         let next = clean.successor();
         let next = (!next.is_lock_only()).then_some(next);
-        match app
-            .catalog
-            .commit(takeover.into_commit(Commit::over(&snapshot, now, next)))
-            .await
-        {
-            Ok(()) => return Ok(Cleared::Yes),
-            Err(StoreError::Conflict) => continue,
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Err(StoreError::Conflict.into())
+        let changes = takeover.into_commit(Commit::over(&snapshot, now, next));
+        commit(app, changes, Cleared::Yes).await
+    })
+    .await
 }
 
 /// Deletes the objects first, then their records: a crash in between leaves records whose

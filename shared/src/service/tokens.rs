@@ -9,6 +9,7 @@ use base64::Engine;
 use super::auth::token_hash;
 use super::Error;
 use crate::domain::actor::StepGrant;
+use crate::domain::audit::AuditAction;
 use crate::domain::name::check_name;
 use crate::domain::permission::{Allocation, Role};
 use crate::domain::{Actor, Refusal, Timestamp};
@@ -58,7 +59,7 @@ pub enum NewToken<'a> {
 
 fn audit(
     org: &str,
-    action: &str,
+    action: AuditAction,
     actor: &Actor,
     token: &TokenRecord,
     now: Timestamp,
@@ -66,7 +67,7 @@ fn audit(
     AuditEntry {
         org: org.to_owned(),
         at: now,
-        action: action.into(),
+        action: action.as_str().into(),
         actor: actor.clone(),
         state: None,
         version: None,
@@ -117,7 +118,7 @@ pub async fn create(
                 role,
                 TokenKind::Personal,
                 None,
-                "token.created",
+                AuditAction::TokenCreated,
             )
         }
         NewToken::Platform => (
@@ -126,7 +127,7 @@ pub async fn create(
             Role::Viewer,
             TokenKind::Platform,
             None,
-            "token.created",
+            AuditAction::TokenCreated,
         ),
         NewToken::Step { org, mut grant } => {
             grant.token_id = id.clone();
@@ -140,7 +141,7 @@ pub async fn create(
                 Role::Operator,
                 TokenKind::Step,
                 Some(grant),
-                "step_token.minted",
+                AuditAction::StepTokenMinted,
             )
         }
     };
@@ -190,7 +191,7 @@ pub async fn revoke(
         })?;
     if !record.revoked {
         record.revoked = true;
-        let entry = audit(&record.org, "token.revoked", by, &record, now);
+        let entry = audit(&record.org, AuditAction::TokenRevoked, by, &record, now);
         catalog.put_token(&record, &entry).await?;
     }
     Ok(record)

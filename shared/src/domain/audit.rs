@@ -1,0 +1,97 @@
+//! The actions the audit log records, under the names operators filter on and read in
+//! docs/managing-states.md. Names only: building and storing entries is the service's.
+
+/// What an audit entry records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuditAction {
+    /// A new version by a write; later saves folded into it add none.
+    VersionCreated,
+    StateImported,
+    StateRolledBack,
+    LockForceUnlocked,
+    /// A lock past its time, taken over by the next change or cleared by the sweeper.
+    LockExpired,
+    StateDeleted,
+    VersionDownloaded,
+    PermissionsChanged,
+    TokenCreated,
+    TokenRevoked,
+    StepTokenMinted,
+}
+
+impl AuditAction {
+    pub const ALL: &'static [AuditAction] = &[
+        AuditAction::VersionCreated,
+        AuditAction::StateImported,
+        AuditAction::StateRolledBack,
+        AuditAction::LockForceUnlocked,
+        AuditAction::LockExpired,
+        AuditAction::StateDeleted,
+        AuditAction::VersionDownloaded,
+        AuditAction::PermissionsChanged,
+        AuditAction::TokenCreated,
+        AuditAction::TokenRevoked,
+        AuditAction::StepTokenMinted,
+    ];
+
+    /// The name stored with the entry and used to filter the log.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuditAction::VersionCreated => "version.created",
+            AuditAction::StateImported => "state.imported",
+            AuditAction::StateRolledBack => "state.rolled_back",
+            AuditAction::LockForceUnlocked => "lock.force_unlocked",
+            AuditAction::LockExpired => "lock.expired",
+            AuditAction::StateDeleted => "state.deleted",
+            AuditAction::VersionDownloaded => "version.downloaded",
+            AuditAction::PermissionsChanged => "permissions.changed",
+            AuditAction::TokenCreated => "token.created",
+            AuditAction::TokenRevoked => "token.revoked",
+            AuditAction::StepTokenMinted => "step_token.minted",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    /// The actions docs/managing-states.md lists in its audit section: every backticked
+    /// `kind.verb` there.
+    fn documented() -> BTreeSet<String> {
+        include_str!("../../../docs/managing-states.md")
+            .split("\n## ")
+            .find(|section| section.starts_with("The audit log"))
+            .expect("docs/managing-states.md has an audit section")
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|word| {
+                word.split_once('.').is_some_and(|(kind, verb)| {
+                    [kind, verb].iter().all(|part| {
+                        !part.is_empty() && part.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+                    })
+                })
+            })
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// docs/managing-states.md is the list of actions operators filter the log on: every
+    /// action is documented there, and every action documented there is recorded.
+    #[test]
+    fn the_actions_are_exactly_those_documented() {
+        let recorded: BTreeSet<String> = AuditAction::ALL
+            .iter()
+            .map(|a| a.as_str().to_owned())
+            .collect();
+        assert_eq!(
+            recorded.len(),
+            AuditAction::ALL.len(),
+            "an action is listed twice"
+        );
+        assert_eq!(recorded, documented());
+    }
+}

@@ -1,0 +1,313 @@
+//! The lock and unlock rules: (record, request, principal, now) -> decision. No I/O, no
+//! status codes.
+
+use super::actor::StepKind;
+use super::hold::check_hold;
+use super::lock::{Lock, LockDocument, UnlockRequest, HOLD_ID_PREFIX};
+use super::permission::{Allocation, Permission};
+use super::record::StateRecord;
+use super::{rfc3339, Principal, Refusal, Timestamp};
+
+/// What a lock request gets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LockDecision {
+    /// Take this lock.
+    Granted(Box<Lock>),
+    /// The caller already holds the lock with this ID: a retried request.
+    AlreadyHeld,
+}
+
+/// Decides a lock request.
+///
+/// # Errors
+/// `Locked` with the holder's document when another lock is live, or when the caller holds
+/// the state under a different ID.
+pub fn decide_lock(
+    record: &StateRecord,
+    mut document: LockDocument,
+    principal: &Principal,
+    now: Timestamp,
+) -> Result<LockDecision, Refusal> {
+    let requested = Some(document.id.as_str());
+    if let Some(lock) = record.live_lock(now) {
+        if lock.id() == document.id && lock.is_held_by(principal) {
+            return Ok(LockDecision::AlreadyHeld);
+        }
+        return Err(lock.refusal(requested));
+    }
+    check_hold(record.hold.as_ref(), principal, requested)?;
+    if document.info.as_deref().unwrap_or("").is_empty() {
+        // Newer clients print the holder's Info on a conflict: make it say who and since when.
+        document.info = Some(format!(
+            "{} since {}",
+            principal.actor.describe(),
+            rfc3339(now)
+        ));
+    }
+    // A step's lock lives as long as its token; a person's never expires.
+    let step = principal.step.as_ref();
+    Ok(LockDecision::Granted(Box::new(Lock {
+        document,
+        holder: principal.actor.clone(),
+        since: now,
+        live_until: step.map(|g| g.expires_at),
+        version_opened: None,
+        token: step.map(|g| g.token_id.clone()),
+    })))
+}
+
+/// What an unlock request does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnlockDecision {
+    /// Nothing to release: 200, for retried requests.
+    NotLocked,
+    /// Release the lock; `forced` when the caller is not its holder; `end_hold` when the run's
+    /// hold ends with it (a force, or the run's apply releasing its lock).
+    Release { forced: bool, end_hold: bool },
+    /// End the run's hold and leave any lock alone (`hold-<run>` named, or an empty forced
+    /// unlock when only a hold stands).
+    EndHold,
+}
+
+/// Decides an unlock request. A named ID must be the current lock's (or the hold's); the
+/// holder releases its own lock, and releasing anyone else's lock or a hold is a force that
+/// needs tf_state:manage, which a step token never has.
+///
+/// # Errors
+/// `LockIdMismatch` for an ID that is neither the current lock's nor the hold's;
+/// `NotYourLock` for a force without tf_state:manage.
+pub fn decide_unlock(
+    record: &StateRecord,
+    request: &UnlockRequest,
+    principal: &Principal,
+    allocation: &Allocation,
+    now: Timestamp,
+) -> Result<UnlockDecision, Refusal> {
+    let may_force =
+        principal.step.is_none() && allocation.allows(principal.role, Permission::Manage);
+    let refuse_force = |holder: String, lock_id: String| Refusal::NotYourLock { holder, lock_id };
+    let hold = record.hold.as_ref();
+    if let UnlockRequest::Named(id) = request {
+        if id.starts_with(HOLD_ID_PREFIX) {
+            return match hold.filter(|h| h.id() == *id) {
+                None => Ok(UnlockDecision::NotLocked),
+                Some(_) if may_force => Ok(UnlockDecision::EndHold),
+                Some(h) => Err(refuse_force(format!("run {}", h.run), h.id())),
+            };
+        }
+    }
+    let Some(lock) = record.live_lock(now) else {
+        return Ok(match (request, hold) {
+            (UnlockRequest::Empty, Some(_)) if may_force => UnlockDecision::EndHold,
+            _ => UnlockDecision::NotLocked,
+        });
+    };
+    if let UnlockRequest::Named(id) = request {
+        if id != lock.id() {
+            return Err(Refusal::LockIdMismatch {
+                given: id.clone(),
+                current: Some(lock.id().to_owned()),
+            });
+        }
+    }
+    if lock.is_held_by(principal) {
+        // The run's apply releasing its lock is what a hold waits for.
+        let apply_of_run = principal
+            .step
+            .as_ref()
+            .is_some_and(|g| g.kind == StepKind::Apply && hold.is_some_and(|h| h.run == g.run));
+        return Ok(UnlockDecision::Release {
+            forced: false,
+            end_hold: apply_of_run,
+        });
+    }
+    if may_force {
+        // A force releases whatever is held: an empty body ends the hold too.
+        let end_hold = *request == UnlockRequest::Empty && hold.is_some();
+        return Ok(UnlockDecision::Release {
+            forced: true,
+            end_hold,
+        });
+    }
+    Err(refuse_force(lock.holder.describe(), lock.id().to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::lock::parse_lock;
+    use crate::domain::permission::Role;
+    use crate::domain::Actor;
+    use time::macros::datetime;
+
+    const NOW: Timestamp = datetime!(2026-11-30 01:00:00 UTC);
+
+    fn principal(user: &str, role: Role) -> Principal {
+        Principal {
+            org: "acme".into(),
+            role,
+            actor: Actor::User { user: user.into() },
+            step: None,
+        }
+    }
+
+    fn doc(id: &str) -> LockDocument {
+        parse_lock(format!(r#"{{"ID":"{id}","Operation":"OperationTypeApply","Info":"","Who":"me@host","Version":"1.11.4","Created":"2026-11-30T01:07:12.730574508Z","Path":""}}"#).as_bytes()).unwrap()
+    }
+
+    fn locked_record(id: &str, holder: &str) -> StateRecord {
+        let mut record = StateRecord::fresh("acme", "net", "inc1", NOW);
+        let LockDecision::Granted(lock) =
+            decide_lock(&record, doc(id), &principal(holder, Role::Operator), NOW).unwrap()
+        else {
+            panic!("expected a grant")
+        };
+        record.lock = Some(*lock);
+        record
+    }
+
+    #[test]
+    fn granting_fills_an_empty_info_with_the_holder_and_time() {
+        let record = locked_record("L1", "alice");
+        let lock = record.lock.unwrap();
+        assert_eq!(
+            lock.document.info.as_deref(),
+            Some("user alice since 2026-11-30T01:00:00Z")
+        );
+        assert_eq!(
+            lock.holder,
+            Actor::User {
+                user: "alice".into()
+            }
+        );
+    }
+
+    #[test]
+    fn a_client_info_is_kept() {
+        let record = StateRecord::fresh("acme", "net", "inc1", NOW);
+        let d = parse_lock(br#"{"ID":"a","Info":"mine"}"#).unwrap();
+        let LockDecision::Granted(lock) =
+            decide_lock(&record, d, &principal("a", Role::Operator), NOW).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(lock.document.info.as_deref(), Some("mine"));
+    }
+
+    #[test]
+    fn lock_held_by_other_is_refused_with_the_holders_document() {
+        let record = locked_record("L1", "alice");
+        let err = decide_lock(&record, doc("L2"), &principal("bob", Role::Admin), NOW).unwrap_err();
+        let Refusal::Locked {
+            lock_id, document, ..
+        } = err
+        else {
+            panic!("expected Locked")
+        };
+        assert_eq!(lock_id, "L1");
+        assert!(document.contains(r#""ID":"L1""#) && document.contains("user alice since"));
+    }
+
+    #[test]
+    fn a_lock_conflict_names_the_requested_id_then_the_holders_for_the_log() {
+        let record = locked_record("L1", "alice");
+        let bob = principal("bob", Role::Operator);
+        let err = decide_lock(&record, doc("L2"), &bob, NOW).unwrap_err();
+        assert_eq!(err.lock_ids(), ["L2", "L1"]);
+        let err = decide_lock(&record, doc("L1"), &bob, NOW).unwrap_err();
+        assert_eq!(err.lock_ids(), ["L1"]);
+    }
+
+    #[test]
+    fn the_same_holder_relocking_with_the_same_id_is_already_held() {
+        let record = locked_record("L1", "alice");
+        let alice = principal("alice", Role::Operator);
+        assert_eq!(
+            decide_lock(&record, doc("L1"), &alice, NOW),
+            Ok(LockDecision::AlreadyHeld)
+        );
+        assert!(decide_lock(&record, doc("L2"), &alice, NOW).is_err());
+        assert!(decide_lock(&record, doc("L1"), &principal("bob", Role::Operator), NOW).is_err());
+    }
+
+    #[test]
+    fn an_expired_lock_reads_as_unlocked() {
+        let mut record = locked_record("L1", "alice");
+        record.lock.as_mut().unwrap().live_until = Some(NOW);
+        let bob = principal("bob", Role::Operator);
+        assert!(matches!(
+            decide_lock(&record, doc("L2"), &bob, NOW),
+            Ok(LockDecision::Granted(_))
+        ));
+    }
+
+    #[test]
+    fn the_holder_releases_its_own_lock_by_id_or_with_an_empty_body() {
+        let record = locked_record("L1", "alice");
+        let alice = principal("alice", Role::Operator);
+        let a = Allocation::default();
+        for req in [UnlockRequest::Empty, UnlockRequest::Named("L1".into())] {
+            assert_eq!(
+                decide_unlock(&record, &req, &alice, &a, NOW),
+                Ok(UnlockDecision::Release {
+                    forced: false,
+                    end_hold: false
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn a_named_id_must_be_the_current_lock() {
+        let record = locked_record("L1", "alice");
+        let err = decide_unlock(
+            &record,
+            &UnlockRequest::Named("OLD".into()),
+            &principal("alice", Role::Admin),
+            &Allocation::default(),
+            NOW,
+        )
+        .unwrap_err();
+        assert_eq!(
+            err,
+            Refusal::LockIdMismatch {
+                given: "OLD".into(),
+                current: Some("L1".into())
+            }
+        );
+    }
+
+    #[test]
+    fn releasing_someone_elses_lock_needs_manage_even_with_its_id() {
+        let record = locked_record("L1", "alice");
+        let a = Allocation::default();
+        for req in [UnlockRequest::Empty, UnlockRequest::Named("L1".into())] {
+            assert!(matches!(
+                decide_unlock(&record, &req, &principal("bob", Role::Operator), &a, NOW),
+                Err(Refusal::NotYourLock { .. })
+            ));
+            assert_eq!(
+                decide_unlock(&record, &req, &principal("root", Role::Admin), &a, NOW),
+                Ok(UnlockDecision::Release {
+                    forced: true,
+                    end_hold: false
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn unlocking_an_unlocked_state_is_not_locked_even_with_an_id() {
+        let record = StateRecord::fresh("acme", "net", "inc1", NOW);
+        assert_eq!(
+            decide_unlock(
+                &record,
+                &UnlockRequest::Named("X".into()),
+                &principal("bob", Role::Viewer),
+                &Allocation::default(),
+                NOW
+            ),
+            Ok(UnlockDecision::NotLocked)
+        );
+    }
+}
