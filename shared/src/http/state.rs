@@ -1,10 +1,9 @@
 //! `GET` and `POST /api/tf-states/{name}/state`: the backend's read and write.
 
-use lambda_http::http::StatusCode;
 use lambda_http::{Body, Request, RequestExt, Response};
 
-use super::error::{HttpError, LogContext};
-use super::response::{accepts_gzip, content_response, json_response, ok_empty};
+use super::error::{error_body, ErrorCode, HttpError, LogContext};
+use super::response::{accepts_gzip, content_response, ok_empty};
 use crate::domain::name::StateName;
 use crate::domain::Principal;
 use crate::service::state;
@@ -19,9 +18,9 @@ pub async fn read(
 ) -> Result<Response<Body>, HttpError> {
     match state::read(app, principal, name).await? {
         Some(bytes) => Ok(content_response(bytes, accepts_gzip(req.headers()))),
-        None => Ok(json_response(
-            StatusCode::NOT_FOUND,
-            &serde_json::json!({"error": {"code": "not_found", "message": format!("state {name} has no version yet")}}),
+        None => Ok(error_body(
+            ErrorCode::NotFound,
+            &format!("state {name} has no version yet"),
         )),
     }
 }
