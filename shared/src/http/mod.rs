@@ -19,7 +19,7 @@ mod state;
 use lambda_http::{Body, Request, RequestExt, Response};
 
 pub use error::ErrorCode;
-pub use routes::{find_route, Handler, Route, RouteMatch, ROUTES};
+pub use routes::{find_route, BodyLimit, Handler, Need, Route, RouteMatch, ROUTES};
 
 use crate::domain::name::StateName;
 use crate::domain::Principal;
@@ -80,10 +80,12 @@ async fn dispatch(
 ) -> Result<Response<Body>, HttpError> {
     let limit = route.body_limit(&app.limits);
     if req.body().len() as u64 > limit {
-        let carries_a_state = matches!(route.handler, Handler::StateWrite | Handler::Import);
         return Err(HttpError::TooLarge {
             limit,
-            lambda_ceiling: app.limits.lambda_ceiling.filter(|_| carries_a_state),
+            lambda_ceiling: app
+                .limits
+                .lambda_ceiling
+                .filter(|_| route.body == BodyLimit::State),
         });
     }
     if !route.needs_credentials() {

@@ -29,23 +29,48 @@ pub enum Handler {
     StepGone,
 }
 
-/// One route.
+/// One route: one row of [`ROUTES`], every fact about it in one place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Route {
     pub method: &'static str,
     /// The path with `{name}` parameters, as API Gateway's route keys write it.
     pub path: &'static str,
-    pub handler: Handler,
     /// The Lambda function (route group) that serves it.
     pub function: &'static str,
     /// Only the local server and the container serve it.
     pub local_only: bool,
+    /// The largest body it accepts.
+    pub body: BodyLimit,
+    /// What its handler calls on storage and the key service; a function is granted the
+    /// calls of its routes and nothing else (the template test holds the grants to this).
+    pub needs: &'static [Need],
+    pub handler: Handler,
+}
+
+/// The largest body a route accepts, refused as it arrives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyLimit {
+    /// A state: `HEGEMONY_TF_STATE_MAX_BYTES` (clamped on Lambda, whose 413 names the ceiling).
+    State,
+    /// A lock document: [`MAX_LOCK_BYTES`].
+    Lock,
+    /// Any other body: [`DEFAULT_BODY_LIMIT`].
+    OneMib,
 }
 
 /// Bodies on routes other than state, import and lock are limited to 1 MiB.
 pub const DEFAULT_BODY_LIMIT: u64 = 1024 * 1024;
 
 impl Route {
+    /// The largest body this route accepts, refused as it arrives.
+    pub fn body_limit(&self, limits: &Limits) -> u64 {
+        match self.body {
+            BodyLimit::State => limits.max_state_bytes,
+            BodyLimit::Lock => MAX_LOCK_BYTES as u64,
+            BodyLimit::OneMib => DEFAULT_BODY_LIMIT,
+        }
+    }
+
     /// Whether the route needs credentials at all (only the API description does not).
     pub fn needs_credentials(&self) -> bool {
         self.handler != Handler::OpenApi
@@ -66,136 +91,133 @@ impl Route {
             Handler::StateRead | Handler::StateWrite | Handler::Lock | Handler::Unlock
         )
     }
-
-    /// The largest body this route accepts, refused as it arrives.
-    pub fn body_limit(&self, limits: &Limits) -> u64 {
-        match self.handler {
-            Handler::StateWrite | Handler::Import => limits.max_state_bytes,
-            Handler::Lock | Handler::Unlock => MAX_LOCK_BYTES as u64,
-            _ => DEFAULT_BODY_LIMIT,
-        }
-    }
 }
+
+/// One kind of call a handler makes on storage (the catalog's records, the blob store) or
+/// on the key service. Named for the port's operation, not for any cloud's: each adapter
+/// decides what it takes to serve one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Need {
+    /// Read one record by its key: every route with credentials reads its token's.
+    GetRecord,
+    /// Write a record: a commit, an audit entry, a token.
+    PutRecord,
+    /// Remove a record: a commit that releases a lock or settles a pending blob.
+    DeleteRecord,
+    /// Read a range of records: a list, versions, an audit page, a run's items.
+    QueryRecords,
+    /// Read many records by key at once: a run's tokens.
+    BatchGetRecords,
+    /// Read a stored blob.
+    GetBlob,
+    /// Store a new blob.
+    PutBlob,
+    /// Unwrap a data key, to open stored content.
+    UnwrapKey,
+    /// Make a new data key, to seal new content.
+    NewDataKey,
+}
+
+use Need::*;
+
+/// The API description: nothing at all.
+const NOTHING: &[Need] = &[];
+/// Listing and reading records.
+const LOOKUP: &[Need] = &[GetRecord, QueryRecords];
+/// Changing records, never content.
+const RECORDS: &[Need] = &[GetRecord, PutRecord, DeleteRecord];
+/// Opening the latest content.
+const OPEN: &[Need] = &[GetRecord, GetBlob, UnwrapKey];
+/// Opening a version's content, audited.
+const OPEN_AUDITED: &[Need] = &[GetRecord, PutRecord, GetBlob, UnwrapKey];
+/// Sealing and committing new content.
+const SEAL: &[Need] = &[GetRecord, PutRecord, DeleteRecord, PutBlob, NewDataKey];
+/// Opening old content and sealing it again as a new version.
+const RESEAL: &[Need] = &[
+    GetRecord,
+    PutRecord,
+    DeleteRecord,
+    GetBlob,
+    PutBlob,
+    UnwrapKey,
+    NewDataKey,
+];
+/// The runs API: runs, their tokens and holds.
+const RUNS: &[Need] = &[
+    GetRecord,
+    PutRecord,
+    DeleteRecord,
+    QueryRecords,
+    BatchGetRecords,
+];
+
+use BodyLimit::{Lock, OneMib, State};
 
 const fn route(
     method: &'static str,
     path: &'static str,
-    handler: Handler,
     function: &'static str,
+    body: BodyLimit,
+    needs: &'static [Need],
+    handler: Handler,
 ) -> Route {
     Route {
         method,
         path,
-        handler,
         function,
         local_only: false,
+        body,
+        needs,
+        handler,
     }
 }
 
 const fn local(
     method: &'static str,
     path: &'static str,
-    handler: Handler,
     function: &'static str,
+    body: BodyLimit,
+    needs: &'static [Need],
+    handler: Handler,
 ) -> Route {
     Route {
         method,
         path,
-        handler,
         function,
         local_only: true,
+        body,
+        needs,
+        handler,
     }
 }
 
-/// Every route the service answers.
+/// Every route the service answers, one row each (DESIGN section 3). `local` rows are served
+/// by the local server and the container only.
+#[rustfmt::skip]
 pub static ROUTES: &[Route] = &[
-    route(
-        "GET",
-        "/api/tf-states/{name}/state",
-        Handler::StateRead,
-        "state-read",
-    ),
-    route(
-        "POST",
-        "/api/tf-states/{name}/state",
-        Handler::StateWrite,
-        "state-write",
-    ),
-    route("POST", "/api/tf-states/{name}/lock", Handler::Lock, "lock"),
-    local("LOCK", "/api/tf-states/{name}/lock", Handler::Lock, "lock"),
-    route(
-        "DELETE",
-        "/api/tf-states/{name}/lock",
-        Handler::Unlock,
-        "lock",
-    ),
-    local(
-        "UNLOCK",
-        "/api/tf-states/{name}/lock",
-        Handler::Unlock,
-        "lock",
-    ),
-    route("GET", "/api/tf-states", Handler::List, "list"),
-    route("GET", "/api/tf-states/{name}", Handler::Show, "list"),
-    route(
-        "GET",
-        "/api/tf-states/{name}/versions",
-        Handler::Versions,
-        "versions",
-    ),
-    route(
-        "GET",
-        "/api/tf-states/{name}/versions/{version}/content",
-        Handler::Download,
-        "download",
-    ),
-    route(
-        "POST",
-        "/api/tf-states/{name}/import",
-        Handler::Import,
-        "import",
-    ),
-    route(
-        "POST",
-        "/api/tf-states/{name}/rollback",
-        Handler::Rollback,
-        "rollback",
-    ),
-    route(
-        "POST",
-        "/api/tf-states/{name}/force-unlock",
-        Handler::ForceUnlock,
-        "admin",
-    ),
-    route("DELETE", "/api/tf-states/{name}", Handler::Delete, "admin"),
-    route(
-        "GET",
-        "/api/tf-states/{name}/audit",
-        Handler::StateAudit,
-        "audit",
-    ),
-    route("GET", "/api/audit", Handler::OrgAudit, "audit"),
-    route("GET", "/api/org/permissions", Handler::Permissions, "admin"),
-    route(
-        "PUT",
-        "/api/org/permissions",
-        Handler::SetPermissions,
-        "admin",
-    ),
-    route("GET", "/api/openapi.json", Handler::OpenApi, "list"),
-    route(
-        "POST",
-        "/api/runs/{run}/tf-state-tokens",
-        Handler::Mint,
-        "runs",
-    ),
-    route("POST", "/api/runs/{run}/end", Handler::RunEnd, "runs"),
-    route(
-        "POST",
-        "/api/runs/{run}/steps/{step}/gone",
-        Handler::StepGone,
-        "runs",
-    ),
+    //    method    path                                                function       body    needs         handler
+    route("GET",    "/api/tf-states/{name}/state",                      "state-read",  OneMib, OPEN,         Handler::StateRead),
+    route("POST",   "/api/tf-states/{name}/state",                      "state-write", State,  SEAL,         Handler::StateWrite),
+    route("POST",   "/api/tf-states/{name}/lock",                       "lock",        Lock,   RECORDS,      Handler::Lock),
+    local("LOCK",   "/api/tf-states/{name}/lock",                       "lock",        Lock,   RECORDS,      Handler::Lock),
+    route("DELETE", "/api/tf-states/{name}/lock",                       "lock",        Lock,   RECORDS,      Handler::Unlock),
+    local("UNLOCK", "/api/tf-states/{name}/lock",                       "lock",        Lock,   RECORDS,      Handler::Unlock),
+    route("GET",    "/api/tf-states",                                   "list",        OneMib, LOOKUP,       Handler::List),
+    route("GET",    "/api/tf-states/{name}",                            "list",        OneMib, LOOKUP,       Handler::Show),
+    route("GET",    "/api/tf-states/{name}/versions",                   "versions",    OneMib, LOOKUP,       Handler::Versions),
+    route("GET",    "/api/tf-states/{name}/versions/{version}/content", "download",    OneMib, OPEN_AUDITED, Handler::Download),
+    route("POST",   "/api/tf-states/{name}/import",                     "import",      State,  SEAL,         Handler::Import),
+    route("POST",   "/api/tf-states/{name}/rollback",                   "rollback",    OneMib, RESEAL,       Handler::Rollback),
+    route("POST",   "/api/tf-states/{name}/force-unlock",               "admin",       OneMib, RECORDS,      Handler::ForceUnlock),
+    route("DELETE", "/api/tf-states/{name}",                            "admin",       OneMib, RECORDS,      Handler::Delete),
+    route("GET",    "/api/tf-states/{name}/audit",                      "audit",       OneMib, LOOKUP,       Handler::StateAudit),
+    route("GET",    "/api/audit",                                       "audit",       OneMib, LOOKUP,       Handler::OrgAudit),
+    route("GET",    "/api/org/permissions",                             "admin",       OneMib, RECORDS,      Handler::Permissions),
+    route("PUT",    "/api/org/permissions",                             "admin",       OneMib, RECORDS,      Handler::SetPermissions),
+    route("GET",    "/api/openapi.json",                                "list",        OneMib, NOTHING,      Handler::OpenApi),
+    route("POST",   "/api/runs/{run}/tf-state-tokens",                  "runs",        OneMib, RUNS,         Handler::Mint),
+    route("POST",   "/api/runs/{run}/end",                              "runs",        OneMib, RUNS,         Handler::RunEnd),
+    route("POST",   "/api/runs/{run}/steps/{step}/gone",                "runs",        OneMib, RUNS,         Handler::StepGone),
 ];
 
 /// The outcome of matching a request against the table.
