@@ -1,14 +1,13 @@
 //! `POST`/`LOCK` and `DELETE`/`UNLOCK /api/tf-states/{name}/lock`. Success is exactly 200:
 //! the tools treat any other 2xx as a failure.
 
-use lambda_http::{Body, Request, Response};
+use lambda_http::{Body, Response};
 
-use super::error::{HttpError, LogContext};
+use super::error::HttpError;
+use super::handler::Call;
 use super::response::ok_empty;
-use crate::domain::name::StateName;
 use crate::domain::Principal;
 use crate::service::lock::{self, UnlockOutcome};
-use crate::service::App;
 
 /// The `ID` a lock or unlock body names, for the log line of a refusal.
 fn body_lock_id(body: &[u8]) -> Option<String> {
@@ -20,25 +19,19 @@ fn body_lock_id(body: &[u8]) -> Option<String> {
     serde_json::from_slice::<Named>(body).ok().map(|n| n.id)
 }
 
-pub async fn lock(
-    app: &App,
-    principal: &Principal,
-    name: &StateName,
-    req: &Request,
-    ctx: &mut LogContext,
-) -> Result<Response<Body>, HttpError> {
+pub async fn lock(call: Call<'_>, principal: &Principal) -> Result<Response<Body>, HttpError> {
+    let name = &call.state()?;
+    let Call { app, req, ctx } = call;
+    let req = &req;
     ctx.lock_id = body_lock_id(req.body());
     lock::lock(app, principal, name, req.body()).await?;
     Ok(ok_empty())
 }
 
-pub async fn unlock(
-    app: &App,
-    principal: &Principal,
-    name: &StateName,
-    req: &Request,
-    ctx: &mut LogContext,
-) -> Result<Response<Body>, HttpError> {
+pub async fn unlock(call: Call<'_>, principal: &Principal) -> Result<Response<Body>, HttpError> {
+    let name = &call.state()?;
+    let Call { app, req, ctx } = call;
+    let req = &req;
     ctx.lock_id = body_lock_id(req.body());
     if let UnlockOutcome::Released {
         lock,

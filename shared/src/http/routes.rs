@@ -1,36 +1,17 @@
 //! The route table: the single source of truth for the local server, the Lambda functions
-//! and the SAM template. `LOCK`/`UNLOCK` are local-only: API Gateway cannot route them.
+//! and the SAM template. A row holds every fact about its route (method, path, function,
+//! body limit, storage needs, credentials and handler), so nothing else matches on routes;
+//! adding one is a row, a handler and a service function, and the tests say what follows
+//! (the OpenAPI document, the template's routes and grants). Matching a request to a row is
+//! all this file decides. `LOCK`/`UNLOCK` are local-only: API Gateway cannot route them.
 
+use super::handler::Handler;
+use super::{admin, list, lock, manage, openapi, runs, state};
 use crate::domain::lock::MAX_LOCK_BYTES;
 use crate::service::Limits;
 
-/// Which handler answers a route.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Handler {
-    StateRead,
-    StateWrite,
-    Lock,
-    Unlock,
-    List,
-    Show,
-    Versions,
-    Download,
-    Import,
-    Rollback,
-    ForceUnlock,
-    Delete,
-    StateAudit,
-    OrgAudit,
-    Permissions,
-    SetPermissions,
-    OpenApi,
-    Mint,
-    RunEnd,
-    StepGone,
-}
-
 /// One route: one row of [`ROUTES`], every fact about it in one place.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub struct Route {
     pub method: &'static str,
     /// The path with `{name}` parameters, as API Gateway's route keys write it.
@@ -44,8 +25,18 @@ pub struct Route {
     /// What its handler calls on storage and the key service; a function is granted the
     /// calls of its routes and nothing else (the template test holds the grants to this).
     pub needs: &'static [Need],
+    /// Who may call it (the variant) and what answers them (the function).
     pub handler: Handler,
 }
+
+/// A row is its method and path: no two rows share both, so that identifies it.
+impl PartialEq for Route {
+    fn eq(&self, other: &Self) -> bool {
+        (self.method, self.path) == (other.method, other.path)
+    }
+}
+
+impl Eq for Route {}
 
 /// The largest body a route accepts, refused as it arrives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,27 +60,6 @@ impl Route {
             BodyLimit::Lock => MAX_LOCK_BYTES as u64,
             BodyLimit::OneMib => DEFAULT_BODY_LIMIT,
         }
-    }
-
-    /// Whether the route needs credentials at all (only the API description does not).
-    pub fn needs_credentials(&self) -> bool {
-        self.handler != Handler::OpenApi
-    }
-
-    /// A route of the platform's runs API, which takes a platform token only.
-    pub fn is_runs(&self) -> bool {
-        matches!(
-            self.handler,
-            Handler::Mint | Handler::RunEnd | Handler::StepGone
-        )
-    }
-
-    /// A backend route (state, lock) accepts Basic as well as Bearer credentials.
-    pub fn is_backend(&self) -> bool {
-        matches!(
-            self.handler,
-            Handler::StateRead | Handler::StateWrite | Handler::Lock | Handler::Unlock
-        )
     }
 }
 
@@ -152,6 +122,7 @@ const RUNS: &[Need] = &[
 ];
 
 use BodyLimit::{Lock, OneMib, State};
+use Handler::{Backend, Bearer, Open, Platform};
 
 const fn route(
     method: &'static str,
@@ -196,28 +167,28 @@ const fn local(
 #[rustfmt::skip]
 pub static ROUTES: &[Route] = &[
     //    method    path                                                function       body    needs         handler
-    route("GET",    "/api/tf-states/{name}/state",                      "state-read",  OneMib, OPEN,         Handler::StateRead),
-    route("POST",   "/api/tf-states/{name}/state",                      "state-write", State,  SEAL,         Handler::StateWrite),
-    route("POST",   "/api/tf-states/{name}/lock",                       "lock",        Lock,   RECORDS,      Handler::Lock),
-    local("LOCK",   "/api/tf-states/{name}/lock",                       "lock",        Lock,   RECORDS,      Handler::Lock),
-    route("DELETE", "/api/tf-states/{name}/lock",                       "lock",        Lock,   RECORDS,      Handler::Unlock),
-    local("UNLOCK", "/api/tf-states/{name}/lock",                       "lock",        Lock,   RECORDS,      Handler::Unlock),
-    route("GET",    "/api/tf-states",                                   "list",        OneMib, LOOKUP,       Handler::List),
-    route("GET",    "/api/tf-states/{name}",                            "list",        OneMib, LOOKUP,       Handler::Show),
-    route("GET",    "/api/tf-states/{name}/versions",                   "versions",    OneMib, LOOKUP,       Handler::Versions),
-    route("GET",    "/api/tf-states/{name}/versions/{version}/content", "download",    OneMib, OPEN_AUDITED, Handler::Download),
-    route("POST",   "/api/tf-states/{name}/import",                     "import",      State,  SEAL,         Handler::Import),
-    route("POST",   "/api/tf-states/{name}/rollback",                   "rollback",    OneMib, RESEAL,       Handler::Rollback),
-    route("POST",   "/api/tf-states/{name}/force-unlock",               "admin",       OneMib, RECORDS,      Handler::ForceUnlock),
-    route("DELETE", "/api/tf-states/{name}",                            "admin",       OneMib, RECORDS,      Handler::Delete),
-    route("GET",    "/api/tf-states/{name}/audit",                      "audit",       OneMib, LOOKUP,       Handler::StateAudit),
-    route("GET",    "/api/audit",                                       "audit",       OneMib, LOOKUP,       Handler::OrgAudit),
-    route("GET",    "/api/org/permissions",                             "admin",       OneMib, RECORDS,      Handler::Permissions),
-    route("PUT",    "/api/org/permissions",                             "admin",       OneMib, RECORDS,      Handler::SetPermissions),
-    route("GET",    "/api/openapi.json",                                "list",        OneMib, NOTHING,      Handler::OpenApi),
-    route("POST",   "/api/runs/{run}/tf-state-tokens",                  "runs",        OneMib, RUNS,         Handler::Mint),
-    route("POST",   "/api/runs/{run}/end",                              "runs",        OneMib, RUNS,         Handler::RunEnd),
-    route("POST",   "/api/runs/{run}/steps/{step}/gone",                "runs",        OneMib, RUNS,         Handler::StepGone),
+    route("GET",    "/api/tf-states/{name}/state",                      "state-read",  OneMib, OPEN,         Backend(&state::read)),
+    route("POST",   "/api/tf-states/{name}/state",                      "state-write", State,  SEAL,         Backend(&state::write)),
+    route("POST",   "/api/tf-states/{name}/lock",                       "lock",        Lock,   RECORDS,      Backend(&lock::lock)),
+    local("LOCK",   "/api/tf-states/{name}/lock",                       "lock",        Lock,   RECORDS,      Backend(&lock::lock)),
+    route("DELETE", "/api/tf-states/{name}/lock",                       "lock",        Lock,   RECORDS,      Backend(&lock::unlock)),
+    local("UNLOCK", "/api/tf-states/{name}/lock",                       "lock",        Lock,   RECORDS,      Backend(&lock::unlock)),
+    route("GET",    "/api/tf-states",                                   "list",        OneMib, LOOKUP,       Bearer(&list::list)),
+    route("GET",    "/api/tf-states/{name}",                            "list",        OneMib, LOOKUP,       Bearer(&list::show)),
+    route("GET",    "/api/tf-states/{name}/versions",                   "versions",    OneMib, LOOKUP,       Bearer(&list::versions)),
+    route("GET",    "/api/tf-states/{name}/versions/{version}/content", "download",    OneMib, OPEN_AUDITED, Bearer(&manage::download)),
+    route("POST",   "/api/tf-states/{name}/import",                     "import",      State,  SEAL,         Bearer(&manage::import)),
+    route("POST",   "/api/tf-states/{name}/rollback",                   "rollback",    OneMib, RESEAL,       Bearer(&manage::rollback)),
+    route("POST",   "/api/tf-states/{name}/force-unlock",               "admin",       OneMib, RECORDS,      Bearer(&manage::force_unlock)),
+    route("DELETE", "/api/tf-states/{name}",                            "admin",       OneMib, RECORDS,      Bearer(&manage::delete)),
+    route("GET",    "/api/tf-states/{name}/audit",                      "audit",       OneMib, LOOKUP,       Bearer(&admin::state_audit)),
+    route("GET",    "/api/audit",                                       "audit",       OneMib, LOOKUP,       Bearer(&admin::org_audit)),
+    route("GET",    "/api/org/permissions",                             "admin",       OneMib, RECORDS,      Bearer(&admin::permissions)),
+    route("PUT",    "/api/org/permissions",                             "admin",       OneMib, RECORDS,      Bearer(&admin::set_permissions)),
+    route("GET",    "/api/openapi.json",                                "list",        OneMib, NOTHING,      Open(&openapi::response)),
+    route("POST",   "/api/runs/{run}/tf-state-tokens",                  "runs",        OneMib, RUNS,         Platform(&runs::mint)),
+    route("POST",   "/api/runs/{run}/end",                              "runs",        OneMib, RUNS,         Platform(&runs::end)),
+    route("POST",   "/api/runs/{run}/steps/{step}/gone",                "runs",        OneMib, RUNS,         Platform(&runs::gone)),
 ];
 
 /// The outcome of matching a request against the table.
@@ -279,10 +250,11 @@ fn match_path<'a>(pattern: &'static str, path: &'a str) -> Option<Vec<(&'static 
 mod tests {
     use super::*;
 
-    fn found(method: &str, path: &str) -> (Handler, Vec<(&'static str, String)>) {
+    /// The handler a request finds, as `Credentials(module::function)`, and its parameters.
+    fn found(method: &str, path: &str) -> (String, Vec<(&'static str, String)>) {
         match find_route(method, path) {
             RouteMatch::Found { route, params } => (
-                route.handler,
+                format!("{:?}", route.handler).replace("hegemony_state::http::", ""),
                 params.into_iter().map(|(k, v)| (k, v.to_owned())).collect(),
             ),
             other => panic!("{method} {path}: {other:?}"),
@@ -293,28 +265,34 @@ mod tests {
     fn backend_routes_take_post_and_lock_verbs() {
         assert_eq!(
             found("GET", "/api/tf-states/net/state").0,
-            Handler::StateRead
+            "Backend(state::read)"
         );
         assert_eq!(
             found("POST", "/api/tf-states/net/state").1,
             vec![("name", "net".into())]
         );
-        assert_eq!(found("POST", "/api/tf-states/net/lock").0, Handler::Lock);
-        assert_eq!(found("LOCK", "/api/tf-states/net/lock").0, Handler::Lock);
+        assert_eq!(
+            found("POST", "/api/tf-states/net/lock").0,
+            "Backend(lock::lock)"
+        );
+        assert_eq!(
+            found("LOCK", "/api/tf-states/net/lock").0,
+            "Backend(lock::lock)"
+        );
         assert_eq!(
             found("DELETE", "/api/tf-states/net/lock").0,
-            Handler::Unlock
+            "Backend(lock::unlock)"
         );
         assert_eq!(
             found("UNLOCK", "/api/tf-states/net/lock").0,
-            Handler::Unlock
+            "Backend(lock::unlock)"
         );
     }
 
     #[test]
     fn the_list_answers_with_and_without_a_trailing_slash() {
-        assert_eq!(found("GET", "/api/tf-states").0, Handler::List);
-        assert_eq!(found("GET", "/api/tf-states/").0, Handler::List);
+        assert_eq!(found("GET", "/api/tf-states").0, "Bearer(list::list)");
+        assert_eq!(found("GET", "/api/tf-states/").0, "Bearer(list::list)");
     }
 
     #[test]
