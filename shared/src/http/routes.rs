@@ -66,7 +66,7 @@ impl Route {
 /// One kind of call a handler makes on storage (the catalog's records, the blob store) or
 /// on the key service. Named for the port's operation, not for any cloud's: each adapter
 /// decides what it takes to serve one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Need {
     /// Read one record by its key: every route with credentials reads its token's.
     GetRecord,
@@ -320,6 +320,38 @@ mod tests {
             found("GET", "/api/tf-states/a%2Fb/state").1,
             vec![("name", "a%2Fb".into())]
         );
+    }
+
+    /// DESIGN section 3: Basic (and step tokens) on the backend routes, state and lock,
+    /// only; the platform's token on the runs API only; no credentials for the description.
+    #[test]
+    fn each_route_takes_the_credentials_design_gives_it() {
+        for r in ROUTES {
+            let backend = r.path.ends_with("/state") || r.path.ends_with("/lock");
+            let runs = r.path.starts_with("/api/runs/");
+            let expected = match (backend, runs, r.path) {
+                (_, _, "/api/openapi.json") => "Open",
+                (true, _, _) => "Backend",
+                (_, true, _) => "Platform",
+                _ => "Bearer",
+            };
+            let got = format!("{:?}", r.handler);
+            assert!(got.starts_with(expected), "{} {}: {got}", r.method, r.path);
+        }
+    }
+
+    /// A state's limit for the bodies that carry a state, 16 KiB for lock documents, 1 MiB
+    /// for every other body.
+    #[test]
+    fn each_route_takes_the_body_limit_of_what_it_carries() {
+        for r in ROUTES {
+            let expected = match (r.method, r.path.rsplit('/').next()) {
+                ("POST", Some("state" | "import")) => BodyLimit::State,
+                (_, Some("lock")) => BodyLimit::Lock,
+                _ => BodyLimit::OneMib,
+            };
+            assert_eq!(r.body, expected, "{} {}", r.method, r.path);
+        }
     }
 
     #[test]
