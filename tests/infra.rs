@@ -1,13 +1,13 @@
 //! The SAM template held to the code: cfn-lint passes; its routes and functions are exactly
-//! the route table's; each function's IAM grants exactly what its routes need (a read
-//! function cannot write objects or make data keys; only the functions that open content
-//! may decrypt); the table has the keys and indexes the adapter uses.
+//! the route table's; each function's IAM grants exactly what its routes' rows say they need
+//! (a read function cannot write objects or make data keys; only the functions that open
+//! content may decrypt); the table has the keys and indexes the adapter uses.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 
 use hegemony_state::adapters::aws::schema;
-use hegemony_state::http::{Handler, ROUTES};
+use hegemony_state::http::{Need, ROUTES};
 use hegemony_state_blackbox::repo_root;
 
 fn template_path() -> std::path::PathBuf {
@@ -123,43 +123,19 @@ fn routes_and_functions_are_the_route_tables() {
     assert!(functions.contains_key("sweeper"));
 }
 
-/// What each route needs of the table, the bucket and the key.
-fn needs(handler: Handler) -> &'static [&'static str] {
-    const GET: &str = "dynamodb:GetItem";
-    const PUT: &str = "dynamodb:PutItem";
-    const DELETE: &str = "dynamodb:DeleteItem";
-    const QUERY: &str = "dynamodb:Query";
-    match handler {
-        Handler::StateRead => &[GET, "s3:GetObject", "kms:Decrypt"],
-        Handler::StateWrite | Handler::Import => {
-            &[GET, PUT, DELETE, "s3:PutObject", "kms:GenerateDataKey"]
-        }
-        Handler::Rollback => &[
-            GET,
-            PUT,
-            DELETE,
-            "s3:GetObject",
-            "s3:PutObject",
-            "kms:Decrypt",
-            "kms:GenerateDataKey",
-        ],
-        // Audited: an audit entry is written.
-        Handler::Download => &[GET, PUT, "s3:GetObject", "kms:Decrypt"],
-        Handler::Lock
-        | Handler::Unlock
-        | Handler::ForceUnlock
-        | Handler::Delete
-        | Handler::Permissions
-        | Handler::SetPermissions => &[GET, PUT, DELETE],
-        Handler::List
-        | Handler::Show
-        | Handler::OpenApi
-        | Handler::Versions
-        | Handler::StateAudit
-        | Handler::OrgAudit => &[GET, QUERY],
-        Handler::Mint | Handler::RunEnd | Handler::StepGone => {
-            &[GET, PUT, DELETE, QUERY, "dynamodb:BatchGetItem"]
-        }
+/// The IAM action that serves each call a route's handler makes on the table, the bucket
+/// and the key.
+fn action(need: Need) -> &'static str {
+    match need {
+        Need::GetRecord => "dynamodb:GetItem",
+        Need::PutRecord => "dynamodb:PutItem",
+        Need::DeleteRecord => "dynamodb:DeleteItem",
+        Need::QueryRecords => "dynamodb:Query",
+        Need::BatchGetRecords => "dynamodb:BatchGetItem",
+        Need::GetBlob => "s3:GetObject",
+        Need::PutBlob => "s3:PutObject",
+        Need::UnwrapKey => "kms:Decrypt",
+        Need::NewDataKey => "kms:GenerateDataKey",
     }
 }
 
@@ -198,7 +174,7 @@ fn each_function_is_granted_exactly_what_its_routes_need() {
             ROUTES
                 .iter()
                 .filter(|r| r.function == name)
-                .flat_map(|r| needs(r.handler).iter().map(|a| a.to_string()))
+                .flat_map(|r| r.needs.iter().map(|n| action(*n).to_string()))
                 .collect()
         };
         assert_eq!(granted(&properties), needed, "function {name}");

@@ -5,6 +5,7 @@ use lambda_http::{Body, Request, RequestExt, Response};
 use serde_json::Value;
 
 use super::error::HttpError;
+use super::handler::{Answer, Call};
 use super::response::json_response;
 use crate::domain::name::StateName;
 use crate::domain::permission::{Allocation, Role};
@@ -15,7 +16,18 @@ use crate::service::App;
 
 const DEFAULT_AUDIT_PAGE: usize = 100;
 
-pub async fn audit(
+/// `GET /api/tf-states/{name}/audit`: one state's entries.
+pub async fn state_audit(call: Call<'_>, principal: &Principal) -> Answer {
+    let name = call.state()?;
+    audit(call.app, principal, Some(&name), &call.req).await
+}
+
+/// `GET /api/audit`: the whole org's entries, or one state's with `?state=`.
+pub async fn org_audit(call: Call<'_>, principal: &Principal) -> Answer {
+    audit(call.app, principal, None, &call.req).await
+}
+
+async fn audit(
     app: &App,
     principal: &Principal,
     state: Option<&StateName>,
@@ -55,8 +67,8 @@ pub async fn audit(
     Ok(json_response(StatusCode::OK, &page))
 }
 
-pub async fn permissions(app: &App, principal: &Principal) -> Result<Response<Body>, HttpError> {
-    let allocation = admin::permissions(app, principal).await?;
+pub async fn permissions(call: Call<'_>, principal: &Principal) -> Answer {
+    let allocation = admin::permissions(call.app, principal).await?;
     Ok(json_response(StatusCode::OK, &allocation))
 }
 
@@ -100,13 +112,9 @@ fn parse_update(body: &[u8]) -> Result<Vec<(&'static str, Option<Role>)>, HttpEr
     Ok(changes)
 }
 
-pub async fn set_permissions(
-    app: &App,
-    principal: &Principal,
-    req: &Request,
-) -> Result<Response<Body>, HttpError> {
-    let changes = parse_update(req.body())?;
-    let allocation = admin::set_permissions(app, principal, |mut a: Allocation| {
+pub async fn set_permissions(call: Call<'_>, principal: &Principal) -> Answer {
+    let changes = parse_update(call.req.body())?;
+    let allocation = admin::set_permissions(call.app, principal, |mut a: Allocation| {
         for (permission, role) in &changes {
             match *permission {
                 "tf_state:read" => a.read = *role,

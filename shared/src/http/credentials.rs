@@ -6,11 +6,19 @@ use lambda_http::http::header;
 use lambda_http::Request;
 
 use super::error::HttpError;
-use super::routes::Route;
 use crate::domain::{Principal, Refusal};
 use crate::ports::AccessCatalog;
 use crate::service::auth::{self, Caller};
 use crate::service::{App, Error};
+
+/// Which credentials a route takes, as the variant of its row's handler says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Takes {
+    /// A backend route (state, lock): Basic or Bearer, and a step token of its own state.
+    Backend,
+    /// Every other route: Bearer only.
+    Bearer,
+}
 
 fn unauthenticated(reason: &str) -> HttpError {
     HttpError::Service(Error::Unauthenticated(reason.to_owned()))
@@ -29,14 +37,14 @@ fn forbidden(reason: String) -> HttpError {
 /// (the runs API only) and for a step token outside the backend routes of its one state.
 pub async fn authenticate(
     app: &App,
-    route: &Route,
+    takes: Takes,
     req: &Request,
     state: Option<&str>,
 ) -> Result<Principal, HttpError> {
-    match caller(app, route, req).await? {
+    match caller(app, takes, req).await? {
         Caller::Org(principal) => {
             if let Some(grant) = &principal.step {
-                if !route.is_backend() || state != Some(grant.state.as_str()) {
+                if takes != Takes::Backend || state != Some(grant.state.as_str()) {
                     return Err(forbidden(format!(
                         "a step token may only use the backend routes of state {}",
                         grant.state
@@ -51,33 +59,29 @@ pub async fn authenticate(
     }
 }
 
-/// Checks the request comes from the platform, for the runs API.
+/// Checks the request comes from the platform, for the runs API (Bearer only).
 ///
 /// # Errors
 /// 401 as above; 403 for any token but a platform token.
-pub async fn authenticate_platform(
-    app: &App,
-    route: &Route,
-    req: &Request,
-) -> Result<(), HttpError> {
-    match caller(app, route, req).await? {
+pub async fn authenticate_platform(app: &App, req: &Request) -> Result<(), HttpError> {
+    match caller(app, Takes::Bearer, req).await? {
         Caller::Platform { .. } => Ok(()),
         Caller::Org(_) => Err(forbidden("the runs API needs a platform token".into())),
     }
 }
 
-async fn caller(app: &App, route: &Route, req: &Request) -> Result<Caller, HttpError> {
-    let token = token(route, req)?;
+async fn caller(app: &App, takes: Takes, req: &Request) -> Result<Caller, HttpError> {
+    let token = token(takes, req)?;
     let access: &dyn AccessCatalog = app.catalog.as_ref();
     Ok(auth::authenticate(access, &token, app.clock.now()).await?)
 }
 
-fn token(route: &Route, req: &Request) -> Result<String, HttpError> {
+fn token(takes: Takes, req: &Request) -> Result<String, HttpError> {
     let value = req
         .headers()
         .get(header::AUTHORIZATION)
         .ok_or_else(|| {
-            unauthenticated(if route.is_backend() {
+            unauthenticated(if takes == Takes::Backend {
                 "no credentials: send your token as the password (TF_HTTP_PASSWORD) or as a Bearer token"
             } else {
                 "no credentials: send your token as a Bearer token"
@@ -89,7 +93,7 @@ fn token(route: &Route, req: &Request) -> Result<String, HttpError> {
     let token = if scheme.eq_ignore_ascii_case("bearer") {
         rest.trim().to_owned()
     } else if scheme.eq_ignore_ascii_case("basic") {
-        if !route.is_backend() {
+        if takes != Takes::Backend {
             return Err(unauthenticated(
                 "Basic credentials work only on the backend routes (state and lock); send the token as a Bearer token",
             ));

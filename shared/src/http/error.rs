@@ -1,5 +1,5 @@
-//! Errors become responses here, and only here: one table from error to status and code,
-//! `{"error": {"code", "message"}}` bodies a person can act on, and one WARNING log line per
+//! Errors become responses here, and only here: one table declaring each code with its status
+//! and the errors that answer with it, one `{"error": {"code", "message"}}` envelope, bodies a person can act on, and one WARNING log line per
 //! refusal with its reason, the state, the lock IDs and the principal. The one exception to
 //! the envelope is a lock conflict, which answers with the holder's lock document.
 
@@ -11,131 +11,117 @@ use super::routes::{Route, RouteMatch};
 use crate::domain::Refusal;
 use crate::service::Error;
 
-/// Every error code the API answers with (documented in docs/errors.md).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorCode {
-    InvalidName,
-    InvalidLock,
-    InvalidUnlock,
-    NotAState,
-    InvalidRequest,
-    Unauthenticated,
-    Forbidden,
-    NotLockHolder,
-    NotFound,
-    MethodNotAllowed,
-    LockIdMismatch,
-    LineageMismatch,
-    StaleSerial,
-    Fork,
-    StateExists,
-    RollbackEncrypted,
-    RunEnded,
-    RunOrgMismatch,
-    PermissionNotAllocated,
-    TooLarge,
-    UnsupportedMediaType,
-    Locked,
-    Unavailable,
-    ManagedStateUnavailable,
-    WrongKey,
-    Damaged,
+/// Declares every error code once: its variant and doc line, the code clients read, its
+/// status, and the causes that answer with it: domain refusals (`refused`) and service or
+/// HTTP errors (`raised`). The generated matches are exhaustive, so a new refusal or error
+/// does not compile until a row names its code.
+macro_rules! error_codes {
+    ($(
+        $(#[$doc:meta])*
+        $name:ident = $code:literal, $status:ident
+            $(, refused [$($refused:pat),+])?
+            $(, raised [$($raised:pat),+])?;
+    )+) => {
+        /// Every error code the API answers with (documented in docs/errors.md).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum ErrorCode {
+            $($(#[$doc])* $name,)+
+        }
+
+        impl ErrorCode {
+            pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$name),+];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$name => $code,)+
+                }
+            }
+
+            pub fn status(self) -> StatusCode {
+                match self {
+                    $(ErrorCode::$name => StatusCode::$status,)+
+                }
+            }
+        }
+
+        fn refusal_code(r: &Refusal) -> ErrorCode {
+            match r {
+                $($($($refused => ErrorCode::$name,)+)?)+
+            }
+        }
+
+        fn code_of(err: &HttpError) -> ErrorCode {
+            match err {
+                HttpError::Service(Error::Refused(r)) => refusal_code(r),
+                $($($($raised => ErrorCode::$name,)+)?)+
+            }
+        }
+    };
 }
 
-impl ErrorCode {
-    pub const ALL: &'static [ErrorCode] = &[
-        ErrorCode::InvalidName,
-        ErrorCode::InvalidLock,
-        ErrorCode::InvalidUnlock,
-        ErrorCode::NotAState,
-        ErrorCode::InvalidRequest,
-        ErrorCode::Unauthenticated,
-        ErrorCode::Forbidden,
-        ErrorCode::NotLockHolder,
-        ErrorCode::NotFound,
-        ErrorCode::MethodNotAllowed,
-        ErrorCode::LockIdMismatch,
-        ErrorCode::LineageMismatch,
-        ErrorCode::StaleSerial,
-        ErrorCode::Fork,
-        ErrorCode::StateExists,
-        ErrorCode::RollbackEncrypted,
-        ErrorCode::RunEnded,
-        ErrorCode::RunOrgMismatch,
-        ErrorCode::PermissionNotAllocated,
-        ErrorCode::TooLarge,
-        ErrorCode::UnsupportedMediaType,
-        ErrorCode::Locked,
-        ErrorCode::Unavailable,
-        ErrorCode::ManagedStateUnavailable,
-        ErrorCode::WrongKey,
-        ErrorCode::Damaged,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorCode::InvalidName => "invalid_name",
-            ErrorCode::InvalidLock => "invalid_lock",
-            ErrorCode::InvalidUnlock => "invalid_unlock",
-            ErrorCode::NotAState => "not_a_state",
-            ErrorCode::InvalidRequest => "invalid_request",
-            ErrorCode::Unauthenticated => "unauthenticated",
-            ErrorCode::Forbidden => "forbidden",
-            ErrorCode::NotLockHolder => "not_lock_holder",
-            ErrorCode::NotFound => "not_found",
-            ErrorCode::MethodNotAllowed => "method_not_allowed",
-            ErrorCode::LockIdMismatch => "lock_id_mismatch",
-            ErrorCode::LineageMismatch => "lineage_mismatch",
-            ErrorCode::StaleSerial => "stale_serial",
-            ErrorCode::Fork => "fork",
-            ErrorCode::StateExists => "state_exists",
-            ErrorCode::RollbackEncrypted => "rollback_encrypted",
-            ErrorCode::RunEnded => "run_ended",
-            ErrorCode::RunOrgMismatch => "run_org_mismatch",
-            ErrorCode::PermissionNotAllocated => "permission_not_allocated",
-            ErrorCode::UnsupportedMediaType => "unsupported_media_type",
-            ErrorCode::TooLarge => "too_large",
-            ErrorCode::Locked => "locked",
-            ErrorCode::Unavailable => "unavailable",
-            ErrorCode::ManagedStateUnavailable => "managed_state_unavailable",
-            ErrorCode::WrongKey => "wrong_key",
-            ErrorCode::Damaged => "damaged",
-        }
-    }
-
-    pub fn status(self) -> StatusCode {
-        match self {
-            ErrorCode::InvalidName
-            | ErrorCode::InvalidLock
-            | ErrorCode::InvalidUnlock
-            | ErrorCode::NotAState
-            | ErrorCode::InvalidRequest => StatusCode::BAD_REQUEST,
-            ErrorCode::Unauthenticated => StatusCode::UNAUTHORIZED,
-            ErrorCode::Forbidden | ErrorCode::NotLockHolder | ErrorCode::PermissionNotAllocated => {
-                StatusCode::FORBIDDEN
-            }
-            ErrorCode::NotFound => StatusCode::NOT_FOUND,
-            ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            ErrorCode::LockIdMismatch
-            | ErrorCode::LineageMismatch
-            | ErrorCode::StaleSerial
-            | ErrorCode::Fork
-            | ErrorCode::StateExists
-            | ErrorCode::RollbackEncrypted
-            | ErrorCode::RunEnded
-            | ErrorCode::RunOrgMismatch => StatusCode::CONFLICT,
-            ErrorCode::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-            ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ErrorCode::Locked => StatusCode::LOCKED,
-            ErrorCode::Unavailable | ErrorCode::ManagedStateUnavailable => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
-            ErrorCode::WrongKey | ErrorCode::Damaged => StatusCode::INTERNAL_SERVER_ERROR,
-        }
-    }
+#[rustfmt::skip]
+error_codes! {
+    /// A state, org or user name outside the naming rule.
+    InvalidName = "invalid_name", BAD_REQUEST, refused [Refusal::InvalidName { .. }];
+    /// A lock body that is not the lock document the tools send.
+    InvalidLock = "invalid_lock", BAD_REQUEST, refused [Refusal::InvalidLock { .. }];
+    /// An unlock body that names no lock.
+    InvalidUnlock = "invalid_unlock", BAD_REQUEST, refused [Refusal::InvalidUnlock { .. }];
+    /// A write whose body is not a Terraform or OpenTofu state.
+    NotAState = "not_a_state", BAD_REQUEST, refused [Refusal::NotAState { .. }];
+    /// A malformed query parameter, management body or unreadable body.
+    InvalidRequest = "invalid_request", BAD_REQUEST,
+        refused [Refusal::InvalidRequest { .. }], raised [HttpError::InvalidRequest(_)];
+    /// No, unknown, expired or revoked credentials, or Basic where Bearer only is taken.
+    Unauthenticated = "unauthenticated", UNAUTHORIZED,
+        raised [HttpError::Service(Error::Unauthenticated(_))];
+    /// The token's role or scope does not allow the request.
+    Forbidden = "forbidden", FORBIDDEN, refused [Refusal::Forbidden { .. }];
+    /// Releasing someone else's lock without `tf_state:manage`.
+    NotLockHolder = "not_lock_holder", FORBIDDEN, refused [Refusal::NotYourLock { .. }];
+    /// A mint for an org whose allocation would refuse the step.
+    PermissionNotAllocated = "permission_not_allocated", FORBIDDEN,
+        refused [Refusal::PermissionNotAllocated { .. }];
+    /// No such route, or no such state, version or token in the caller's org.
+    NotFound = "not_found", NOT_FOUND, refused [Refusal::NotFound { .. }];
+    /// The path exists, not for this method.
+    MethodNotAllowed = "method_not_allowed", METHOD_NOT_ALLOWED;
+    /// A lock ID that is not the current lock's.
+    LockIdMismatch = "lock_id_mismatch", CONFLICT, refused [Refusal::LockIdMismatch { .. }];
+    /// A state of another configuration.
+    LineageMismatch = "lineage_mismatch", CONFLICT, refused [Refusal::LineageMismatch { .. }];
+    /// A serial older than the stored one.
+    StaleSerial = "stale_serial", CONFLICT, refused [Refusal::StaleSerial { .. }];
+    /// The stored serial with different content.
+    Fork = "fork", CONFLICT, refused [Refusal::Fork { .. }];
+    /// An import to a name that already has a version.
+    StateExists = "state_exists", CONFLICT, refused [Refusal::StateExists { .. }];
+    /// A rollback to an OpenTofu-encrypted version.
+    RollbackEncrypted = "rollback_encrypted", CONFLICT, refused [Refusal::RollbackEncrypted { .. }];
+    /// A mint for a run the platform reported ended.
+    RunEnded = "run_ended", CONFLICT, refused [Refusal::RunEnded { .. }];
+    /// A mint for a run bound to another org.
+    RunOrgMismatch = "run_org_mismatch", CONFLICT, refused [Refusal::RunOrgMismatch { .. }];
+    /// A body over its route's limit.
+    TooLarge = "too_large", PAYLOAD_TOO_LARGE,
+        refused [Refusal::BodyTooLarge { .. }], raised [HttpError::TooLarge { .. }];
+    /// An import of a Content-Type it does not take.
+    UnsupportedMediaType = "unsupported_media_type", UNSUPPORTED_MEDIA_TYPE,
+        raised [HttpError::UnsupportedMediaType(_)];
+    /// Someone else's live lock (answered with the holder's lock document).
+    Locked = "locked", LOCKED, refused [Refusal::Locked { .. }];
+    /// A transient fault; the tools retry.
+    Unavailable = "unavailable", SERVICE_UNAVAILABLE, raised [HttpError::Service(Error::Unavailable(_))];
+    /// No key is configured.
+    ManagedStateUnavailable = "managed_state_unavailable", SERVICE_UNAVAILABLE,
+        raised [HttpError::Service(Error::NoKey)];
+    /// A version sealed under another key than the configured one.
+    WrongKey = "wrong_key", INTERNAL_SERVER_ERROR, raised [HttpError::Service(Error::WrongKey(_))];
+    /// Stored content missing or not authenticating.
+    Damaged = "damaged", INTERNAL_SERVER_ERROR, raised [HttpError::Service(Error::Damaged(_))];
 }
 
-/// An error on its way to becoming a response.
+/// The 413's message: on Lambda for a state, it names the payload ceiling and the way past it.
 fn too_large_message(limit: u64, lambda_ceiling: Option<u64>) -> String {
     match lambda_ceiling {
         None => format!("the request body is larger than the limit of {limit} bytes"),
@@ -145,6 +131,7 @@ fn too_large_message(limit: u64, lambda_ceiling: Option<u64>) -> String {
     }
 }
 
+/// An error on its way to becoming a response.
 #[derive(Debug, thiserror::Error)]
 pub enum HttpError {
     #[error(transparent)]
@@ -175,7 +162,8 @@ pub struct LogContext {
     pub route: String,
     pub state: Option<String>,
     pub principal: Option<String>,
-    /// The lock ID the request itself named (`?ID=` or the body's `ID`).
+    /// The lock ID a save named with `?ID=`; a lock or unlock body's `ID` comes with its
+    /// refusal instead.
     pub lock_id: Option<String>,
 }
 
@@ -187,46 +175,6 @@ impl LogContext {
             principal: None,
             lock_id: None,
         }
-    }
-}
-
-fn refusal_code(r: &Refusal) -> ErrorCode {
-    match r {
-        Refusal::InvalidName { .. } => ErrorCode::InvalidName,
-        Refusal::BodyTooLarge { .. } => ErrorCode::TooLarge,
-        Refusal::InvalidLock { .. } => ErrorCode::InvalidLock,
-        Refusal::InvalidUnlock { .. } => ErrorCode::InvalidUnlock,
-        Refusal::Locked { .. } => ErrorCode::Locked,
-        Refusal::LockIdMismatch { .. } => ErrorCode::LockIdMismatch,
-        Refusal::NotAState { .. } => ErrorCode::NotAState,
-        Refusal::LineageMismatch { .. } => ErrorCode::LineageMismatch,
-        Refusal::StaleSerial { .. } => ErrorCode::StaleSerial,
-        Refusal::Fork { .. } => ErrorCode::Fork,
-        Refusal::Forbidden { .. } => ErrorCode::Forbidden,
-        Refusal::NotYourLock { .. } => ErrorCode::NotLockHolder,
-        Refusal::NotFound { .. } => ErrorCode::NotFound,
-        Refusal::StateExists { .. } => ErrorCode::StateExists,
-        Refusal::RollbackEncrypted { .. } => ErrorCode::RollbackEncrypted,
-        Refusal::InvalidRequest { .. } => ErrorCode::InvalidRequest,
-        Refusal::PermissionNotAllocated { .. } => ErrorCode::PermissionNotAllocated,
-        Refusal::RunEnded { .. } => ErrorCode::RunEnded,
-        Refusal::RunOrgMismatch { .. } => ErrorCode::RunOrgMismatch,
-    }
-}
-
-fn code_of(err: &HttpError) -> ErrorCode {
-    match err {
-        HttpError::TooLarge { .. } => ErrorCode::TooLarge,
-        HttpError::InvalidRequest(_) => ErrorCode::InvalidRequest,
-        HttpError::UnsupportedMediaType(_) => ErrorCode::UnsupportedMediaType,
-        HttpError::Service(e) => match e {
-            Error::Refused(r) => refusal_code(r),
-            Error::Unauthenticated(_) => ErrorCode::Unauthenticated,
-            Error::Unavailable(_) => ErrorCode::Unavailable,
-            Error::NoKey => ErrorCode::ManagedStateUnavailable,
-            Error::WrongKey(_) => ErrorCode::WrongKey,
-            Error::Damaged(_) => ErrorCode::Damaged,
-        },
     }
 }
 
@@ -279,10 +227,7 @@ pub fn error_response(err: &HttpError, ctx: &LogContext) -> Response<Body> {
         }
         _ => err.to_string(),
     };
-    let mut response = json_response(
-        status,
-        &serde_json::json!({"error": {"code": code.as_str(), "message": message}}),
-    );
+    let mut response = error_body(code, &message);
     if code == ErrorCode::Unavailable {
         response.headers_mut().insert(
             header::RETRY_AFTER,
@@ -290,6 +235,16 @@ pub fn error_response(err: &HttpError, ctx: &LogContext) -> Response<Body> {
         );
     }
     response
+}
+
+/// The one error envelope, `{"error": {"code", "message"}}`, with the code's status. Nothing
+/// is logged here: [`error_response`] logs what it answers, and an expected answer (a state
+/// with no version yet) is not a refusal worth a log line.
+pub fn error_body(code: ErrorCode, message: &str) -> Response<Body> {
+    json_response(
+        code.status(),
+        &serde_json::json!({"error": {"code": code.as_str(), "message": message}}),
+    )
 }
 
 /// 404 or 405 for a request no route matched.
@@ -301,10 +256,7 @@ pub fn no_route(matched: &RouteMatch<'_>) -> Response<Body> {
         ),
         _ => (ErrorCode::NotFound, "no such route".to_string()),
     };
-    let mut response = json_response(
-        code.status(),
-        &serde_json::json!({"error": {"code": code.as_str(), "message": message}}),
-    );
+    let mut response = error_body(code, &message);
     if let RouteMatch::MethodNotAllowed { allowed } = matched {
         if let Ok(value) = header::HeaderValue::from_str(&allowed.join(", ")) {
             response.headers_mut().insert(header::ALLOW, value);
@@ -324,6 +276,19 @@ mod tests {
         for code in ErrorCode::ALL {
             let row = format!("| `{}` | {} |", code.as_str(), code.status().as_u16());
             assert!(doc.contains(&row), "docs/errors.md lacks the row {row}");
+        }
+    }
+
+    /// And the other way: the docs promise no code the API never answers with.
+    #[test]
+    fn every_documented_code_is_answered() {
+        let doc = include_str!("../../../docs/errors.md");
+        for row in doc.lines().filter(|l| l.starts_with("| `")) {
+            let code = row.split('`').nth(1).unwrap_or_default();
+            assert!(
+                ErrorCode::ALL.iter().any(|c| c.as_str() == code),
+                "docs/errors.md documents {code}, which no error answers with"
+            );
         }
     }
 }

@@ -2,23 +2,18 @@
 //! `GET .../versions`: what an org has, never any content.
 
 use lambda_http::http::StatusCode;
-use lambda_http::{Body, Request, RequestExt, Response};
+use lambda_http::RequestExt;
 
 use super::error::HttpError;
+use super::handler::{Answer, Call};
 use super::response::json_response;
-use crate::domain::name::StateName;
 use crate::domain::Principal;
 use crate::service::listing::{self, MAX_PAGE};
-use crate::service::App;
 
 const DEFAULT_PAGE: usize = 100;
 
-pub async fn list(
-    app: &App,
-    principal: &Principal,
-    req: &Request,
-) -> Result<Response<Body>, HttpError> {
-    let query = req.query_string_parameters();
+pub async fn list(call: Call<'_>, principal: &Principal) -> Answer {
+    let query = call.req.query_string_parameters();
     let limit = match query.first("limit") {
         None => DEFAULT_PAGE,
         Some(raw) => raw
@@ -31,25 +26,17 @@ pub async fn list(
                 ))
             })?,
     };
-    let page = listing::list(app, principal, limit, query.first("cursor")).await?;
+    let page = listing::list(call.app, principal, limit, query.first("cursor")).await?;
     Ok(json_response(StatusCode::OK, &page))
 }
 
-pub async fn show(
-    app: &App,
-    principal: &Principal,
-    name: &StateName,
-) -> Result<Response<Body>, HttpError> {
-    let view = listing::show(app, principal, name).await?;
+pub async fn show(call: Call<'_>, principal: &Principal) -> Answer {
+    let view = listing::show(call.app, principal, &call.state()?).await?;
     Ok(json_response(StatusCode::OK, &view))
 }
 
-pub async fn versions(
-    app: &App,
-    principal: &Principal,
-    name: &StateName,
-) -> Result<Response<Body>, HttpError> {
-    let versions = listing::versions(app, principal, name).await?;
+pub async fn versions(call: Call<'_>, principal: &Principal) -> Answer {
+    let versions = listing::versions(call.app, principal, &call.state()?).await?;
     Ok(json_response(
         StatusCode::OK,
         &serde_json::json!({ "versions": versions }),

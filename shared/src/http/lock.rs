@@ -2,31 +2,24 @@
 //! the tools treat any other 2xx as a failure. A refusal's log line takes the lock IDs from
 //! the refusal itself, so the body is parsed once, by the domain.
 
-use lambda_http::{Body, Request, Response};
+use lambda_http::{Body, Response};
 
 use super::error::HttpError;
+use super::handler::Call;
 use super::response::ok_empty;
-use crate::domain::name::StateName;
 use crate::domain::Principal;
 use crate::service::lock::{self, UnlockOutcome};
-use crate::service::App;
 
-pub async fn lock(
-    app: &App,
-    principal: &Principal,
-    name: &StateName,
-    req: &Request,
-) -> Result<Response<Body>, HttpError> {
+pub async fn lock(call: Call<'_>, principal: &Principal) -> Result<Response<Body>, HttpError> {
+    let name = &call.state()?;
+    let Call { app, req, .. } = call;
     lock::lock(app, principal, name, req.body()).await?;
     Ok(ok_empty())
 }
 
-pub async fn unlock(
-    app: &App,
-    principal: &Principal,
-    name: &StateName,
-    req: &Request,
-) -> Result<Response<Body>, HttpError> {
+pub async fn unlock(call: Call<'_>, principal: &Principal) -> Result<Response<Body>, HttpError> {
+    let name = &call.state()?;
+    let Call { app, req, .. } = call;
     if let UnlockOutcome::Released {
         lock,
         hold,

@@ -5,15 +5,15 @@ use lambda_http::http::{header, StatusCode};
 use lambda_http::{Body, Request, Response};
 
 use super::error::HttpError;
+use super::handler::{Answer, Call};
 use super::response::{accepts_gzip, content_response, json_response};
 use super::state::into_bytes;
-use crate::domain::name::StateName;
 use crate::domain::Principal;
 use crate::service::listing::{HoldView, LockView, VersionView};
-use crate::service::{manage, App};
+use crate::service::manage;
 
 /// A version number from the path: a positive whole number.
-pub fn version_number(raw: Option<&str>) -> Result<u64, HttpError> {
+fn version_number(raw: Option<&str>) -> Result<u64, HttpError> {
     raw.and_then(|v| v.parse::<u64>().ok())
         .filter(|v| *v >= 1)
         .ok_or_else(|| {
@@ -24,15 +24,13 @@ pub fn version_number(raw: Option<&str>) -> Result<u64, HttpError> {
         })
 }
 
-pub async fn download(
-    app: &App,
-    principal: &Principal,
-    name: &StateName,
-    version: u64,
-    req: &Request,
-) -> Result<Response<Body>, HttpError> {
-    let bytes = manage::download(app, principal, name, version).await?;
-    let mut response = content_response(bytes, accepts_gzip(req.headers()));
+/// The version's content as it was written, as an attachment. The version number is checked
+/// before the name: a request wrong in both is answered about the number.
+pub async fn download(call: Call<'_>, principal: &Principal) -> Answer {
+    let version = version_number(call.param("version").as_deref())?;
+    let name = call.state()?;
+    let bytes = manage::download(call.app, principal, &name, version).await?;
+    let mut response = content_response(bytes, accepts_gzip(call.req.headers()));
     if let Ok(value) = format!("attachment; filename=\"{name}-v{version}.tfstate\"").parse() {
         response
             .headers_mut()
@@ -59,32 +57,25 @@ fn check_content_type(req: &Request) -> Result<(), HttpError> {
     }
 }
 
-pub async fn import(
-    app: &App,
-    principal: &Principal,
-    name: &StateName,
-    req: Request,
-) -> Result<Response<Body>, HttpError> {
-    check_content_type(&req)?;
-    let version = manage::import(app, principal, name, into_bytes(req.into_body())).await?;
+pub async fn import(call: Call<'_>, principal: &Principal) -> Answer {
+    let name = call.state()?;
+    check_content_type(&call.req)?;
+    let body = into_bytes(call.req.into_body());
+    let version = manage::import(call.app, principal, &name, body).await?;
     Ok(json_response(
         StatusCode::CREATED,
         &VersionView::from(&version),
     ))
 }
 
-pub async fn rollback(
-    app: &App,
-    principal: &Principal,
-    name: &StateName,
-    req: &Request,
-) -> Result<Response<Body>, HttpError> {
+pub async fn rollback(call: Call<'_>, principal: &Principal) -> Answer {
+    let name = call.state()?;
     #[derive(serde::Deserialize)]
     #[serde(deny_unknown_fields)]
     struct Body {
         version: u64,
     }
-    let body: Body = serde_json::from_slice(req.body()).map_err(|e| {
+    let body: Body = serde_json::from_slice(call.req.body()).map_err(|e| {
         HttpError::InvalidRequest(format!(
             "the body must be {{\"version\": N}} with N a positive whole number: {e}"
         ))
@@ -94,16 +85,13 @@ pub async fn rollback(
             "version must be 1 or more".into(),
         ));
     }
-    let version = manage::rollback(app, principal, name, body.version).await?;
+    let version = manage::rollback(call.app, principal, &name, body.version).await?;
     Ok(json_response(StatusCode::OK, &VersionView::from(&version)))
 }
 
-pub async fn force_unlock(
-    app: &App,
-    principal: &Principal,
-    name: &StateName,
-) -> Result<Response<Body>, HttpError> {
-    let released = manage::force_unlock(app, principal, name).await?;
+pub async fn force_unlock(call: Call<'_>, principal: &Principal) -> Answer {
+    let (app, name) = (call.app, call.state()?);
+    let released = manage::force_unlock(app, principal, &name).await?;
     if released.lock.is_some() || released.hold.is_some() {
         tracing::warn!(
             state = %name,
@@ -123,12 +111,9 @@ pub async fn force_unlock(
     ))
 }
 
-pub async fn delete(
-    app: &App,
-    principal: &Principal,
-    name: &StateName,
-) -> Result<Response<Body>, HttpError> {
-    manage::delete(app, principal, name).await?;
+pub async fn delete(call: Call<'_>, principal: &Principal) -> Answer {
+    let name = call.state()?;
+    manage::delete(call.app, principal, &name).await?;
     tracing::info!(state = %name, by = %principal.actor.describe(), "state deleted");
     Ok(Response::builder()
         .status(StatusCode::NO_CONTENT)

@@ -6,6 +6,7 @@
 mod admin;
 mod credentials;
 mod error;
+mod handler;
 pub mod lambda;
 mod list;
 mod lock;
@@ -19,12 +20,14 @@ mod state;
 use lambda_http::{Body, Request, RequestExt, Response};
 
 pub use error::ErrorCode;
-pub use routes::{find_route, Handler, Route, RouteMatch, ROUTES};
+pub use handler::Handler;
+pub use routes::{find_route, BodyLimit, Need, Route, RouteMatch, ROUTES};
 
-use crate::domain::name::StateName;
 use crate::domain::Principal;
 use crate::service::App;
+use credentials::Takes;
 use error::{error_response, HttpError, LogContext};
+use handler::{Answer, Call};
 
 /// Answers a request for `route`. Every outcome is a response: refusals are 4xx, transient
 /// faults 503, never an `Err`.
@@ -72,69 +75,49 @@ pub fn unreadable_body(route: &Route, reason: &str) -> Response<Body> {
     )
 }
 
-async fn dispatch(
-    app: &App,
-    route: &Route,
-    req: Request,
-    ctx: &mut LogContext,
-) -> Result<Response<Body>, HttpError> {
+/// Refuses a body over the route's limit, checks the credentials its handler's variant
+/// names, and calls the handler.
+async fn dispatch(app: &App, route: &Route, req: Request, ctx: &mut LogContext) -> Answer {
     let limit = route.body_limit(&app.limits);
     if req.body().len() as u64 > limit {
-        let carries_a_state = matches!(route.handler, Handler::StateWrite | Handler::Import);
         return Err(HttpError::TooLarge {
             limit,
-            lambda_ceiling: app.limits.lambda_ceiling.filter(|_| carries_a_state),
+            lambda_ceiling: app
+                .limits
+                .lambda_ceiling
+                .filter(|_| route.body == BodyLimit::State),
         });
     }
-    if !route.needs_credentials() {
-        return Ok(openapi::response());
-    }
-    let params = req.path_parameters();
-    let name = params.first("name").map(str::to_owned);
-    let version = params.first("version").map(str::to_owned);
-    if route.is_runs() {
-        credentials::authenticate_platform(app, route, &req).await?;
-        ctx.principal = Some("the platform".into());
-        let run = params.first("run").unwrap_or_default().to_owned();
-        let step = params.first("step").unwrap_or_default().to_owned();
-        return match route.handler {
-            Handler::Mint => runs::mint(app, &run, &req).await,
-            Handler::RunEnd => runs::end(app, &run, &req).await,
-            _ => runs::gone(app, &run, &step, &req).await,
-        };
-    }
-    ctx.state = name.clone();
-    let principal = credentials::authenticate(app, route, &req, name.as_deref()).await?;
-    ctx.principal = Some(describe(&principal));
-    let state = || -> Result<StateName, HttpError> {
-        Ok(StateName::parse(name.as_deref().unwrap_or_default())?)
-    };
-    let p = &principal;
     match route.handler {
-        Handler::StateRead => state::read(app, p, &state()?, &req).await,
-        Handler::StateWrite => state::write(app, p, &state()?, req, ctx).await,
-        Handler::Lock => lock::lock(app, p, &state()?, &req).await,
-        Handler::Unlock => lock::unlock(app, p, &state()?, &req).await,
-        Handler::List => list::list(app, p, &req).await,
-        Handler::Show => list::show(app, p, &state()?).await,
-        Handler::Versions => list::versions(app, p, &state()?).await,
-        Handler::Download => {
-            let version = manage::version_number(version.as_deref())?;
-            manage::download(app, p, &state()?, version, &req).await
+        Handler::Open(handler) => Ok(handler.answer()),
+        Handler::Backend(handler) => {
+            let principal = org_principal(app, Takes::Backend, &req, ctx).await?;
+            handler.answer(Call { app, req, ctx }, &principal).await
         }
-        Handler::Import => manage::import(app, p, &state()?, req).await,
-        Handler::Rollback => manage::rollback(app, p, &state()?, &req).await,
-        Handler::ForceUnlock => manage::force_unlock(app, p, &state()?).await,
-        Handler::Delete => manage::delete(app, p, &state()?).await,
-        Handler::StateAudit => admin::audit(app, p, Some(&state()?), &req).await,
-        Handler::OrgAudit => admin::audit(app, p, None, &req).await,
-        Handler::Permissions => admin::permissions(app, p).await,
-        Handler::SetPermissions => admin::set_permissions(app, p, &req).await,
-        Handler::OpenApi => Ok(openapi::response()),
-        Handler::Mint | Handler::RunEnd | Handler::StepGone => {
-            unreachable!("the runs API is answered above")
+        Handler::Bearer(handler) => {
+            let principal = org_principal(app, Takes::Bearer, &req, ctx).await?;
+            handler.answer(Call { app, req, ctx }, &principal).await
+        }
+        Handler::Platform(handler) => {
+            credentials::authenticate_platform(app, &req).await?;
+            ctx.principal = Some("the platform".into());
+            handler.answer(Call { app, req, ctx }).await
         }
     }
+}
+
+/// The principal of an org's token, named in the log context with the state the path names.
+async fn org_principal(
+    app: &App,
+    takes: Takes,
+    req: &Request,
+    ctx: &mut LogContext,
+) -> Result<Principal, HttpError> {
+    let name = req.path_parameters().first("name").map(str::to_owned);
+    ctx.state = name.clone();
+    let principal = credentials::authenticate(app, takes, req, name.as_deref()).await?;
+    ctx.principal = Some(describe(&principal));
+    Ok(principal)
 }
 
 fn describe(principal: &Principal) -> String {

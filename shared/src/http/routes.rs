@@ -1,201 +1,194 @@
 //! The route table: the single source of truth for the local server, the Lambda functions
-//! and the SAM template. `LOCK`/`UNLOCK` are local-only: API Gateway cannot route them.
+//! and the SAM template. A row holds every fact about its route (method, path, function,
+//! body limit, storage needs, credentials and handler), so nothing else matches on routes;
+//! adding one is a row, a handler and a service function, and the tests say what follows
+//! (the OpenAPI document, the template's routes and grants). Matching a request to a row is
+//! all this file decides. `LOCK`/`UNLOCK` are local-only: API Gateway cannot route them.
 
+use super::handler::Handler;
+use super::{admin, list, lock, manage, openapi, runs, state};
 use crate::domain::lock::MAX_LOCK_BYTES;
 use crate::service::Limits;
 
-/// Which handler answers a route.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Handler {
-    StateRead,
-    StateWrite,
-    Lock,
-    Unlock,
-    List,
-    Show,
-    Versions,
-    Download,
-    Import,
-    Rollback,
-    ForceUnlock,
-    Delete,
-    StateAudit,
-    OrgAudit,
-    Permissions,
-    SetPermissions,
-    OpenApi,
-    Mint,
-    RunEnd,
-    StepGone,
-}
-
-/// One route.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One route: one row of [`ROUTES`], every fact about it in one place.
+#[derive(Debug, Clone, Copy)]
 pub struct Route {
     pub method: &'static str,
     /// The path with `{name}` parameters, as API Gateway's route keys write it.
     pub path: &'static str,
-    pub handler: Handler,
     /// The Lambda function (route group) that serves it.
     pub function: &'static str,
     /// Only the local server and the container serve it.
     pub local_only: bool,
+    /// The largest body it accepts.
+    pub body: BodyLimit,
+    /// What its handler calls on storage and the key service; a function is granted the
+    /// calls of its routes and nothing else (the template test holds the grants to this).
+    pub needs: &'static [Need],
+    /// Who may call it (the variant) and what answers them (the function).
+    pub handler: Handler,
+}
+
+/// A row is its method and path: no two rows share both, so that identifies it.
+impl PartialEq for Route {
+    fn eq(&self, other: &Self) -> bool {
+        (self.method, self.path) == (other.method, other.path)
+    }
+}
+
+impl Eq for Route {}
+
+/// The largest body a route accepts, refused as it arrives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyLimit {
+    /// A state: `HEGEMONY_TF_STATE_MAX_BYTES` (clamped on Lambda, whose 413 names the ceiling).
+    State,
+    /// A lock document: [`MAX_LOCK_BYTES`].
+    Lock,
+    /// Any other body: [`DEFAULT_BODY_LIMIT`].
+    OneMib,
 }
 
 /// Bodies on routes other than state, import and lock are limited to 1 MiB.
 pub const DEFAULT_BODY_LIMIT: u64 = 1024 * 1024;
 
 impl Route {
-    /// Whether the route needs credentials at all (only the API description does not).
-    pub fn needs_credentials(&self) -> bool {
-        self.handler != Handler::OpenApi
-    }
-
-    /// A route of the platform's runs API, which takes a platform token only.
-    pub fn is_runs(&self) -> bool {
-        matches!(
-            self.handler,
-            Handler::Mint | Handler::RunEnd | Handler::StepGone
-        )
-    }
-
-    /// A backend route (state, lock) accepts Basic as well as Bearer credentials.
-    pub fn is_backend(&self) -> bool {
-        matches!(
-            self.handler,
-            Handler::StateRead | Handler::StateWrite | Handler::Lock | Handler::Unlock
-        )
-    }
-
     /// The largest body this route accepts, refused as it arrives.
     pub fn body_limit(&self, limits: &Limits) -> u64 {
-        match self.handler {
-            Handler::StateWrite | Handler::Import => limits.max_state_bytes,
-            Handler::Lock | Handler::Unlock => MAX_LOCK_BYTES as u64,
-            _ => DEFAULT_BODY_LIMIT,
+        match self.body {
+            BodyLimit::State => limits.max_state_bytes,
+            BodyLimit::Lock => MAX_LOCK_BYTES as u64,
+            BodyLimit::OneMib => DEFAULT_BODY_LIMIT,
         }
     }
 }
 
+/// One kind of call a handler makes on storage (the catalog's records, the blob store) or
+/// on the key service. Named for the port's operation, not for any cloud's: each adapter
+/// decides what it takes to serve one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// Read one record by its key: every route with credentials reads its token's.
+    GetRecord,
+    /// Write a record: a commit, an audit entry, a token.
+    PutRecord,
+    /// Remove a record: a commit that releases a lock or settles a pending blob.
+    DeleteRecord,
+    /// Read a range of records: a list, versions, an audit page, a run's items.
+    QueryRecords,
+    /// Read many records by key at once: a run's tokens.
+    BatchGetRecords,
+    /// Read a stored blob.
+    GetBlob,
+    /// Store a new blob.
+    PutBlob,
+    /// Unwrap a data key, to open stored content.
+    UnwrapKey,
+    /// Make a new data key, to seal new content.
+    NewDataKey,
+}
+
+use Need::*;
+
+/// The API description: nothing at all.
+const NOTHING: &[Need] = &[];
+/// Listing and reading records.
+const LOOKUP: &[Need] = &[GetRecord, QueryRecords];
+/// Changing records, never content.
+const RECORDS: &[Need] = &[GetRecord, PutRecord, DeleteRecord];
+/// Opening the latest content.
+const OPEN: &[Need] = &[GetRecord, GetBlob, UnwrapKey];
+/// Opening a version's content, audited.
+const OPEN_AUDITED: &[Need] = &[GetRecord, PutRecord, GetBlob, UnwrapKey];
+/// Sealing and committing new content.
+const SEAL: &[Need] = &[GetRecord, PutRecord, DeleteRecord, PutBlob, NewDataKey];
+/// Opening old content and sealing it again as a new version.
+const RESEAL: &[Need] = &[
+    GetRecord,
+    PutRecord,
+    DeleteRecord,
+    GetBlob,
+    PutBlob,
+    UnwrapKey,
+    NewDataKey,
+];
+/// The runs API: runs, their tokens and holds.
+const RUNS: &[Need] = &[
+    GetRecord,
+    PutRecord,
+    DeleteRecord,
+    QueryRecords,
+    BatchGetRecords,
+];
+
+use BodyLimit::{Lock, OneMib, State};
+use Handler::{Backend, Bearer, Open, Platform};
+
 const fn route(
     method: &'static str,
     path: &'static str,
-    handler: Handler,
     function: &'static str,
+    body: BodyLimit,
+    needs: &'static [Need],
+    handler: Handler,
 ) -> Route {
     Route {
         method,
         path,
-        handler,
         function,
         local_only: false,
+        body,
+        needs,
+        handler,
     }
 }
 
 const fn local(
     method: &'static str,
     path: &'static str,
-    handler: Handler,
     function: &'static str,
+    body: BodyLimit,
+    needs: &'static [Need],
+    handler: Handler,
 ) -> Route {
     Route {
         method,
         path,
-        handler,
         function,
         local_only: true,
+        body,
+        needs,
+        handler,
     }
 }
 
-/// Every route the service answers.
+/// Every route the service answers, one row each (DESIGN section 3). `local` rows are served
+/// by the local server and the container only.
+#[rustfmt::skip]
 pub static ROUTES: &[Route] = &[
-    route(
-        "GET",
-        "/api/tf-states/{name}/state",
-        Handler::StateRead,
-        "state-read",
-    ),
-    route(
-        "POST",
-        "/api/tf-states/{name}/state",
-        Handler::StateWrite,
-        "state-write",
-    ),
-    route("POST", "/api/tf-states/{name}/lock", Handler::Lock, "lock"),
-    local("LOCK", "/api/tf-states/{name}/lock", Handler::Lock, "lock"),
-    route(
-        "DELETE",
-        "/api/tf-states/{name}/lock",
-        Handler::Unlock,
-        "lock",
-    ),
-    local(
-        "UNLOCK",
-        "/api/tf-states/{name}/lock",
-        Handler::Unlock,
-        "lock",
-    ),
-    route("GET", "/api/tf-states", Handler::List, "list"),
-    route("GET", "/api/tf-states/{name}", Handler::Show, "list"),
-    route(
-        "GET",
-        "/api/tf-states/{name}/versions",
-        Handler::Versions,
-        "versions",
-    ),
-    route(
-        "GET",
-        "/api/tf-states/{name}/versions/{version}/content",
-        Handler::Download,
-        "download",
-    ),
-    route(
-        "POST",
-        "/api/tf-states/{name}/import",
-        Handler::Import,
-        "import",
-    ),
-    route(
-        "POST",
-        "/api/tf-states/{name}/rollback",
-        Handler::Rollback,
-        "rollback",
-    ),
-    route(
-        "POST",
-        "/api/tf-states/{name}/force-unlock",
-        Handler::ForceUnlock,
-        "admin",
-    ),
-    route("DELETE", "/api/tf-states/{name}", Handler::Delete, "admin"),
-    route(
-        "GET",
-        "/api/tf-states/{name}/audit",
-        Handler::StateAudit,
-        "audit",
-    ),
-    route("GET", "/api/audit", Handler::OrgAudit, "audit"),
-    route("GET", "/api/org/permissions", Handler::Permissions, "admin"),
-    route(
-        "PUT",
-        "/api/org/permissions",
-        Handler::SetPermissions,
-        "admin",
-    ),
-    route("GET", "/api/openapi.json", Handler::OpenApi, "list"),
-    route(
-        "POST",
-        "/api/runs/{run}/tf-state-tokens",
-        Handler::Mint,
-        "runs",
-    ),
-    route("POST", "/api/runs/{run}/end", Handler::RunEnd, "runs"),
-    route(
-        "POST",
-        "/api/runs/{run}/steps/{step}/gone",
-        Handler::StepGone,
-        "runs",
-    ),
+    //    method    path                                                function       body    needs         handler
+    route("GET",    "/api/tf-states/{name}/state",                      "state-read",  OneMib, OPEN,         Backend(&state::read)),
+    route("POST",   "/api/tf-states/{name}/state",                      "state-write", State,  SEAL,         Backend(&state::write)),
+    route("POST",   "/api/tf-states/{name}/lock",                       "lock",        Lock,   RECORDS,      Backend(&lock::lock)),
+    local("LOCK",   "/api/tf-states/{name}/lock",                       "lock",        Lock,   RECORDS,      Backend(&lock::lock)),
+    route("DELETE", "/api/tf-states/{name}/lock",                       "lock",        Lock,   RECORDS,      Backend(&lock::unlock)),
+    local("UNLOCK", "/api/tf-states/{name}/lock",                       "lock",        Lock,   RECORDS,      Backend(&lock::unlock)),
+    route("GET",    "/api/tf-states",                                   "list",        OneMib, LOOKUP,       Bearer(&list::list)),
+    route("GET",    "/api/tf-states/{name}",                            "list",        OneMib, LOOKUP,       Bearer(&list::show)),
+    route("GET",    "/api/tf-states/{name}/versions",                   "versions",    OneMib, LOOKUP,       Bearer(&list::versions)),
+    route("GET",    "/api/tf-states/{name}/versions/{version}/content", "download",    OneMib, OPEN_AUDITED, Bearer(&manage::download)),
+    route("POST",   "/api/tf-states/{name}/import",                     "import",      State,  SEAL,         Bearer(&manage::import)),
+    route("POST",   "/api/tf-states/{name}/rollback",                   "rollback",    OneMib, RESEAL,       Bearer(&manage::rollback)),
+    route("POST",   "/api/tf-states/{name}/force-unlock",               "admin",       OneMib, RECORDS,      Bearer(&manage::force_unlock)),
+    route("DELETE", "/api/tf-states/{name}",                            "admin",       OneMib, RECORDS,      Bearer(&manage::delete)),
+    route("GET",    "/api/tf-states/{name}/audit",                      "audit",       OneMib, LOOKUP,       Bearer(&admin::state_audit)),
+    route("GET",    "/api/audit",                                       "audit",       OneMib, LOOKUP,       Bearer(&admin::org_audit)),
+    route("GET",    "/api/org/permissions",                             "admin",       OneMib, RECORDS,      Bearer(&admin::permissions)),
+    route("PUT",    "/api/org/permissions",                             "admin",       OneMib, RECORDS,      Bearer(&admin::set_permissions)),
+    route("GET",    "/api/openapi.json",                                "list",        OneMib, NOTHING,      Open(&openapi::response)),
+    route("POST",   "/api/runs/{run}/tf-state-tokens",                  "runs",        OneMib, RUNS,         Platform(&runs::mint)),
+    route("POST",   "/api/runs/{run}/end",                              "runs",        OneMib, RUNS,         Platform(&runs::end)),
+    route("POST",   "/api/runs/{run}/steps/{step}/gone",                "runs",        OneMib, RUNS,         Platform(&runs::gone)),
 ];
 
 /// The outcome of matching a request against the table.
@@ -257,10 +250,11 @@ fn match_path<'a>(pattern: &'static str, path: &'a str) -> Option<Vec<(&'static 
 mod tests {
     use super::*;
 
-    fn found(method: &str, path: &str) -> (Handler, Vec<(&'static str, String)>) {
+    /// The handler a request finds, as `Credentials(module::function)`, and its parameters.
+    fn found(method: &str, path: &str) -> (String, Vec<(&'static str, String)>) {
         match find_route(method, path) {
             RouteMatch::Found { route, params } => (
-                route.handler,
+                format!("{:?}", route.handler).replace("hegemony_state::http::", ""),
                 params.into_iter().map(|(k, v)| (k, v.to_owned())).collect(),
             ),
             other => panic!("{method} {path}: {other:?}"),
@@ -271,28 +265,34 @@ mod tests {
     fn backend_routes_take_post_and_lock_verbs() {
         assert_eq!(
             found("GET", "/api/tf-states/net/state").0,
-            Handler::StateRead
+            "Backend(state::read)"
         );
         assert_eq!(
             found("POST", "/api/tf-states/net/state").1,
             vec![("name", "net".into())]
         );
-        assert_eq!(found("POST", "/api/tf-states/net/lock").0, Handler::Lock);
-        assert_eq!(found("LOCK", "/api/tf-states/net/lock").0, Handler::Lock);
+        assert_eq!(
+            found("POST", "/api/tf-states/net/lock").0,
+            "Backend(lock::lock)"
+        );
+        assert_eq!(
+            found("LOCK", "/api/tf-states/net/lock").0,
+            "Backend(lock::lock)"
+        );
         assert_eq!(
             found("DELETE", "/api/tf-states/net/lock").0,
-            Handler::Unlock
+            "Backend(lock::unlock)"
         );
         assert_eq!(
             found("UNLOCK", "/api/tf-states/net/lock").0,
-            Handler::Unlock
+            "Backend(lock::unlock)"
         );
     }
 
     #[test]
     fn the_list_answers_with_and_without_a_trailing_slash() {
-        assert_eq!(found("GET", "/api/tf-states").0, Handler::List);
-        assert_eq!(found("GET", "/api/tf-states/").0, Handler::List);
+        assert_eq!(found("GET", "/api/tf-states").0, "Bearer(list::list)");
+        assert_eq!(found("GET", "/api/tf-states/").0, "Bearer(list::list)");
     }
 
     #[test]
@@ -320,6 +320,38 @@ mod tests {
             found("GET", "/api/tf-states/a%2Fb/state").1,
             vec![("name", "a%2Fb".into())]
         );
+    }
+
+    /// DESIGN section 3: Basic (and step tokens) on the backend routes, state and lock,
+    /// only; the platform's token on the runs API only; no credentials for the description.
+    #[test]
+    fn each_route_takes_the_credentials_design_gives_it() {
+        for r in ROUTES {
+            let backend = r.path.ends_with("/state") || r.path.ends_with("/lock");
+            let runs = r.path.starts_with("/api/runs/");
+            let expected = match (backend, runs, r.path) {
+                (_, _, "/api/openapi.json") => "Open",
+                (true, _, _) => "Backend",
+                (_, true, _) => "Platform",
+                _ => "Bearer",
+            };
+            let got = format!("{:?}", r.handler);
+            assert!(got.starts_with(expected), "{} {}: {got}", r.method, r.path);
+        }
+    }
+
+    /// A state's limit for the bodies that carry a state, 16 KiB for lock documents, 1 MiB
+    /// for every other body.
+    #[test]
+    fn each_route_takes_the_body_limit_of_what_it_carries() {
+        for r in ROUTES {
+            let expected = match (r.method, r.path.rsplit('/').next()) {
+                ("POST", Some("state" | "import")) => BodyLimit::State,
+                (_, Some("lock")) => BodyLimit::Lock,
+                _ => BodyLimit::OneMib,
+            };
+            assert_eq!(r.body, expected, "{} {}", r.method, r.path);
+        }
     }
 
     #[test]

@@ -2,15 +2,15 @@
 //! `POST /api/runs/{run}/end`, `POST /api/runs/{run}/steps/{step}/gone`.
 
 use lambda_http::http::{header, StatusCode};
-use lambda_http::{Body, Request, Response};
+use lambda_http::Request;
 use serde_json::{json, Value};
 
 use super::error::HttpError;
+use super::handler::{Answer, Call};
 use super::response::json_response;
 use crate::domain::actor::StepKind;
 use crate::domain::rfc3339;
 use crate::service::runs::{self, MintRequest};
-use crate::service::App;
 
 fn invalid(reason: impl Into<String>) -> HttpError {
     HttpError::InvalidRequest(reason.into())
@@ -59,7 +59,9 @@ fn base_url(req: &Request) -> String {
     format!("{scheme}://{host}")
 }
 
-pub async fn mint(app: &App, run: &str, req: &Request) -> Result<Response<Body>, HttpError> {
+pub async fn mint(call: Call<'_>) -> Answer {
+    let (app, req) = (call.app, &call.req);
+    let run = &call.param("run").unwrap_or_default();
     let map = object(req, true)?;
     const FIELDS: [&str; 7] = [
         "org",
@@ -113,7 +115,9 @@ pub async fn mint(app: &App, run: &str, req: &Request) -> Result<Response<Body>,
     ))
 }
 
-pub async fn end(app: &App, run: &str, req: &Request) -> Result<Response<Body>, HttpError> {
+pub async fn end(call: Call<'_>) -> Answer {
+    let (app, req) = (call.app, &call.req);
+    let run = &call.param("run").unwrap_or_default();
     let map = object(req, false)?;
     let status = match map.get("status") {
         None | Some(Value::Null) => None,
@@ -127,12 +131,10 @@ pub async fn end(app: &App, run: &str, req: &Request) -> Result<Response<Body>, 
     ))
 }
 
-pub async fn gone(
-    app: &App,
-    run: &str,
-    step: &str,
-    req: &Request,
-) -> Result<Response<Body>, HttpError> {
+pub async fn gone(call: Call<'_>) -> Answer {
+    let (app, req) = (call.app, &call.req);
+    let run = &call.param("run").unwrap_or_default();
+    let step = &call.param("step").unwrap_or_default();
     let map = object(req, true)?;
     let attempt = u32::try_from(positive(&map, "attempt")?)
         .map_err(|_| invalid("\"attempt\" is too large"))?;

@@ -1,39 +1,30 @@
 //! `GET` and `POST /api/tf-states/{name}/state`: the backend's read and write.
 
-use lambda_http::http::StatusCode;
-use lambda_http::{Body, Request, RequestExt, Response};
+use lambda_http::{Body, RequestExt};
 
-use super::error::{HttpError, LogContext};
-use super::response::{accepts_gzip, content_response, json_response, ok_empty};
-use crate::domain::name::StateName;
+use super::error::{error_body, ErrorCode};
+use super::handler::{Answer, Call};
+use super::response::{accepts_gzip, content_response, ok_empty};
 use crate::domain::Principal;
 use crate::service::state;
 
 /// 200 with the stored bytes exactly as written (gzip when accepted); 404 when the state has
 /// no version, which the tools read as "no state yet".
-pub async fn read(
-    app: &crate::service::App,
-    principal: &Principal,
-    name: &StateName,
-    req: &Request,
-) -> Result<Response<Body>, HttpError> {
-    match state::read(app, principal, name).await? {
-        Some(bytes) => Ok(content_response(bytes, accepts_gzip(req.headers()))),
-        None => Ok(json_response(
-            StatusCode::NOT_FOUND,
-            &serde_json::json!({"error": {"code": "not_found", "message": format!("state {name} has no version yet")}}),
+pub async fn read(call: Call<'_>, principal: &Principal) -> Answer {
+    let name = call.state()?;
+    match state::read(call.app, principal, &name).await? {
+        Some(bytes) => Ok(content_response(bytes, accepts_gzip(call.req.headers()))),
+        None => Ok(error_body(
+            ErrorCode::NotFound,
+            &format!("state {name} has no version yet"),
         )),
     }
 }
 
 /// Writes a version: 200 on success (including an identical replay).
-pub async fn write(
-    app: &crate::service::App,
-    principal: &Principal,
-    name: &StateName,
-    req: Request,
-    ctx: &mut LogContext,
-) -> Result<Response<Body>, HttpError> {
+pub async fn write(call: Call<'_>, principal: &Principal) -> Answer {
+    let name = &call.state()?;
+    let Call { app, req, ctx } = call;
     let lock_id = req.query_string_parameters().first("ID").map(str::to_owned);
     ctx.lock_id = lock_id.clone();
     let body = into_bytes(req.into_body());
