@@ -1,11 +1,16 @@
 //! The local embedded store: a data folder holding an SQLite catalog and a folder of blob
-//! files. `serve`, `token` and later `sweep` may be separate processes on one folder, so
-//! every write is a `BEGIN IMMEDIATE` transaction with a busy timeout, and a 200 survives a
-//! power cut: blobs are fsynced before the commit that names them, and the commit itself is
-//! durable (WAL, `synchronous=FULL`).
+//! files. `serve`, `token` and `sweep` may be separate processes on one folder, so every
+//! write is a `BEGIN IMMEDIATE` transaction with a busy timeout, and a 200 survives a power
+//! cut: blobs are fsynced before the commit that names them, and the commit itself is durable
+//! (WAL, `synchronous=FULL`). The catalog is split by port as the AWS store's is: `catalog`
+//! (states, versions, audit), `access` (tokens, orgs, runs), `sweep`, and `tables` (the
+//! schema and row codecs).
 
+mod access;
 mod blobs;
 mod catalog;
+mod sweep;
+mod tables;
 
 use std::path::{Path, PathBuf};
 
