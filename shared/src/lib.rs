@@ -15,6 +15,8 @@
 //!   response out. The only layer that knows status codes.
 //! - [`config`]: the environment settings, checked at start.
 //! - [`ids`]: random ids and hex, used by every layer.
+//! - [`key_template`]: the configured KMS key and how it names each org's key, parsed by
+//!   [`config`] and used by the KMS adapter.
 
 pub mod adapters;
 pub mod config;
@@ -22,5 +24,6 @@ pub mod crypto;
 pub mod domain;
 pub mod http;
 pub mod ids;
+pub mod key_template;
 pub mod ports;
 pub mod service;
