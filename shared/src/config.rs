@@ -158,16 +158,6 @@ impl Config {
         })
     }
 
-    /// The limits requests are checked against (on Lambda, clamped further by the caller).
-    pub fn limits(&self) -> crate::service::Limits {
-        crate::service::Limits {
-            max_state_bytes: self.max_state_bytes,
-            keep_versions: self.keep_versions,
-            run_end_grace: time::Duration::seconds(self.run_end_grace_seconds as i64),
-            lambda_ceiling: None,
-        }
-    }
-
     /// The warning to give at start for a grace shorter than the rule allows, if any.
     pub fn grace_warning(&self) -> Option<String> {
         (self.run_end_grace_seconds < SAFE_RUN_END_GRACE_SECONDS).then(|| {

@@ -27,3 +27,4 @@ pub mod ids;
 pub mod key_template;
 pub mod ports;
 pub mod service;
+pub mod wiring;

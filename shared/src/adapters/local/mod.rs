@@ -9,10 +9,11 @@
 mod access;
 mod blobs;
 mod catalog;
+pub mod key_file;
 mod sweep;
 mod tables;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub use blobs::FileBlobs;
 pub use catalog::SqliteCatalog;
@@ -37,40 +38,4 @@ pub fn open(data_dir: &Path) -> Result<(SqliteCatalog, FileBlobs), String> {
 /// Whether `data_dir` already holds a catalog.
 pub fn exists(data_dir: &Path) -> bool {
     data_dir.join(CATALOG_FILE).exists()
-}
-
-/// Where the platform key lives for a data folder when none is configured: beside it, not
-/// inside it (`./.hegemony.key` for `./.hegemony`), so copying the data folder alone never
-/// copies the key that opens it.
-pub fn default_key_file(data_dir: &Path) -> PathBuf {
-    let name = data_dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "hegemony".into());
-    let parent = data_dir
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    parent.join(format!("{name}.key"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_key_file_sits_beside_the_data_folder() {
-        assert_eq!(
-            default_key_file(Path::new("./.hegemony")),
-            Path::new("./.hegemony.key")
-        );
-        assert_eq!(
-            default_key_file(Path::new(".hegemony")),
-            Path::new("./.hegemony.key")
-        );
-        assert_eq!(
-            default_key_file(Path::new("/var/lib/hs")),
-            Path::new("/var/lib/hs.key")
-        );
-    }
 }
