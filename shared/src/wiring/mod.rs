@@ -53,6 +53,8 @@ pub(crate) fn clamp(limits: Limits) -> Limits {
 /// What an operator should fix, said once when a serving process starts: a grace shorter
 /// than the rule allows, and (`keyless`) a deployment that cannot open any state. Sweepers
 /// say neither: the serving processes of the same settings already do.
+// A build with neither store has no deployment to wire; the library still checks there.
+#[cfg_attr(not(any(feature = "local", feature = "aws")), allow(dead_code))]
 fn warn_at_start(config: &Config, keyless: bool) {
     if let Some(warning) = config.grace_warning() {
         tracing::warn!("{warning}");
@@ -63,6 +65,7 @@ fn warn_at_start(config: &Config, keyless: bool) {
 }
 
 /// The one place an `App` is assembled; every deployment reads the system clock.
+#[cfg_attr(not(any(feature = "local", feature = "aws")), allow(dead_code))]
 fn assemble(
     catalog: impl Catalog + 'static,
     blobs: impl BlobStore + 'static,
