@@ -4,7 +4,8 @@
 //! cut: blobs are fsynced before the commit that names them, and the commit itself is durable
 //! (WAL, `synchronous=FULL`). The catalog is split by port as the AWS store's is: `catalog`
 //! (states, versions, audit), `access` (tokens, orgs, runs), `sweep`, and `tables` (the
-//! schema and row codecs).
+//! schema and row codecs); `key_file` keeps the platform key beside the folder when none is
+//! configured.
 
 mod access;
 mod blobs;
