@@ -5,7 +5,6 @@
 
 mod client;
 mod import;
-mod local;
 mod server;
 mod states;
 mod store;

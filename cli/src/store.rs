@@ -2,15 +2,16 @@
 //! or the AWS store of a deployment (the table, bucket and key its settings name), so the
 //! container front door and a deployment's first tokens use the same commands as `make run`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
-use hegemony_state::adapters::aws::{self, deployment};
+use hegemony_state::adapters::aws;
 use hegemony_state::adapters::local::{SqliteCatalog, CATALOG_FILE};
 use hegemony_state::config::Config;
 use hegemony_state::ports::Catalog;
 use hegemony_state::service::App;
+use hegemony_state::wiring::{self, FrontDoor};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum StoreKind {
@@ -55,7 +56,7 @@ impl Store {
                 Ok(Arc::new(catalog))
             }
             StoreKind::Aws => {
-                let settings = deployment::settings(&config()?)?;
+                let settings = wiring::aws::settings(&config()?)?;
                 let (catalog, _) = aws::store(&aws::sdk_config().await, &settings);
                 Ok(Arc::new(catalog))
             }
@@ -63,22 +64,14 @@ impl Store {
     }
 
     /// The app that serves requests: on AWS, as the container front door.
-    pub async fn app(&self, key_file: Option<&std::path::Path>) -> anyhow::Result<App> {
+    pub async fn app(&self, key_file: Option<&Path>) -> anyhow::Result<App> {
         match self.kind {
-            StoreKind::Local => super::local::app(&self.data_dir, key_file),
+            StoreKind::Local => {
+                wiring::local::app(config()?, &self.data_dir, key_file).map_err(anyhow::Error::msg)
+            }
             StoreKind::Aws => {
-                let config = config()?;
-                if let Some(warning) = config.grace_warning() {
-                    tracing::warn!("{warning}");
-                }
-                let app = deployment::app(
-                    config,
-                    &aws::sdk_config().await,
-                    deployment::FrontDoor::Container,
-                )?;
-                if app.keys.is_none() {
-                    tracing::warn!("no key configured (HEGEMONY_TF_STATE_KEY_BACKEND or HEGEMONY_TF_STATE_ENCRYPTION_KEY): every state route answers 503 until one is");
-                }
+                let app =
+                    wiring::aws::app(config()?, &aws::sdk_config().await, FrontDoor::Container)?;
                 tracing::info!(
                     max_state_bytes = app.limits.max_state_bytes,
                     keep_versions = app.limits.keep_versions,
@@ -92,16 +85,10 @@ impl Store {
     /// The app of a sweeper pass, which never opens content and so needs no key.
     pub async fn sweeper_app(&self) -> anyhow::Result<App> {
         match self.kind {
-            StoreKind::Local => super::local::sweeper_app(&self.data_dir),
-            StoreKind::Aws => {
-                let mut app = deployment::app(
-                    config()?,
-                    &aws::sdk_config().await,
-                    deployment::FrontDoor::Container,
-                )?;
-                app.keys = None;
-                Ok(app)
+            StoreKind::Local => {
+                wiring::local::sweeper(config()?, &self.data_dir).map_err(anyhow::Error::msg)
             }
+            StoreKind::Aws => Ok(wiring::aws::sweeper(config()?, &aws::sdk_config().await)?),
         }
     }
 }

@@ -6,10 +6,11 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use hegemony_state::adapters::aws::{self, deployment};
+use hegemony_state::adapters::aws;
 use hegemony_state::config::Config;
 use hegemony_state::http::lambda;
-use hegemony_state::service::{sweep as sweeper, App};
+use hegemony_state::service::sweep as sweeper;
+use hegemony_state::wiring::{self, FrontDoor};
 use lambda_http::{service_fn, Error, LambdaEvent, Request};
 
 /// JSON logs on stderr (CloudWatch keeps them), level from `RUST_LOG`, info by default.
@@ -26,26 +27,17 @@ fn init_logging() {
         .init();
 }
 
-/// The app on the AWS store, or the first bad setting (the function then fails to start,
-/// and its log says which variable and why).
-async fn start(door: deployment::FrontDoor) -> Result<App, Error> {
-    let config = Config::from_env(&|name| std::env::var(name).ok())?;
-    if let Some(warning) = config.grace_warning() {
-        tracing::warn!("{warning}");
-    }
-    Ok(deployment::app(config, &aws::sdk_config().await, door)?)
+/// The settings, or the first bad one (the function then fails to start, and its log says
+/// which variable and why).
+fn config() -> Result<Config, Error> {
+    Ok(Config::from_env(&|name| std::env::var(name).ok())?)
 }
 
 /// Serves `function`'s routes until the runtime stops the process.
 pub async fn serve(function: &'static str) -> Result<(), Error> {
     init_logging();
-    let app = Arc::new(start(deployment::FrontDoor::Lambda).await?);
-    if app.keys.is_none() {
-        tracing::warn!(
-            function,
-            "no key configured: state routes answer 503 until one is"
-        );
-    }
+    let app = wiring::aws::app(config()?, &aws::sdk_config().await, FrontDoor::Lambda)?;
+    let app = Arc::new(app);
     tracing::info!(
         function,
         max_state_bytes = app.limits.max_state_bytes,
@@ -62,10 +54,7 @@ pub async fn serve(function: &'static str) -> Result<(), Error> {
 /// an error Lambda records; the next minute's event tries again.
 pub async fn sweep() -> Result<(), Error> {
     init_logging();
-    let mut app = start(deployment::FrontDoor::Lambda).await?;
-    // The sweeper never opens content.
-    app.keys = None;
-    let app = Arc::new(app);
+    let app = Arc::new(wiring::aws::sweeper(config()?, &aws::sdk_config().await)?);
     tracing::info!(function = "sweeper", "ready");
     lambda_http::lambda_runtime::run(service_fn(move |_: LambdaEvent<serde_json::Value>| {
         let app = app.clone();

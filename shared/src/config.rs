@@ -2,6 +2,7 @@
 //! process with a message naming the variable and its allowed range.
 
 use crate::crypto::PlatformKey;
+use crate::key_template::KeyTemplate;
 
 /// The default and largest state size.
 pub const DEFAULT_MAX_BYTES: u64 = 32 * 1024 * 1024;
@@ -26,39 +27,6 @@ pub enum KeySetting {
     },
     /// Neither a key backend nor a platform key is configured.
     Unset,
-}
-
-/// The configured KMS key: an id, an ARN or an alias, where `{org}` stands for the org's
-/// slug (one key per organization, e.g. `alias/hegemony-{org}`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KeyTemplate(String);
-
-impl KeyTemplate {
-    /// Parses the part after `kms:`.
-    ///
-    /// # Errors
-    /// An empty key, or `{org}` anywhere but in an alias or alias ARN.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let text = text.trim();
-        if text.is_empty() {
-            return Err("kms: needs a key id, ARN or alias, e.g. kms:alias/hegemony-state".into());
-        }
-        if text.contains("{org}") && !text.contains("alias/") {
-            return Err(format!(
-                "{text:?}: {{org}} selects a key per organization by alias only (alias/...-{{org}})"
-            ));
-        }
-        Ok(Self(text.to_owned()))
-    }
-
-    /// The key to ask KMS for when sealing a version of `org`'s state.
-    pub fn for_org(&self, org: &str) -> String {
-        self.0.replace("{org}", org)
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
 }
 
 /// The settings read from the environment.
@@ -188,16 +156,6 @@ impl Config {
             table: name("HEGEMONY_TF_STATE_TABLE"),
             bucket: name("HEGEMONY_TF_STATE_BUCKET"),
         })
-    }
-
-    /// The limits requests are checked against (on Lambda, clamped further by the caller).
-    pub fn limits(&self) -> crate::service::Limits {
-        crate::service::Limits {
-            max_state_bytes: self.max_state_bytes,
-            keep_versions: self.keep_versions,
-            run_end_grace: time::Duration::seconds(self.run_end_grace_seconds as i64),
-            lambda_ceiling: None,
-        }
     }
 
     /// The warning to give at start for a grace shorter than the rule allows, if any.

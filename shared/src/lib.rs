@@ -8,13 +8,18 @@
 //!   store, a key service.
 //! - [`crypto`]: the envelope (zstd, AES-256-GCM STREAM segments, wrapped data keys) and the
 //!   platform key.
-//! - [`adapters`]: the ports on memory (tests) and on the local embedded store (SQLite +
-//!   files).
+//! - [`adapters`]: the ports on memory (tests), on the local embedded store (SQLite + files)
+//!   and on AWS (DynamoDB, S3, KMS). They know only ports, domain and crypto.
 //! - [`service`]: the use cases: snapshot -> decide -> write blobs -> one commit.
 //! - [`http`]: the route table and one handler per route group, `lambda_http::Request` in,
 //!   response out. The only layer that knows status codes.
 //! - [`config`]: the environment settings, checked at start.
+//! - [`wiring`]: each deployment's `App`, built once at start from the settings (the local
+//!   store, AWS behind the Lambda functions or the container, the sweepers); the start-up
+//!   warnings and the Lambda clamp.
 //! - [`ids`]: random ids and hex, used by every layer.
+//! - [`key_template`]: the configured KMS key and how it names each org's key, parsed by
+//!   [`config`] and used by the KMS adapter.
 
 pub mod adapters;
 pub mod config;
@@ -22,5 +27,7 @@ pub mod crypto;
 pub mod domain;
 pub mod http;
 pub mod ids;
+pub mod key_template;
 pub mod ports;
 pub mod service;
+pub mod wiring;

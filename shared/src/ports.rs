@@ -1,5 +1,5 @@
 //! The ports: what storage must provide, as few and as narrow traits as the use cases need.
-//! Adapters (memory, local, and later AWS) implement them and pass one contract suite.
+//! Adapters (memory, local, AWS) implement them and pass one contract suite.
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};

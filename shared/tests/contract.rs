@@ -1,5 +1,6 @@
-//! The contract every storage adapter passes: the same cases, run against the memory and the
-//! local (SQLite + files) adapters. An adapter that passes them can carry the services.
+//! The contract every storage adapter passes: the same cases, run against the memory, the
+//! local (SQLite + files) and the AWS (DynamoDB, S3 on the emulator) adapters. An adapter that
+//! passes them can carry the services.
 
 #[path = "support/aws.rs"]
 mod aws;

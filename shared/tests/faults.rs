@@ -15,9 +15,9 @@ use aws_sdk_s3::operation::put_object::PutObjectOutput;
 use aws_smithy_mocks::{mock, mock_client, RuleMode};
 use hegemony_state::adapters::aws::{DynamoCatalog, KmsKeys, S3Blobs};
 use hegemony_state::adapters::memory::MemoryStore;
-use hegemony_state::config::KeyTemplate;
 use hegemony_state::domain::permission::Role;
 use hegemony_state::domain::record::StateRecord;
+use hegemony_state::key_template::KeyTemplate;
 use hegemony_state::ports::{
     BlobStore, Commit, KeyContext, KeyError, KeyService, StateCatalog, StoreError,
 };

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use lambda_http::{Body, Request, RequestExt, Response};
 
 use super::routes::{find_route, RouteMatch};
-use crate::service::{App, Limits};
+use crate::service::App;
 
 /// Lambda's limit on a synchronous invocation's request and response payloads.
 pub const PAYLOAD_CEILING: u64 = 6_291_456;
@@ -18,15 +18,6 @@ pub const PAYLOAD_CEILING: u64 = 6_291_456;
 /// of this size fits the ceiling as long as JSON escaping grows it by less than 49%, which
 /// real states stay well under (typically 5-20%), with room for the event's headers.
 pub const MAX_STATE_BYTES: u64 = 4 * 1024 * 1024;
-
-/// The limits on Lambda: `HEGEMONY_TF_STATE_MAX_BYTES` clamped under the ceiling.
-pub fn clamp(limits: Limits) -> Limits {
-    Limits {
-        max_state_bytes: limits.max_state_bytes.min(MAX_STATE_BYTES),
-        lambda_ceiling: Some(PAYLOAD_CEILING),
-        ..limits
-    }
-}
 
 /// Answers a request for one of `function`'s routes. The route and its parameters come
 /// from the route table, the same match the local server makes, not from the event's
@@ -60,6 +51,8 @@ pub async fn answer(app: &App, function: &str, req: Request) -> Response<Body> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::service::Limits;
+    use crate::wiring::clamp;
     use lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequest;
 
     /// A Terraform-like state of about `size` bytes: pretty-printed, many short attributes,
@@ -202,22 +195,5 @@ mod tests {
         )
         .await;
         assert_eq!(read.status(), 401);
-    }
-
-    #[test]
-    fn clamping_keeps_a_smaller_setting_and_names_the_ceiling() {
-        let limits = Limits {
-            max_state_bytes: 32 << 20,
-            keep_versions: 5,
-            run_end_grace: time::Duration::seconds(600),
-            lambda_ceiling: None,
-        };
-        assert_eq!(clamp(limits).max_state_bytes, MAX_STATE_BYTES);
-        assert_eq!(clamp(limits).lambda_ceiling, Some(PAYLOAD_CEILING));
-        let small = Limits {
-            max_state_bytes: 1 << 20,
-            ..limits
-        };
-        assert_eq!(clamp(small).max_state_bytes, 1 << 20);
     }
 }

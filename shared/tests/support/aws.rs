@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use aws_config::SdkConfig;
 use hegemony_state::adapters::aws::{self, AwsSettings, DynamoCatalog, KmsKeys, S3Blobs};
-use hegemony_state::config::KeyTemplate;
+use hegemony_state::key_template::KeyTemplate;
 
 /// The moto server of this test process: its endpoint, and the pipe whose closing (when
 /// the process exits, however it exits) stops it.

@@ -12,8 +12,8 @@ use aws_sdk_kms::Client;
 use zeroize::Zeroizing;
 
 use super::describe_failure;
-use crate::config::KeyTemplate;
 use crate::crypto::PlatformKey;
+use crate::key_template::KeyTemplate;
 use crate::ports::{DataKey, KeyContext, KeyError, KeyService};
 
 /// Data keys wrapped by KMS; a platform key, when one is also configured, still opens the

@@ -6,7 +6,6 @@
 mod access;
 mod blobs;
 mod catalog;
-pub mod deployment;
 mod items;
 mod keys;
 pub mod schema;

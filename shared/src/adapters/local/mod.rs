@@ -1,13 +1,20 @@
 //! The local embedded store: a data folder holding an SQLite catalog and a folder of blob
-//! files. `serve`, `token` and later `sweep` may be separate processes on one folder, so
-//! every write is a `BEGIN IMMEDIATE` transaction with a busy timeout, and a 200 survives a
-//! power cut: blobs are fsynced before the commit that names them, and the commit itself is
-//! durable (WAL, `synchronous=FULL`).
+//! files. `serve`, `token` and `sweep` may be separate processes on one folder, so every
+//! write is a `BEGIN IMMEDIATE` transaction with a busy timeout, and a 200 survives a power
+//! cut: blobs are fsynced before the commit that names them, and the commit itself is durable
+//! (WAL, `synchronous=FULL`). The catalog is split by port as the AWS store's is: `catalog`
+//! (states, versions, audit), `access` (tokens, orgs, runs), `sweep`, and `tables` (the
+//! schema and row codecs); `key_file` keeps the platform key beside the folder when none is
+//! configured.
 
+mod access;
 mod blobs;
 mod catalog;
+pub mod key_file;
+mod sweep;
+mod tables;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub use blobs::FileBlobs;
 pub use catalog::SqliteCatalog;
@@ -32,40 +39,4 @@ pub fn open(data_dir: &Path) -> Result<(SqliteCatalog, FileBlobs), String> {
 /// Whether `data_dir` already holds a catalog.
 pub fn exists(data_dir: &Path) -> bool {
     data_dir.join(CATALOG_FILE).exists()
-}
-
-/// Where the platform key lives for a data folder when none is configured: beside it, not
-/// inside it (`./.hegemony.key` for `./.hegemony`), so copying the data folder alone never
-/// copies the key that opens it.
-pub fn default_key_file(data_dir: &Path) -> PathBuf {
-    let name = data_dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "hegemony".into());
-    let parent = data_dir
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    parent.join(format!("{name}.key"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_key_file_sits_beside_the_data_folder() {
-        assert_eq!(
-            default_key_file(Path::new("./.hegemony")),
-            Path::new("./.hegemony.key")
-        );
-        assert_eq!(
-            default_key_file(Path::new(".hegemony")),
-            Path::new("./.hegemony.key")
-        );
-        assert_eq!(
-            default_key_file(Path::new("/var/lib/hs")),
-            Path::new("/var/lib/hs.key")
-        );
-    }
 }

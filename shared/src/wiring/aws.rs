@@ -1,24 +1,16 @@
-//! An `App` on the AWS store from the settings, as the Lambda functions and the container
-//! front door build it once at start: clients created once, the key chosen by
-//! configuration only (KMS, or the platform key; never created here).
+//! The apps on the AWS store: behind the Lambda functions or the container front door, the
+//! clients built once and the key chosen by the settings alone (KMS, or the platform key;
+//! never created here); and the sweeper's, with no key.
 
 use std::sync::Arc;
 
 use aws_config::SdkConfig;
 
-use super::{store, AwsSettings, KmsKeys};
+use super::{assemble, limits, warn_at_start, FrontDoor};
+use crate::adapters::aws::{store, AwsSettings, KmsKeys};
 use crate::config::{Config, ConfigError, KeySetting};
 use crate::ports::KeyService;
-use crate::service::{App, Limits, SystemClock};
-
-/// Where the handlers run, which decides the largest state they accept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FrontDoor {
-    /// A Lambda function behind API Gateway: states are clamped under the payload ceiling.
-    Lambda,
-    /// `hegemony-state serve --store aws`: up to `HEGEMONY_TF_STATE_MAX_BYTES` (128 MiB).
-    Container,
-}
+use crate::service::App;
 
 /// The table and bucket the settings name.
 ///
@@ -37,20 +29,12 @@ pub fn settings(config: &Config) -> Result<AwsSettings, ConfigError> {
     })
 }
 
-/// The limits requests are checked against at `door`.
-pub fn limits(config: &Config, door: FrontDoor) -> Limits {
-    let limits = config.limits();
-    match door {
-        FrontDoor::Lambda => crate::http::lambda::clamp(limits),
-        FrontDoor::Container => limits,
-    }
-}
-
-/// The app on the AWS store.
+/// The app on the AWS store at `door`, on clients built from `sdk`.
 ///
 /// # Errors
 /// A missing table or bucket setting.
 pub fn app(config: Config, sdk: &SdkConfig, door: FrontDoor) -> Result<App, ConfigError> {
+    warn_at_start(&config, matches!(config.key, KeySetting::Unset));
     let settings = settings(&config)?;
     let limits = limits(&config, door);
     let (catalog, blobs) = store(sdk, &settings);
@@ -64,12 +48,28 @@ pub fn app(config: Config, sdk: &SdkConfig, door: FrontDoor) -> Result<App, Conf
         // Every route then says why managed state is unavailable.
         KeySetting::Unset => None,
     };
-    Ok(App {
-        catalog: Arc::new(catalog),
-        blobs: Arc::new(blobs),
+    Ok(assemble(
+        catalog,
+        blobs,
         keys,
-        clock: Arc::new(SystemClock),
         limits,
-        run_url_template: config.run_url_template,
-    })
+        config.run_url_template,
+    ))
+}
+
+/// The sweeper's app on the AWS store: no key, so no KMS client.
+///
+/// # Errors
+/// A missing table or bucket setting.
+pub fn sweeper(config: Config, sdk: &SdkConfig) -> Result<App, ConfigError> {
+    let settings = settings(&config)?;
+    let (catalog, blobs) = store(sdk, &settings);
+    Ok(assemble(
+        catalog,
+        blobs,
+        None,
+        // A sweeper answers no requests, so no front door's clamp applies.
+        limits(&config, FrontDoor::Container),
+        config.run_url_template,
+    ))
 }

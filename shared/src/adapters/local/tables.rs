@@ -1,0 +1,60 @@
+//! The catalog's tables and the codecs between records and rows, the counterpart of the AWS
+//! store's single-table layout. Records are stored as JSON beside the columns their lookups
+//! need; only what a lookup, a compare-and-swap or the sweeper sorts on is a column of its own.
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::domain::Timestamp;
+use crate::ports::StoreError;
+
+pub(super) const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS states (
+    org TEXT NOT NULL, name TEXT NOT NULL, revision INTEGER NOT NULL, record TEXT NOT NULL,
+    PRIMARY KEY (org, name)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS versions (
+    org TEXT NOT NULL, name TEXT NOT NULL, incarnation TEXT NOT NULL, version INTEGER NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (org, name, incarnation, version)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS pending_blobs (blob TEXT PRIMARY KEY, since INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS doomed_blobs (blob TEXT PRIMARY KEY, since INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS ended_runs (run TEXT PRIMARY KEY, since INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS version_marks (
+    org TEXT NOT NULL, name TEXT NOT NULL, incarnation TEXT NOT NULL, below INTEGER NOT NULL,
+    PRIMARY KEY (org, name, incarnation)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS audit (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, org TEXT NOT NULL, state TEXT, action TEXT NOT NULL,
+    entry TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS audit_by_org ON audit (org, id);
+CREATE INDEX IF NOT EXISTS audit_by_state ON audit (org, state, id);
+CREATE TABLE IF NOT EXISTS tokens (
+    hash TEXT PRIMARY KEY, id TEXT NOT NULL UNIQUE, run TEXT, expires INTEGER,
+    record TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS tokens_by_expiry ON tokens (expires) WHERE expires IS NOT NULL;
+CREATE INDEX IF NOT EXISTS tokens_by_run ON tokens (run) WHERE run IS NOT NULL;
+CREATE TABLE IF NOT EXISTS runs (run TEXT PRIMARY KEY, record TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS run_items (
+    run TEXT NOT NULL, token_id TEXT NOT NULL, org TEXT NOT NULL, state TEXT NOT NULL,
+    PRIMARY KEY (run, token_id, org, state)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS orgs (org TEXT PRIMARY KEY, record TEXT NOT NULL);
+PRAGMA user_version = 1;
+";
+
+pub(super) fn sql_error(e: rusqlite::Error) -> StoreError {
+    StoreError::Unavailable(format!("catalog: {e}"))
+}
+
+/// Times the sweeper compares are stored as whole Unix seconds: RFC 3339 text with varying
+/// fractions does not sort as time does.
+pub(super) fn seconds(at: Timestamp) -> i64 {
+    at.unix_timestamp()
+}
+
+pub(super) fn to_json<T: Serialize>(value: &T) -> String {
+    // Records are plain data (strings, numbers, options): serializing them cannot fail.
+    serde_json::to_string(value).expect("records serialize")
+}
+
+pub(super) fn from_json<T: DeserializeOwned>(text: &str) -> Result<T, StoreError> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("catalog record: {e}")))
+}

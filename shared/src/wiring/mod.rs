@@ -1,0 +1,106 @@
+//! Start-up wiring: the `App` of each deployment, built once from the settings: the local
+//! store (`make run`, `serve`), the AWS store behind the Lambda functions or behind the
+//! container front door, and the sweeper's app on either (which never opens content, so it
+//! gets no key). The start-up warnings and the Lambda clamp live here, once. Nothing here
+//! runs per request, and no other module assembles an `App`.
+
+use std::sync::Arc;
+
+use crate::config::Config;
+use crate::http::lambda::{MAX_STATE_BYTES, PAYLOAD_CEILING};
+use crate::ports::{BlobStore, Catalog, KeyService};
+use crate::service::{App, Limits, SystemClock};
+
+#[cfg(feature = "aws")]
+pub mod aws;
+#[cfg(feature = "local")]
+pub mod local;
+
+/// Where the handlers run, which decides the largest state they accept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrontDoor {
+    /// A Lambda function behind API Gateway: states are clamped under the payload ceiling.
+    Lambda,
+    /// `hegemony-state serve`: up to `HEGEMONY_TF_STATE_MAX_BYTES` (128 MiB at most).
+    Container,
+}
+
+/// The limits requests are checked against at `door`.
+pub fn limits(config: &Config, door: FrontDoor) -> Limits {
+    let limits = Limits {
+        max_state_bytes: config.max_state_bytes,
+        keep_versions: config.keep_versions,
+        run_end_grace: time::Duration::seconds(config.run_end_grace_seconds as i64),
+        lambda_ceiling: None,
+    };
+    match door {
+        FrontDoor::Lambda => clamp(limits),
+        FrontDoor::Container => limits,
+    }
+}
+
+/// The limits on Lambda: `HEGEMONY_TF_STATE_MAX_BYTES` clamped under the payload ceiling, so
+/// a function refuses a larger state itself, naming the ceiling, instead of API Gateway
+/// answering without our error body. Crate-visible for the Lambda routing tests.
+pub(crate) fn clamp(limits: Limits) -> Limits {
+    Limits {
+        max_state_bytes: limits.max_state_bytes.min(MAX_STATE_BYTES),
+        lambda_ceiling: Some(PAYLOAD_CEILING),
+        ..limits
+    }
+}
+
+/// What an operator should fix, said once when a serving process starts: a grace shorter
+/// than the rule allows, and (`keyless`) a deployment that cannot open any state. Sweepers
+/// say neither: the serving processes of the same settings already do.
+// A build with neither store has no deployment to wire; the library still checks there.
+#[cfg_attr(not(any(feature = "local", feature = "aws")), allow(dead_code))]
+fn warn_at_start(config: &Config, keyless: bool) {
+    if let Some(warning) = config.grace_warning() {
+        tracing::warn!("{warning}");
+    }
+    if keyless {
+        tracing::warn!("no key configured (HEGEMONY_TF_STATE_KEY_BACKEND or HEGEMONY_TF_STATE_ENCRYPTION_KEY): every state route answers 503 until one is");
+    }
+}
+
+/// The one place an `App` is assembled; every deployment reads the system clock.
+#[cfg_attr(not(any(feature = "local", feature = "aws")), allow(dead_code))]
+fn assemble(
+    catalog: impl Catalog + 'static,
+    blobs: impl BlobStore + 'static,
+    keys: Option<Arc<dyn KeyService>>,
+    limits: Limits,
+    run_url_template: Option<String>,
+) -> App {
+    App {
+        catalog: Arc::new(catalog),
+        blobs: Arc::new(blobs),
+        keys,
+        clock: Arc::new(SystemClock),
+        limits,
+        run_url_template,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clamping_keeps_a_smaller_setting_and_names_the_ceiling() {
+        let limits = Limits {
+            max_state_bytes: 32 << 20,
+            keep_versions: 5,
+            run_end_grace: time::Duration::seconds(600),
+            lambda_ceiling: None,
+        };
+        assert_eq!(clamp(limits).max_state_bytes, MAX_STATE_BYTES);
+        assert_eq!(clamp(limits).lambda_ceiling, Some(PAYLOAD_CEILING));
+        let small = Limits {
+            max_state_bytes: 1 << 20,
+            ..limits
+        };
+        assert_eq!(clamp(small).max_state_bytes, 1 << 20);
+    }
+}
