@@ -7,7 +7,6 @@ use lambda_http::http::{header, StatusCode};
 use lambda_http::{Body, Response};
 
 use super::response::json_response;
-use super::routes::{Route, RouteMatch};
 use crate::domain::Refusal;
 use crate::service::Error;
 
@@ -168,9 +167,10 @@ pub struct LogContext {
 }
 
 impl LogContext {
-    pub fn new(route: &Route) -> Self {
+    /// The context of a request to the route `method path`.
+    pub fn new(method: &str, path: &str) -> Self {
         Self {
-            route: format!("{} {}", route.method, route.path),
+            route: format!("{method} {path}"),
             state: None,
             principal: None,
             lock_id: None,
@@ -245,24 +245,6 @@ pub fn error_body(code: ErrorCode, message: &str) -> Response<Body> {
         code.status(),
         &serde_json::json!({"error": {"code": code.as_str(), "message": message}}),
     )
-}
-
-/// 404 or 405 for a request no route matched.
-pub fn no_route(matched: &RouteMatch<'_>) -> Response<Body> {
-    let (code, message) = match matched {
-        RouteMatch::MethodNotAllowed { allowed } => (
-            ErrorCode::MethodNotAllowed,
-            format!("this path answers {}", allowed.join(", ")),
-        ),
-        _ => (ErrorCode::NotFound, "no such route".to_string()),
-    };
-    let mut response = error_body(code, &message);
-    if let RouteMatch::MethodNotAllowed { allowed } = matched {
-        if let Ok(value) = header::HeaderValue::from_str(&allowed.join(", ")) {
-            response.headers_mut().insert(header::ALLOW, value);
-        }
-    }
-    response
 }
 
 #[cfg(test)]

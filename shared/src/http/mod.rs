@@ -17,6 +17,7 @@ pub mod routes;
 mod runs;
 mod state;
 
+use lambda_http::http::header;
 use lambda_http::{Body, Request, RequestExt, Response};
 
 pub use error::ErrorCode;
@@ -26,13 +27,13 @@ pub use routes::{find_route, BodyLimit, Need, Route, RouteMatch, ROUTES};
 use crate::domain::Principal;
 use crate::service::App;
 use credentials::Takes;
-use error::{error_response, HttpError, LogContext};
+use error::{error_body, error_response, HttpError, LogContext};
 use handler::{Answer, Call};
 
 /// Answers a request for `route`. Every outcome is a response: refusals are 4xx, transient
 /// faults 503, never an `Err`.
 pub async fn handle(app: &App, route: &Route, req: Request) -> Response<Body> {
-    let mut ctx = LogContext::new(route);
+    let mut ctx = LogContext::new(route.method, route.path);
     match dispatch(app, route, req, &mut ctx).await {
         Ok(response) => response,
         Err(err) => error_response(&err, &ctx),
@@ -41,7 +42,20 @@ pub async fn handle(app: &App, route: &Route, req: Request) -> Response<Body> {
 
 /// Answers a request that matched no route: 404, or 405 naming the allowed methods.
 pub fn no_route(matched: &RouteMatch<'_>) -> Response<Body> {
-    error::no_route(matched)
+    let (code, message) = match matched {
+        RouteMatch::MethodNotAllowed { allowed } => (
+            ErrorCode::MethodNotAllowed,
+            format!("this path answers {}", allowed.join(", ")),
+        ),
+        _ => (ErrorCode::NotFound, "no such route".to_string()),
+    };
+    let mut response = error_body(code, &message);
+    if let RouteMatch::MethodNotAllowed { allowed } = matched {
+        if let Ok(value) = header::HeaderValue::from_str(&allowed.join(", ")) {
+            response.headers_mut().insert(header::ALLOW, value);
+        }
+    }
+    response
 }
 
 /// 413 for a body refused as it arrived (the local server reads bodies before handling).
@@ -51,7 +65,7 @@ pub fn too_large(route: &Route, limit: u64) -> Response<Body> {
             limit,
             lambda_ceiling: None,
         },
-        &LogContext::new(route),
+        &LogContext::new(route.method, route.path),
     )
 }
 
@@ -63,7 +77,7 @@ pub fn busy(route: &Route) -> Response<Body> {
             "the server is holding as many request bytes as it allows at once; retry shortly"
                 .into(),
         )),
-        &LogContext::new(route),
+        &LogContext::new(route.method, route.path),
     )
 }
 
@@ -71,7 +85,7 @@ pub fn busy(route: &Route) -> Response<Body> {
 pub fn unreadable_body(route: &Route, reason: &str) -> Response<Body> {
     error_response(
         &HttpError::InvalidRequest(format!("the request body could not be read: {reason}")),
-        &LogContext::new(route),
+        &LogContext::new(route.method, route.path),
     )
 }
 
