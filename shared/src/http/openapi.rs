@@ -18,6 +18,9 @@ pub fn response() -> Response<Body> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeSet;
+
+    use crate::domain::audit::AuditAction;
     use crate::http::ROUTES;
 
     fn document() -> serde_json::Value {
@@ -50,6 +53,21 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The document's list of audit actions is what a client generated from it accepts.
+    #[test]
+    fn the_audit_actions_are_the_domains() {
+        let doc = document();
+        let described: BTreeSet<&str> = doc["components"]["schemas"]["AuditEntry"]["properties"]
+            ["action"]["enum"]
+            .as_array()
+            .expect("AuditEntry.action lists its values")
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        let actions: BTreeSet<&str> = AuditAction::ALL.iter().map(|a| a.as_str()).collect();
+        assert_eq!(described, actions);
     }
 
     #[test]
