@@ -411,6 +411,28 @@ mod cases {
             Err(Error::NoKey)
         ));
     }
+
+    /// Any positive timeout is allowed; the largest ones must clamp to the cap, not overflow
+    /// adding the margin (which took the whole server down).
+    pub async fn the_largest_timeouts_clamp_to_the_cap(f: Fixture) {
+        for (run, timeout_seconds) in [("r1", i64::MAX as u64), ("r2", u64::MAX)] {
+            let request = MintRequest {
+                org: "acme".into(),
+                state: "net".into(),
+                step: "plan".into(),
+                attempt: 1,
+                kind: StepKind::Plan,
+                timeout_seconds,
+                hold: false,
+            };
+            let (_, record) = mint(&f.app, run, &request).await.unwrap();
+            assert_eq!(
+                record.expires_at,
+                Some(f.app.clock.now() + Duration::hours(24)),
+                "{timeout_seconds} s is capped at 24 h"
+            );
+        }
+    }
 }
 
 every_adapter!(support::limits(50);
@@ -419,6 +441,7 @@ every_adapter!(support::limits(50);
     gone_frees_only_that_attempts_lock_at_once,
     a_step_never_forces_even_when_operators_may,
     mint_checks_runs_orgs_allocation_and_keys,
+    the_largest_timeouts_clamp_to_the_cap,
     a_hold_keeps_the_state_for_its_run_from_plan_to_apply,
     a_hold_ends_with_its_run_and_not_with_its_tokens,
     forcing_ends_holds_and_hold_ids_end_only_the_hold,

@@ -97,9 +97,11 @@ pub async fn mint(
         }
         .into());
     }
-    let lifetime = (Duration::seconds(request.timeout_seconds.min(i64::MAX as u64) as i64)
-        + TOKEN_MARGIN)
-        .min(MAX_TOKEN_LIFETIME);
+    // Any positive timeout is accepted; past the cap it changes nothing, so clamp it before
+    // adding the margin, which cannot then overflow whatever number the request carried.
+    let cap = MAX_TOKEN_LIFETIME.whole_seconds().unsigned_abs();
+    let timeout = Duration::seconds(request.timeout_seconds.min(cap) as i64);
+    let lifetime = (timeout + TOKEN_MARGIN).min(MAX_TOKEN_LIFETIME);
     let grant = StepGrant {
         token_id: String::new(),
         run: run.to_owned(),
