@@ -46,7 +46,8 @@ pub struct RollbackPlan {
 ///
 /// # Errors
 /// `NotFound` for a state or version that does not exist (or was pruned); `Locked` while a
-/// lock is live; `RollbackEncrypted` for an OpenTofu-encrypted target.
+/// lock is live; `RollbackEncrypted` for an OpenTofu-encrypted target; `SerialExhausted` when
+/// the serial is already the largest there is and cannot be raised.
 pub fn check_rollback(
     record: &StateRecord,
     requested: u64,
@@ -78,9 +79,15 @@ pub fn check_rollback(
         .chain(target.serial)
         .max()
         .unwrap_or(0);
+    let serial = current
+        .checked_add(1)
+        .ok_or_else(|| Refusal::SerialExhausted {
+            name: record.name.clone(),
+            serial: current,
+        })?;
     Ok(RollbackPlan {
         version: record.next_version,
-        serial: current + 1,
+        serial,
         target,
     })
 }
@@ -249,6 +256,18 @@ mod tests {
                 serial: 10,
                 target: version(1, 2, false)
             }
+        );
+    }
+
+    /// Wrapping to 0 would let every stale client's write in over the rollback.
+    #[test]
+    fn a_rollback_at_the_largest_serial_is_refused_not_wrapped() {
+        assert_eq!(
+            check_rollback(&written(u64::MAX), 1, Some(version(1, 2, false)), NOW),
+            Err(Refusal::SerialExhausted {
+                name: "net".into(),
+                serial: u64::MAX
+            })
         );
     }
 

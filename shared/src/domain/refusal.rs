@@ -64,6 +64,9 @@ pub enum Refusal {
     #[error("version {version} is OpenTofu-encrypted: its serial cannot be raised without OpenTofu's key, so it cannot be rolled back here; download it and push it with `tofu state push` instead")]
     RollbackEncrypted { version: u64 },
 
+    #[error("state {name} is at serial {serial}, the largest there is: a rollback cannot raise it, so clients holding the current state could overwrite the rollback; download the version you want and import it under a new name instead")]
+    SerialExhausted { name: String, serial: u64 },
+
     #[error("invalid request: {reason}")]
     InvalidRequest { reason: String },
 

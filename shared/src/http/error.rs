@@ -97,6 +97,8 @@ error_codes! {
     StateExists = "state_exists", CONFLICT, refused [Refusal::StateExists { .. }];
     /// A rollback to an OpenTofu-encrypted version.
     RollbackEncrypted = "rollback_encrypted", CONFLICT, refused [Refusal::RollbackEncrypted { .. }];
+    /// A rollback of a state whose serial is already the largest number there is.
+    SerialExhausted = "serial_exhausted", CONFLICT, refused [Refusal::SerialExhausted { .. }];
     /// A mint for a run the platform reported ended.
     RunEnded = "run_ended", CONFLICT, refused [Refusal::RunEnded { .. }];
     /// A mint for a run bound to another org.
