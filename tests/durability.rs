@@ -1,6 +1,8 @@
-//! What survives: a kill -9 in the middle of a stream of writes, and what the data folder
-//! holds at rest (never a state's plaintext, never a token, never the key).
+//! What survives: a kill -9 in the middle of a stream of writes, a SIGTERM while a save is
+//! in flight, and what the data folder holds at rest (never a state's plaintext, never a
+//! token, never the key).
 
+use std::io::Read;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -235,50 +237,151 @@ fn a_bad_setting_stops_the_start_naming_it() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--listen"));
 }
 
+/// A server whose cap on request bytes in flight is one largest state, so one slow save
+/// holding its declared bytes makes any other save wait: how a test sees that a slow save is
+/// in flight.
+fn capped_server() -> Server {
+    Server::start_with(&[
+        ("HEGEMONY_TF_STATE_MAX_BYTES", "1048576"),
+        ("HEGEMONY_MAX_BODY_BYTES_IN_FLIGHT", "1048576"),
+    ])
+}
+
+/// A save of 100 KB: refused with 503 while a slow save holds the cap.
+fn probe(server: &Server, token: &str) -> Response {
+    Api::new(server).post_state(
+        token,
+        "other",
+        None,
+        state_doc(1, "l", &"x".repeat(100_000)),
+    )
+}
+
+/// A slow client: a large body declared, its first byte sent, the rest held back.
+struct SlowSave {
+    sock: std::net::TcpStream,
+    rest: Vec<u8>,
+}
+
+impl SlowSave {
+    /// Starts saving `body` as state `slow`, and returns once the server is reading it
+    /// (another save is refused for the bytes it holds).
+    fn begin(server: &Server, token: &str, body: &str) -> SlowSave {
+        use std::io::Write;
+        let addr = server.base.trim_start_matches("http://");
+        let mut sock = std::net::TcpStream::connect(addr).unwrap();
+        sock.set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        write!(
+            sock,
+            "POST /api/tf-states/slow/state HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nContent-Length: {}\r\n\r\n{}",
+            body.len(),
+            &body[..1]
+        )
+        .unwrap();
+        sock.flush().unwrap();
+        let in_flight = eventually(Duration::from_secs(10), || {
+            let r = probe(server, token);
+            r.status() == StatusCode::SERVICE_UNAVAILABLE && r.headers()["retry-after"] == "1"
+        });
+        assert!(
+            in_flight,
+            "a save past the cap is refused with 503 and Retry-After"
+        );
+        SlowSave {
+            sock,
+            rest: body.as_bytes()[1..].to_vec(),
+        }
+    }
+
+    /// Sends the rest of the body and returns the whole answer, read until the server closes.
+    fn finish(mut self) -> String {
+        use std::io::Write;
+        self.sock.write_all(&self.rest).unwrap();
+        self.sock.flush().unwrap();
+        let mut answer = Vec::new();
+        let _ = self.sock.read_to_end(&mut answer);
+        String::from_utf8_lossy(&answer).into_owned()
+    }
+}
+
+/// The body of the slow save: most of the cap.
+fn slow_body() -> String {
+    state_doc(1, "slow-lineage", &"p".repeat(990_000))
+}
+
 /// The cap on request bytes in flight: while one save's declared body holds most of it,
 /// another that would pass it gets 503 with Retry-After at once; when the first is done,
 /// saves are taken again.
 #[test]
 fn saves_past_the_bytes_in_flight_cap_are_refused_for_a_retry() {
-    use std::io::Write;
-    let server = Server::start_with(&[
-        ("HEGEMONY_TF_STATE_MAX_BYTES", "1048576"),
-        ("HEGEMONY_MAX_BODY_BYTES_IN_FLIGHT", "1048576"),
-    ]);
+    let server = capped_server();
     let token = server.token("acme", "alice", "operator");
-    let auth = format!("Bearer {token}");
-    let addr = server.base.trim_start_matches("http://").to_owned();
-    // A slow client: a large declared body, only its first bytes sent.
-    let mut slow = std::net::TcpStream::connect(&addr).unwrap();
-    write!(
-        slow,
-        "POST /api/tf-states/slow/state HTTP/1.1\r\nHost: x\r\nAuthorization: {auth}\r\nContent-Length: 1000000\r\n\r\n{{"
-    )
-    .unwrap();
-    slow.flush().unwrap();
-    let busy = eventually(Duration::from_secs(10), || {
-        let r = client()
-            .post(server.url("/api/tf-states/other/state"))
-            .header("authorization", &auth)
-            .body(state_doc(1, "l", &"x".repeat(100_000)))
-            .send()
-            .unwrap();
-        r.status() == StatusCode::SERVICE_UNAVAILABLE && r.headers()["retry-after"] == "1"
-    });
-    assert!(
-        busy,
-        "a save past the cap is refused with 503 and Retry-After"
-    );
+    // Beginning the slow save asserts that a save past the cap is refused meanwhile.
+    let slow = SlowSave::begin(&server, &token, &slow_body());
     drop(slow);
     let taken = eventually(Duration::from_secs(10), || {
-        client()
-            .post(server.url("/api/tf-states/other/state"))
-            .header("authorization", &auth)
-            .body(state_doc(1, "l", &"x".repeat(100_000)))
-            .send()
-            .unwrap()
-            .status()
-            == StatusCode::OK
+        probe(&server, &token).status() == StatusCode::OK
     });
     assert!(taken, "the first save's bytes are released when it ends");
+}
+
+/// SIGTERM while a save's body is still arriving: the save is read to the end, stored and
+/// acknowledged, and then the server exits cleanly.
+#[test]
+fn a_sigterm_lets_a_save_in_flight_finish_then_the_server_exits() {
+    let mut server = capped_server();
+    let token = server.token("acme", "alice", "operator");
+    let body = slow_body();
+    let slow = SlowSave::begin(&server, &token, &body);
+    server.terminate();
+    assert!(
+        eventually(Duration::from_secs(10), || server
+            .logs()
+            .contains("shutting down")),
+        "the server starts shutting down"
+    );
+    let answer = slow.finish();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let exited = server.wait_exit(Duration::from_secs(40));
+    assert!(
+        exited.is_some_and(|s| s.success()),
+        "exits once the save is answered: {exited:?}\n{}",
+        server.logs()
+    );
+    let server = server.restart();
+    let stored = Api::new(&server).get_state(&token, "slow");
+    assert_eq!(
+        stored.text().unwrap(),
+        body,
+        "the acknowledged save was kept"
+    );
+}
+
+/// Once shutdown has started, a new connection is refused, even while a save in flight is
+/// still being finished.
+#[test]
+fn after_a_sigterm_new_connections_are_refused() {
+    let server = capped_server();
+    let token = server.token("acme", "alice", "operator");
+    let slow = SlowSave::begin(&server, &token, &slow_body());
+    server.terminate();
+    assert!(
+        eventually(Duration::from_secs(10), || server
+            .logs()
+            .contains("shutting down")),
+        "the server starts shutting down"
+    );
+    let addr = server.base.trim_start_matches("http://");
+    let refused = std::net::TcpStream::connect(addr);
+    assert!(
+        refused
+            .as_ref()
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionRefused),
+        "{refused:?}"
+    );
+    assert!(
+        slow.finish().starts_with("HTTP/1.1 200"),
+        "the save in flight still ends"
+    );
 }

@@ -72,7 +72,7 @@ impl Env {
     }
 
     fn state_item(&self) -> Value {
-        self.server.listed(&self.admin, "net")
+        Api::new(&self.server).listed(&self.admin, "net")
     }
 }
 

@@ -50,7 +50,7 @@ impl Env {
     }
 
     fn locked_by(&self, state: &str) -> Option<String> {
-        self.server.listed(&self.admin, state)["lock"]["id"]
+        Api::new(&self.server).listed(&self.admin, state)["lock"]["id"]
             .as_str()
             .map(str::to_owned)
     }
