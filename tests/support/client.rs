@@ -134,9 +134,14 @@ impl Api {
             .unwrap()
     }
 
-    /// The list as `token` sees it.
+    /// The list as `token` sees it, after checking it is a 200.
     pub fn list(&self, token: &str) -> Value {
-        self.json("GET", "/api/tf-states?limit=1000", token)
+        let r = self
+            .request("GET", "/api/tf-states?limit=1000", Some(token))
+            .send()
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        r.json().unwrap()
     }
 
     /// The list's item for `state` as `token` sees it (`Null` when it is not listed).
