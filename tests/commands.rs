@@ -305,3 +305,36 @@ fn the_sweep_command_prunes_past_the_kept_versions() {
     let again = server.cli(&op, &["sweep"]);
     assert!(stdout(&again).contains("dropped 0 versions"));
 }
+
+/// `token list --json` names each token's owner and id, and `token revoke` with that id
+/// stops the token at the server's next request, while it runs.
+#[test]
+fn token_revoke_stops_a_listed_token_at_the_next_request() {
+    let server = Server::start();
+    let alice = server.token("acme", "alice", "operator");
+    let api = Api::new(&server);
+    let list = |token: &str| {
+        api.request("GET", "/api/tf-states", Some(token))
+            .send()
+            .unwrap()
+            .status()
+    };
+    assert_eq!(list(&alice), 200);
+    let tokens = server.cli("", &["token", "list", "--json"]);
+    let listed: Value = serde_json::from_slice(&tokens.stdout).unwrap();
+    let id = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["user"] == "alice")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(server.cli("", &["token", "revoke", &id]).status.success());
+    assert_eq!(
+        list(&alice),
+        401,
+        "a revocation takes effect at the next request"
+    );
+}

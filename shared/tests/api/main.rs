@@ -13,5 +13,8 @@
 mod support;
 
 mod access;
+mod audit;
+mod authorization;
 mod backend;
 mod listing;
+mod management;
