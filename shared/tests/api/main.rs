@@ -18,3 +18,4 @@ mod authorization;
 mod backend;
 mod listing;
 mod management;
+mod runs;
