@@ -1,9 +1,7 @@
 //! The typed client every black-box suite speaks HTTP with: the backend calls (state, lock,
 //! unlock) with Basic credentials as Terraform sends them, the management and runs calls
-//! with Bearer, and error bodies read one way. It never follows redirects or decompresses,
-//! so a test sees exactly what was sent back.
-
-use std::time::Duration;
+//! with Bearer, and error bodies read one way. It is built on [`crate::client`], so it never
+//! follows redirects or decompresses: a test sees exactly what was sent back.
 
 use reqwest::blocking::{Body, RequestBuilder, Response};
 use reqwest::Method;
@@ -49,11 +47,7 @@ pub fn error_body(r: Response) -> ErrorBody {
 impl Api {
     pub fn new(endpoint: &impl Endpoint) -> Api {
         Api {
-            http: reqwest::blocking::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .timeout(Duration::from_secs(120))
-                .build()
-                .unwrap(),
+            http: crate::client(),
             base: endpoint.url(""),
         }
     }
