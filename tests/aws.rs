@@ -9,13 +9,8 @@ use hegemony_state_blackbox::gateway::Gateway;
 use hegemony_state_blackbox::*;
 
 /// A lock held by another person in the way, then a force unlock by an admin.
-fn lock_conflict_then_force_unlock(api: &impl Endpoint, tf: &Tf, bob: &str) {
-    let taken = client()
-        .post(api.url("/api/tf-states/net/lock"))
-        .basic_auth("bob", Some(bob))
-        .body(lock_doc("held-by-bob"))
-        .send()
-        .unwrap();
+fn lock_conflict_then_force_unlock(api: &Api, tf: &Tf, bob: &str) {
+    let taken = api.lock(bob, "net", &lock_doc("held-by-bob"));
     assert_eq!(taken.status(), StatusCode::OK);
     let run = tf.run(&["apply", "-auto-approve", "-no-color", "-var", "value=two"]);
     assert!(!run.ok);
@@ -26,21 +21,16 @@ fn lock_conflict_then_force_unlock(api: &impl Endpoint, tf: &Tf, bob: &str) {
 }
 
 /// init, apply, a lock conflict, force-unlock, a second apply: what a team does on day one.
-fn day_one(api: &impl Endpoint, admin: &str, bob: &str) {
-    let tf = Tf::new(TfVersion::V1_11, api, "net", admin);
+fn day_one(endpoint: &impl Endpoint, admin: &str, bob: &str) {
+    let api = Api::new(endpoint);
+    let tf = Tf::new(TfVersion::V1_11, endpoint, "net", admin);
     tf.init();
     tf.ok(&["apply", "-auto-approve", "-no-color"]);
-    lock_conflict_then_force_unlock(api, &tf, bob);
+    lock_conflict_then_force_unlock(&api, &tf, bob);
     tf.ok(&["apply", "-auto-approve", "-no-color", "-var", "value=two"]);
     let out = tf.ok(&["output", "-raw", "value"]).stdout;
     assert_eq!(out.trim(), "two");
-    let versions: serde_json::Value = client()
-        .get(api.url("/api/tf-states/net/versions"))
-        .bearer_auth(admin)
-        .send()
-        .unwrap()
-        .json()
-        .unwrap();
+    let versions = api.json("GET", "/api/tf-states/net/versions", admin);
     let versions = versions["versions"].as_array().unwrap();
     assert_eq!(versions.len(), 2, "{versions:?}");
     assert!(
@@ -51,13 +41,7 @@ fn day_one(api: &impl Endpoint, admin: &str, bob: &str) {
         "sealed under the key's ARN, never the alias: {}",
         versions[0]["key"]
     );
-    let audit: serde_json::Value = client()
-        .get(api.url("/api/tf-states/net/audit"))
-        .bearer_auth(admin)
-        .send()
-        .unwrap()
-        .json()
-        .unwrap();
+    let audit = api.json("GET", "/api/tf-states/net/audit", admin);
     let actions: Vec<&str> = audit["entries"]
         .as_array()
         .unwrap()
@@ -75,12 +59,8 @@ fn terraform_on_the_lambda_functions() {
     let gateway = Gateway::start(&deployment, &[]);
     day_one(&gateway, &admin, &bob);
     // API Gateway cannot route the LOCK method: only the local server and the container do.
-    let lock = client()
-        .request(
-            Method::from_bytes(b"LOCK").unwrap(),
-            gateway.url("/api/tf-states/net/lock"),
-        )
-        .basic_auth("alice", Some(&admin))
+    let lock = Api::new(&gateway)
+        .backend("LOCK", "/api/tf-states/net/lock", &admin)
         .body(lock_doc("x"))
         .send()
         .unwrap();
@@ -116,10 +96,9 @@ fn limits_on_lambda() {
         let pad = size - base.len();
         state_doc(1, "big", &"x".repeat(pad))
     };
+    let api = Api::new(&gateway);
     let save = |body: String| {
-        client()
-            .post(gateway.url("/api/tf-states/big/state"))
-            .basic_auth("alice", Some(&admin))
+        api.backend("POST", "/api/tf-states/big/state", &admin)
             .header("content-type", "application/json")
             .body(body)
             .send()
@@ -127,11 +106,7 @@ fn limits_on_lambda() {
     };
     let fits = sized(MAX_STATE_BYTES as usize);
     assert_eq!(save(fits.clone()).status(), StatusCode::OK);
-    let read = client()
-        .get(gateway.url("/api/tf-states/big/state"))
-        .basic_auth("alice", Some(&admin))
-        .send()
-        .unwrap();
+    let read = api.get_state(&admin, "big");
     assert_eq!(read.status(), StatusCode::OK);
     assert_eq!(
         read.bytes().unwrap(),
@@ -166,18 +141,10 @@ fn a_save_while_kms_is_unreachable_is_retried_and_writes_nothing() {
     let kms = format!("http://127.0.0.1:{port}");
     let server = deployment.container(&[("AWS_ENDPOINT_URL_KMS", &kms)]);
     let admin = server.token("acme", "alice", "admin");
-    let saved = client()
-        .post(server.url("/api/tf-states/net/state"))
-        .basic_auth("alice", Some(&admin))
-        .body(state_doc(1, "l", "v"))
-        .send()
-        .unwrap();
+    let api = Api::new(&server);
+    let saved = api.post_state(&admin, "net", None, state_doc(1, "l", "v"));
     assert_eq!(saved.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(saved.headers()["retry-after"], "1");
-    let read = client()
-        .get(server.url("/api/tf-states/net/state"))
-        .basic_auth("alice", Some(&admin))
-        .send()
-        .unwrap();
+    let read = api.get_state(&admin, "net");
     assert_eq!(read.status(), StatusCode::NOT_FOUND);
 }

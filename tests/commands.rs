@@ -86,13 +86,8 @@ fn the_import_script_names_checks_and_imports_a_tree() {
         ),
         "{summary}"
     );
-    let listed: Value = client()
-        .get(server.url("/api/tf-states"))
-        .bearer_auth(&token)
-        .send()
-        .unwrap()
-        .json()
-        .unwrap();
+    let api = Api::new(&server);
+    let listed = api.list(&token);
     assert!(
         listed["states"].as_array().unwrap().is_empty(),
         "a dry run writes nothing"
@@ -115,13 +110,7 @@ fn the_import_script_names_checks_and_imports_a_tree() {
     assert!(row(&summary, "b1").contains("no \"serial\""));
     assert!(row(&summary, "same3").contains("name collision with"));
     // Every imported state kept its file's serial and lineage.
-    let net: Value = client()
-        .get(server.url("/api/tf-states/s041"))
-        .bearer_auth(&token)
-        .send()
-        .unwrap()
-        .json()
-        .unwrap();
+    let net = api.json("GET", "/api/tf-states/s041", &token);
     assert_eq!(
         (net["serial"].as_u64(), net["lineage"].as_str()),
         (Some(42), Some("lin-s41"))
@@ -201,13 +190,14 @@ fn the_states_commands_show_tables_json_and_confirm_destructive_actions() {
     let server = Server::start();
     let op = server.token("acme", "alice", "operator");
     let admin = server.token("acme", "root", "admin");
-    let http = client();
+    let api = Api::new(&server);
     for serial in 1..=2 {
-        http.post(server.url("/api/tf-states/net/state"))
-            .bearer_auth(&op)
-            .body(state_doc(serial, "lin", &serial.to_string()))
-            .send()
-            .unwrap();
+        api.post_state(
+            &op,
+            "net",
+            None,
+            state_doc(serial, "lin", &serial.to_string()),
+        );
     }
     let list = server.cli(&op, &["states", "list"]);
     let text = stdout(&list);
@@ -267,14 +257,9 @@ fn the_states_commands_show_tables_json_and_confirm_destructive_actions() {
 fn the_sweep_command_prunes_past_the_kept_versions() {
     let server = Server::start_with(&[("HEGEMONY_TF_STATE_KEEP_VERSIONS", "2")]);
     let op = server.token("acme", "alice", "operator");
-    let http = client();
+    let api = Api::new(&server);
     for serial in 1..=4 {
-        let r = http
-            .post(server.url("/api/tf-states/net/state"))
-            .bearer_auth(&op)
-            .body(state_doc(serial, "lin", "x"))
-            .send()
-            .unwrap();
+        let r = api.post_state(&op, "net", None, state_doc(serial, "lin", "x"));
         assert_eq!(r.status(), 200);
     }
     let out = server.cli(&op, &["sweep"]);
@@ -288,13 +273,7 @@ fn the_sweep_command_prunes_past_the_kept_versions() {
         "{}",
         stdout(&out)
     );
-    let versions: Value = http
-        .get(server.url("/api/tf-states/net/versions"))
-        .bearer_auth(&op)
-        .send()
-        .unwrap()
-        .json()
-        .unwrap();
+    let versions = api.json("GET", "/api/tf-states/net/versions", &op);
     let numbers: Vec<u64> = versions["versions"]
         .as_array()
         .unwrap()
@@ -304,4 +283,37 @@ fn the_sweep_command_prunes_past_the_kept_versions() {
     assert_eq!(numbers, [4, 3]);
     let again = server.cli(&op, &["sweep"]);
     assert!(stdout(&again).contains("dropped 0 versions"));
+}
+
+/// `token list --json` names each token's owner and id, and `token revoke` with that id
+/// stops the token at the server's next request, while it runs.
+#[test]
+fn token_revoke_stops_a_listed_token_at_the_next_request() {
+    let server = Server::start();
+    let alice = server.token("acme", "alice", "operator");
+    let api = Api::new(&server);
+    let list = |token: &str| {
+        api.request("GET", "/api/tf-states", Some(token))
+            .send()
+            .unwrap()
+            .status()
+    };
+    assert_eq!(list(&alice), 200);
+    let tokens = server.cli("", &["token", "list", "--json"]);
+    let listed: Value = serde_json::from_slice(&tokens.stdout).unwrap();
+    let id = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["user"] == "alice")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(server.cli("", &["token", "revoke", &id]).status.success());
+    assert_eq!(
+        list(&alice),
+        401,
+        "a revocation takes effect at the next request"
+    );
 }

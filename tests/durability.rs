@@ -1,6 +1,8 @@
-//! What survives: a kill -9 in the middle of a stream of writes, and what the data folder
-//! holds at rest (never a state's plaintext, never a token, never the key).
+//! What survives: a kill -9 in the middle of a stream of writes, a SIGTERM while a save is
+//! in flight, and what the data folder holds at rest (never a state's plaintext, never a
+//! token, never the key).
 
+use std::io::Read;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,18 +26,16 @@ fn big_doc(serial: u64) -> String {
 fn every_acknowledged_write_survives_kill_9() {
     let mut server = Server::start();
     let token = server.token("acme", "alice", "operator");
-    let http = client();
     let mut acked = 0u64;
     for cycle in 0..5 {
         let last_ok = Arc::new(AtomicU64::new(acked));
-        let url = server.url("/api/tf-states/crash/state");
         let writer = {
-            let (http, token, last_ok) = (http.clone(), token.clone(), last_ok.clone());
+            let (api, token, last_ok) = (Api::new(&server), token.clone(), last_ok.clone());
             std::thread::spawn(move || {
                 for serial in acked + 1.. {
-                    match http
-                        .post(&url)
-                        .basic_auth("u", Some(&token))
+                    // A failed send is the kill landing: the writer stops there.
+                    match api
+                        .backend("POST", "/api/tf-states/crash/state", &token)
                         .body(big_doc(serial))
                         .send()
                     {
@@ -55,11 +55,7 @@ fn every_acknowledged_write_survives_kill_9() {
         writer.join().unwrap();
         acked = last_ok.load(Ordering::SeqCst);
         server = server.restart();
-        let r = http
-            .get(server.url("/api/tf-states/crash/state"))
-            .basic_auth("u", Some(&token))
-            .send()
-            .unwrap();
+        let r = Api::new(&server).get_state(&token, "crash");
         assert_eq!(r.status(), 200);
         let text = r.text().unwrap();
         let stored: Value = serde_json::from_str(&text).expect("a whole document");
@@ -98,20 +94,11 @@ fn nothing_secret_is_stored_in_plaintext() {
     let server = Server::start();
     let token = server.token("acme", "alice", "operator");
     let secret = "planted-secret-9f8e7d6c5b4a";
-    let http = client();
+    let api = Api::new(&server);
     let doc = state_doc(1, "lin", secret);
-    let r = http
-        .post(server.url("/api/tf-states/secrets/state"))
-        .basic_auth("u", Some(&token))
-        .body(doc.clone())
-        .send()
-        .unwrap();
+    let r = api.post_state(&token, "secrets", None, doc.clone());
     assert_eq!(r.status(), 200);
-    let r = http
-        .get(server.url("/api/tf-states/secrets/state"))
-        .basic_auth("u", Some(&token))
-        .send()
-        .unwrap();
+    let r = api.get_state(&token, "secrets");
     assert_eq!(
         r.text().unwrap(),
         doc,
@@ -147,21 +134,12 @@ fn a_changed_platform_key_is_named_as_the_wrong_key() {
     let key_b = "ZmVkY2JhOTg3NjU0MzIxMGZlZGNiYTk4NzY1NDMyMTA=";
     let server = Server::start_with(&[("HEGEMONY_TF_STATE_ENCRYPTION_KEY", key_a)]);
     let token = server.token("acme", "alice", "operator");
-    let http = client();
-    http.post(server.url("/api/tf-states/net/state"))
-        .basic_auth("u", Some(&token))
-        .body(state_doc(1, "lin", "x"))
-        .send()
-        .unwrap();
+    Api::new(&server).post_state(&token, "net", None, state_doc(1, "lin", "x"));
     let server = server.restart_with(vec![(
         "HEGEMONY_TF_STATE_ENCRYPTION_KEY".into(),
         key_b.into(),
     )]);
-    let r = http
-        .get(server.url("/api/tf-states/net/state"))
-        .basic_auth("u", Some(&token))
-        .send()
-        .unwrap();
+    let r = Api::new(&server).get_state(&token, "net");
     assert_eq!(r.status(), 500);
     let body: Value = r.json().unwrap();
     assert_eq!(body["error"]["code"], "wrong_key");
@@ -177,12 +155,7 @@ fn a_changed_platform_key_is_named_as_the_wrong_key() {
 fn a_missing_key_file_for_an_existing_store_stops_the_start() {
     let server = Server::start();
     let token = server.token("acme", "alice", "operator");
-    client()
-        .post(server.url("/api/tf-states/net/state"))
-        .basic_auth("u", Some(&token))
-        .body(state_doc(1, "lin", "x"))
-        .send()
-        .unwrap();
+    Api::new(&server).post_state(&token, "net", None, state_doc(1, "lin", "x"));
     std::fs::remove_file(server.dir.path().join("data.key")).unwrap();
     let out = std::process::Command::new(bin())
         .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
@@ -235,50 +208,172 @@ fn a_bad_setting_stops_the_start_naming_it() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--listen"));
 }
 
+/// A server whose cap on request bytes in flight is one largest state, so one slow save
+/// holding its declared bytes makes any other save wait: how a test sees that a slow save is
+/// in flight.
+fn capped_server() -> Server {
+    Server::start_with(&[
+        ("HEGEMONY_TF_STATE_MAX_BYTES", "1048576"),
+        ("HEGEMONY_MAX_BODY_BYTES_IN_FLIGHT", "1048576"),
+    ])
+}
+
+/// A save of 100 KB: refused with 503 while a slow save holds the cap.
+fn probe(server: &Server, token: &str) -> Response {
+    Api::new(server).post_state(
+        token,
+        "other",
+        None,
+        state_doc(1, "l", &"x".repeat(100_000)),
+    )
+}
+
+/// A slow client: a large body declared, its first byte sent, the rest held back.
+struct SlowSave {
+    sock: std::net::TcpStream,
+    rest: Vec<u8>,
+}
+
+impl SlowSave {
+    /// Starts saving `body` as state `slow`, and returns once the server is reading it
+    /// (another save is refused for the bytes it holds). A probe that the server took first
+    /// makes the slow save itself the one refused as busy: then it begins again, a bounded
+    /// number of times.
+    fn begin(server: &Server, token: &str, body: &str) -> SlowSave {
+        use std::io::Write;
+        let addr = server.base.trim_start_matches("http://");
+        for _attempt in 0..5 {
+            let mut sock = std::net::TcpStream::connect(addr).unwrap();
+            sock.set_read_timeout(Some(Duration::from_secs(60)))
+                .unwrap();
+            write!(
+                sock,
+                "POST /api/tf-states/slow/state HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nContent-Length: {}\r\n\r\n{}",
+                body.len(),
+                &body[..1]
+            )
+            .unwrap();
+            sock.flush().unwrap();
+            let mut refused = false;
+            let in_flight = eventually(Duration::from_secs(10), || {
+                refused = answered(&sock);
+                if refused {
+                    return true;
+                }
+                let r = probe(server, token);
+                r.status() == StatusCode::SERVICE_UNAVAILABLE && r.headers()["retry-after"] == "1"
+            });
+            if in_flight && !refused {
+                return SlowSave {
+                    sock,
+                    rest: body.as_bytes()[1..].to_vec(),
+                };
+            }
+            assert!(
+                refused,
+                "a save past the cap is refused with 503 and Retry-After"
+            );
+        }
+        panic!("the slow save was refused as busy at every attempt");
+    }
+
+    /// Sends the rest of the body and returns the whole answer, read until the server closes.
+    fn finish(mut self) -> String {
+        use std::io::Write;
+        self.sock.write_all(&self.rest).unwrap();
+        self.sock.flush().unwrap();
+        let mut answer = Vec::new();
+        let _ = self.sock.read_to_end(&mut answer);
+        String::from_utf8_lossy(&answer).into_owned()
+    }
+}
+
+/// Whether the server has already answered on `sock` (the slow save refused as busy).
+fn answered(sock: &std::net::TcpStream) -> bool {
+    sock.set_nonblocking(true).unwrap();
+    let mut byte = [0u8; 1];
+    let peeked = sock.peek(&mut byte);
+    sock.set_nonblocking(false).unwrap();
+    matches!(peeked, Ok(n) if n > 0)
+}
+
+/// The body of the slow save: most of the cap.
+fn slow_body() -> String {
+    state_doc(1, "slow-lineage", &"p".repeat(990_000))
+}
+
 /// The cap on request bytes in flight: while one save's declared body holds most of it,
 /// another that would pass it gets 503 with Retry-After at once; when the first is done,
 /// saves are taken again.
 #[test]
 fn saves_past_the_bytes_in_flight_cap_are_refused_for_a_retry() {
-    use std::io::Write;
-    let server = Server::start_with(&[
-        ("HEGEMONY_TF_STATE_MAX_BYTES", "1048576"),
-        ("HEGEMONY_MAX_BODY_BYTES_IN_FLIGHT", "1048576"),
-    ]);
+    let server = capped_server();
     let token = server.token("acme", "alice", "operator");
-    let auth = format!("Bearer {token}");
-    let addr = server.base.trim_start_matches("http://").to_owned();
-    // A slow client: a large declared body, only its first bytes sent.
-    let mut slow = std::net::TcpStream::connect(&addr).unwrap();
-    write!(
-        slow,
-        "POST /api/tf-states/slow/state HTTP/1.1\r\nHost: x\r\nAuthorization: {auth}\r\nContent-Length: 1000000\r\n\r\n{{"
-    )
-    .unwrap();
-    slow.flush().unwrap();
-    let busy = eventually(Duration::from_secs(10), || {
-        let r = client()
-            .post(server.url("/api/tf-states/other/state"))
-            .header("authorization", &auth)
-            .body(state_doc(1, "l", &"x".repeat(100_000)))
-            .send()
-            .unwrap();
-        r.status() == StatusCode::SERVICE_UNAVAILABLE && r.headers()["retry-after"] == "1"
-    });
-    assert!(
-        busy,
-        "a save past the cap is refused with 503 and Retry-After"
-    );
+    // Beginning the slow save asserts that a save past the cap is refused meanwhile.
+    let slow = SlowSave::begin(&server, &token, &slow_body());
     drop(slow);
     let taken = eventually(Duration::from_secs(10), || {
-        client()
-            .post(server.url("/api/tf-states/other/state"))
-            .header("authorization", &auth)
-            .body(state_doc(1, "l", &"x".repeat(100_000)))
-            .send()
-            .unwrap()
-            .status()
-            == StatusCode::OK
+        probe(&server, &token).status() == StatusCode::OK
     });
     assert!(taken, "the first save's bytes are released when it ends");
+}
+
+/// SIGTERM while a save's body is still arriving: the save is read to the end, stored and
+/// acknowledged, and then the server exits cleanly.
+#[test]
+fn a_sigterm_lets_a_save_in_flight_finish_then_the_server_exits() {
+    let mut server = capped_server();
+    let token = server.token("acme", "alice", "operator");
+    let body = slow_body();
+    let slow = SlowSave::begin(&server, &token, &body);
+    server.terminate();
+    assert!(
+        eventually(Duration::from_secs(10), || server
+            .logs()
+            .contains("shutting down")),
+        "the server starts shutting down"
+    );
+    let answer = slow.finish();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let exited = server.wait_exit(Duration::from_secs(40));
+    assert!(
+        exited.is_some_and(|s| s.success()),
+        "exits once the save is answered: {exited:?}\n{}",
+        server.logs()
+    );
+    let server = server.restart();
+    let stored = Api::new(&server).get_state(&token, "slow");
+    assert_eq!(
+        stored.text().unwrap(),
+        body,
+        "the acknowledged save was kept"
+    );
+}
+
+/// Once shutdown has started, a new connection is refused, even while a save in flight is
+/// still being finished.
+#[test]
+fn after_a_sigterm_new_connections_are_refused() {
+    let server = capped_server();
+    let token = server.token("acme", "alice", "operator");
+    let slow = SlowSave::begin(&server, &token, &slow_body());
+    server.terminate();
+    assert!(
+        eventually(Duration::from_secs(10), || server
+            .logs()
+            .contains("shutting down")),
+        "the server starts shutting down"
+    );
+    let addr = server.base.trim_start_matches("http://");
+    let refused = std::net::TcpStream::connect(addr);
+    assert!(
+        refused
+            .as_ref()
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionRefused),
+        "{refused:?}"
+    );
+    assert!(
+        slow.finish().starts_with("HTTP/1.1 200"),
+        "the save in flight still ends"
+    );
 }

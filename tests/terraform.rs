@@ -6,7 +6,7 @@ use serde_json::Value;
 
 struct Env {
     server: Server,
-    http: Client,
+    api: Api,
     admin: String,
     alice: String,
 }
@@ -17,19 +17,15 @@ impl Env {
         let admin = server.token("default", "root", "admin");
         let alice = server.token("default", "alice", "operator");
         Env {
+            api: Api::new(&server),
             server,
-            http: client(),
             admin,
             alice,
         }
     }
 
     fn get(&self, state: &str) -> Response {
-        self.http
-            .get(self.server.url(&format!("/api/tf-states/{state}/state")))
-            .bearer_auth(&self.admin)
-            .send()
-            .unwrap()
+        self.api.get_state(&self.admin, state)
     }
 
     fn stored(&self, state: &str) -> Value {
@@ -39,18 +35,11 @@ impl Env {
     }
 
     fn lock_as(&self, token: &str, state: &str, id: &str) {
-        let r = self
-            .http
-            .post(self.server.url(&format!("/api/tf-states/{state}/lock")))
-            .basic_auth("x", Some(token))
-            .body(lock_doc(id))
-            .send()
-            .unwrap();
-        assert_eq!(r.status(), 200);
+        assert_eq!(self.api.lock(token, state, &lock_doc(id)).status(), 200);
     }
 
     fn locked_by(&self, state: &str) -> Option<String> {
-        self.server.listed(&self.admin, state)["lock"]["id"]
+        self.api.listed(&self.admin, state)["lock"]["id"]
             .as_str()
             .map(str::to_owned)
     }
@@ -274,9 +263,8 @@ fn rollback_is_what_plan_sees_and_stales_saved_plans(v: TfVersion) {
         "-out=three.tfplan",
     ]);
     let r = env
-        .http
-        .post(env.server.url("/api/tf-states/net/rollback"))
-        .bearer_auth(&env.alice)
+        .api
+        .request("POST", "/api/tf-states/net/rollback", Some(&env.alice))
         .body(r#"{"version": 1}"#)
         .send()
         .unwrap();

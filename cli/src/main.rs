@@ -15,6 +15,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use hegemony_state::domain::permission::Role;
 use store::Store;
@@ -143,11 +144,15 @@ fn main() -> ExitCode {
                 key_file,
                 max_body_bytes_in_flight,
             } => {
+                let listener = tokio::net::TcpListener::bind(listen)
+                    .await
+                    .with_context(|| format!("cannot listen on {listen}"))?;
                 server::serve(
-                    listen,
+                    listener,
                     &store,
                     key_file.as_deref(),
                     max_body_bytes_in_flight,
+                    server::shutdown_signal(),
                 )
                 .await
             }

@@ -3,16 +3,17 @@
 //! route's limit (refused as soon as it passes it, with or without Content-Length), turned
 //! into the `lambda_http::Request` an API Gateway HTTP API (payload v2, `$default` stage)
 //! would deliver, path parameters included, and answered by the same handlers the Lambda
-//! functions run.
+//! functions run. On shutdown it stops accepting and lets the requests in flight finish.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 use hegemony_state::http::{self, find_route, Route, RouteMatch};
 use hegemony_state::service::sweep::{self, SweepReport};
 use hegemony_state::service::{tokens, App};
@@ -27,8 +28,9 @@ use lambda_http::aws_lambda_events::apigw::{
 use lambda_http::aws_lambda_events::query_map::QueryMap;
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, RequestExt};
-use tokio::net::TcpListener;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinSet;
 
 use crate::store::{Store, StoreKind};
 
@@ -39,11 +41,24 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 /// The default cap on request bytes held at once: four of the largest states (128 MiB).
 pub const DEFAULT_BYTES_IN_FLIGHT: u64 = 512 * 1024 * 1024;
 
+/// How long requests in flight may take to finish once shutdown starts; a save still
+/// running after that is cut off (its client sees a dropped connection and retries).
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+
+/// Serves `store` on `listener` until `shutdown` completes. Then it stops accepting (the
+/// listener is closed, so new connections are refused), lets the requests in flight finish
+/// for up to [`SHUTDOWN_GRACE`], and returns. Taking the listener and the shutdown future
+/// as arguments lets a caller pick the port and the signal, as mini-redis's `server::run` does.
+///
+/// # Errors
+/// When the store cannot be opened, the cap on bytes in flight is below the largest state,
+/// or the first admin token cannot be written.
 pub async fn serve(
-    listen: SocketAddr,
+    listener: TcpListener,
     store: &Store,
     key_file: Option<&Path>,
     bytes_in_flight: u64,
+    shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
     let app = Arc::new(store.app(key_file).await?);
     if bytes_in_flight < app.limits.max_state_bytes {
@@ -53,9 +68,6 @@ pub async fn serve(
         );
     }
     let in_flight = Arc::new(Semaphore::new(bytes_in_flight as usize));
-    let listener = TcpListener::bind(listen)
-        .await
-        .with_context(|| format!("cannot listen on {listen}"))?;
     let bound = listener.local_addr()?;
     // A new local store gets its first admin token here; an AWS deployment's first tokens
     // come from `token create --store aws`, never from a server starting.
@@ -66,9 +78,12 @@ pub async fn serve(
             print_welcome(bound, &token);
         }
     }
-    tokio::spawn(sweep_every_minute(app.clone()));
+    let sweeper = tokio::spawn(sweep_every_minute(app.clone()));
     tracing::info!("listening on http://{bound}");
-    let shutdown = shutdown_signal();
+    // Every connection watches `stopping`, so shutdown can ask each to finish its request
+    // and close; `connections` is how shutdown knows when they all have.
+    let (stop, stopping) = watch::channel(false);
+    let mut connections = JoinSet::new();
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -81,18 +96,57 @@ pub async fn serve(
                     }
                 };
                 let (app, in_flight) = (app.clone(), in_flight.clone());
-                tokio::spawn(async move {
-                    let service = service_fn(move |req| answer(app.clone(), in_flight.clone(), req));
-                    if let Err(e) = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await {
-                        tracing::debug!(error = %e, "connection ended with an error");
-                    }
-                });
+                connections.spawn(connection(stream, app, in_flight, stopping.clone()));
             }
-            () = &mut shutdown => {
-                tracing::info!("shutting down");
-                return Ok(());
-            }
+            // Reap finished connections as they end, so the set holds only live ones.
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            () = &mut shutdown => break,
         }
+    }
+    drop(listener);
+    sweeper.abort();
+    tracing::info!(
+        connections = connections.len(),
+        "shutting down: no new connections; letting requests in flight finish"
+    );
+    stop.send_replace(true);
+    let drained = tokio::time::timeout(SHUTDOWN_GRACE, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(
+            connections = connections.len(),
+            "requests still in flight after {} s were cut off",
+            SHUTDOWN_GRACE.as_secs()
+        );
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Serves one connection until it closes, or until `stopping` turns true: then the request
+/// in flight, if any, is finished and answered, and the connection is closed.
+async fn connection(
+    stream: TcpStream,
+    app: Arc<App>,
+    in_flight: Arc<Semaphore>,
+    mut stopping: watch::Receiver<bool>,
+) {
+    let service = service_fn(move |req| answer(app.clone(), in_flight.clone(), req));
+    let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(conn);
+    let ended = tokio::select! {
+        ended = conn.as_mut() => ended,
+        // `wait_for` fails only when the sender is gone, which is shutdown as well; its
+        // guard on the flag is dropped at once, never held across the drain.
+        () = async { drop(stopping.wait_for(|stop| *stop).await) } => {
+            conn.as_mut().graceful_shutdown();
+            conn.await
+        }
+    };
+    if let Err(e) = ended {
+        tracing::debug!(error = %e, "connection ended with an error");
     }
 }
 
@@ -131,7 +185,8 @@ pub async fn sweep_once(store: &Store) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn shutdown_signal() {
+/// Completes on SIGTERM (how a container or service manager stops the server) or Ctrl-C.
+pub async fn shutdown_signal() {
     let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
         Ok(s) => s,
         Err(_) => return std::future::pending().await,

@@ -1,24 +1,29 @@
-//! An AWS deployment on the emulator for black-box tests: a moto server, a table, bucket and
-//! KMS key made for one test, and the environment the real binaries (`serve --store aws`,
-//! `token create --store aws`, the Lambda functions) read to use them.
+//! An AWS deployment on the emulator for black-box tests: one moto server per test process,
+//! a table, bucket and KMS key (and its alias) made for one test on it, and the environment
+//! the real binaries (`serve --store aws`, `token create --store aws`, the Lambda functions)
+//! read to use them.
 
 use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
-
+use std::process::{ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use hegemony_state::adapters::aws;
 
 use crate::repo_root;
 
-/// A moto server on a free port, stopped when dropped.
-pub struct Moto {
-    pub endpoint: String,
-    child: Child,
+/// The moto server of this test process: its endpoint, and the pipe whose closing (when
+/// the process exits, however it exits) stops it. One per process, not one per deployment:
+/// starting moto takes seconds, and deployments keep apart by their own names.
+struct Moto {
+    endpoint: String,
+    _stdin: Mutex<ChildStdin>,
 }
 
-impl Moto {
-    pub fn start() -> Moto {
+fn moto() -> &'static Moto {
+    static MOTO: OnceLock<Moto> = OnceLock::new();
+    MOTO.get_or_init(|| {
         let bin = repo_root().join(".tools/bin/moto_server");
         assert!(
             bin.exists(),
@@ -30,13 +35,20 @@ impl Moto {
             .local_addr()
             .unwrap()
             .port();
-        let child = Command::new(bin)
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+        // The shell stops the server once our end of its stdin closes.
+        let script = format!(
+            "\"$0\" -H 127.0.0.1 -p {port} >/dev/null 2>&1 & pid=$!; cat >/dev/null; kill $pid"
+        );
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .arg(bin)
+            .stdin(Stdio::piped())
             .spawn()
             .expect("start moto_server");
+        let stdin = child.stdin.take().unwrap();
+        // The child itself is never waited for: it lives as long as this process.
+        std::mem::forget(child);
         let deadline = Instant::now() + Duration::from_secs(60);
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(
@@ -47,30 +59,30 @@ impl Moto {
         }
         Moto {
             endpoint: format!("http://127.0.0.1:{port}"),
-            child,
+            _stdin: Mutex::new(stdin),
         }
-    }
+    })
 }
 
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A table, bucket and KMS key on `moto`, and the settings that name them.
+/// A table, bucket and KMS key (with an alias) of its own on this process's moto, and the
+/// settings that name them.
 pub struct Deployment {
-    pub moto: Moto,
+    pub endpoint: String,
     pub table: String,
     pub bucket: String,
+    pub alias: String,
     pub key_arn: String,
 }
 
 impl Deployment {
     pub fn create() -> Deployment {
-        let moto = Moto::start();
-        let endpoint = moto.endpoint.clone();
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let suffix = format!("{}-{n}", std::process::id());
+        let table = format!("hegemony-{suffix}");
+        let bucket = format!("hegemony-states-{suffix}");
+        let alias = format!("alias/hegemony-state-{suffix}");
+        let endpoint = moto().endpoint.clone();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -84,7 +96,7 @@ impl Deployment {
                 ))
                 .load()
                 .await;
-            aws::schema::create_table(&aws_sdk_dynamodb::Client::new(&config), "hegemony")
+            aws::schema::create_table(&aws_sdk_dynamodb::Client::new(&config), &table)
                 .await
                 .unwrap();
             aws_sdk_s3::Client::from_conf(
@@ -93,7 +105,7 @@ impl Deployment {
                     .build(),
             )
             .create_bucket()
-            .bucket("hegemony-states")
+            .bucket(&bucket)
             .send()
             .await
             .unwrap();
@@ -101,7 +113,7 @@ impl Deployment {
             let key = kms.create_key().send().await.unwrap();
             let arn = key.key_metadata.unwrap().arn.unwrap();
             kms.create_alias()
-                .alias_name("alias/hegemony-state")
+                .alias_name(&alias)
                 .target_key_id(&arn)
                 .send()
                 .await
@@ -109,24 +121,26 @@ impl Deployment {
             arn
         });
         Deployment {
-            moto,
-            table: "hegemony".into(),
-            bucket: "hegemony-states".into(),
+            endpoint,
+            table,
+            bucket,
+            alias,
             key_arn,
         }
     }
 
     /// The environment of a process using this deployment (KMS by alias, as operators set it).
     pub fn env(&self) -> Vec<(String, String)> {
+        let key_backend = format!("kms:{}", self.alias);
         [
-            ("AWS_ENDPOINT_URL", self.moto.endpoint.as_str()),
+            ("AWS_ENDPOINT_URL", self.endpoint.as_str()),
             ("AWS_REGION", "us-east-1"),
             ("AWS_ACCESS_KEY_ID", "testing"),
             ("AWS_SECRET_ACCESS_KEY", "testing"),
             ("HEGEMONY_TF_STATE_STORE", "aws"),
             ("HEGEMONY_TF_STATE_TABLE", &self.table),
             ("HEGEMONY_TF_STATE_BUCKET", &self.bucket),
-            ("HEGEMONY_TF_STATE_KEY_BACKEND", "kms:alias/hegemony-state"),
+            ("HEGEMONY_TF_STATE_KEY_BACKEND", &key_backend),
         ]
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))

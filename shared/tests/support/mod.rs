@@ -1,8 +1,11 @@
-//! What the service-level tests share: a clock they move, an app on either adapter, and
-//! principals. Each test binary uses part of it, so unused items are expected here.
+//! What the service-level and in-process API tests share: a clock they move, an app on
+//! either adapter, principals, a client that drives the HTTP handlers in-process (`api`) and
+//! captured logs (`logs`). Each test binary uses part of it, so unused items are expected here.
 #![allow(dead_code)]
 
+pub mod api;
 pub mod aws;
+pub mod logs;
 
 use std::sync::{Arc, Mutex};
 

@@ -1,0 +1,270 @@
+//! The runs API without Terraform: a run's end and its grace (the clock moved, not waited
+//! for), gone reports, what a step token may not do, and bad input refused with a clear
+//! 4xx. What Terraform does with step tokens stays in the black-box runs suite.
+
+use serde_json::{json, Value};
+use time::Duration;
+
+use crate::support::api::{lock_doc, server_limits, Api};
+use crate::support::Adapter;
+
+/// An app with a run link template, and the platform's, an admin's and an operator's
+/// tokens in org `default`.
+struct Env {
+    api: Api,
+    platform: String,
+    admin: String,
+    alice: String,
+}
+
+impl Env {
+    async fn new(grace: Duration) -> Env {
+        let limits = hegemony_state::service::Limits {
+            run_end_grace: grace,
+            ..server_limits()
+        };
+        let mut api = Api::on(Adapter::Memory, limits);
+        api.fx.app.run_url_template = Some("https://ci.example.com/runs/{run}".into());
+        let platform = api.platform_token().await;
+        let admin = api.token("default", "root", "admin").await;
+        let alice = api.token("default", "alice", "operator").await;
+        Env {
+            api,
+            platform,
+            admin,
+            alice,
+        }
+    }
+
+    /// Mints a step token for state `net`; returns the token.
+    async fn mint(&self, run: &str, step: &str, attempt: u32, kind: &str, hold: bool) -> String {
+        let r = self
+            .api
+            .post_json(
+                &format!("/api/runs/{run}/tf-state-tokens"),
+                &self.platform,
+                &json!({"org": "default", "state": "net", "step": step, "attempt": attempt, "kind": kind, "timeout_seconds": 600, "hold": hold}),
+            )
+            .await;
+        assert_eq!(r.status, 201, "{}", r.text());
+        r.json()["token"].as_str().unwrap().to_owned()
+    }
+
+    async fn lock(&self, token: &str, id: &str) -> u16 {
+        self.api.lock(token, "net", &lock_doc(id)).await.status
+    }
+
+    async fn unlock(&self, token: &str, body: &str) -> u16 {
+        self.api.unlock(token, "net", body).await.status
+    }
+
+    async fn post(&self, path: &str, token: &str, body: Value) -> crate::support::api::Answer {
+        self.api.post_json(path, token, &body).await
+    }
+}
+
+/// A run ends while its step holds a lock: the lock stays live through the grace, then the
+/// next lock takes it over and the audit says "lock expired".
+#[tokio::test]
+async fn a_lock_outlives_its_run_by_the_grace_then_is_taken_over() {
+    let env = Env::new(Duration::seconds(2)).await;
+    let token = env.mint("run-3", "apply", 1, "apply", false).await;
+    assert_eq!(env.lock(&token, "S").await, 200);
+    let holder = env
+        .api
+        .request("POST", "/api/tf-states/net/lock")
+        .bearer(&env.alice)
+        .body(lock_doc("A"))
+        .send()
+        .await
+        .json();
+    assert!(
+        holder["Info"]
+            .as_str()
+            .unwrap()
+            .starts_with("run run-3 step apply attempt 1 since"),
+        "{holder}"
+    );
+    let ended = env
+        .post("/api/runs/run-3/end", &env.platform, json!({}))
+        .await;
+    assert_eq!(ended.status, 200);
+    assert_eq!(
+        env.lock(&env.alice, "A").await,
+        423,
+        "live through the grace"
+    );
+    env.api.fx.advance(Duration::seconds(3));
+    assert_eq!(env.lock(&env.alice, "A").await, 200, "taken over after it");
+    let audit = env
+        .api
+        .json("GET", "/api/audit?action=lock.expired", &env.admin)
+        .await;
+    assert_eq!(audit["entries"].as_array().unwrap().len(), 1);
+    assert_eq!(audit["entries"][0]["detail"]["lock_id"], "S");
+}
+
+/// A step reported gone frees its lock at once; attempt 1's gone report does not free
+/// attempt 2's lock.
+#[tokio::test]
+async fn gone_frees_only_its_own_attempts_lock() {
+    let env = Env::new(Duration::seconds(600)).await;
+    let gone = "/api/runs/run-4/steps/apply/gone";
+    let first = env.mint("run-4", "apply", 1, "apply", false).await;
+    assert_eq!(env.lock(&first, "S1").await, 200);
+    let r = env.post(gone, &env.platform, json!({"attempt": 1})).await;
+    assert_eq!(r.json()["revoked"], 1);
+    let second = env.mint("run-4", "apply", 2, "apply", false).await;
+    assert_eq!(
+        env.lock(&second, "S2").await,
+        200,
+        "attempt 1's lock is free at once"
+    );
+    let again = env.post(gone, &env.platform, json!({"attempt": 1})).await;
+    assert_eq!(again.status, 200);
+    assert_eq!(
+        env.lock(&env.alice, "A").await,
+        423,
+        "attempt 2 still holds it"
+    );
+    assert_eq!(
+        env.lock(&first, "S1b").await,
+        401,
+        "attempt 1's token is revoked"
+    );
+    let r = env.post(gone, &env.platform, json!({})).await;
+    assert_eq!(r.status, 400, "the attempt is required");
+}
+
+/// A step token cannot touch another state or any management route, and never forces;
+/// `force-unlock hold-<run>` ends only the hold.
+#[tokio::test]
+async fn what_a_step_token_may_not_do() {
+    let env = Env::new(Duration::seconds(600)).await;
+    let token = env.mint("run-5", "plan", 1, "plan", true).await;
+    let get = |path: &str| {
+        let call = env.api.request("GET", path).basic(&token);
+        async move { call.send().await.status }
+    };
+    assert_eq!(
+        get("/api/tf-states/net/state").await,
+        404,
+        "its own state: no version yet"
+    );
+    assert_eq!(get("/api/tf-states/other/state").await, 403);
+    let bearer = |path: &str| {
+        let call = env.api.request("GET", path).bearer(&token);
+        async move { call.send().await.status }
+    };
+    assert_eq!(bearer("/api/tf-states").await, 403);
+    assert_eq!(bearer("/api/tf-states/net").await, 403);
+    assert_eq!(bearer("/api/audit").await, 403);
+    assert_eq!(env.lock(&token, "P").await, 200);
+    // The admin ends only the hold; the step's lock stays.
+    assert_eq!(env.unlock(&env.admin, r#"{"ID":"hold-run-5"}"#).await, 200);
+    assert_eq!(
+        env.lock(&env.alice, "A").await,
+        423,
+        "the lock is still the step's"
+    );
+    let state = env.api.listed(&env.admin, "net").await;
+    assert!(state.is_null() || state["hold"].is_null());
+    // Alice takes a lock after the step releases; the step then never forces it.
+    assert_eq!(env.unlock(&token, &lock_doc("P")).await, 200);
+    assert_eq!(env.lock(&env.alice, "A").await, 200);
+    assert_eq!(env.unlock(&token, "").await, 403);
+    assert_eq!(env.unlock(&token, &lock_doc("A")).await, 403);
+    // A personal token cannot call the runs API.
+    let r = env.post("/api/runs/run-5/end", &env.admin, json!({})).await;
+    assert_eq!(r.status, 403);
+}
+
+#[tokio::test]
+async fn the_runs_api_refuses_bad_input_with_a_clear_4xx() {
+    let env = Env::new(Duration::seconds(600)).await;
+    let good = json!({"org": "default", "state": "net", "step": "plan", "attempt": 1, "kind": "plan", "timeout_seconds": 60});
+    let with = |k: &str, v: Value| {
+        let mut b = good.clone();
+        b[k] = v;
+        b
+    };
+    let without = |k: &str| {
+        let mut b = good.clone();
+        b.as_object_mut().unwrap().remove(k);
+        b
+    };
+    let mint = "/api/runs/r/tf-state-tokens";
+    let cases: Vec<(&str, Value, u16, &str)> = vec![
+        (mint, with("kind", json!("destroy")), 400, "plan or apply"),
+        (mint, with("timeout_seconds", json!(0)), 400, "positive"),
+        (mint, with("timeout_seconds", json!(-5)), 400, "positive"),
+        (mint, with("timeout_seconds", json!(1.5)), 400, "positive"),
+        (mint, with("state", json!("../x")), 400, "state name"),
+        (mint, with("step", json!("a b")), 400, "step name"),
+        (mint, with("hold", json!("yes")), 400, "true or false"),
+        (
+            mint,
+            with("kind", json!("apply"))
+                .as_object()
+                .map(|o| {
+                    let mut o = o.clone();
+                    o.insert("hold".into(), json!(true));
+                    Value::Object(o)
+                })
+                .unwrap(),
+            400,
+            "plan step",
+        ),
+        (mint, without("org"), 400, "\"org\" is required"),
+        (mint, with("extra", json!(1)), 400, "unknown field"),
+        (
+            "/api/runs/.r/tf-state-tokens",
+            good.clone(),
+            400,
+            "run name",
+        ),
+        (
+            "/api/runs/r/steps/s/gone",
+            json!({"attempt": 0}),
+            400,
+            "positive",
+        ),
+    ];
+    for (path, body, status, words) in cases {
+        let r = env.post(path, &env.platform, body.clone()).await;
+        assert_eq!(r.status, status, "{path} {body}");
+        let v = r.json();
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(message.contains(words), "{path} {body}: {message}");
+    }
+    // A timeout of any positive size is fine: the token is capped at 24 hours.
+    let big = "/api/runs/big/tf-state-tokens";
+    let r = env
+        .post(
+            big,
+            &env.platform,
+            with("timeout_seconds", json!(10_000_000)),
+        )
+        .await;
+    assert_eq!(r.status, 201);
+    // A run is bound to its org by its first mint.
+    env.api.token("other", "o", "admin").await;
+    let r = env
+        .post(big, &env.platform, with("org", json!("other")))
+        .await;
+    assert_eq!(r.status, 409);
+    // The org's allocation refusing operators refuses the mint with its code.
+    let r = env
+        .api
+        .request("PUT", "/api/org/permissions")
+        .bearer(&env.admin)
+        .body(r#"{"tf_state:write":"admin"}"#)
+        .send()
+        .await;
+    assert_eq!(r.status, 200);
+    let r = env
+        .post("/api/runs/r9/tf-state-tokens", &env.platform, good)
+        .await;
+    assert_eq!(r.status, 403);
+    assert_eq!(r.json()["error"]["code"], "permission_not_allocated");
+}

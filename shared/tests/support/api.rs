@@ -1,0 +1,319 @@
+//! The in-process tier's client: each request is built as the local server builds it (a
+//! `lambda_http::Request` with the route's path parameters, the query and the API Gateway v2
+//! request context) and answered by `http::handle` on a test app, as axum's `oneshot` drives
+//! a router: no socket, no process. What needs the wire (streamed bodies, raw bytes, custom
+//! methods through a real HTTP parser) stays in the black-box suites.
+
+use std::collections::HashMap;
+
+use base64::Engine;
+use hegemony_state::domain::permission::Role;
+use hegemony_state::domain::Actor;
+use hegemony_state::http::{self, find_route, RouteMatch};
+use hegemony_state::service::tokens::{self, NewToken};
+use hegemony_state::service::Limits;
+use lambda_http::aws_lambda_events::apigw::{
+    ApiGatewayV2httpRequestContext, ApiGatewayV2httpRequestContextHttpDescription,
+};
+use lambda_http::aws_lambda_events::query_map::QueryMap;
+use lambda_http::http::header::{HeaderMap, HeaderName, HeaderValue};
+use lambda_http::request::RequestContext;
+use lambda_http::{Body, RequestExt};
+use serde_json::Value;
+use time::Duration;
+
+use super::{fixture, Adapter, Fixture};
+
+/// The local server's limits when nothing is configured: 32 MiB states, 50 versions kept,
+/// a 600 s grace.
+pub fn server_limits() -> Limits {
+    Limits {
+        max_state_bytes: 32 * 1024 * 1024,
+        keep_versions: 50,
+        run_end_grace: Duration::seconds(600),
+        lambda_ceiling: None,
+    }
+}
+
+/// An app on one adapter and a client of it.
+pub struct Api {
+    pub fx: Fixture,
+}
+
+/// An answer: status, headers and the whole body.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+}
+
+/// An error answer: its status, and the `{"error": {"code", "message"}}` it carried (empty
+/// strings when the body is not one, as for a lock conflict's lock document).
+#[derive(Debug)]
+pub struct ErrorBody {
+    pub status: u16,
+    pub code: String,
+    pub message: String,
+}
+
+impl ErrorBody {
+    /// The code and message, after checking the status.
+    pub fn expect(self, status: u16) -> (String, String) {
+        assert_eq!(self.status, status, "unexpected status: {self:?}");
+        (self.code, self.message)
+    }
+}
+
+impl Answer {
+    pub fn text(&self) -> String {
+        String::from_utf8(self.body.clone()).expect("a text body")
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).expect("a JSON body")
+    }
+
+    /// The answer read as an error.
+    pub fn error(&self) -> ErrorBody {
+        let v: Value = serde_json::from_slice(&self.body).unwrap_or(Value::Null);
+        ErrorBody {
+            status: self.status,
+            code: v["error"]["code"].as_str().unwrap_or("").to_owned(),
+            message: v["error"]["message"].as_str().unwrap_or("").to_owned(),
+        }
+    }
+
+    /// A header's value as text.
+    pub fn header(&self, name: &str) -> &str {
+        self.headers[name].to_str().unwrap()
+    }
+}
+
+/// One request being built.
+pub struct Call<'a> {
+    api: &'a Api,
+    method: String,
+    path: String,
+    headers: HeaderMap,
+    body: Vec<u8>,
+}
+
+impl Call<'_> {
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.insert(
+            HeaderName::from_bytes(name.as_bytes()).unwrap(),
+            HeaderValue::from_str(value).unwrap(),
+        );
+        self
+    }
+
+    pub fn bearer(self, token: &str) -> Self {
+        self.header("authorization", &format!("Bearer {token}"))
+    }
+
+    /// Basic credentials as Terraform sends them: any username, the token as password.
+    pub fn basic(self, token: &str) -> Self {
+        let pair = base64::engine::general_purpose::STANDARD.encode(format!("u:{token}"));
+        self.header("authorization", &format!("Basic {pair}"))
+    }
+
+    pub fn body(mut self, body: impl Into<Vec<u8>>) -> Self {
+        self.body = body.into();
+        self
+    }
+
+    pub fn json(self, body: &Value) -> Self {
+        self.header("content-type", "application/json")
+            .body(body.to_string())
+    }
+
+    /// Matches the route and answers as the local server does, without its socket.
+    pub async fn send(self) -> Answer {
+        let uri: lambda_http::http::Uri = self.path.parse().unwrap();
+        let response = match find_route(&self.method, uri.path()) {
+            RouteMatch::Found { route, params } => {
+                let query: QueryMap = uri.query().unwrap_or("").parse().unwrap_or_default();
+                let params: HashMap<String, String> = params
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect();
+                let mut context = ApiGatewayV2httpRequestContext::default();
+                context.route_key = Some(format!("{} {}", route.method, route.path));
+                context.stage = Some("$default".into());
+                let mut description = ApiGatewayV2httpRequestContextHttpDescription::default();
+                description.method = self.method.parse().unwrap();
+                description.path = Some(uri.path().to_owned());
+                description.protocol = Some("HTTP/1.1".into());
+                context.http = description;
+                let mut request = lambda_http::http::Request::new(if self.body.is_empty() {
+                    Body::Empty
+                } else {
+                    Body::Binary(self.body)
+                });
+                *request.method_mut() = self.method.parse().unwrap();
+                *request.uri_mut() = uri;
+                *request.headers_mut() = self.headers;
+                let request = request
+                    .with_path_parameters(params)
+                    .with_query_string_parameters(query)
+                    .with_request_context(RequestContext::ApiGatewayV2(context));
+                http::handle(&self.api.fx.app, route, request).await
+            }
+            other => http::no_route(&other),
+        };
+        let (parts, body) = response.into_parts();
+        Answer {
+            status: parts.status.as_u16(),
+            headers: parts.headers,
+            body: body.as_ref().to_vec(),
+        }
+    }
+}
+
+impl Api {
+    /// On the memory adapter, with the local server's default limits.
+    pub fn new() -> Api {
+        Api::on(Adapter::Memory, server_limits())
+    }
+
+    pub fn on(adapter: Adapter, limits: Limits) -> Api {
+        Api {
+            fx: fixture(adapter, limits),
+        }
+    }
+
+    pub fn request(&self, method: &str, path: &str) -> Call<'_> {
+        Call {
+            api: self,
+            method: method.to_owned(),
+            path: path.to_owned(),
+            headers: HeaderMap::new(),
+            body: Vec::new(),
+        }
+    }
+
+    /// A personal token, made as `hegemony-state token create` makes it.
+    pub async fn token(&self, org: &str, user: &str, role: &str) -> String {
+        let role: Role = role.parse().unwrap();
+        let new = NewToken::Personal { org, user, role };
+        self.create(new).await
+    }
+
+    /// A platform token, made as `hegemony-state token create --platform` makes it.
+    pub async fn platform_token(&self) -> String {
+        self.create(NewToken::Platform).await
+    }
+
+    async fn create(&self, new: NewToken<'_>) -> String {
+        let now = self.fx.app.clock.now();
+        let (token, _) = tokens::create(self.fx.app.catalog.as_ref(), new, &Actor::Cli, now)
+            .await
+            .unwrap();
+        token
+    }
+
+    /// Revokes `user`'s token, as `hegemony-state token revoke` does with its id.
+    pub async fn revoke(&self, user: &str) {
+        let catalog = self.fx.app.catalog.as_ref();
+        let listed = tokens::list(catalog).await.unwrap();
+        let id = &listed.iter().find(|t| t.user == user).unwrap().id;
+        let now = self.fx.app.clock.now();
+        tokens::revoke(catalog, id, &Actor::Cli, now).await.unwrap();
+    }
+
+    pub async fn get_state(&self, token: &str, name: &str) -> Answer {
+        self.request("GET", &format!("/api/tf-states/{name}/state"))
+            .basic(token)
+            .send()
+            .await
+    }
+
+    /// A save, with `?ID=` when `id` is given.
+    pub async fn post_state(
+        &self,
+        token: &str,
+        name: &str,
+        id: Option<&str>,
+        body: impl Into<Vec<u8>>,
+    ) -> Answer {
+        let query = id.map(|id| format!("?ID={id}")).unwrap_or_default();
+        self.request("POST", &format!("/api/tf-states/{name}/state{query}"))
+            .basic(token)
+            .body(body)
+            .send()
+            .await
+    }
+
+    pub async fn lock(&self, token: &str, name: &str, body: &str) -> Answer {
+        self.request("POST", &format!("/api/tf-states/{name}/lock"))
+            .basic(token)
+            .body(body)
+            .send()
+            .await
+    }
+
+    pub async fn unlock(&self, token: &str, name: &str, body: &str) -> Answer {
+        self.request("DELETE", &format!("/api/tf-states/{name}/lock"))
+            .basic(token)
+            .body(body)
+            .send()
+            .await
+    }
+
+    /// A management call with Bearer `token` that must succeed; its JSON body.
+    pub async fn json(&self, method: &str, path: &str, token: &str) -> Value {
+        let r = self.request(method, path).bearer(token).send().await;
+        assert!(
+            (200..300).contains(&r.status),
+            "{method} {path}: {}",
+            r.status
+        );
+        r.json()
+    }
+
+    /// A POST of `body` as JSON with Bearer `token` (the runs API).
+    pub async fn post_json(&self, path: &str, token: &str, body: &Value) -> Answer {
+        self.request("POST", path)
+            .bearer(token)
+            .json(body)
+            .send()
+            .await
+    }
+
+    /// The list as `token` sees it, after checking it is a 200.
+    pub async fn list(&self, token: &str) -> Value {
+        let r = self
+            .request("GET", "/api/tf-states?limit=1000")
+            .bearer(token)
+            .send()
+            .await;
+        assert_eq!(r.status, 200, "the list: {}", r.text());
+        r.json()
+    }
+
+    /// The list's item for `state` as `token` sees it (`Null` when it is not listed).
+    pub async fn listed(&self, token: &str, state: &str) -> Value {
+        self.list(token).await["states"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == state)
+            .cloned()
+            .unwrap_or(Value::Null)
+    }
+}
+
+/// A lock document as Terraform 1.11 sends it.
+pub fn lock_doc(id: &str) -> String {
+    format!(
+        r#"{{"ID":"{id}","Operation":"OperationTypeApply","Info":"","Who":"tester@host","Version":"1.11.4","Created":"2026-11-30T01:07:12.730574508Z","Path":""}}"#
+    )
+}
+
+/// A minimal Terraform state document.
+pub fn state_doc(serial: u64, lineage: &str, value: &str) -> String {
+    format!(
+        "{{\n  \"version\": 4,\n  \"terraform_version\": \"1.11.4\",\n  \"serial\": {serial},\n  \"lineage\": \"{lineage}\",\n  \"outputs\": {{\n    \"v\": {{\"value\": \"{value}\", \"type\": \"string\"}}\n  }},\n  \"resources\": [],\n  \"check_results\": null\n}}\n"
+    )
+}
