@@ -207,6 +207,18 @@ mod cases {
             .await
             .unwrap()
             .is_none());
+        // A number past what a store keeps (SQLite's integers stop at 2^63-1) names no
+        // version: not a fault a client would retry.
+        for n in [i64::MAX as u64 + 1, u64::MAX] {
+            assert!(
+                f.catalog
+                    .version("acme", "net", "inc", n)
+                    .await
+                    .unwrap()
+                    .is_none(),
+                "version {n}"
+            );
+        }
         let mut replaced = version(2, "b3");
         replaced.serial = Some(9);
         f.catalog

@@ -537,3 +537,69 @@ async fn the_openapi_document_is_served_without_credentials() {
     assert_eq!(doc["openapi"], "3.1.0");
     assert!(doc["paths"]["/api/tf-states/{name}/rollback"]["post"].is_object());
 }
+
+/// Numbers no store can hold name no version: a clear 404, never a retried 503, on the local
+/// store too, whose integers stop at 2^63-1.
+#[tokio::test]
+async fn versions_past_what_a_store_holds_are_not_found() {
+    let api = Api::on(Adapter::Local, server_limits());
+    let (_, operator) = org(&api).await;
+    write(&api, &operator, "net", 1, "one").await;
+    for n in ["9223372036854775808", "18446744073709551615"] {
+        let download = api
+            .request("GET", &format!("/api/tf-states/net/versions/{n}/content"))
+            .bearer(&operator)
+            .send()
+            .await
+            .error();
+        assert_eq!(
+            (download.status, download.code.as_str()),
+            (404, "not_found")
+        );
+        let rollback = api
+            .request("POST", "/api/tf-states/net/rollback")
+            .bearer(&operator)
+            .body(format!(r#"{{"version":{n}}}"#))
+            .send()
+            .await
+            .error();
+        assert_eq!(
+            (rollback.status, rollback.code.as_str()),
+            (404, "not_found")
+        );
+    }
+}
+
+/// A rollback raises the serial; at the largest one there is nothing above, and wrapping to
+/// 0 would let every stale write in over it.
+#[tokio::test]
+async fn a_rollback_at_the_largest_serial_is_refused_in_words() {
+    let api = Api::new();
+    let (_, operator) = org(&api).await;
+    write(&api, &operator, "net", 1, "one").await;
+    write(&api, &operator, "net", u64::MAX, "two").await;
+    let refused = api
+        .request("POST", "/api/tf-states/net/rollback")
+        .bearer(&operator)
+        .body(r#"{"version":1}"#)
+        .send()
+        .await
+        .error();
+    assert_eq!(
+        (refused.status, refused.code.as_str()),
+        (409, "serial_exhausted")
+    );
+    assert!(
+        refused.message.contains("18446744073709551615"),
+        "{}",
+        refused.message
+    );
+    let versions = api
+        .json("GET", "/api/tf-states/net/versions", &operator)
+        .await;
+    assert_eq!(
+        versions["versions"].as_array().unwrap().len(),
+        2,
+        "nothing made"
+    );
+}

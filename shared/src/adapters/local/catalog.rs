@@ -204,6 +204,11 @@ impl StateCatalog for SqliteCatalog {
         incarnation: &str,
         version: u64,
     ) -> Result<Option<VersionRecord>, StoreError> {
+        // Versions are stored as SQLite integers, which stop at 2^63-1: a larger number
+        // (only a request can carry one) names no version.
+        let Ok(version) = i64::try_from(version) else {
+            return Ok(None);
+        };
         let key = (org.to_owned(), name.to_owned(), incarnation.to_owned());
         self.with(move |conn| {
             let text: Option<String> = conn

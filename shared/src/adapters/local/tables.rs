@@ -40,8 +40,25 @@ CREATE TABLE IF NOT EXISTS orgs (org TEXT PRIMARY KEY, record TEXT NOT NULL);
 PRAGMA user_version = 1;
 ";
 
+/// A catalog fault: transient (clients retry a 503) only when it can pass, as a busy
+/// database, a full disk or an I/O error can; anything else is a fault of the stored data or
+/// of ours, which a retry would only repeat.
 pub(super) fn sql_error(e: rusqlite::Error) -> StoreError {
-    StoreError::Unavailable(format!("catalog: {e}"))
+    use rusqlite::ErrorCode::*;
+    match e.sqlite_error_code() {
+        Some(
+            DatabaseBusy
+            | DatabaseLocked
+            | SystemIoFailure
+            | DiskFull
+            | CannotOpen
+            | ReadOnly
+            | OutOfMemory
+            | FileLockingProtocolFailed
+            | OperationInterrupted,
+        ) => StoreError::Unavailable(format!("catalog: {e}")),
+        _ => StoreError::Corrupt(format!("catalog: {e}")),
+    }
 }
 
 /// Times the sweeper compares are stored as whole Unix seconds: RFC 3339 text with varying
