@@ -571,6 +571,43 @@ every_adapter!(
     marks_drop_versions_and_blobs_are_found_by_age,
 );
 
+/// The folder holds state names, sizes and the audit log in the clear: a new one, its
+/// catalog (with SQLite's journal files) and its blobs are the owner's alone.
+#[tokio::test]
+async fn a_new_local_store_is_readable_by_its_owner_only() {
+    use hegemony_state::ports::{BlobStore, StateCatalog};
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("data");
+    let (catalog, blobs) = local::open(&dir).unwrap();
+    let record = StateRecord::fresh("acme", "net", "inc", NOW);
+    catalog
+        .commit(commit(&record, 0, vec![version(1, "b1")]))
+        .await
+        .unwrap();
+    blobs.put("orgs/acme/b1", b"sealed".to_vec()).await.unwrap();
+    assert_eq!(mode(&dir), 0o700, "the data folder");
+    for entry in walk(&dir) {
+        let expected = if entry.is_dir() { 0o700 } else { 0o600 };
+        assert_eq!(mode(&entry), expected, "{}", entry.display());
+    }
+    assert!(walk(&dir).iter().any(|p| p.ends_with("catalog.sqlite-wal")));
+}
+
+/// Every file and folder under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            found.extend(walk(&path));
+        }
+        found.push(path);
+    }
+    found
+}
+
 /// Two connections on one folder, as `serve` and `token create` are two processes: a commit
 /// through one is seen by the other at once, and their compare-and-swaps exclude each other.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

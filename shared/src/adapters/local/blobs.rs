@@ -3,7 +3,7 @@
 //! fsyncs the folder, so once `put` returns the blob survives a power cut, and a crash
 //! mid-write leaves only a temporary file, never a torn blob.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -21,7 +21,7 @@ impl FileBlobs {
     /// # Errors
     /// A message naming the folder when it cannot be created.
     pub fn open(dir: &Path) -> Result<Self, String> {
-        fs::create_dir_all(dir)
+        super::disk::private_dir(dir)
             .map_err(|e| format!("cannot create the blob folder {}: {e}", dir.display()))?;
         Ok(Self {
             dir: dir.to_owned(),
@@ -50,8 +50,7 @@ fn write_durably(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), StoreError
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
-    let mut file = OpenOptions::new()
-        .write(true)
+    let mut file = super::disk::private_file()
         .create(true)
         .truncate(true)
         .open(&tmp)
@@ -60,9 +59,7 @@ fn write_durably(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), StoreError
         .and_then(|()| file.sync_all())
         .map_err(|e| unavailable("writing a blob file", e))?;
     fs::rename(&tmp, path).map_err(|e| unavailable("renaming a blob file", e))?;
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| unavailable("syncing the blob folder", e))
+    super::disk::sync_dir(dir).map_err(|e| unavailable("syncing the blob folder", e))
 }
 
 async fn blocking<T: Send + 'static>(

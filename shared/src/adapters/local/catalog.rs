@@ -32,6 +32,8 @@ impl SqliteCatalog {
     /// A message naming the file when it cannot be opened or set up.
     pub fn open(path: &Path) -> Result<Self, String> {
         let fail = |e: rusqlite::Error| format!("cannot open the catalog {}: {e}", path.display());
+        super::disk::touch_private(path)
+            .map_err(|e| format!("cannot create the catalog {}: {e}", path.display()))?;
         let mut conn = Connection::open(path).map_err(fail)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
         // WAL lets readers proceed during a write; FULL makes every commit durable.

@@ -3,9 +3,8 @@
 //! nothing yet. A folder that already has a catalog never gets a new key silently: its
 //! versions were sealed under the old one.
 
-use std::fs::OpenOptions;
 use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use super::exists;
@@ -63,16 +62,17 @@ pub fn read_or_create(path: &Path, data_dir: &Path) -> Result<PlatformKey, Strin
 /// folder cannot both create it).
 fn create(path: &Path) -> Result<PlatformKey, String> {
     let key = PlatformKey::generate();
-    let mut file = OpenOptions::new()
-        .write(true)
+    let mut file = super::disk::private_file()
         .create_new(true)
-        .mode(0o600)
         .open(path)
         .map_err(|e| format!("cannot create the key file {}: {e}", path.display()))?;
     let written = file
         .write_all(key.to_base64().as_bytes())
         .and_then(|()| file.write_all(b"\n"))
-        .and_then(|()| file.sync_all());
+        .and_then(|()| file.sync_all())
+        // The key's directory entry too: without it a power cut could lose the new file,
+        // and with it every state sealed under the key.
+        .and_then(|()| super::disk::sync_dir(super::disk::folder_of(path)));
     written.map_err(|e| e.to_string())?;
     tracing::warn!(
         key_file = %path.display(),

@@ -5,11 +5,12 @@
 //! (WAL, `synchronous=FULL`). The catalog is split by port as the AWS store's is: `catalog`
 //! (states, versions, audit), `access` (tokens, orgs, runs), `sweep`, and `tables` (the
 //! schema and row codecs); `key_file` keeps the platform key beside the folder when none is
-//! configured.
+//! configured; `disk` makes its folders and files private and their entries durable.
 
 mod access;
 mod blobs;
 mod catalog;
+mod disk;
 pub mod key_file;
 mod sweep;
 mod tables;
@@ -29,7 +30,7 @@ pub const BLOB_DIR: &str = "blobs";
 /// # Errors
 /// A message naming the folder or file that could not be created or opened.
 pub fn open(data_dir: &Path) -> Result<(SqliteCatalog, FileBlobs), String> {
-    std::fs::create_dir_all(data_dir)
+    disk::private_dir(data_dir)
         .map_err(|e| format!("cannot create the data folder {}: {e}", data_dir.display()))?;
     let catalog = SqliteCatalog::open(&data_dir.join(CATALOG_FILE))?;
     let blobs = FileBlobs::open(&data_dir.join(BLOB_DIR))?;
