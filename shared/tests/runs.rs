@@ -379,6 +379,19 @@ mod cases {
             mint(&f.app, "r1", &request("other", false, StepKind::Plan)).await,
             Err(Error::Refused(Refusal::RunOrgMismatch { .. }))
         ));
+        assert!(
+            f.app.catalog.org("other").await.unwrap().is_none(),
+            "a refused mint creates no org"
+        );
+        end(&f.app, "ended", None).await.unwrap();
+        assert!(matches!(
+            mint(&f.app, "ended", &request("third", false, StepKind::Plan)).await,
+            Err(Error::Refused(Refusal::RunEnded { .. }))
+        ));
+        assert!(
+            f.app.catalog.org("third").await.unwrap().is_none(),
+            "a mint for an ended run creates no org"
+        );
         assert!(matches!(
             mint(&f.app, "r2", &request("acme", true, StepKind::Apply)).await,
             Err(Error::Refused(Refusal::InvalidRequest { .. }))

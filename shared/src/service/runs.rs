@@ -54,14 +54,7 @@ pub async fn mint(
     }
     app.keys()?;
     let now = app.clock.now();
-    // An org is created by its first token or mint.
-    app.catalog
-        .create_org(&OrgRecord {
-            org: request.org.clone(),
-            allocation: Allocation::default(),
-            created_at: now,
-        })
-        .await?;
+    // An org not created yet has the default allocation, which lets steps in.
     let allocation = app.allocation(&request.org).await?;
     for permission in [Permission::Read, Permission::Write] {
         if !allocation.allows(Role::Operator, permission) {
@@ -97,6 +90,15 @@ pub async fn mint(
         }
         .into());
     }
+    // An org is created by its first token or mint: only once nothing refuses the mint, so
+    // a refused one leaves no org behind.
+    app.catalog
+        .create_org(&OrgRecord {
+            org: request.org.clone(),
+            allocation: Allocation::default(),
+            created_at: now,
+        })
+        .await?;
     // Any positive timeout is accepted; past the cap it changes nothing, so clamp it before
     // adding the margin, which cannot then overflow whatever number the request carried.
     let cap = MAX_TOKEN_LIFETIME.whole_seconds().unsigned_abs();
