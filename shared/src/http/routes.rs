@@ -174,6 +174,7 @@ pub static ROUTES: &[Route] = &[
     route("DELETE", "/api/tf-states/{name}/lock",                       "lock",        Lock,   RECORDS,      Backend(&lock::unlock)),
     local("UNLOCK", "/api/tf-states/{name}/lock",                       "lock",        Lock,   RECORDS,      Backend(&lock::unlock)),
     route("GET",    "/api/tf-states",                                   "list",        OneMib, LOOKUP,       Bearer(&list::list)),
+    route("GET",    "/api/tf-states/",                                  "list",        OneMib, LOOKUP,       Bearer(&list::list)),
     route("GET",    "/api/tf-states/{name}",                            "list",        OneMib, LOOKUP,       Bearer(&list::show)),
     route("GET",    "/api/tf-states/{name}/versions",                   "versions",    OneMib, LOOKUP,       Bearer(&list::versions)),
     route("GET",    "/api/tf-states/{name}/versions/{version}/content", "download",    OneMib, OPEN_AUDITED, Bearer(&manage::download)),
@@ -206,14 +207,10 @@ pub enum RouteMatch<'a> {
 }
 
 /// Matches a method and raw path (percent-encoding left as is: a `%` in a name is refused
-/// by the name check, so an encoded slash can never become a path). `/api/tf-states/` is
-/// answered like `/api/tf-states`, never redirected.
+/// by the name check, so an encoded slash can never become a path). A trailing slash is
+/// part of the path, as it is to API Gateway: `/api/tf-states/` has a row of its own, so the
+/// template routes it too and it is answered, never redirected.
 pub fn find_route<'a>(method: &str, path: &'a str) -> RouteMatch<'a> {
-    let path = if path.len() > 1 {
-        path.strip_suffix('/').unwrap_or(path)
-    } else {
-        path
-    };
     let mut allowed = Vec::new();
     for route in ROUTES {
         let Some(params) = match_path(route.path, path) else {
