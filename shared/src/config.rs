@@ -39,11 +39,35 @@ pub struct Config {
     pub run_end_grace_seconds: u64,
     /// `HEGEMONY_RUN_URL_TEMPLATE`: a run's link, `{run}` replaced by its id.
     pub run_url_template: Option<String>,
+    /// `HEGEMONY_PUBLIC_URL`: the API's public base, without a trailing slash.
+    pub public_url: Option<String>,
     pub key: KeySetting,
     /// `HEGEMONY_TF_STATE_TABLE`: the DynamoDB table of the AWS store.
     pub table: Option<String>,
     /// `HEGEMONY_TF_STATE_BUCKET`: the S3 bucket of the AWS store.
     pub bucket: Option<String>,
+}
+
+/// `HEGEMONY_PUBLIC_URL` checked: an absolute http(s) URL with a host, no query, fragment or
+/// white space, returned without its trailing slashes so paths append to it.
+fn public_url(value: &str) -> Result<String, ConfigError> {
+    let refuse = |why: &str| {
+        ConfigError {
+        variable: "HEGEMONY_PUBLIC_URL",
+        message: format!("{value:?} {why}: give the API's base as clients reach it, e.g. https://state.example.com or https://example.com/state"),
+    }
+    };
+    let rest = value
+        .strip_prefix("https://")
+        .or_else(|| value.strip_prefix("http://"))
+        .ok_or_else(|| refuse("is not an http:// or https:// URL"))?;
+    if rest.split('/').next().unwrap_or_default().is_empty() {
+        return Err(refuse("has no host"));
+    }
+    if value.contains(['?', '#']) || value.chars().any(char::is_whitespace) {
+        return Err(refuse("has a query, a fragment or white space"));
+    }
+    Ok(value.trim_end_matches('/').to_owned())
 }
 
 /// A setting that does not parse, with the variable's name and what it allows.
@@ -147,11 +171,16 @@ impl Config {
                 });
             }
         }
+        let public_url = env("HEGEMONY_PUBLIC_URL")
+            .filter(|v| !v.trim().is_empty())
+            .map(|v| public_url(&v))
+            .transpose()?;
         Ok(Self {
             max_state_bytes,
             keep_versions,
             run_end_grace_seconds,
             run_url_template,
+            public_url,
             key,
             table: name("HEGEMONY_TF_STATE_TABLE"),
             bucket: name("HEGEMONY_TF_STATE_BUCKET"),
@@ -262,5 +291,30 @@ mod tests {
         assert!(config(&[("HEGEMONY_TF_STATE_KEY_BACKEND", "none")]).is_ok());
         let err = config(&[("HEGEMONY_TF_STATE_KEY_BACKEND", "vault")]).unwrap_err();
         assert!(err.message.contains("kms:"));
+    }
+
+    #[test]
+    fn the_public_url_is_an_http_base_without_its_trailing_slash() {
+        for (given, kept) in [
+            ("https://state.example.com/", "https://state.example.com"),
+            (
+                "http://10.0.0.5:8080/prefix/",
+                "http://10.0.0.5:8080/prefix",
+            ),
+        ] {
+            let c = config(&[("HEGEMONY_PUBLIC_URL", given)]).unwrap();
+            assert_eq!(c.public_url.as_deref(), Some(kept));
+        }
+        assert_eq!(config(&[]).unwrap().public_url, None);
+        for bad in [
+            "state.example.com",
+            "ftp://x",
+            "https://",
+            "https://x/?a=1",
+            "https://x/#f",
+        ] {
+            let e = config(&[("HEGEMONY_PUBLIC_URL", bad)]).unwrap_err();
+            assert_eq!(e.variable, "HEGEMONY_PUBLIC_URL", "{bad}");
+        }
     }
 }

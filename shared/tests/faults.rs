@@ -200,7 +200,7 @@ async fn a_save_while_kms_is_down_writes_nothing() {
         ))),
         clock: Arc::new(SystemClock),
         limits: limits(5),
-        run_url_template: None,
+        links: Default::default(),
     };
     let alice = user("alice", Role::Operator);
     let body = br#"{"version":4,"serial":1,"lineage":"l","resources":[]}"#.to_vec();
@@ -246,7 +246,7 @@ async fn a_version_stays_readable_after_the_key_setting_changes() {
         keys: Some(Arc::new(keys)),
         clock: Arc::new(SystemClock),
         limits: limits(5),
-        run_url_template: None,
+        links: Default::default(),
     };
     let alice = user("alice", Role::Operator);
     let one = br#"{"version":4,"serial":1,"lineage":"l","resources":[]}"#.to_vec();

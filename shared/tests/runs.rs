@@ -417,7 +417,7 @@ mod cases {
             blobs: f.app.blobs.clone(),
             clock: f.app.clock.clone(),
             limits: f.app.limits,
-            run_url_template: None,
+            links: Default::default(),
         };
         assert!(matches!(
             mint(&no_key, "r4", &request("acme", false, StepKind::Plan)).await,

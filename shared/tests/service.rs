@@ -25,7 +25,7 @@ fn app_with(store: Arc<MemoryStore>, key: Option<PlatformKey>) -> App {
             run_end_grace: time::Duration::minutes(10),
             lambda_ceiling: None,
         },
-        run_url_template: None,
+        links: Default::default(),
     }
 }
 

@@ -158,7 +158,7 @@ mod tests {
                 run_end_grace: time::Duration::seconds(600),
                 lambda_ceiling: None,
             }),
-            run_url_template: None,
+            links: Default::default(),
         }
     }
 

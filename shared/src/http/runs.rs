@@ -11,6 +11,7 @@ use super::response::json_response;
 use crate::domain::actor::StepKind;
 use crate::domain::rfc3339;
 use crate::service::runs::{self, MintRequest};
+use crate::service::App;
 
 fn invalid(reason: impl Into<String>) -> HttpError {
     HttpError::InvalidRequest(reason.into())
@@ -50,9 +51,13 @@ fn positive(map: &serde_json::Map<String, Value>, field: &str) -> Result<u64, Ht
         })
 }
 
-/// The public base of this API as the caller reached it, for the backend settings a step
-/// gets (API Gateway and proxies say the scheme in `X-Forwarded-Proto`).
-fn base_url(req: &Request) -> String {
+/// The public base of this API, for the backend settings a step gets: the configured one,
+/// or else as the caller reached it (API Gateway and proxies say the scheme in
+/// `X-Forwarded-Proto`).
+fn base_url(app: &App, req: &Request) -> String {
+    if let Some(public) = &app.links.public_url {
+        return public.clone();
+    }
     let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
     let scheme = header("x-forwarded-proto").unwrap_or("http");
     let host = header(header::HOST.as_str()).unwrap_or("localhost");
@@ -97,7 +102,7 @@ pub async fn mint(call: Call<'_>) -> Answer {
         hold,
     };
     let (token, record) = runs::mint(app, run, &request).await?;
-    let base = format!("{}/api/tf-states/{}", base_url(req), request.state);
+    let base = format!("{}/api/tf-states/{}", base_url(app, req), request.state);
     Ok(json_response(
         StatusCode::CREATED,
         &json!({

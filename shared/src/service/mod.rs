@@ -57,8 +57,20 @@ pub struct App {
     pub keys: Option<Arc<dyn KeyService>>,
     pub clock: Arc<dyn Clock>,
     pub limits: Limits,
+    /// Where the links the service hands out point.
+    pub links: Links,
+}
+
+/// Where the links the service hands out point, from the settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Links {
     /// `HEGEMONY_RUN_URL_TEMPLATE`, e.g. `https://ci.example.com/runs/{run}`.
     pub run_url_template: Option<String>,
+    /// `HEGEMONY_PUBLIC_URL`, e.g. `https://state.example.com/prefix` (no trailing slash):
+    /// the API's base as clients reach it, for the backend addresses a mint hands out. When
+    /// unset they come from the request's `Host` and `X-Forwarded-Proto`, which a proxy with
+    /// a path prefix or a rewritten Host makes wrong.
+    pub public_url: Option<String>,
 }
 
 /// Why a use case did not succeed.
@@ -109,7 +121,8 @@ impl From<KeyError> for Error {
 impl App {
     /// The link to a run, when a template is configured.
     pub fn run_url(&self, run: &str) -> Option<String> {
-        self.run_url_template
+        self.links
+            .run_url_template
             .as_ref()
             .map(|t| t.replace("{run}", run))
     }

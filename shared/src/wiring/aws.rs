@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use aws_config::SdkConfig;
 
-use super::{assemble, limits, warn_at_start, FrontDoor};
+use super::{assemble, limits, links, warn_at_start, FrontDoor};
 use crate::adapters::aws::{store, AwsSettings, KmsKeys};
 use crate::config::{Config, ConfigError, KeySetting};
 use crate::ports::KeyService;
@@ -36,7 +36,7 @@ pub fn settings(config: &Config) -> Result<AwsSettings, ConfigError> {
 pub fn app(config: Config, sdk: &SdkConfig, door: FrontDoor) -> Result<App, ConfigError> {
     warn_at_start(&config, matches!(config.key, KeySetting::Unset));
     let settings = settings(&config)?;
-    let limits = limits(&config, door);
+    let (limits, links) = (limits(&config, door), links(&config));
     let (catalog, blobs) = store(sdk, &settings);
     let keys: Option<Arc<dyn KeyService>> = match config.key {
         KeySetting::Kms { key, platform } => Some(Arc::new(KmsKeys::new(
@@ -48,13 +48,7 @@ pub fn app(config: Config, sdk: &SdkConfig, door: FrontDoor) -> Result<App, Conf
         // Every route then says why managed state is unavailable.
         KeySetting::Unset => None,
     };
-    Ok(assemble(
-        catalog,
-        blobs,
-        keys,
-        limits,
-        config.run_url_template,
-    ))
+    Ok(assemble(catalog, blobs, keys, limits, links))
 }
 
 /// The sweeper's app on the AWS store: no key, so no KMS client.
@@ -70,6 +64,6 @@ pub fn sweeper(config: Config, sdk: &SdkConfig) -> Result<App, ConfigError> {
         None,
         // A sweeper answers no requests, so no front door's clamp applies.
         limits(&config, FrontDoor::Container),
-        config.run_url_template,
+        links(&config),
     ))
 }

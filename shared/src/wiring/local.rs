@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{assemble, limits, warn_at_start, FrontDoor};
+use super::{assemble, limits, links, warn_at_start, FrontDoor};
 use crate::adapters::local;
 use crate::config::{Config, KeySetting};
 use crate::service::App;
@@ -19,7 +19,7 @@ use crate::service::App;
 /// opened; each message names what to fix.
 pub fn app(config: Config, data_dir: &Path, key_file: Option<&Path>) -> Result<App, String> {
     warn_at_start(&config, false);
-    let limits = limits(&config, FrontDoor::Container);
+    let (limits, links) = (limits(&config, FrontDoor::Container), links(&config));
     let key = match config.key {
         KeySetting::Platform(key) => key,
         KeySetting::Kms { .. } => return Err(
@@ -39,13 +39,7 @@ pub fn app(config: Config, data_dir: &Path, key_file: Option<&Path>) -> Result<A
         "local store"
     );
     let (catalog, blobs) = local::open(data_dir)?;
-    Ok(assemble(
-        catalog,
-        blobs,
-        Some(Arc::new(key)),
-        limits,
-        config.run_url_template,
-    ))
+    Ok(assemble(catalog, blobs, Some(Arc::new(key)), limits, links))
 }
 
 /// The sweeper's app on the local store in `data_dir`: no key, and no store created.
@@ -63,6 +57,6 @@ pub fn sweeper(config: Config, data_dir: &Path) -> Result<App, String> {
         None,
         // A sweeper answers no requests, so no front door's clamp applies.
         limits(&config, FrontDoor::Container),
-        config.run_url_template,
+        links(&config),
     ))
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use crate::config::Config;
 use crate::http::lambda::{MAX_STATE_BYTES, PAYLOAD_CEILING};
 use crate::ports::{BlobStore, Catalog, KeyService};
-use crate::service::{App, Limits, SystemClock};
+use crate::service::{App, Limits, Links, SystemClock};
 
 #[cfg(feature = "aws")]
 pub mod aws;
@@ -64,6 +64,15 @@ fn warn_at_start(config: &Config, keyless: bool) {
     }
 }
 
+/// Where the links the app hands out point, from the settings.
+#[cfg_attr(not(any(feature = "local", feature = "aws")), allow(dead_code))]
+fn links(config: &Config) -> Links {
+    Links {
+        run_url_template: config.run_url_template.clone(),
+        public_url: config.public_url.clone(),
+    }
+}
+
 /// The one place an `App` is assembled; every deployment reads the system clock.
 #[cfg_attr(not(any(feature = "local", feature = "aws")), allow(dead_code))]
 fn assemble(
@@ -71,7 +80,7 @@ fn assemble(
     blobs: impl BlobStore + 'static,
     keys: Option<Arc<dyn KeyService>>,
     limits: Limits,
-    run_url_template: Option<String>,
+    links: Links,
 ) -> App {
     App {
         catalog: Arc::new(catalog),
@@ -79,7 +88,7 @@ fn assemble(
         keys,
         clock: Arc::new(SystemClock),
         limits,
-        run_url_template,
+        links,
     }
 }
 

@@ -24,7 +24,7 @@ impl Env {
             ..server_limits()
         };
         let mut api = Api::on(Adapter::Memory, limits);
-        api.fx.app.run_url_template = Some("https://ci.example.com/runs/{run}".into());
+        api.fx.app.links.run_url_template = Some("https://ci.example.com/runs/{run}".into());
         let platform = api.platform_token().await;
         let admin = api.token("default", "root", "admin").await;
         let alice = api.token("default", "alice", "operator").await;
@@ -267,4 +267,42 @@ async fn the_runs_api_refuses_bad_input_with_a_clear_4xx() {
         .await;
     assert_eq!(r.status, 403);
     assert_eq!(r.json()["error"]["code"], "permission_not_allocated");
+}
+
+/// Behind a proxy that adds a path prefix or rewrites Host, the request cannot tell the
+/// public address; the setting can, and the backend a mint hands out then uses it.
+#[tokio::test]
+async fn a_mint_hands_out_the_configured_public_address() {
+    let mut env = Env::new(Duration::seconds(600)).await;
+    let seen = mint_from_a_proxy(&env).await.json();
+    assert_eq!(
+        seen["backend"]["address"], "http://10.0.0.7:8080/api/tf-states/net/state",
+        "without the setting, as the request reached the server"
+    );
+    env.api.fx.app.links.public_url = Some("https://example.com/state".into());
+    let set = mint_from_a_proxy(&env).await.json();
+    assert_eq!(
+        (
+            &set["backend"]["address"],
+            &set["backend"]["lock_address"],
+            &set["backend"]["unlock_address"]
+        ),
+        (
+            &json!("https://example.com/state/api/tf-states/net/state"),
+            &json!("https://example.com/state/api/tf-states/net/lock"),
+            &json!("https://example.com/state/api/tf-states/net/lock")
+        )
+    );
+}
+
+/// A mint as a proxy forwards it, with the proxy's view of Host and scheme.
+async fn mint_from_a_proxy(env: &Env) -> crate::support::api::Answer {
+    env.api
+        .request("POST", "/api/runs/r1/tf-state-tokens")
+        .bearer(&env.platform)
+        .header("host", "10.0.0.7:8080")
+        .header("x-forwarded-proto", "http")
+        .json(&json!({"org": "default", "state": "net", "step": "plan", "attempt": 1, "kind": "plan", "timeout_seconds": 600}))
+        .send()
+        .await
 }

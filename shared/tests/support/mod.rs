@@ -94,7 +94,7 @@ pub fn fixture(adapter: Adapter, limits: Limits) -> Fixture {
         keys: Some(keys),
         clock: clock.clone(),
         limits,
-        run_url_template: None,
+        links: Default::default(),
     };
     Fixture {
         app,
