@@ -87,20 +87,44 @@ pub fn decide_unlock(
         principal.step.is_none() && allocation.allows(principal.role, Permission::Manage);
     let refuse_force = |holder: String, lock_id: String| Refusal::NotYourLock { holder, lock_id };
     let hold = record.hold.as_ref();
+    let live = record.live_lock(now);
     if let UnlockRequest::Named(id) = request {
         if id.starts_with(HOLD_ID_PREFIX) {
             return match hold.filter(|h| h.id() == *id) {
-                None => Ok(UnlockDecision::NotLocked),
                 Some(_) if may_force => Ok(UnlockDecision::EndHold),
                 Some(h) => Err(refuse_force(format!("run {}", h.run), h.id())),
+                // A named ID must be the current lock's or hold's, so an unlock meant for an
+                // old hold never frees what stands now; with nothing held it is a retry.
+                None => match live.map(|l| l.id().to_owned()).or(hold.map(|h| h.id())) {
+                    Some(current) => Err(Refusal::LockIdMismatch {
+                        given: id.clone(),
+                        current: Some(current),
+                    }),
+                    None => Ok(UnlockDecision::NotLocked),
+                },
             };
         }
     }
-    let Some(lock) = record.live_lock(now) else {
-        return Ok(match (request, hold) {
-            (UnlockRequest::Empty, Some(_)) if may_force => UnlockDecision::EndHold,
-            _ => UnlockDecision::NotLocked,
+    // An empty body is a force unlock unless the caller's own lock is all there is: with a
+    // hold standing it ends the hold too, so it takes what forcing takes (a step never
+    // forces, not even its own run's hold), and without that nothing is released.
+    if let (UnlockRequest::Empty, Some(h)) = (request, hold) {
+        if !may_force {
+            return Err(match live.filter(|l| !l.is_held_by(principal)) {
+                Some(lock) => refuse_force(lock.holder.describe(), lock.id().to_owned()),
+                None => refuse_force(format!("run {}", h.run), h.id()),
+            });
+        }
+        return Ok(match live {
+            Some(_) => UnlockDecision::Release {
+                forced: true,
+                end_hold: true,
+            },
+            None => UnlockDecision::EndHold,
         });
+    }
+    let Some(lock) = live else {
+        return Ok(UnlockDecision::NotLocked);
     };
     if let UnlockRequest::Named(id) = request {
         if id != lock.id() {
@@ -122,11 +146,10 @@ pub fn decide_unlock(
         });
     }
     if may_force {
-        // A force releases whatever is held: an empty body ends the hold too.
-        let end_hold = *request == UnlockRequest::Empty && hold.is_some();
+        // A named lock of another's: the lock alone (a hold is ended by its own ID).
         return Ok(UnlockDecision::Release {
             forced: true,
-            end_hold,
+            end_hold: false,
         });
     }
     Err(refuse_force(lock.holder.describe(), lock.id().to_owned()))
@@ -135,6 +158,7 @@ pub fn decide_unlock(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::hold::Hold;
     use crate::domain::lock::parse_lock;
     use crate::domain::permission::Role;
     use crate::domain::Actor;
@@ -308,6 +332,95 @@ mod tests {
                 NOW
             ),
             Ok(UnlockDecision::NotLocked)
+        );
+    }
+
+    fn held(mut record: StateRecord, run: &str) -> StateRecord {
+        record.hold = Some(Hold {
+            run: run.into(),
+            since: NOW,
+        });
+        record
+    }
+
+    fn unlock(
+        record: &StateRecord,
+        request: UnlockRequest,
+        who: &Principal,
+    ) -> Result<UnlockDecision, Refusal> {
+        decide_unlock(record, &request, who, &Allocation::default(), NOW)
+    }
+
+    /// `terraform force-unlock` must not report success while the hold stays.
+    #[test]
+    fn an_empty_body_while_a_hold_stands_is_a_force_and_needs_manage() {
+        let alice = principal("alice", Role::Operator);
+        let admin = principal("root", Role::Admin);
+        let only_held = held(StateRecord::fresh("acme", "net", "inc1", NOW), "r1");
+        let own_lock_and_hold = held(locked_record("L1", "alice"), "r1");
+        for record in [&only_held, &own_lock_and_hold] {
+            assert_eq!(
+                unlock(record, UnlockRequest::Empty, &alice),
+                Err(Refusal::NotYourLock {
+                    holder: "run r1".into(),
+                    lock_id: "hold-r1".into()
+                }),
+                "nothing is released"
+            );
+        }
+        assert_eq!(
+            unlock(&only_held, UnlockRequest::Empty, &admin),
+            Ok(UnlockDecision::EndHold)
+        );
+        assert_eq!(
+            unlock(&own_lock_and_hold, UnlockRequest::Empty, &admin),
+            Ok(UnlockDecision::Release {
+                forced: true,
+                end_hold: true
+            })
+        );
+        let someone_elses = held(locked_record("L1", "bob"), "r1");
+        assert!(matches!(
+            unlock(&someone_elses, UnlockRequest::Empty, &alice),
+            Err(Refusal::NotYourLock { lock_id, .. }) if lock_id == "L1"
+        ));
+    }
+
+    #[test]
+    fn a_named_hold_id_must_be_the_current_hold() {
+        let admin = principal("root", Role::Admin);
+        let other_hold = unlock(
+            &held(StateRecord::fresh("acme", "net", "inc1", NOW), "r2"),
+            UnlockRequest::Named("hold-r1".into()),
+            &admin,
+        );
+        assert_eq!(
+            other_hold,
+            Err(Refusal::LockIdMismatch {
+                given: "hold-r1".into(),
+                current: Some("hold-r2".into())
+            })
+        );
+        assert_eq!(
+            unlock(
+                &locked_record("L1", "bob"),
+                UnlockRequest::Named("hold-r1".into()),
+                &admin
+            ),
+            Err(Refusal::LockIdMismatch {
+                given: "hold-r1".into(),
+                current: Some("L1".into())
+            }),
+            "a live lock is not freed, nor answered 200, for an old hold's ID"
+        );
+        assert_eq!(
+            unlock(
+                &StateRecord::fresh("acme", "net", "inc1", NOW),
+                UnlockRequest::Named("hold-r1".into()),
+                &admin
+            ),
+            Ok(UnlockDecision::NotLocked),
+            "with nothing held it is a retry"
         );
     }
 }

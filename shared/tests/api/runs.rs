@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 use time::Duration;
 
-use crate::support::api::{lock_doc, server_limits, Api};
+use crate::support::api::{lock_doc, server_limits, state_doc, Api};
 use crate::support::Adapter;
 
 /// An app with a run link template, and the platform's, an admin's and an operator's
@@ -305,4 +305,63 @@ async fn mint_from_a_proxy(env: &Env) -> crate::support::api::Answer {
         .json(&json!({"org": "default", "state": "net", "step": "plan", "attempt": 1, "kind": "plan", "timeout_seconds": 600}))
         .send()
         .await
+}
+
+/// `terraform force-unlock` sends an empty body; while a hold stands that is a force, so an
+/// operator, or a step (even of the holding run), is refused and nothing is released, where
+/// it used to answer 200 and leave the hold, a success that was not one.
+#[tokio::test]
+async fn an_empty_unlock_while_held_is_refused_unless_forcing_is_allowed() {
+    let env = Env::new(Duration::seconds(600)).await;
+    let saved = env
+        .api
+        .post_state(&env.alice, "net", None, state_doc(1, "lin", "one"))
+        .await;
+    assert_eq!(saved.status, 200, "a listed state has a version");
+    let plan = env.mint("r1", "plan", 1, "plan", true).await;
+    assert_eq!(env.lock(&plan, "P").await, 200);
+    for who in [&env.alice, &plan] {
+        let refused = env
+            .api
+            .request("DELETE", "/api/tf-states/net/lock")
+            .bearer(who)
+            .send()
+            .await
+            .error();
+        assert_eq!(
+            (refused.status, refused.code.as_str()),
+            (403, "not_lock_holder")
+        );
+    }
+    assert_eq!(
+        env.api.listed(&env.admin, "net").await["hold"]["id"],
+        "hold-r1",
+        "nothing released"
+    );
+    assert_eq!(
+        env.unlock(&plan, &lock_doc("P")).await,
+        200,
+        "its own lock, by ID"
+    );
+    assert_eq!(env.unlock(&env.admin, "").await, 200, "an admin forces");
+    assert!(env.api.listed(&env.admin, "net").await["hold"].is_null());
+}
+
+/// An unlock naming a hold's ID that is not the current hold never answers 200 over what
+/// stands now.
+#[tokio::test]
+async fn an_unlock_naming_another_hold_is_a_mismatch() {
+    let env = Env::new(Duration::seconds(600)).await;
+    assert_eq!(env.lock(&env.alice, "L1").await, 200);
+    let r = env
+        .api
+        .unlock(&env.admin, "net", r#"{"ID":"hold-old-run"}"#)
+        .await
+        .error();
+    assert_eq!((r.status, r.code.as_str()), (409, "lock_id_mismatch"));
+    assert_eq!(
+        env.lock(&env.admin, "L2").await,
+        423,
+        "the lock still stands"
+    );
 }
