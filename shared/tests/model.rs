@@ -6,6 +6,8 @@
 //! - at most one live lock: a lock is granted only when no one else's lock is live;
 //! - a held state is written (or locked) only by its run's steps;
 //! - a released version never changes;
+//! - no version stays open once the lock that opened it has ended: an open version is one
+//!   the record's lock (live, or dead and not yet taken over) opened;
 //! - nothing acknowledged is lost: every version a write, import or rollback answered for
 //!   still reads back as it was, unless its own lock's later save replaced it or it was
 //!   deleted.
@@ -284,7 +286,8 @@ impl World {
         self.check().await;
     }
 
-    /// Released versions never change; acknowledged content is never lost.
+    /// Released versions never change; none stays open past its lock; acknowledged content is
+    /// never lost.
     async fn check(&mut self) {
         let Some(record) = self.record().await else {
             return;
@@ -299,7 +302,17 @@ impl World {
             .versions("acme", "net", &record.incarnation)
             .await
             .unwrap();
+        let opened: Vec<u64> = record
+            .lock
+            .iter()
+            .flat_map(|l| l.versions_opened())
+            .collect();
         for v in &versions {
+            assert!(
+                v.change.ended != Ended::Open || opened.contains(&v.version),
+                "version {} is open but no lock holds it open (the lock's: {opened:?})",
+                v.version
+            );
             if v.change.ended != Ended::Open {
                 let sha = self
                     .seen

@@ -262,3 +262,37 @@ async fn states_of_one_org_are_invisible_to_another() {
     };
     assert_eq!(read(&app, &stranger, &net()).await.unwrap(), None);
 }
+
+/// Lock, save with `?ID=` (version 1, open), save without an ID (the holder's own version
+/// 2), save with `?ID=` again (version 3): version 1 can take no more saves, but it was opened
+/// by the lock and must close when the lock ends, not stay `open` for ever.
+#[tokio::test]
+async fn every_version_a_lock_opened_closes_when_it_ends() {
+    let store = Arc::new(MemoryStore::new());
+    let app = app_with(store.clone(), Some(PlatformKey::generate()));
+    let alice = who("alice", Role::Operator);
+    lock(&app, &alice, &net(), &lock_doc("L")).await.unwrap();
+    for (serial, id) in [(1, Some("L")), (2, None), (3, Some("L"))] {
+        write(&app, &alice, &net(), id, doc(serial, "x"))
+            .await
+            .unwrap();
+    }
+    unlock(&app, &alice, &net(), &lock_doc("L")).await.unwrap();
+    let record = store.state("acme", "net").await.unwrap().unwrap();
+    let versions = store
+        .versions("acme", "net", &record.incarnation)
+        .await
+        .unwrap();
+    let ended: Vec<(u64, Ended)> = versions
+        .iter()
+        .map(|v| (v.version, v.change.ended))
+        .collect();
+    assert_eq!(
+        ended,
+        [
+            (3, Ended::Released),
+            (2, Ended::UnlockedWrite),
+            (1, Ended::Released)
+        ]
+    );
+}

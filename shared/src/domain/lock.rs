@@ -191,12 +191,25 @@ pub struct Lock {
     /// The version this acquisition opened with its first `?ID=` write, which later writes
     /// under the same acquisition replace (DESIGN section 6).
     pub version_opened: Option<u64>,
+    /// Versions this acquisition opened before `version_opened`, which a save of the holder's
+    /// own without an ID put behind: no write reaches them any more, but they stay open until
+    /// the lock ends, and close with it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier_versions_opened: Vec<u64>,
     /// The id of the step token that took it; `None` for a person's lock.
     #[serde(default)]
     pub token: Option<String>,
 }
 
 impl Lock {
+    /// Every version this acquisition opened and has not closed, oldest first.
+    pub fn versions_opened(&self) -> impl Iterator<Item = u64> + '_ {
+        self.earlier_versions_opened
+            .iter()
+            .copied()
+            .chain(self.version_opened)
+    }
+
     pub fn id(&self) -> &str {
         &self.document.id
     }

@@ -52,6 +52,7 @@ pub fn decide_lock(
         since: now,
         live_until: step.map(|g| g.expires_at),
         version_opened: None,
+        earlier_versions_opened: Vec::new(),
         token: step.map(|g| g.token_id.clone()),
     })))
 }

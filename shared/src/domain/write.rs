@@ -212,7 +212,10 @@ pub fn create_version(
             let lock = state.lock.as_mut().filter(|_| under_lock);
             let change = ChangeRecord::first_save(lock.as_deref(), now);
             if let Some(lock) = lock {
-                lock.version_opened = Some(version);
+                // A version opened earlier and put behind stays open until the lock ends.
+                if let Some(earlier) = lock.version_opened.replace(version) {
+                    lock.earlier_versions_opened.push(earlier);
+                }
             }
             (Source::Write, change)
         }

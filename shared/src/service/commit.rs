@@ -44,27 +44,28 @@ pub(super) async fn find_version(
     }
 }
 
-/// Closes the change record of the version `lock` opened, as `ended`, and the record's copy
-/// of it when it is the latest. Returns the closed version for the commit to store; nothing
-/// when the lock opened none (or it was pruned).
-async fn close_opened_version(
+/// Closes the change records of the versions `lock` opened, as `ended`, and the record's
+/// copy of the latest. Returns the closed versions for the commit to store; none when the
+/// lock opened none (or they were pruned).
+async fn close_opened_versions(
     app: &App,
     state: &mut StateRecord,
     lock: &Lock,
     ended: Ended,
     now: Timestamp,
-) -> Result<Option<VersionRecord>, Error> {
-    let Some(opened) = lock.version_opened else {
-        return Ok(None);
-    };
-    let Some(mut version) = find_version(app, state, opened).await? else {
-        return Ok(None);
-    };
-    version.change.close(ended, now);
-    if let Some(latest) = state.latest.as_mut().filter(|l| l.version == opened) {
-        *latest = version.clone();
+) -> Result<Vec<VersionRecord>, Error> {
+    let mut closed = Vec::new();
+    for opened in lock.versions_opened() {
+        let Some(mut version) = find_version(app, state, opened).await? else {
+            continue;
+        };
+        version.change.close(ended, now);
+        if let Some(latest) = state.latest.as_mut().filter(|l| l.version == opened) {
+            *latest = version.clone();
+        }
+        closed.push(version);
     }
-    Ok(Some(version))
+    Ok(closed)
 }
 
 /// What taking over a dead lock adds to the commit of the change that takes it over.
@@ -98,10 +99,7 @@ pub(super) async fn take_over_dead_lock(
     let Some(lock) = snapshot.lock.take_if(|l| !l.is_live(now)) else {
         return Ok((snapshot, Takeover::default()));
     };
-    let versions = close_opened_version(app, &mut snapshot, &lock, Ended::Expired, now)
-        .await?
-        .into_iter()
-        .collect();
+    let versions = close_opened_versions(app, &mut snapshot, &lock, Ended::Expired, now).await?;
     let audit = AuditEntry {
         org: snapshot.org.clone(),
         at: now,
@@ -154,10 +152,7 @@ pub(super) async fn release(
     } else {
         Ended::Released
     };
-    let versions = close_opened_version(app, &mut state, lock, ended, now)
-        .await?
-        .into_iter()
-        .collect();
+    let versions = close_opened_versions(app, &mut state, lock, ended, now).await?;
     Ok((Some(state), versions))
 }
 
