@@ -19,7 +19,6 @@ use hegemony_state::domain::permission::Role;
 use hegemony_state::domain::record::StateRecord;
 use hegemony_state::domain::version::Ended;
 use hegemony_state::domain::{Principal, Timestamp};
-use hegemony_state::ports::AccessCatalog;
 use hegemony_state::service::auth::{authenticate, Caller};
 use hegemony_state::service::lock::{lock, unlock};
 use hegemony_state::service::manage::{delete, download, force_unlock, rollback};
@@ -160,8 +159,7 @@ impl World {
                     hold: hold && !apply,
                 };
                 if let Ok((token, _)) = mint(&self.f.app, &format!("r{run}"), &request).await {
-                    let access: &dyn AccessCatalog = self.f.app.catalog.as_ref();
-                    if let Ok(Caller::Org(p)) = authenticate(access, &token, now).await {
+                    if let Ok(Caller::Org(p)) = authenticate(&self.f.app, &token).await {
                         self.principals.push(p);
                     }
                 }

@@ -6,7 +6,7 @@ use hegemony_state::domain::actor::StepKind;
 use hegemony_state::domain::permission::Role;
 use hegemony_state::domain::version::Ended;
 use hegemony_state::domain::{Actor, Principal, Refusal};
-use hegemony_state::ports::{AccessCatalog, AuditQuery};
+use hegemony_state::ports::AuditQuery;
 use hegemony_state::service::auth::{authenticate, Caller};
 use hegemony_state::service::lock::{lock, unlock};
 use hegemony_state::service::runs::{end, gone, mint, MintRequest};
@@ -42,11 +42,7 @@ async fn step_of(
         hold,
     };
     let (token, _) = mint(&f.app, run, &request).await.unwrap();
-    let access: &dyn AccessCatalog = f.app.catalog.as_ref();
-    match authenticate(access, &token, f.app.clock.now())
-        .await
-        .unwrap()
-    {
+    match authenticate(&f.app, &token).await.unwrap() {
         Caller::Org(p) => p,
         other => panic!("{other:?}"),
     }

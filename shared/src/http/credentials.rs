@@ -7,7 +7,6 @@ use lambda_http::Request;
 
 use super::error::HttpError;
 use crate::domain::{Principal, Refusal};
-use crate::ports::AccessCatalog;
 use crate::service::auth::{self, Caller};
 use crate::service::{App, Error};
 
@@ -72,8 +71,7 @@ pub async fn authenticate_platform(app: &App, req: &Request) -> Result<(), HttpE
 
 async fn caller(app: &App, takes: Takes, req: &Request) -> Result<Caller, HttpError> {
     let token = token(takes, req)?;
-    let access: &dyn AccessCatalog = app.catalog.as_ref();
-    Ok(auth::authenticate(access, &token, app.clock.now()).await?)
+    Ok(auth::authenticate(app, &token).await?)
 }
 
 fn token(takes: Takes, req: &Request) -> Result<String, HttpError> {

@@ -5,11 +5,11 @@
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use super::Error;
+use super::{App, Error};
 use crate::domain::permission::Role;
-use crate::domain::{Actor, Principal, Timestamp};
+use crate::domain::{Actor, Principal};
 use crate::ids::hex;
-use crate::ports::{AccessCatalog, TokenKind};
+use crate::ports::TokenKind;
 
 /// Who is calling.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,14 +27,16 @@ pub fn token_hash(token: &str) -> String {
 
 /// Resolves a token to its caller.
 ///
+/// A step token works until its expiry, its attempt's gone report (which revokes it), or its
+/// run's end plus the grace, whichever comes first: the lock it holds stops being live then
+/// too, so the token cannot take the state again. Between the run's end and the grace it
+/// still works, but sets no hold: a hold is for a run that goes on to its apply.
+///
 /// # Errors
-/// `Unauthenticated` for an unknown, revoked or expired token; `Unavailable` when the
-/// catalog cannot be read.
-pub async fn authenticate(
-    catalog: &dyn AccessCatalog,
-    token: &str,
-    now: Timestamp,
-) -> Result<Caller, Error> {
+/// `Unauthenticated` for an unknown, revoked or expired token, or a step token of a run
+/// that ended more than the grace ago; `Unavailable` when the catalog cannot be read.
+pub async fn authenticate(app: &App, token: &str) -> Result<Caller, Error> {
+    let (catalog, now) = (app.catalog.as_ref(), app.clock.now());
     let hash = token_hash(token);
     let record = catalog
         .token(&hash)
@@ -58,9 +60,19 @@ pub async fn authenticate(
             step: None,
         }),
         TokenKind::Step => {
-            let grant = record
+            let mut grant = record
                 .step
                 .ok_or_else(|| Error::Damaged(format!("step token {} has no grant", record.id)))?;
+            let ended = catalog.run(&grant.run).await?.and_then(|r| r.ended_at);
+            if let Some(ended) = ended {
+                if ended + app.limits.run_end_grace <= now {
+                    return Err(Error::Unauthenticated(format!(
+                        "run {} ended and its grace has passed: this step token no longer works",
+                        grant.run
+                    )));
+                }
+                grant.hold = false;
+            }
             Caller::Org(Principal {
                 org: record.org,
                 // A step token acts as operator, within its grant.

@@ -365,3 +365,35 @@ async fn an_unlock_naming_another_hold_is_a_mismatch() {
         "the lock still stands"
     );
 }
+
+/// Once its run has ended and the grace has passed, a step token answers 401 everywhere: it
+/// could otherwise lock the state again (a lock living until the token's own expiry) or
+/// write. Within the grace it still works, but a hold token sets no hold for an ended run,
+/// which nothing but a force unlock would end.
+#[tokio::test]
+async fn a_step_token_stops_with_its_run_and_sets_no_hold_once_it_ended() {
+    let env = Env::new(Duration::seconds(60)).await;
+    let saved = env
+        .api
+        .post_state(&env.alice, "net", None, state_doc(1, "lin", "one"))
+        .await;
+    assert_eq!(saved.status, 200);
+    let plan = env.mint("r1", "plan", 1, "plan", true).await;
+    let ended = env.post("/api/runs/r1/end", &env.platform, json!({})).await;
+    assert_eq!(ended.status, 200);
+    assert_eq!(env.lock(&plan, "P").await, 200, "within the grace");
+    assert!(
+        env.api.listed(&env.admin, "net").await["hold"].is_null(),
+        "no hold for an ended run"
+    );
+    assert_eq!(env.unlock(&plan, &lock_doc("P")).await, 200);
+    env.api.fx.advance(Duration::seconds(61));
+    assert_eq!(env.lock(&plan, "P").await, 401, "past the grace");
+    let write = env
+        .api
+        .post_state(&plan, "net", None, state_doc(2, "lin", "two"))
+        .await;
+    assert_eq!(write.status, 401);
+    assert_eq!(env.api.get_state(&plan, "net").await.status, 401);
+    assert_eq!(env.lock(&env.alice, "A").await, 200, "the state is free");
+}
