@@ -216,6 +216,21 @@ fn print_welcome(bound: SocketAddr, token: &str) {
     );
 }
 
+/// Runs one request's handling on a task of its own, so that a panic (a defect of ours)
+/// costs that request alone, answered 500 `internal`, instead of its connection or the server.
+async fn isolated(
+    route: &'static Route,
+    handling: impl std::future::Future<Output = lambda_http::Response<Body>> + Send + 'static,
+) -> lambda_http::Response<Body> {
+    match tokio::spawn(handling).await {
+        Ok(response) => response,
+        Err(failed) => {
+            tracing::error!(route = %format!("{} {}", route.method, route.path), error = %failed, "a request's handling panicked");
+            http::internal_error(route)
+        }
+    }
+}
+
 async fn answer(
     app: Arc<App>,
     in_flight: Arc<Semaphore>,
@@ -225,7 +240,16 @@ async fn answer(
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
     let response = match find_route(method.as_str(), &path) {
-        RouteMatch::Found { route, params } => routed(&app, &in_flight, route, &params, req).await,
+        RouteMatch::Found { route, params } => {
+            let params: Vec<(&'static str, String)> =
+                params.into_iter().map(|(k, v)| (k, v.to_owned())).collect();
+            isolated(route, async move {
+                let params: Vec<(&'static str, &str)> =
+                    params.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                routed(&app, &in_flight, route, &params, req).await
+            })
+            .await
+        }
         other => http::no_route(&other),
     };
     tracing::info!(
@@ -362,4 +386,30 @@ async fn read_body(
         return Err(BodyError::TooLarge);
     }
     Ok((buf, held))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hegemony_state::http::ROUTES;
+
+    async fn a_defect() -> lambda_http::Response<Body> {
+        panic!("a defect of ours")
+    }
+
+    async fn served() -> lambda_http::Response<Body> {
+        lambda_http::Response::new(Body::Empty)
+    }
+
+    /// On the long-running server a panic must cost one request, not every request in
+    /// flight of every org (the release profile unwinds for this).
+    #[tokio::test]
+    async fn a_panicking_request_is_answered_500_and_the_next_is_served() {
+        let route = ROUTES.iter().find(|r| r.path == "/api/tf-states").unwrap();
+        let failed = isolated(route, a_defect()).await;
+        assert_eq!(failed.status(), 500);
+        let body: serde_json::Value = serde_json::from_slice(failed.body().as_ref()).unwrap();
+        assert_eq!(body["error"]["code"], "internal");
+        assert_eq!(isolated(route, served()).await.status(), 200);
+    }
 }

@@ -120,6 +120,8 @@ error_codes! {
     WrongKey = "wrong_key", INTERNAL_SERVER_ERROR, raised [HttpError::Service(Error::WrongKey(_))];
     /// Stored content missing or not authenticating.
     Damaged = "damaged", INTERNAL_SERVER_ERROR, raised [HttpError::Service(Error::Damaged(_))];
+    /// A defect of ours stopped one request.
+    Internal = "internal", INTERNAL_SERVER_ERROR, raised [HttpError::Internal];
 }
 
 /// The 413's message: on Lambda for a state, it names the payload ceiling and the way past it.
@@ -149,6 +151,9 @@ pub enum HttpError {
         "unsupported Content-Type {0:?}: send application/json, application/octet-stream or none"
     )]
     UnsupportedMediaType(String),
+    /// A defect of ours stopped the request (a panic): it alone fails, never the server.
+    #[error("an internal error stopped this request; the server's log has the details")]
+    Internal,
 }
 
 impl From<Refusal> for HttpError {

@@ -81,6 +81,14 @@ pub fn busy(route: &Route) -> Response<Body> {
     )
 }
 
+/// 500 for a request that a defect of ours stopped (its handler panicked); the server goes on.
+pub fn internal_error(route: &Route) -> Response<Body> {
+    error_response(
+        &HttpError::Internal,
+        &LogContext::new(route.method, route.path),
+    )
+}
+
 /// 400 for a body that could not be read (a broken chunked encoding, a dropped connection).
 pub fn unreadable_body(route: &Route, reason: &str) -> Response<Body> {
     error_response(
