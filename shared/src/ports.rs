@@ -219,10 +219,16 @@ pub trait AccessCatalog: Send + Sync {
     /// Every token (hashes only: no token is ever stored), oldest first.
     async fn tokens(&self) -> Result<Vec<TokenRecord>, StoreError>;
 
-    /// Replaces an org's allocation and records the change, together.
+    /// Replaces an org's allocation and records the change, together, if the stored one (the
+    /// default for an org not created yet) is still `expected`: two admins changing it at
+    /// once then cannot lose a change or audit the wrong old value.
+    ///
+    /// # Errors
+    /// `Conflict` when the stored allocation is not `expected`; nothing is written.
     async fn set_allocation(
         &self,
         org: &str,
+        expected: &Allocation,
         allocation: &Allocation,
         audit: &AuditEntry,
     ) -> Result<(), StoreError>;

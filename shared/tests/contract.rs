@@ -387,6 +387,7 @@ mod cases {
         f.catalog
             .set_allocation(
                 "acme",
+                &Allocation::default(),
                 &other.allocation,
                 &audit("acme", "permissions.changed"),
             )
@@ -397,6 +398,38 @@ mod cases {
             other.allocation
         );
         assert_eq!(f.catalog.audit("acme", &query(10)).await.unwrap().len(), 1);
+        // A change decided on an allocation that is no longer stored loses the race and
+        // writes nothing, neither the allocation nor its audit entry.
+        let stale = f
+            .catalog
+            .set_allocation(
+                "acme",
+                &Allocation::default(),
+                &Allocation {
+                    write: None,
+                    ..Allocation::default()
+                },
+                &audit("acme", "permissions.changed"),
+            )
+            .await;
+        assert!(matches!(stale, Err(StoreError::Conflict)), "{stale:?}");
+        assert_eq!(
+            f.catalog.org("acme").await.unwrap().unwrap().allocation,
+            other.allocation
+        );
+        assert_eq!(f.catalog.audit("acme", &query(10)).await.unwrap().len(), 1);
+        // An org not created yet has the default allocation to compare with.
+        let stale_new = f
+            .catalog
+            .set_allocation(
+                "fresh",
+                &other.allocation,
+                &Allocation::default(),
+                &audit("fresh", "permissions.changed"),
+            )
+            .await;
+        assert!(matches!(stale_new, Err(StoreError::Conflict)));
+        assert!(f.catalog.org("fresh").await.unwrap().is_none());
     }
 
     pub async fn blobs_put_get_delete(f: Fixture) {

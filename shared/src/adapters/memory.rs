@@ -372,10 +372,19 @@ impl AccessCatalog for MemoryStore {
     async fn set_allocation(
         &self,
         org: &str,
+        expected: &Allocation,
         allocation: &Allocation,
         audit: &AuditEntry,
     ) -> Result<(), StoreError> {
         let mut inner = self.lock();
+        let stored = inner
+            .orgs
+            .get(org)
+            .map(|o| o.allocation)
+            .unwrap_or_default();
+        if stored != *expected {
+            return Err(StoreError::Conflict);
+        }
         let record = inner
             .orgs
             .entry(org.to_owned())

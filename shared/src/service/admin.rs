@@ -3,11 +3,12 @@
 
 use serde::Serialize;
 
+use super::retry::{until_done, Attempt};
 use super::{App, Error};
 use crate::domain::audit::AuditAction;
 use crate::domain::permission::{Allocation, Role};
 use crate::domain::{Principal, Refusal};
-use crate::ports::{AuditEntry, AuditQuery};
+use crate::ports::{AuditEntry, AuditQuery, StoreError};
 
 /// The most audit entries one page holds.
 pub const MAX_AUDIT_PAGE: usize = 500;
@@ -69,12 +70,15 @@ pub async fn permissions(app: &App, principal: &Principal) -> Result<Allocation,
 pub async fn set_permissions(
     app: &App,
     principal: &Principal,
-    update: impl FnOnce(Allocation) -> Allocation,
+    update: impl Fn(Allocation) -> Allocation,
 ) -> Result<Allocation, Error> {
     require_admin(principal, "changing the permissions")?;
-    let old = app.allocation(&principal.org).await?;
-    let new = update(old);
-    if new != old {
+    until_done(|| async {
+        let old = app.allocation(&principal.org).await?;
+        let new = update(old);
+        if new == old {
+            return Ok(Attempt::Done(new));
+        }
         let entry = AuditEntry {
             org: principal.org.clone(),
             at: app.clock.now(),
@@ -84,9 +88,15 @@ pub async fn set_permissions(
             version: None,
             detail: serde_json::json!({"old": old, "new": new}),
         };
-        app.catalog
-            .set_allocation(&principal.org, &new, &entry)
-            .await?;
-    }
-    Ok(new)
+        match app
+            .catalog
+            .set_allocation(&principal.org, &old, &new, &entry)
+            .await
+        {
+            Ok(()) => Ok(Attempt::Done(new)),
+            Err(StoreError::Conflict) => Ok(Attempt::LostRace),
+            Err(e) => Err(e.into()),
+        }
+    })
+    .await
 }

@@ -4,7 +4,9 @@
 //! strongly consistent query.
 
 use async_trait::async_trait;
-use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, Put, TransactWriteItem};
 
 use super::describe_failure;
 use super::items::*;
@@ -77,21 +79,43 @@ impl AccessCatalog for DynamoCatalog {
     async fn set_allocation(
         &self,
         org: &str,
+        expected: &Allocation,
         allocation: &Allocation,
         audit: &AuditEntry,
     ) -> Result<(), StoreError> {
-        let record = match self.org(org).await? {
-            Some(existing) => OrgRecord {
-                allocation: *allocation,
-                ..existing
-            },
-            None => OrgRecord {
-                org: org.to_owned(),
-                allocation: *allocation,
-                created_at: audit.at,
-            },
+        let existing = self.org(org).await?;
+        if existing.as_ref().map(|o| o.allocation).unwrap_or_default() != *expected {
+            return Err(StoreError::Conflict);
+        }
+        // The write is conditioned on the item read being the one stored (or still absent),
+        // so a change that came in between fails the transaction instead of being lost.
+        let (record, condition, values) = match &existing {
+            Some(existing) => (
+                OrgRecord {
+                    allocation: *allocation,
+                    ..existing.clone()
+                },
+                format!("{REC} = :read"),
+                Some(HashMap::from([(":read".to_owned(), s(to_json(existing)))])),
+            ),
+            None => (
+                OrgRecord {
+                    org: org.to_owned(),
+                    allocation: *allocation,
+                    created_at: audit.at,
+                },
+                "attribute_not_exists(pk)".to_owned(),
+                None,
+            ),
         };
-        let settings = self.put(record_item(org_pk(org), SETTINGS_SK, &record), None);
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(record_item(org_pk(org), SETTINGS_SK, &record)))
+            .condition_expression(condition)
+            .set_expression_attribute_values(values)
+            .build()
+            .expect("table and item are set");
+        let settings = TransactWriteItem::builder().put(put).build();
         self.transact(vec![settings, self.audit_put(audit)], None)
             .await
     }

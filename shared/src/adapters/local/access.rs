@@ -73,9 +73,11 @@ impl AccessCatalog for SqliteCatalog {
     async fn set_allocation(
         &self,
         org: &str,
+        expected: &Allocation,
         allocation: &Allocation,
         audit: &AuditEntry,
     ) -> Result<(), StoreError> {
+        let expected = *expected;
         let record = OrgRecord {
             org: org.to_owned(),
             allocation: *allocation,
@@ -94,10 +96,15 @@ impl AccessCatalog for SqliteCatalog {
                 )
                 .optional()
                 .map_err(sql_error)?;
+            let existing: Option<OrgRecord> = existing.as_deref().map(from_json).transpose()?;
+            // The check and the write are one IMMEDIATE transaction: no other writer between.
+            if existing.as_ref().map(|o| o.allocation).unwrap_or_default() != expected {
+                return Err(StoreError::Conflict);
+            }
             let stored = match existing {
-                Some(text) => OrgRecord {
+                Some(existing) => OrgRecord {
                     allocation: record.allocation,
-                    ..from_json(&text)?
+                    ..existing
                 },
                 None => record,
             };
