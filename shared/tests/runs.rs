@@ -329,6 +329,30 @@ mod cases {
         assert!(f.app.catalog.run_tokens("r1").await.unwrap().is_empty());
     }
 
+    /// A run's end ends its holds in writes after recording the end; if one of those fails,
+    /// the hold would stand until a force unlock. The sweeper finishes the job.
+    pub async fn the_sweeper_ends_holds_a_failed_run_end_left(f: Fixture) {
+        use hegemony_state::service::sweep::sweep;
+        let plan = step_of(&f, "r1", "plan", 1, 60, StepKind::Plan, true).await;
+        lock(&f.app, &plan, &net(), &lock_doc("P")).await.unwrap();
+        write(&f.app, &plan, &net(), Some("P"), doc(1))
+            .await
+            .unwrap();
+        unlock(&f.app, &plan, &net(), &lock_doc("P")).await.unwrap();
+        // The end recorded, as a run end whose later writes failed leaves it.
+        f.app
+            .catalog
+            .end_run("r1", f.app.clock.now(), None)
+            .await
+            .unwrap();
+        assert_eq!(hold_of(&f).await.as_deref(), Some("r1"));
+        let report = sweep(&f.app, f.app.clock.now()).await.unwrap();
+        assert_eq!(report.holds_cleared, 1);
+        assert_eq!(hold_of(&f).await, None);
+        let again = sweep(&f.app, f.app.clock.now()).await.unwrap();
+        assert_eq!(again.holds_cleared, 0, "idempotent");
+    }
+
     pub async fn a_step_never_forces_even_when_operators_may(f: Fixture) {
         let admin = user("root", Role::Admin);
         admin::set_permissions(&f.app, &admin, |mut a| {
@@ -455,4 +479,5 @@ every_adapter!(support::limits(50);
     a_hold_ends_with_its_run_and_not_with_its_tokens,
     forcing_ends_holds_and_hold_ids_end_only_the_hold,
     the_sweeper_clears_dead_locks_of_ended_runs_and_expired_tokens,
+    the_sweeper_ends_holds_a_failed_run_end_left,
 );

@@ -12,7 +12,7 @@ use crate::domain::actor::{StepGrant, StepKind};
 use crate::domain::name::check_name;
 use crate::domain::permission::{Allocation, Permission, Role};
 use crate::domain::{Actor, Refusal, Timestamp};
-use crate::ports::{Commit, OrgRecord, RunRecord, TokenRecord};
+use crate::ports::{Commit, OrgRecord, RunItem, RunRecord, TokenRecord};
 
 /// A step token never outlives this.
 pub const MAX_TOKEN_LIFETIME: Duration = Duration::hours(24);
@@ -135,16 +135,21 @@ pub async fn end(app: &App, run: &str, status: Option<&str>) -> Result<RunRecord
     for item in &items {
         lower_liveness(app, &item.org, &item.state, &item.token_id, until).await?;
     }
+    for (org, state) in states_of(&items) {
+        end_hold(app, org, state, run).await?;
+    }
+    Ok(record)
+}
+
+/// The states a run's steps locked, each once.
+pub(super) fn states_of(items: &[RunItem]) -> Vec<(&str, &str)> {
     let mut states: Vec<(&str, &str)> = items
         .iter()
         .map(|i| (i.org.as_str(), i.state.as_str()))
         .collect();
     states.sort_unstable();
     states.dedup();
-    for (org, state) in states {
-        end_hold(app, org, state, run).await?;
-    }
-    Ok(record)
+    states
 }
 
 /// A step's container is gone: revokes that attempt's token(s) only, and ends their locks'
@@ -177,19 +182,20 @@ pub async fn gone(app: &App, run: &str, step: &str, attempt: u32) -> Result<usiz
     Ok(tokens.len())
 }
 
-/// Ends `run`'s hold on one state, if it holds it, with a revision-checked write.
-async fn end_hold(app: &App, org: &str, state: &str, run: &str) -> Result<(), Error> {
+/// Ends `run`'s hold on one state, if it holds it, with a revision-checked write; returns
+/// whether it ended one.
+pub(super) async fn end_hold(app: &App, org: &str, state: &str, run: &str) -> Result<bool, Error> {
     until_done(|| async {
         let Some(snapshot) = app.catalog.state(org, state).await? else {
-            return Ok(Attempt::Done(()));
+            return Ok(Attempt::Done(false));
         };
         if snapshot.hold.as_ref().is_none_or(|h| h.run != run) {
-            return Ok(Attempt::Done(()));
+            return Ok(Attempt::Done(false));
         }
         let mut next = snapshot.successor();
         next.hold = None;
         let next = (!(next.lock.is_none() && next.is_lock_only())).then_some(next);
-        commit(app, Commit::over(&snapshot, app.clock.now(), next), ()).await
+        commit(app, Commit::over(&snapshot, app.clock.now(), next), true).await
     })
     .await
 }

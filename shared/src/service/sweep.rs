@@ -8,6 +8,7 @@ use time::Duration;
 
 use super::commit::take_over_dead_lock;
 use super::retry::{commit, until_done, Attempt};
+use super::runs;
 use super::{App, Error};
 use crate::domain::{Actor, Timestamp};
 use crate::ports::Commit;
@@ -27,6 +28,9 @@ pub const PENDING_GRACE: Duration = Duration::hours(1);
 pub struct SweepReport {
     /// Dead locks of ended runs cleared (each audited `lock.expired`).
     pub locks_cleared: usize,
+    /// Holds of ended runs ended (the run's end ends them; this repairs an end whose own
+    /// write failed after the run was recorded as ended).
+    pub holds_cleared: usize,
     /// Step tokens dropped after they expired.
     pub tokens_dropped: usize,
     /// Versions dropped: pruned past the limit, or of deleted states.
@@ -42,7 +46,7 @@ pub struct SweepReport {
 /// # Errors
 /// `Unavailable` when storage fails; what was done before the failure stays done.
 pub async fn sweep(app: &App, now: Timestamp) -> Result<SweepReport, Error> {
-    let locks_cleared = clear_dead_locks_of_ended_runs(app, now).await?;
+    let (locks_cleared, holds_cleared) = tidy_ended_runs(app, now).await?;
     let tokens_dropped = app.catalog.drop_expired_tokens(now, PASS_LIMIT).await?;
     let versions_dropped = app.catalog.drop_marked_versions(PASS_LIMIT, now).await?;
     let doomed = app
@@ -57,6 +61,7 @@ pub async fn sweep(app: &App, now: Timestamp) -> Result<SweepReport, Error> {
     delete_blobs(app, &pending).await?;
     Ok(SweepReport {
         locks_cleared,
+        holds_cleared,
         tokens_dropped,
         versions_dropped,
         blobs_deleted: doomed.len(),
@@ -64,26 +69,34 @@ pub async fn sweep(app: &App, now: Timestamp) -> Result<SweepReport, Error> {
     })
 }
 
-/// Clears the locks of ended runs once they are dead, so listings and records are tidy. An
-/// ended run is forgotten once none of its steps' locks is left; one whose grace has not
-/// passed waits for a later pass. Correctness does not depend on this: a dead lock already
-/// reads as unlocked, and the next change takes it over.
-async fn clear_dead_locks_of_ended_runs(app: &App, now: Timestamp) -> Result<usize, Error> {
-    let mut cleared = 0;
+/// Clears the holds of ended runs, and their locks once they are dead, so listings and
+/// records are tidy; returns (locks, holds) cleared. An ended run is forgotten once none of
+/// its steps' locks is left; one whose grace has not passed waits for a later pass.
+/// Correctness does not depend on this for locks (a dead lock already reads as unlocked,
+/// and the next change takes it over); for a hold it does when the run's end failed part
+/// way, which this repairs.
+async fn tidy_ended_runs(app: &App, now: Timestamp) -> Result<(usize, usize), Error> {
+    let (mut locks, mut holds) = (0, 0);
     for run in app.catalog.ended_runs(RUNS_PER_PASS).await? {
         let mut settled = true;
-        for item in app.catalog.run_items(&run).await? {
+        let items = app.catalog.run_items(&run).await?;
+        for item in &items {
             match clear_if_dead(app, &item.org, &item.state, &item.token_id, now).await? {
-                Cleared::Yes => cleared += 1,
+                Cleared::Yes => locks += 1,
                 Cleared::StillLive => settled = false,
                 Cleared::Nothing => {}
+            }
+        }
+        for (org, state) in runs::states_of(&items) {
+            if runs::end_hold(app, org, state, &run).await? {
+                holds += 1;
             }
         }
         if settled {
             app.catalog.forget_ended_run(&run).await?;
         }
     }
-    Ok(cleared)
+    Ok((locks, holds))
 }
 
 /// The most ended runs one pass looks at.
