@@ -24,18 +24,29 @@ pub fn json_response<T: Serialize>(status: StatusCode, value: &T) -> Response<Bo
 
 /// Whether the request's `Accept-Encoding` accepts gzip (and does not refuse it with q=0).
 pub fn accepts_gzip(headers: &HeaderMap) -> bool {
-    headers
+    // RFC 9110: `gzip` named with any weight but 0 accepts it; named with weight 0 (`q=0`,
+    // `q=0.00`, `Q=0.000`) refuses it whatever `*` says; otherwise `*` decides.
+    let (mut gzip, mut any) = (None, None);
+    for coding in headers
         .get_all(header::ACCEPT_ENCODING)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
-        .any(|coding| {
-            let mut parts = coding.split(';').map(str::trim);
-            let name = parts.next().unwrap_or("");
-            let refused =
-                parts.any(|p| p.replace(' ', "") == "q=0" || p.replace(' ', "") == "q=0.0");
-            (name.eq_ignore_ascii_case("gzip") || name == "*") && !refused
-        })
+    {
+        let mut parts = coding.split(';').map(str::trim);
+        let name = parts.next().unwrap_or("");
+        let accepted = !parts.any(|p| {
+            p.split_once('=').is_some_and(|(k, v)| {
+                k.trim().eq_ignore_ascii_case("q") && v.trim().parse::<f32>() == Ok(0.0)
+            })
+        });
+        if name.eq_ignore_ascii_case("gzip") {
+            gzip = Some(accepted);
+        } else if name == "*" {
+            any = Some(accepted);
+        }
+    }
+    gzip.or(any).unwrap_or(false)
 }
 
 /// A 200 with `bytes` as they are, gzip-encoded when the client accepts it.
@@ -84,6 +95,11 @@ mod tests {
         assert!(accepts_gzip(&headers("gzip")));
         assert!(accepts_gzip(&headers("deflate, gzip;q=0.5")));
         assert!(!accepts_gzip(&headers("gzip;q=0")));
+        for refused in ["gzip;q=0.00", "gzip; q=0.000", "GZIP;Q=0", "gzip;q=0, *", "*;q=0"] {
+            assert!(!accepts_gzip(&headers(refused)), "{refused}");
+        }
+        assert!(accepts_gzip(&headers("*")));
+        assert!(accepts_gzip(&headers("gzip;q=0.001")));
         assert!(!accepts_gzip(&headers("br")));
         assert!(!accepts_gzip(&HeaderMap::new()));
     }
