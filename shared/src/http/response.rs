@@ -95,7 +95,13 @@ mod tests {
         assert!(accepts_gzip(&headers("gzip")));
         assert!(accepts_gzip(&headers("deflate, gzip;q=0.5")));
         assert!(!accepts_gzip(&headers("gzip;q=0")));
-        for refused in ["gzip;q=0.00", "gzip; q=0.000", "GZIP;Q=0", "gzip;q=0, *", "*;q=0"] {
+        for refused in [
+            "gzip;q=0.00",
+            "gzip; q=0.000",
+            "GZIP;Q=0",
+            "gzip;q=0, *",
+            "*;q=0",
+        ] {
             assert!(!accepts_gzip(&headers(refused)), "{refused}");
         }
         assert!(accepts_gzip(&headers("*")));

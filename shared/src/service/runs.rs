@@ -173,13 +173,15 @@ pub async fn gone(app: &App, run: &str, step: &str, attempt: u32) -> Result<usiz
         })
         .collect();
     let items = app.catalog.run_items(run).await?;
-    for token in &tokens {
-        tokens::revoke(app.catalog.as_ref(), &token.id, &Actor::Platform, now).await?;
+    let revoked = tokens.len();
+    for token in tokens {
+        let token =
+            tokens::revoke_record(app.catalog.as_ref(), token, &Actor::Platform, now).await?;
         for item in items.iter().filter(|i| i.token_id == token.id) {
             lower_liveness(app, &item.org, &item.state, &item.token_id, now).await?;
         }
     }
-    Ok(tokens.len())
+    Ok(revoked)
 }
 
 /// Ends `run`'s hold on one state, if it holds it, with a revision-checked write; returns

@@ -69,7 +69,8 @@ fn audit(
         at: now,
         action: action.as_str().into(),
         actor: actor.clone(),
-        state: None,
+        // A step token is for one state: its mint (and revocation) is that state's too.
+        state: token.step.as_ref().map(|g| g.state.clone()),
         version: None,
         detail: serde_json::json!({
             "token_id": token.id,
@@ -181,7 +182,7 @@ pub async fn revoke(
     by: &Actor,
     now: Timestamp,
 ) -> Result<TokenRecord, Error> {
-    let mut record = catalog
+    let record = catalog
         .tokens()
         .await?
         .into_iter()
@@ -189,6 +190,21 @@ pub async fn revoke(
         .ok_or_else(|| Refusal::NotFound {
             what: format!("token {id}"),
         })?;
+    revoke_record(catalog, record, by, now).await
+}
+
+/// Revokes the token `record` names, already in hand (a gone report reaches its attempt's
+/// tokens through the run's own items, strongly consistently, never through a listing of
+/// every token); revoking a revoked token changes nothing.
+///
+/// # Errors
+/// `Unavailable` when the catalog fails.
+pub async fn revoke_record(
+    catalog: &dyn AccessCatalog,
+    mut record: TokenRecord,
+    by: &Actor,
+    now: Timestamp,
+) -> Result<TokenRecord, Error> {
     if !record.revoked {
         record.revoked = true;
         let entry = audit(&record.org, AuditAction::TokenRevoked, by, &record, now);

@@ -408,3 +408,42 @@ async fn racing_lockers_get_exactly_one_winner_per_round() {
 async fn racing_lockers_on_the_memory_store_get_exactly_one_winner_per_round() {
     racing_lockers(Api::new()).await;
 }
+
+/// Every refused lock, write or unlock is logged at WARNING with the lock IDs involved: the
+/// one the request named first, then the holder's.
+#[tokio::test]
+async fn refusals_log_the_lock_ids_they_involve() {
+    let (logs, _capturing) = logs::capture();
+    let api = Api::new();
+    let alice = api.token("acme", "alice", "operator").await;
+    let bob = api.token("acme", "bob", "operator").await;
+    assert_eq!(
+        api.lock(&alice, "net", &lock_doc("HELD-1")).await.status,
+        200
+    );
+    assert_eq!(api.lock(&bob, "net", &lock_doc("WANT-2")).await.status, 423);
+    assert_eq!(
+        api.post_state(&bob, "net", Some("WRITE-3"), state_doc(1, "lin", "x"))
+            .await
+            .status,
+        423
+    );
+    assert_eq!(
+        api.unlock(&alice, "net", &lock_doc("OLD-4")).await.status,
+        409
+    );
+    let text = logs.text();
+    let refusals: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("request refused"))
+        .collect();
+    assert_eq!(refusals.len(), 3, "{text}");
+    for (line, ids) in refusals.iter().zip([
+        r#"["WANT-2", "HELD-1"]"#,
+        r#"["WRITE-3", "HELD-1"]"#,
+        r#"["OLD-4", "HELD-1"]"#,
+    ]) {
+        assert!(line.contains("WARN"), "{line}");
+        assert!(line.contains(&format!("lock_ids={ids}")), "{line}");
+    }
+}

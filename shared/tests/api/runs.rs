@@ -397,3 +397,44 @@ async fn a_step_token_stops_with_its_run_and_sets_no_hold_once_it_ended() {
     assert_eq!(env.api.get_state(&plan, "net").await.status, 401);
     assert_eq!(env.lock(&env.alice, "A").await, 200, "the state is free");
 }
+
+/// A mint is audited in the org it is for, naming the run, step and attempt; reading the
+/// state works while the run holds it, for people and for other runs' steps alike.
+#[tokio::test]
+async fn a_mint_is_audited_and_a_held_state_still_reads() {
+    let env = Env::new(Duration::seconds(600)).await;
+    let body = state_doc(1, "lin", "one");
+    let saved = env
+        .api
+        .post_state(&env.alice, "net", None, body.clone())
+        .await;
+    assert_eq!(saved.status, 200);
+    let plan = env.mint("r1", "plan", 2, "plan", true).await;
+    assert_eq!(env.lock(&plan, "P").await, 200);
+    assert_eq!(env.unlock(&plan, &lock_doc("P")).await, 200);
+    assert_eq!(
+        env.api.listed(&env.admin, "net").await["hold"]["id"],
+        "hold-r1"
+    );
+    let other_run = env.mint("r2", "plan", 1, "plan", false).await;
+    for reader in [&env.alice, &plan, &other_run] {
+        let read = env.api.get_state(reader, "net").await;
+        assert_eq!(
+            (read.status, read.body.clone()),
+            (200, body.clone().into_bytes())
+        );
+    }
+    let audit = env
+        .api
+        .json("GET", "/api/audit?action=step_token.minted", &env.admin)
+        .await;
+    let entries = audit["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 2, "{audit}");
+    let first = &entries[1];
+    assert_eq!(first["actor"], json!({"kind": "platform"}));
+    assert_eq!(first["state"], "net");
+    assert!(
+        first["detail"].to_string().contains("r1") && first["detail"].to_string().contains("plan"),
+        "{first}"
+    );
+}
