@@ -1,15 +1,24 @@
 //! Blob files: one file per blob in one folder, named after the blob key (made of ids, never
 //! of state names). A put writes a temporary file, fsyncs it, renames it into place and
 //! fsyncs the folder, so once `put` returns the blob survives a power cut, and a crash
-//! mid-write leaves only a temporary file, never a torn blob.
+//! mid-write leaves only a temporary file, never a torn blob. A failed put removes its
+//! temporary file; those a crash left are removed when the store is next opened.
 
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 
 use crate::ports::{BlobStore, StoreError};
+
+/// The suffix of a blob file being written.
+const TEMP_SUFFIX: &str = ".tmp";
+
+/// A temporary file this old was left by a crash: a put writes its file in seconds, and a
+/// younger one may be another process's put under way.
+const STALE_TEMP: Duration = Duration::from_secs(3600);
 
 /// Blob files in one folder.
 #[derive(Debug, Clone)]
@@ -23,6 +32,16 @@ impl FileBlobs {
     pub fn open(dir: &Path) -> Result<Self, String> {
         super::disk::private_dir(dir)
             .map_err(|e| format!("cannot create the blob folder {}: {e}", dir.display()))?;
+        match remove_stale_temp_files(dir, SystemTime::now()) {
+            Ok(0) => {}
+            Ok(n) => {
+                tracing::info!(folder = %dir.display(), removed = n, "removed temporary blob files a crash left")
+            }
+            // Only space is at stake: serving goes on.
+            Err(e) => {
+                tracing::error!(folder = %dir.display(), error = %e, "cannot remove temporary blob files a crash left")
+            }
+        }
         Ok(Self {
             dir: dir.to_owned(),
         })
@@ -45,20 +64,50 @@ fn unavailable(what: &str, e: std::io::Error) -> StoreError {
     StoreError::Unavailable(format!("{what}: {e}"))
 }
 
+/// Removes the temporary files in `dir` last changed before `now - STALE_TEMP`; returns how
+/// many.
+fn remove_stale_temp_files(dir: &Path, now: SystemTime) -> std::io::Result<usize> {
+    let mut removed = 0;
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        if !entry.file_name().to_string_lossy().ends_with(TEMP_SUFFIX) {
+            continue;
+        }
+        let changed = entry.metadata()?.modified()?;
+        if now
+            .duration_since(changed)
+            .is_ok_and(|age| age >= STALE_TEMP)
+        {
+            fs::remove_file(entry.path())?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
 fn write_durably(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     // Appended, not `with_extension`: keys may hold dots.
     let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
+    tmp.push(TEMP_SUFFIX);
     let tmp = PathBuf::from(tmp);
+    let written = write_and_rename(dir, &tmp, path, bytes);
+    if written.is_err() {
+        // A full disk must not also keep the partial file's space; it may not exist.
+        let _ = fs::remove_file(&tmp);
+    }
+    written
+}
+
+fn write_and_rename(dir: &Path, tmp: &Path, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     let mut file = super::disk::private_file()
         .create(true)
         .truncate(true)
-        .open(&tmp)
+        .open(tmp)
         .map_err(|e| unavailable("creating a blob file", e))?;
     file.write_all(bytes)
         .and_then(|()| file.sync_all())
         .map_err(|e| unavailable("writing a blob file", e))?;
-    fs::rename(&tmp, path).map_err(|e| unavailable("renaming a blob file", e))?;
+    fs::rename(tmp, path).map_err(|e| unavailable("renaming a blob file", e))?;
     super::disk::sync_dir(dir).map_err(|e| unavailable("syncing the blob folder", e))
 }
 
@@ -96,5 +145,46 @@ impl BlobStore for FileBlobs {
             Err(e) => Err(unavailable("deleting a blob file", e)),
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(dir: &Path, name: &str, age: Duration) -> PathBuf {
+        let path = dir.join(name);
+        let f = fs::File::create(&path).unwrap();
+        f.set_modified(SystemTime::now() - age).unwrap();
+        path
+    }
+
+    /// A kill mid-seal left a 30 MiB temporary file that nothing ever removed.
+    #[test]
+    fn opening_removes_the_temporary_files_a_crash_left_and_nothing_else() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("blobs");
+        fs::create_dir(&dir).unwrap();
+        let left = file(&dir, "orgs+a+states+i+1-ab.tmp", Duration::from_secs(7200));
+        let under_way = file(&dir, "orgs+a+states+i+2-cd.tmp", Duration::from_secs(5));
+        let blob = file(&dir, "orgs+a+states+i+1-ef", Duration::from_secs(7200));
+        FileBlobs::open(&dir).unwrap();
+        assert!(!left.exists(), "a crash's leftover goes");
+        assert!(under_way.exists(), "a put under way stays");
+        assert!(blob.exists(), "blobs stay, however old");
+    }
+
+    #[tokio::test]
+    async fn a_failed_put_leaves_no_temporary_file() {
+        let root = tempfile::tempdir().unwrap();
+        let blobs = FileBlobs::open(&root.path().join("blobs")).unwrap();
+        // A folder where the blob should go makes the rename fail after the write.
+        fs::create_dir(root.path().join("blobs/orgs+a+1-ab")).unwrap();
+        assert!(blobs.put("orgs/a/1-ab", b"sealed".to_vec()).await.is_err());
+        let names: Vec<String> = fs::read_dir(root.path().join("blobs"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["orgs+a+1-ab"]);
     }
 }
