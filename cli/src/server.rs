@@ -5,7 +5,6 @@
 //! would deliver, path parameters included, and answered by the same handlers the Lambda
 //! functions run. On shutdown it stops accepting and lets the requests in flight finish.
 
-use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -22,12 +21,7 @@ use hyper::body::{Bytes, Incoming};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use lambda_http::aws_lambda_events::apigw::{
-    ApiGatewayV2httpRequestContext, ApiGatewayV2httpRequestContextHttpDescription,
-};
-use lambda_http::aws_lambda_events::query_map::QueryMap;
-use lambda_http::request::RequestContext;
-use lambda_http::{Body, RequestExt};
+use lambda_http::Body;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
@@ -282,31 +276,7 @@ async fn routed(
         Err(BodyError::TooLarge) => return http::too_large(route, limit),
         Err(BodyError::Broken(e)) => return http::unreadable_body(route, &e.to_string()),
     };
-    let query: QueryMap = parts.uri.query().unwrap_or("").parse().unwrap_or_default();
-    let path_parameters: HashMap<String, String> = params
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect();
-    let mut context = ApiGatewayV2httpRequestContext::default();
-    context.route_key = Some(format!("{} {}", route.method, route.path));
-    context.stage = Some("$default".into());
-    let mut description = ApiGatewayV2httpRequestContextHttpDescription::default();
-    description.method = parts.method.clone();
-    description.path = Some(parts.uri.path().to_owned());
-    description.protocol = Some("HTTP/1.1".into());
-    context.http = description;
-    let mut request = lambda_http::http::Request::new(if body.is_empty() {
-        Body::Empty
-    } else {
-        Body::Binary(body)
-    });
-    *request.method_mut() = parts.method;
-    *request.uri_mut() = parts.uri;
-    *request.headers_mut() = parts.headers;
-    let request = request
-        .with_path_parameters(path_parameters)
-        .with_query_string_parameters(query)
-        .with_request_context(RequestContext::ApiGatewayV2(context));
+    let request = http::gateway::request(route, parts, params, body);
     http::handle(app, route, request).await
 }
 

@@ -6,6 +6,7 @@
 mod admin;
 mod credentials;
 mod error;
+pub mod gateway;
 mod handler;
 pub mod lambda;
 mod list;

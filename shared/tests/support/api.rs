@@ -4,21 +4,13 @@
 //! a router: no socket, no process. What needs the wire (streamed bodies, raw bytes, custom
 //! methods through a real HTTP parser) stays in the black-box suites.
 
-use std::collections::HashMap;
-
 use base64::Engine;
 use hegemony_state::domain::permission::Role;
 use hegemony_state::domain::Actor;
 use hegemony_state::http::{self, find_route, RouteMatch};
 use hegemony_state::service::tokens::{self, NewToken};
 use hegemony_state::service::Limits;
-use lambda_http::aws_lambda_events::apigw::{
-    ApiGatewayV2httpRequestContext, ApiGatewayV2httpRequestContextHttpDescription,
-};
-use lambda_http::aws_lambda_events::query_map::QueryMap;
 use lambda_http::http::header::{HeaderMap, HeaderName, HeaderValue};
-use lambda_http::request::RequestContext;
-use lambda_http::{Body, RequestExt};
 use serde_json::Value;
 use time::Duration;
 
@@ -133,31 +125,14 @@ impl Call<'_> {
         let uri: lambda_http::http::Uri = self.path.parse().unwrap();
         let response = match find_route(&self.method, uri.path()) {
             RouteMatch::Found { route, params } => {
-                let query: QueryMap = uri.query().unwrap_or("").parse().unwrap_or_default();
-                let params: HashMap<String, String> = params
-                    .iter()
-                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                    .collect();
-                let mut context = ApiGatewayV2httpRequestContext::default();
-                context.route_key = Some(format!("{} {}", route.method, route.path));
-                context.stage = Some("$default".into());
-                let mut description = ApiGatewayV2httpRequestContextHttpDescription::default();
-                description.method = self.method.parse().unwrap();
-                description.path = Some(uri.path().to_owned());
-                description.protocol = Some("HTTP/1.1".into());
-                context.http = description;
-                let mut request = lambda_http::http::Request::new(if self.body.is_empty() {
-                    Body::Empty
-                } else {
-                    Body::Binary(self.body)
-                });
-                *request.method_mut() = self.method.parse().unwrap();
-                *request.uri_mut() = uri;
-                *request.headers_mut() = self.headers;
-                let request = request
-                    .with_path_parameters(params)
-                    .with_query_string_parameters(query)
-                    .with_request_context(RequestContext::ApiGatewayV2(context));
+                let (mut parts, ()) = lambda_http::http::Request::builder()
+                    .method(self.method.as_str())
+                    .uri(uri.clone())
+                    .body(())
+                    .unwrap()
+                    .into_parts();
+                parts.headers = self.headers;
+                let request = http::gateway::request(route, parts, &params, self.body);
                 http::handle(&self.api.fx.app, route, request).await
             }
             other => http::no_route(&other),
