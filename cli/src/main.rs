@@ -144,6 +144,8 @@ fn main() -> ExitCode {
                 key_file,
                 max_body_bytes_in_flight,
             } => {
+                let shutdown =
+                    server::shutdown_signal().context("cannot install the signal handlers")?;
                 let listener = tokio::net::TcpListener::bind(listen)
                     .await
                     .with_context(|| format!("cannot listen on {listen}"))?;
@@ -152,7 +154,7 @@ fn main() -> ExitCode {
                     &store,
                     key_file.as_deref(),
                     max_body_bytes_in_flight,
-                    server::shutdown_signal(),
+                    shutdown,
                 )
                 .await
             }

@@ -179,16 +179,23 @@ pub async fn sweep_once(store: &Store) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Completes on SIGTERM (how a container or service manager stops the server) or Ctrl-C.
-pub async fn shutdown_signal() {
-    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(_) => return std::future::pending().await,
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
+/// A future that completes on SIGTERM (how a container or service manager stops the
+/// server) or Ctrl-C. The handlers are installed here, before the server says it listens:
+/// installed when the future is first polled, a SIGTERM sent right after that line would
+/// still kill the process outright.
+///
+/// # Errors
+/// When the signal handlers cannot be installed.
+pub fn shutdown_signal() -> std::io::Result<impl Future<Output = ()>> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = term.recv() => {}
+        }
+    })
 }
 
 /// Printed once, to the terminal only (never to a log): the first admin token and a
