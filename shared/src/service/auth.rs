@@ -65,13 +65,17 @@ pub async fn authenticate(app: &App, token: &str) -> Result<Caller, Error> {
                 .ok_or_else(|| Error::Damaged(format!("step token {} has no grant", record.id)))?;
             let ended = catalog.run(&grant.run).await?.and_then(|r| r.ended_at);
             if let Some(ended) = ended {
-                if ended + app.limits.run_end_grace <= now {
+                let last = ended + app.limits.run_end_grace;
+                if last <= now {
                     return Err(Error::Unauthenticated(format!(
                         "run {} ended and its grace has passed: this step token no longer works",
                         grant.run
                     )));
                 }
                 grant.hold = false;
+                // A lock taken within the grace lives as long as the token does: no longer
+                // than the run's end plus the grace, as the run's end made the others.
+                grant.expires_at = grant.expires_at.min(last);
             }
             Caller::Org(Principal {
                 org: record.org,

@@ -387,7 +387,18 @@ async fn a_step_token_stops_with_its_run_and_sets_no_hold_once_it_ended() {
         "no hold for an ended run"
     );
     assert_eq!(env.unlock(&plan, &lock_doc("P")).await, 200);
+    assert_eq!(
+        env.lock(&plan, "Q").await,
+        200,
+        "a lock taken within the grace"
+    );
     env.api.fx.advance(Duration::seconds(61));
+    assert_eq!(
+        env.lock(&env.alice, "A").await,
+        200,
+        "lives no longer than the grace: the token can no longer release it"
+    );
+    assert_eq!(env.unlock(&env.alice, &lock_doc("A")).await, 200);
     assert_eq!(env.lock(&plan, "P").await, 401, "past the grace");
     let write = env
         .api
