@@ -83,22 +83,25 @@ impl AccessCatalog for DynamoCatalog {
         allocation: &Allocation,
         audit: &AuditEntry,
     ) -> Result<(), StoreError> {
-        let existing = self.org(org).await?;
+        let stored = self.get(key(org_pk(org), SETTINGS_SK)).await?;
+        let existing: Option<OrgRecord> = stored.as_ref().map(record).transpose()?;
         if existing.as_ref().map(|o| o.allocation).unwrap_or_default() != *expected {
             return Err(StoreError::Conflict);
         }
-        // The write is conditioned on the item read being the one stored (or still absent),
-        // so a change that came in between fails the transaction instead of being lost.
-        let (record, condition, values) = match &existing {
-            Some(existing) => (
+        // The write is conditioned on the item read being the one stored, its JSON exactly as
+        // read (or still absent), so a change that came in between fails the transaction
+        // instead of being lost.
+        let (record, condition, values) = match (existing, stored.as_ref().and_then(|i| i.get(REC)))
+        {
+            (Some(existing), Some(seen)) => (
                 OrgRecord {
                     allocation: *allocation,
-                    ..existing.clone()
+                    ..existing
                 },
                 format!("{REC} = :read"),
-                Some(HashMap::from([(":read".to_owned(), s(to_json(existing)))])),
+                Some(HashMap::from([(":read".to_owned(), seen.clone())])),
             ),
-            None => (
+            _ => (
                 OrgRecord {
                     org: org.to_owned(),
                     allocation: *allocation,
