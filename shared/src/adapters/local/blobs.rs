@@ -73,13 +73,22 @@ fn remove_stale_temp_files(dir: &Path, now: SystemTime) -> std::io::Result<usize
         if !entry.file_name().to_string_lossy().ends_with(TEMP_SUFFIX) {
             continue;
         }
-        let changed = entry.metadata()?.modified()?;
+        // Another process's put may rename its file away meanwhile: that one is not ours.
+        let gone = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
+        let changed = match entry.metadata().and_then(|m| m.modified()) {
+            Ok(changed) => changed,
+            Err(e) if gone(&e) => continue,
+            Err(e) => return Err(e),
+        };
         if now
             .duration_since(changed)
             .is_ok_and(|age| age >= STALE_TEMP)
         {
-            fs::remove_file(entry.path())?;
-            removed += 1;
+            match fs::remove_file(entry.path()) {
+                Ok(()) => removed += 1,
+                Err(e) if gone(&e) => {}
+                Err(e) => return Err(e),
+            }
         }
     }
     Ok(removed)
