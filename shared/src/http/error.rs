@@ -112,7 +112,8 @@ error_codes! {
     /// Someone else's live lock (answered with the holder's lock document).
     Locked = "locked", LOCKED, refused [Refusal::Locked { .. }];
     /// A transient fault; the tools retry.
-    Unavailable = "unavailable", SERVICE_UNAVAILABLE, raised [HttpError::Service(Error::Unavailable(_))];
+    Unavailable = "unavailable", SERVICE_UNAVAILABLE,
+        raised [HttpError::Service(Error::Unavailable(_)), HttpError::Service(Error::StorageFault(_))];
     /// No key is configured.
     ManagedStateUnavailable = "managed_state_unavailable", SERVICE_UNAVAILABLE,
         raised [HttpError::Service(Error::NoKey)];
@@ -202,9 +203,11 @@ pub fn error_response(err: &HttpError, ctx: &LogContext) -> Response<Body> {
     }
     let state = ctx.state.as_deref().unwrap_or("-");
     let principal = ctx.principal.as_deref().unwrap_or("-");
-    if status.is_server_error()
-        && code != ErrorCode::Unavailable
-        && code != ErrorCode::ManagedStateUnavailable
+    let storage_fault = matches!(err, HttpError::Service(Error::StorageFault(_)));
+    if storage_fault
+        || status.is_server_error()
+            && code != ErrorCode::Unavailable
+            && code != ErrorCode::ManagedStateUnavailable
     {
         tracing::error!(code = code.as_str(), reason = %err, route = %ctx.route, state, principal, "request failed");
     } else {
@@ -279,5 +282,50 @@ mod tests {
                 "docs/errors.md documents {code}, which no error answers with"
             );
         }
+    }
+
+    /// The level and line `err` is logged with, and its response.
+    fn logged(err: &HttpError) -> (String, Response<Body>) {
+        #[derive(Clone, Default)]
+        struct Lines(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+        impl std::io::Write for Lines {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let lines = Lines::default();
+        let sink = lines.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_writer(move || sink.clone())
+            .finish();
+        let ctx = LogContext::new("POST", "/api/tf-states/{name}/state");
+        let response = tracing::subscriber::with_default(subscriber, || error_response(err, &ctx));
+        let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+        (text, response)
+    }
+
+    /// A full disk or an I/O error is the operator's to see: an ERROR, not the WARNING of a
+    /// client's refusal; the client still gets the 503 it retries.
+    #[test]
+    fn storage_faults_are_errors_and_contention_is_a_warning() {
+        let fault = HttpError::Service(Error::from(crate::ports::StoreError::Unavailable(
+            "catalog: database or disk is full".into(),
+        )));
+        let (line, response) = logged(&fault);
+        assert!(
+            line.contains("ERROR") && line.contains("disk is full"),
+            "{line}"
+        );
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert!(response.headers().contains_key(header::RETRY_AFTER));
+        let contention = HttpError::Service(Error::from(crate::ports::StoreError::Conflict));
+        let (line, response) = logged(&contention);
+        assert!(line.contains("WARN") && !line.contains("ERROR"), "{line}");
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
     }
 }

@@ -81,9 +81,14 @@ pub enum Error {
     /// No, unknown, expired or revoked credentials.
     #[error("{0}")]
     Unauthenticated(String),
-    /// A transient fault: storage busy, the key service down. Clients retry.
+    /// A transient fault: contention, the key service down. Clients retry.
     #[error("{0}")]
     Unavailable(String),
+    /// Storage failed in a way that can pass (busy, I/O, a full disk): clients retry as for
+    /// `Unavailable`, and an operator should look, so it is logged as an error, not as a
+    /// refusal.
+    #[error("{0}")]
+    StorageFault(String),
     /// No key is configured: permanent until an operator configures one.
     #[error("managed state unavailable: no key configured (set HEGEMONY_TF_STATE_ENCRYPTION_KEY or HEGEMONY_TF_STATE_KEY_BACKEND)")]
     NoKey,
@@ -102,7 +107,7 @@ impl From<StoreError> for Error {
             StoreError::Conflict => {
                 Error::Unavailable("too many concurrent changes to this state; retry".into())
             }
-            StoreError::Unavailable(why) => Error::Unavailable(why),
+            StoreError::Unavailable(why) => Error::StorageFault(why),
             StoreError::Corrupt(why) => Error::Damaged(why),
         }
     }
