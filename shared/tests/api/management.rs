@@ -56,12 +56,7 @@ async fn rollback_makes_an_old_version_current_with_a_higher_serial_byte_for_byt
     for (serial, value) in [(1, "one"), (2, "two"), (3, "three")] {
         write(&api, &operator, "net", serial, value).await;
     }
-    let r = api
-        .request("POST", "/api/tf-states/net/rollback")
-        .bearer(&operator)
-        .body(r#"{"version": 1}"#)
-        .send()
-        .await;
+    let r = rollback(&api, &operator, "net", r#"{"version": 1}"#).await;
     assert_eq!(r.status, 200);
     let v = r.json();
     assert_eq!(
@@ -216,11 +211,7 @@ async fn opentofu_encrypted_versions_cannot_be_rolled_back_and_say_what_to_do() 
             .await;
         assert_eq!(r.status, 200);
     }
-    let refused = api
-        .request("POST", "/api/tf-states/enc/rollback")
-        .bearer(&operator)
-        .body(r#"{"version":1}"#)
-        .send()
+    let refused = rollback(&api, &operator, "enc", r#"{"version":1}"#)
         .await
         .error();
     assert_eq!(
@@ -556,17 +547,10 @@ async fn versions_past_what_a_store_holds_are_not_found() {
             (download.status, download.code.as_str()),
             (404, "not_found")
         );
-        let rollback = api
-            .request("POST", "/api/tf-states/net/rollback")
-            .bearer(&operator)
-            .body(format!(r#"{{"version":{n}}}"#))
-            .send()
+        let refused = rollback(&api, &operator, "net", &format!(r#"{{"version":{n}}}"#))
             .await
             .error();
-        assert_eq!(
-            (rollback.status, rollback.code.as_str()),
-            (404, "not_found")
-        );
+        assert_eq!((refused.status, refused.code.as_str()), (404, "not_found"));
     }
 }
 
@@ -578,11 +562,7 @@ async fn a_rollback_at_the_largest_serial_is_refused_in_words() {
     let (_, operator) = org(&api).await;
     write(&api, &operator, "net", 1, "one").await;
     write(&api, &operator, "net", u64::MAX, "two").await;
-    let refused = api
-        .request("POST", "/api/tf-states/net/rollback")
-        .bearer(&operator)
-        .body(r#"{"version":1}"#)
-        .send()
+    let refused = rollback(&api, &operator, "net", r#"{"version":1}"#)
         .await
         .error();
     assert_eq!(
@@ -602,4 +582,13 @@ async fn a_rollback_at_the_largest_serial_is_refused_in_words() {
         2,
         "nothing made"
     );
+}
+
+/// `POST .../rollback` of state `name` with `body`, as `token`.
+async fn rollback(api: &Api, token: &str, name: &str, body: &str) -> crate::support::api::Answer {
+    api.request("POST", &format!("/api/tf-states/{name}/rollback"))
+        .bearer(token)
+        .body(body.to_owned())
+        .send()
+        .await
 }
