@@ -377,3 +377,110 @@ fn after_a_sigterm_new_connections_are_refused() {
         "the save in flight still ends"
     );
 }
+
+/// A base URL that is an [`Endpoint`], for a server this file starts itself.
+struct At(String);
+
+impl Endpoint for At {
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.0)
+    }
+}
+
+/// A full disk, for real: a 4 MiB tmpfs filled to its last block, mounted in a user and
+/// mount namespace of the test's own (`unshare -rm`: no root needed where unprivileged user
+/// namespaces are on, as on most Linux systems). The store a server closed cleanly is copied
+/// in, the disk filled, then `token create` and `serve` run on it. Opening the catalog used
+/// to write, so neither could even start.
+#[test]
+fn on_a_full_disk_the_server_starts_serves_reads_and_refuses_writes_in_words() {
+    let userns = std::process::Command::new("unshare")
+        .args(["-rm", "true"])
+        .status();
+    assert!(
+        userns.is_ok_and(|s| s.success()),
+        "this test mounts a small file system in a user namespace of its own: it needs unshare (util-linux) and unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1)"
+    );
+    let mut server = Server::start();
+    let token = server.token("acme", "alice", "operator");
+    let doc = state_doc(1, "lin", "kept");
+    assert_eq!(
+        Api::new(&server)
+            .post_state(&token, "net", None, doc.clone())
+            .status(),
+        200
+    );
+    server.terminate();
+    assert!(server.wait_exit(Duration::from_secs(40)).is_some());
+    let outer = tempfile::tempdir().unwrap();
+    let disk = outer.path().join("disk");
+    std::fs::create_dir(&disk).unwrap();
+    let script = r#"set -e
+mount -t tmpfs -o size=4m tmpfs "$DISK"
+cp -a "$STORE/." "$DISK/"
+dd if=/dev/zero of="$DISK/filler" bs=4k 2>/dev/null || true
+"$BIN" token create --org acme --user bob --role operator --data-dir "$DISK/data" > "$OUT/token.out" 2> "$OUT/token.err" || echo $? > "$OUT/token.rc"
+exec "$BIN" serve --listen 127.0.0.1:0 --data-dir "$DISK/data""#;
+    let mut child = std::process::Command::new("unshare")
+        .args(["-rm", "sh", "-c", script])
+        .env("DISK", &disk)
+        .env("STORE", server.dir.path())
+        .env("BIN", bin())
+        .env("OUT", outer.path())
+        .env("RUST_LOG", "info")
+        .env_remove("HEGEMONY_TF_STATE_ENCRYPTION_KEY")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    let logs = Arc::new(std::sync::Mutex::new(String::new()));
+    let sink = logs.clone();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if let Some(addr) = line.split("listening on http://").nth(1) {
+                let _ = tx.send(addr.trim().to_owned());
+            }
+            sink.lock().unwrap().push_str(&(line + "\n"));
+        }
+    });
+    let started = rx.recv_timeout(Duration::from_secs(20));
+    let logs = move || logs.lock().unwrap().clone();
+    let Ok(addr) = started else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("the server did not start on a full disk:\n{}", logs());
+    };
+    let full = At(format!("http://{addr}"));
+    let api = Api::new(&full);
+    let read = api.get_state(&token, "net");
+    assert_eq!(read.status(), 200);
+    assert_eq!(read.text().unwrap(), doc);
+    let write = api.post_state(&token, "net", None, state_doc(2, "lin", "lost"));
+    assert_eq!(write.status(), 503);
+    let body: Value = write.json().unwrap();
+    let message = body["error"]["message"].as_str().unwrap().to_owned();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(message.contains("free space"), "{message}");
+    assert!(
+        logs().contains("ERROR") && logs().contains("serving it read-only"),
+        "{}",
+        logs()
+    );
+    let failed = std::fs::read_to_string(outer.path().join("token.err")).unwrap();
+    assert!(
+        outer.path().join("token.rc").exists(),
+        "token create succeeded on a full disk"
+    );
+    assert!(
+        failed.contains("cannot create the token") && failed.contains("free space"),
+        "{failed}"
+    );
+}

@@ -169,12 +169,15 @@ pub async fn sweep_once(store: &Store) -> anyhow::Result<()> {
     let app = store.sweeper_app().await?;
     let report = sweep::sweep(&app, app.clock.now()).await?;
     println!(
-        "cleared {} dead locks of ended runs, dropped {} expired tokens, dropped {} versions, deleted {} unused blobs and {} never-committed blobs",
+        "cleared {} dead locks and {} holds of ended runs, dropped {} expired tokens, pruned {} settled runs, dropped {} versions, deleted {} unused blobs and {} never-committed blobs, removed {} temporary blob files",
         report.locks_cleared,
+        report.holds_cleared,
         report.tokens_dropped,
+        report.runs_pruned,
         report.versions_dropped,
         report.blobs_deleted,
-        report.uncommitted_blobs_deleted
+        report.uncommitted_blobs_deleted,
+        report.blob_leftovers_removed
     );
     Ok(())
 }

@@ -26,7 +26,9 @@ pub async fn create(
         // clap requires all three without --platform.
         _ => anyhow::bail!("give --org, --user and --role, or --platform"),
     };
-    let (token, record) = tokens::create(catalog.as_ref(), new, &Actor::Cli, now()).await?;
+    let (token, record) = tokens::create(catalog.as_ref(), new, &Actor::Cli, now())
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot create the token: {e}"))?;
     if platform {
         eprintln!(
             "Created platform token {}. It is shown only once:",

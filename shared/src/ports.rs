@@ -275,8 +275,22 @@ pub trait SweepCatalog: Send + Sync {
     /// Ended runs whose steps' locks are not all tidied yet, oldest end first.
     async fn ended_runs(&self, limit: usize) -> Result<Vec<String>, StoreError>;
 
-    /// Forgets an ended run once none of its steps' locks is left.
-    async fn forget_ended_run(&self, run: &str) -> Result<(), StoreError>;
+    /// Moves an ended run none of whose steps' locks is left from the ended runs to the
+    /// settled ones, listed by its end, where it waits to be pruned. Repeating it is harmless.
+    async fn settle_ended_run(&self, run: &str) -> Result<(), StoreError>;
+
+    /// Settled runs that ended before `before`, oldest end first, at most `limit`.
+    async fn settled_runs(
+        &self,
+        before: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError>;
+
+    /// Deletes up to `limit` of a settled run's run -> token -> state items (and, where the
+    /// store keeps them apart, its links to tokens already gone); once none is left, takes
+    /// the run off the settled list. The run's own record stays: it is the ended marker that
+    /// refuses a late mint. Returns how many items went and whether the run is done.
+    async fn prune_run(&self, run: &str, limit: usize) -> Result<(usize, bool), StoreError>;
 }
 
 /// A run of a flow, as the platform reports it.
@@ -336,6 +350,9 @@ pub trait BlobStore: Send + Sync {
     async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), StoreError>;
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError>;
     async fn delete(&self, key: &str) -> Result<(), StoreError>;
+    /// Removes what puts that died part way left behind before `before` (never a put under
+    /// way); returns how many. Only a store whose put leaves something has anything to do.
+    async fn remove_leftovers(&self, before: Timestamp) -> Result<usize, StoreError>;
 }
 
 /// What a data key is bound to (KMS's encryption context).

@@ -353,6 +353,91 @@ mod cases {
         assert_eq!(again.holds_cleared, 0, "idempotent");
     }
 
+    /// A run's items used to stay for ever. Once the run is settled and a day has passed
+    /// (every token it had is expired), the sweeper prunes them, a bounded number a pass;
+    /// the run's ended marker stays, so a late mint for the same run id is still refused.
+    pub async fn the_sweeper_prunes_a_settled_runs_items_and_the_run_stays_ended(f: Fixture) {
+        use hegemony_state::service::sweep::{sweep, PRUNE_AFTER};
+        for attempt in 1..=3 {
+            let step = step(&f, "r1", "apply", attempt, 60).await;
+            let id = format!("S{attempt}");
+            lock(&f.app, &step, &net(), &lock_doc(&id)).await.unwrap();
+            unlock(&f.app, &step, &net(), &lock_doc(&id)).await.unwrap();
+        }
+        assert_eq!(f.app.catalog.run_items("r1").await.unwrap().len(), 3);
+        end(&f.app, "r1", None).await.unwrap();
+        f.advance(Duration::seconds(601));
+        let report = sweep(&f.app, f.app.clock.now()).await.unwrap();
+        assert_eq!(report.runs_pruned, 0, "settled, not yet pruned");
+        f.advance(PRUNE_AFTER - Duration::seconds(602));
+        assert_eq!(
+            sweep(&f.app, f.app.clock.now()).await.unwrap().runs_pruned,
+            0
+        );
+        assert_eq!(f.app.catalog.run_items("r1").await.unwrap().len(), 3);
+        f.advance(Duration::seconds(2));
+        let report = sweep(&f.app, f.app.clock.now()).await.unwrap();
+        assert_eq!(report.runs_pruned, 1);
+        assert!(f.app.catalog.run_items("r1").await.unwrap().is_empty());
+        assert!(f.app.catalog.run_tokens("r1").await.unwrap().is_empty());
+        let again = sweep(&f.app, f.app.clock.now()).await.unwrap();
+        assert_eq!(again.runs_pruned, 0, "idempotent");
+        let late = MintRequest {
+            org: "acme".into(),
+            state: "net".into(),
+            step: "apply".into(),
+            attempt: 4,
+            kind: StepKind::Apply,
+            timeout_seconds: 60,
+            hold: false,
+        };
+        assert!(matches!(
+            mint(&f.app, "r1", &late).await,
+            Err(Error::Refused(Refusal::RunEnded { .. }))
+        ));
+        assert!(end(&f.app, "r1", None).await.unwrap().ended_at.is_some());
+        assert_eq!(gone(&f.app, "r1", "apply", 1).await.unwrap(), 0);
+    }
+
+    /// A pass prunes at most its budget of items; a run with more goes on at the next.
+    pub async fn pruning_is_bounded_per_pass_and_goes_on_at_the_next(f: Fixture) {
+        use hegemony_state::service::sweep::PRUNE_AFTER;
+        for attempt in 1..=3 {
+            let step = step(&f, "r2", "apply", attempt, 60).await;
+            let id = format!("S{attempt}");
+            lock(&f.app, &step, &net(), &lock_doc(&id)).await.unwrap();
+            unlock(&f.app, &step, &net(), &lock_doc(&id)).await.unwrap();
+        }
+        end(&f.app, "r2", None).await.unwrap();
+        f.advance(Duration::seconds(601));
+        hegemony_state::service::sweep::sweep(&f.app, f.app.clock.now())
+            .await
+            .unwrap();
+        f.advance(PRUNE_AFTER);
+        let before = f.app.clock.now() - PRUNE_AFTER;
+        assert_eq!(
+            f.app.catalog.settled_runs(before, 10).await.unwrap(),
+            ["r2"]
+        );
+        assert_eq!(f.app.catalog.prune_run("r2", 2).await.unwrap(), (2, false));
+        assert_eq!(f.app.catalog.run_items("r2").await.unwrap().len(), 1);
+        assert_eq!(
+            f.app.catalog.settled_runs(before, 10).await.unwrap(),
+            ["r2"]
+        );
+        assert_eq!(f.app.catalog.prune_run("r2", 2).await.unwrap(), (1, true));
+        assert_eq!(f.app.catalog.prune_run("r2", 2).await.unwrap(), (0, true));
+        assert!(f
+            .app
+            .catalog
+            .run("r2")
+            .await
+            .unwrap()
+            .unwrap()
+            .ended_at
+            .is_some());
+    }
+
     pub async fn a_step_never_forces_even_when_operators_may(f: Fixture) {
         let admin = user("root", Role::Admin);
         admin::set_permissions(&f.app, &admin, |mut a| {
@@ -480,4 +565,6 @@ every_adapter!(support::limits(50);
     forcing_ends_holds_and_hold_ids_end_only_the_hold,
     the_sweeper_clears_dead_locks_of_ended_runs_and_expired_tokens,
     the_sweeper_ends_holds_a_failed_run_end_left,
+    the_sweeper_prunes_a_settled_runs_items_and_the_run_stays_ended,
+    pruning_is_bounded_per_pass_and_goes_on_at_the_next,
 );

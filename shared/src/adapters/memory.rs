@@ -34,6 +34,8 @@ struct Inner {
     tokens: Vec<TokenRecord>,
     runs: HashMap<String, RunRecord>,
     ended_runs: Vec<String>,
+    /// Settled runs and when they ended, waiting to be pruned.
+    settled_runs: Vec<(String, Timestamp)>,
     run_items: Vec<RunItem>,
     orgs: HashMap<String, OrgRecord>,
     blobs: HashMap<String, Vec<u8>>,
@@ -334,9 +336,47 @@ impl SweepCatalog for MemoryStore {
         Ok(self.lock().ended_runs.iter().take(limit).cloned().collect())
     }
 
-    async fn forget_ended_run(&self, run: &str) -> Result<(), StoreError> {
-        self.lock().ended_runs.retain(|r| r != run);
+    async fn settle_ended_run(&self, run: &str) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        if !inner.ended_runs.iter().any(|r| r == run) {
+            return Ok(());
+        }
+        inner.ended_runs.retain(|r| r != run);
+        if let Some(ended) = inner.runs.get(run).and_then(|r| r.ended_at) {
+            inner.settled_runs.push((run.to_owned(), ended));
+            inner.settled_runs.sort_by_key(|(_, ended)| *ended);
+        }
         Ok(())
+    }
+
+    async fn settled_runs(
+        &self,
+        before: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        Ok(self
+            .lock()
+            .settled_runs
+            .iter()
+            .filter(|(_, ended)| *ended < before)
+            .take(limit)
+            .map(|(run, _)| run.clone())
+            .collect())
+    }
+
+    async fn prune_run(&self, run: &str, limit: usize) -> Result<(usize, bool), StoreError> {
+        let mut inner = self.lock();
+        let mut deleted = 0;
+        inner.run_items.retain(|i| {
+            let doomed = i.run == run && deleted < limit;
+            deleted += usize::from(doomed);
+            !doomed
+        });
+        let done = !inner.run_items.iter().any(|i| i.run == run);
+        if done {
+            inner.settled_runs.retain(|(r, _)| r != run);
+        }
+        Ok((deleted, done))
     }
 
     async fn forget_blobs(&self, blobs: &[String]) -> Result<(), StoreError> {
@@ -426,5 +466,10 @@ impl BlobStore for MemoryStore {
     async fn delete(&self, key: &str) -> Result<(), StoreError> {
         self.lock().blobs.remove(key);
         Ok(())
+    }
+
+    async fn remove_leftovers(&self, _before: Timestamp) -> Result<usize, StoreError> {
+        // A put here is one insert: it never leaves part of itself behind.
+        Ok(0)
     }
 }

@@ -1,7 +1,8 @@
 //! The sweeper: tidies what a commit left for later, working only from sparse records
-//! (version marks, blobs listed for deletion, blobs pending since long ago). Each pass is
-//! bounded, idempotent, and safe to run twice at once: deleting a deleted blob and dropping a
-//! dropped version change nothing. Correctness never waits for it: it only frees space.
+//! (version marks, blobs listed for deletion, blobs pending since long ago, ended and
+//! settled runs). Each pass is bounded, idempotent, and safe to run twice at once: deleting a
+//! deleted blob and dropping a dropped version change nothing. Correctness never waits for
+//! it: it only frees space, and repairs the holds of a run end that failed part way.
 
 use serde::Serialize;
 use time::Duration;
@@ -20,8 +21,16 @@ const PASS_LIMIT: usize = 1000;
 /// just before it was replaced still finds it.
 pub const DOOMED_GRACE: Duration = Duration::minutes(5);
 
-/// A blob pending this long was never committed: its write died.
+/// A blob pending this long was never committed: its write died. A blob store's leftovers
+/// (the local store's temporary files) this old are a dead write's too.
 pub const PENDING_GRACE: Duration = Duration::hours(1);
+
+/// A settled run's items are pruned this long after its end: `runs::MAX_TOKEN_LIFETIME` plus an
+/// hour for the clocks of different processes to disagree. A mint is refused once the run
+/// has ended, so by then every token minted for the run has expired, whatever happened to
+/// the run's record, and none of its items can be needed again: its locks are dead and
+/// cleared, its holds ended, and a late end or gone report finds nothing to lower.
+pub const PRUNE_AFTER: Duration = Duration::hours(25);
 
 /// What one pass did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -33,12 +42,18 @@ pub struct SweepReport {
     pub holds_cleared: usize,
     /// Step tokens dropped after they expired.
     pub tokens_dropped: usize,
+    /// Settled runs whose run -> token -> state items were all pruned (their ended marker
+    /// stays, so a late mint for them is still refused).
+    pub runs_pruned: usize,
     /// Versions dropped: pruned past the limit, or of deleted states.
     pub versions_dropped: usize,
     /// Blobs deleted that no version uses any more.
     pub blobs_deleted: usize,
     /// Blobs deleted that were written but never committed.
     pub uncommitted_blobs_deleted: usize,
+    /// What puts that died part way left in the blob store (the local store's temporary
+    /// files), removed.
+    pub blob_leftovers_removed: usize,
 }
 
 /// Runs one bounded pass at `now`.
@@ -48,6 +63,9 @@ pub struct SweepReport {
 pub async fn sweep(app: &App, now: Timestamp) -> Result<SweepReport, Error> {
     let (locks_cleared, holds_cleared) = tidy_ended_runs(app, now).await?;
     let tokens_dropped = app.catalog.drop_expired_tokens(now, PASS_LIMIT).await?;
+    // After the tokens: on a store that links a run to its tokens, the links of tokens just
+    // dropped went with them.
+    let runs_pruned = prune_settled_runs(app, now).await?;
     let versions_dropped = app.catalog.drop_marked_versions(PASS_LIMIT, now).await?;
     let doomed = app
         .catalog
@@ -59,19 +77,23 @@ pub async fn sweep(app: &App, now: Timestamp) -> Result<SweepReport, Error> {
         .stale_pending_blobs(now - PENDING_GRACE, PASS_LIMIT)
         .await?;
     delete_blobs(app, &pending).await?;
+    let blob_leftovers_removed = app.blobs.remove_leftovers(now - PENDING_GRACE).await?;
     Ok(SweepReport {
         locks_cleared,
         holds_cleared,
         tokens_dropped,
+        runs_pruned,
         versions_dropped,
         blobs_deleted: doomed.len(),
         uncommitted_blobs_deleted: pending.len(),
+        blob_leftovers_removed,
     })
 }
 
 /// Clears the holds of ended runs, and their locks once they are dead, so listings and
-/// records are tidy; returns (locks, holds) cleared. An ended run is forgotten once none of
-/// its steps' locks is left; one whose grace has not passed waits for a later pass.
+/// records are tidy; returns (locks, holds) cleared. An ended run is settled (left to be
+/// pruned) once its grace has passed and none of its steps' locks is left: after the grace
+/// no token of the run works, so none can take a lock that a later pass would have to clear.
 /// Correctness does not depend on this for locks (a dead lock already reads as unlocked,
 /// and the next change takes it over); for a hold it does when the run's end failed part
 /// way, which this repairs.
@@ -92,11 +114,49 @@ async fn tidy_ended_runs(app: &App, now: Timestamp) -> Result<(usize, usize), Er
                 holds += 1;
             }
         }
-        if settled {
-            app.catalog.forget_ended_run(&run).await?;
+        let ended = app.catalog.run(&run).await?.and_then(|r| r.ended_at);
+        let graced = ended.is_some_and(|at| at + app.limits.run_end_grace <= now);
+        if settled && graced {
+            app.catalog.settle_ended_run(&run).await?;
         }
     }
     Ok((locks, holds))
+}
+
+/// Prunes the items of runs settled more than `PRUNE_AFTER` ago, at most `PASS_LIMIT` items
+/// a pass (a run with more goes on at the next); returns how many runs were pruned whole.
+///
+/// Pruning never revives a run: its record stays as the ended marker, so a late mint for the
+/// same run id is still refused (`run_ended`), and a late end or gone report changes nothing.
+/// The marker is the one thing kept per run, as the audit log keeps its mint entries;
+/// everything that grows with a run's tokens and states goes.
+async fn prune_settled_runs(app: &App, now: Timestamp) -> Result<usize, Error> {
+    let mut budget = PASS_LIMIT;
+    let mut pruned = 0;
+    for run in app
+        .catalog
+        .settled_runs(now - PRUNE_AFTER, RUNS_PER_PASS)
+        .await?
+    {
+        if budget == 0 {
+            break;
+        }
+        // Every token should have expired by now; a clock far behind could mint one that
+        // has not. Its run's items then wait for it.
+        let live = app
+            .catalog
+            .run_tokens(&run)
+            .await?
+            .into_iter()
+            .any(|t| !t.revoked && t.expires_at.is_none_or(|at| at > now));
+        if live {
+            continue;
+        }
+        let (deleted, done) = app.catalog.prune_run(&run, budget).await?;
+        budget = budget.saturating_sub(deleted);
+        pruned += usize::from(done);
+    }
+    Ok(pruned)
 }
 
 /// The most ended runs one pass looks at.

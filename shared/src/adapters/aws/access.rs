@@ -148,7 +148,10 @@ impl DynamoCatalog {
     }
 
     /// Tokens by hash, strongly consistently; hashes with no token any more are skipped.
-    async fn tokens_by_hash(&self, hashes: &[String]) -> Result<Vec<TokenRecord>, StoreError> {
+    pub(super) async fn tokens_by_hash(
+        &self,
+        hashes: &[String],
+    ) -> Result<Vec<TokenRecord>, StoreError> {
         let mut found = Vec::new();
         for chunk in hashes.chunks(BATCH_GET_KEYS) {
             let mut keys: Vec<Item> = chunk.iter().map(|hash| key(token_pk(hash), ONLY)).collect();

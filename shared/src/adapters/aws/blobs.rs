@@ -6,6 +6,7 @@ use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::Client;
 
 use super::describe_failure;
+use crate::domain::Timestamp;
 use crate::ports::{BlobStore, StoreError};
 
 /// How many times a put is tried again after S3's 409 ConditionalRequestConflict (another
@@ -94,5 +95,11 @@ impl BlobStore for S3Blobs {
             .await
             .map_err(|e| StoreError::Unavailable(describe_failure("DeleteObject", &e)))?;
         Ok(())
+    }
+
+    async fn remove_leftovers(&self, _before: Timestamp) -> Result<usize, StoreError> {
+        // A put is one PutObject, which S3 stores whole or not at all; the bucket's lifecycle
+        // rule aborts any incomplete multipart upload.
+        Ok(0)
     }
 }

@@ -10,7 +10,7 @@
 //! | version       | `VER#<org>/<name>/<incarnation>`  | version, 20 digits    |        |
 //! | audit entry   | `AUDIT#<org>`                     | sequence, 20 digits   |        |
 //! | token         | `TOKEN#<hash>`                    | `-`                   | listing (all), sweep `token` (expiring) |
-//! | run           | `RUN#<run>`                       | `RUN`                 | sweep `ended_run` until tidied |
+//! | run           | `RUN#<run>`                       | `RUN`                 | sweep `ended_run` until tidied, then `settled_run` until pruned |
 //! | run item      | `RUN#<run>`                       | `ITEM#<token>#<org>/<state>` |  |
 //! | run token     | `RUN#<run>`                       | `TOKEN#<hash>`        |        |
 //! | pending blob  | `PENDING#<blob>`                  | `-`                   | sweep `pending` |
@@ -55,6 +55,7 @@ pub const SWEEP_DOOMED: &str = "doomed";
 pub const SWEEP_MARK: &str = "mark";
 pub const SWEEP_TOKEN: &str = "token";
 pub const SWEEP_ENDED_RUN: &str = "ended_run";
+pub const SWEEP_SETTLED_RUN: &str = "settled_run";
 pub const LISTING_TOKENS: &str = "tokens";
 
 /// The sort key of items with one item per partition.

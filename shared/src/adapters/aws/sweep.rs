@@ -1,5 +1,5 @@
 //! What the sweeper reads and tidies in DynamoDB: only the `sweep` index's sparse partitions
-//! (marks, pending and doomed blobs, expiring tokens, ended runs), never a scan. The index
+//! (marks, pending and doomed blobs, expiring tokens, ended and settled runs), never a scan. The index
 //! is eventually consistent, so everything found there is checked against the item itself
 //! before it is acted on, and every action is safe to repeat.
 
@@ -229,26 +229,110 @@ impl SweepCatalog for DynamoCatalog {
             .collect()
     }
 
-    async fn forget_ended_run(&self, run: &str) -> Result<(), StoreError> {
-        self.client
+    async fn settle_ended_run(&self, run: &str) -> Result<(), StoreError> {
+        // The sort key (the end's age) stays: the settled list is sorted by the end too.
+        self.move_run(run, SWEEP_ENDED_RUN, Some(SWEEP_SETTLED_RUN))
+            .await
+    }
+
+    async fn settled_runs(
+        &self,
+        before: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        self.sweep_items(SWEEP_SETTLED_RUN, Some(age_below(before)), limit)
+            .await?
+            .iter()
+            .map(|item| string(item, PK).map(|pk| pk.trim_start_matches("RUN#").to_owned()))
+            .collect()
+    }
+
+    async fn prune_run(&self, run: &str, limit: usize) -> Result<(usize, bool), StoreError> {
+        let items = self.run_keys(run, RUN_ITEM_PREFIX, limit + 1).await?;
+        let mut doomed: Vec<Item> = items.iter().take(limit).cloned().collect();
+        let mut left = items.len() > limit;
+        // A run's links to its tokens go with the tokens when they expire; one whose token
+        // DynamoDB's TTL removed first would stay for ever.
+        let links = self.run_keys(run, RUN_TOKEN_PREFIX, limit + 1).await?;
+        left |= links.len() > limit;
+        let hashes = links
+            .iter()
+            .take(limit)
+            .map(|link| string(link, "hash").map(str::to_owned))
+            .collect::<Result<Vec<_>, _>>()?;
+        let stored = self.tokens_by_hash(&hashes).await?;
+        for (link, hash) in links.iter().zip(&hashes) {
+            if stored.iter().any(|t| t.hash == *hash) {
+                left = true;
+            } else {
+                doomed.push(link.clone());
+            }
+        }
+        let deleted = items.len().min(limit);
+        for chunk in doomed.chunks(50) {
+            let items = chunk
+                .iter()
+                .map(|item| {
+                    let (pk, sk) = (string(item, PK)?, string(item, SK)?);
+                    Ok(self.delete(key(pk.to_owned(), sk)))
+                })
+                .collect::<Result<Vec<_>, StoreError>>()?;
+            self.transact(items, None).await?;
+        }
+        if !left {
+            self.move_run(run, SWEEP_SETTLED_RUN, None).await?;
+        }
+        Ok((deleted, !left))
+    }
+}
+
+impl DynamoCatalog {
+    /// Moves a run's record from one sweep list to another (`None`: off every list); a run
+    /// not on `from` any more (another sweeper moved it) is left as it is.
+    async fn move_run(&self, run: &str, from: &str, to: Option<&str>) -> Result<(), StoreError> {
+        let update = self
+            .client
             .update_item()
             .table_name(&self.table)
             .set_key(Some(key(run_pk(run), RUN_SK)))
-            .update_expression("REMOVE #pk, #sk")
-            .condition_expression("attribute_exists(pk)")
+            .condition_expression("#pk = :from")
             .expression_attribute_names("#pk", SWEEP_PK)
-            .expression_attribute_names("#sk", SWEEP_SK)
-            .send()
-            .await
-            .map(|_| ())
-            .or_else(|e| {
-                if e.as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception())
-                {
-                    Ok(())
-                } else {
-                    Err(StoreError::Unavailable(describe_failure("UpdateItem", &e)))
-                }
-            })
+            .expression_attribute_values(":from", s(from));
+        let update = match to {
+            Some(to) => update
+                .update_expression("SET #pk = :to")
+                .expression_attribute_values(":to", s(to)),
+            None => update
+                .update_expression("REMOVE #pk, #sk")
+                .expression_attribute_names("#sk", SWEEP_SK),
+        };
+        update.send().await.map(|_| ()).or_else(|e| {
+            if e.as_service_error()
+                .is_some_and(|e| e.is_conditional_check_failed_exception())
+            {
+                Ok(())
+            } else {
+                Err(StoreError::Unavailable(describe_failure("UpdateItem", &e)))
+            }
+        })
+    }
+
+    /// Up to `limit` items of a run's partition whose sort key starts with `prefix`.
+    async fn run_keys(
+        &self,
+        run: &str,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<Item>, StoreError> {
+        let query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+            .expression_attribute_values(":pk", s(run_pk(run)))
+            .expression_attribute_values(":prefix", s(prefix))
+            .consistent_read(true)
+            .limit(i32::try_from(limit).unwrap_or(i32::MAX));
+        self.query_all(query, Some(limit)).await
     }
 }

@@ -2,7 +2,8 @@
 //! of state names). A put writes a temporary file, fsyncs it, renames it into place and
 //! fsyncs the folder, so once `put` returns the blob survives a power cut, and a crash
 //! mid-write leaves only a temporary file, never a torn blob. A failed put removes its
-//! temporary file; those a crash left are removed when the store is next opened.
+//! temporary file; those a crash left are removed when the store is next opened, and by the
+//! sweeper, so a server that runs for months does not keep them either.
 
 use std::fs;
 use std::io::Write;
@@ -11,6 +12,7 @@ use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 
+use crate::domain::Timestamp;
 use crate::ports::{BlobStore, StoreError};
 
 /// The suffix of a blob file being written.
@@ -32,7 +34,10 @@ impl FileBlobs {
     pub fn open(dir: &Path) -> Result<Self, String> {
         super::disk::private_dir(dir)
             .map_err(|e| format!("cannot create the blob folder {}: {e}", dir.display()))?;
-        match remove_stale_temp_files(dir, SystemTime::now()) {
+        let before = SystemTime::now()
+            .checked_sub(STALE_TEMP)
+            .unwrap_or(SystemTime::UNIX_EPOCH);
+        match remove_temp_files_before(dir, before) {
             Ok(0) => {}
             Ok(n) => {
                 tracing::info!(folder = %dir.display(), removed = n, "removed temporary blob files a crash left")
@@ -64,9 +69,8 @@ fn unavailable(what: &str, e: std::io::Error) -> StoreError {
     StoreError::Unavailable(format!("{what}: {e}"))
 }
 
-/// Removes the temporary files in `dir` last changed before `now - STALE_TEMP`; returns how
-/// many.
-fn remove_stale_temp_files(dir: &Path, now: SystemTime) -> std::io::Result<usize> {
+/// Removes the temporary files in `dir` last changed before `before`; returns how many.
+fn remove_temp_files_before(dir: &Path, before: SystemTime) -> std::io::Result<usize> {
     let mut removed = 0;
     for entry in fs::read_dir(dir)? {
         let entry = entry?;
@@ -80,10 +84,7 @@ fn remove_stale_temp_files(dir: &Path, now: SystemTime) -> std::io::Result<usize
             Err(e) if gone(&e) => continue,
             Err(e) => return Err(e),
         };
-        if now
-            .duration_since(changed)
-            .is_ok_and(|age| age >= STALE_TEMP)
-        {
+        if changed <= before {
             match fs::remove_file(entry.path()) {
                 Ok(()) => removed += 1,
                 Err(e) if gone(&e) => {}
@@ -155,6 +156,15 @@ impl BlobStore for FileBlobs {
         })
         .await
     }
+
+    async fn remove_leftovers(&self, before: Timestamp) -> Result<usize, StoreError> {
+        let dir = self.dir.clone();
+        blocking(move || {
+            remove_temp_files_before(&dir, before.into())
+                .map_err(|e| unavailable("removing temporary blob files", e))
+        })
+        .await
+    }
 }
 
 #[cfg(test)]
@@ -181,6 +191,26 @@ mod tests {
         assert!(!left.exists(), "a crash's leftover goes");
         assert!(under_way.exists(), "a put under way stays");
         assert!(blob.exists(), "blobs stay, however old");
+    }
+
+    /// Only the open removed them, so a server that ran for months kept every one a failed
+    /// seal left meanwhile; the sweeper removes them too.
+    #[tokio::test]
+    async fn the_sweeper_removes_the_temporary_files_a_dead_put_left() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("blobs");
+        let blobs = FileBlobs::open(&dir).unwrap();
+        let left = file(&dir, "orgs+a+states+i+1-ab.tmp", Duration::from_secs(7200));
+        let under_way = file(&dir, "orgs+a+states+i+2-cd.tmp", Duration::from_secs(5));
+        let blob = file(&dir, "orgs+a+states+i+1-ef", Duration::from_secs(7200));
+        let cutoff = time::OffsetDateTime::now_utc() - time::Duration::hours(1);
+        assert_eq!(blobs.remove_leftovers(cutoff).await.unwrap(), 1);
+        assert!(!left.exists() && under_way.exists() && blob.exists());
+        assert_eq!(
+            blobs.remove_leftovers(cutoff).await.unwrap(),
+            0,
+            "idempotent"
+        );
     }
 
     #[tokio::test]

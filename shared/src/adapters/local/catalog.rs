@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
-use super::tables::{from_json, seconds, sql_error, to_json, SCHEMA};
+use super::tables::{can_pass, from_json, seconds, sql_error, to_json, SCHEMA, SCHEMA_VERSION};
 use crate::domain::record::StateRecord;
 use crate::domain::version::VersionRecord;
 use crate::domain::Timestamp;
@@ -26,7 +26,11 @@ pub struct SqliteCatalog {
 }
 
 impl SqliteCatalog {
-    /// Opens the catalog file, creating its tables on first use.
+    /// Opens the catalog file, creating its tables on first use and bringing an older
+    /// catalog's up to date. A catalog already current is opened without a single write, so
+    /// a server on a full disk still starts and serves reads; one that needs a change the
+    /// disk cannot take (full, or failing) is opened as it is, said at ERROR: reads work, and
+    /// writes answer as storage faults until the disk has room.
     ///
     /// # Errors
     /// A message naming the file when it cannot be opened or set up.
@@ -34,23 +38,36 @@ impl SqliteCatalog {
         let fail = |e: rusqlite::Error| format!("cannot open the catalog {}: {e}", path.display());
         super::disk::touch_private(path)
             .map_err(|e| format!("cannot create the catalog {}: {e}", path.display()))?;
-        let mut conn = Connection::open(path).map_err(fail)?;
-        conn.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
-        // WAL lets readers proceed during a write; FULL makes every commit durable.
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(fail)?;
-        conn.pragma_update(None, "synchronous", "FULL")
-            .map_err(fail)?;
-        // IMMEDIATE, like every write here: a deferred transaction that reads first cannot
-        // wait for another process's writer (SQLite answers busy at once instead).
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(fail)?;
-        tx.execute_batch(SCHEMA).map_err(fail)?;
-        tx.commit().map_err(fail)?;
-        Ok(Self {
+        let (mut conn, version) = match open_current(path) {
+            Ok(opened) => opened,
+            // A catalog closed cleanly keeps no shared-memory file, and making one takes
+            // space: on a full disk only a read-only open gets in. Nothing unsaved is lost
+            // that way: without a write-ahead log, the catalog file holds every commit.
+            Err(e) if can_pass(&e) && !has_log(path) => {
+                tracing::error!(catalog = %path.display(), error = %e, "cannot open the catalog for writing (is the disk full?): serving it read-only; writes fail until the server is restarted with room on the disk");
+                let conn = open_read_only(path).map_err(fail)?;
+                return Ok(Self::over(conn));
+            }
+            Err(e) => return Err(fail(e)),
+        };
+        if version >= SCHEMA_VERSION {
+            return Ok(Self::over(conn));
+        }
+        match set_up(&mut conn) {
+            Ok(()) => {}
+            // Tables exist (an older catalog): serve what they hold until there is room.
+            Err(e) if version > 0 && can_pass(&e) => {
+                tracing::error!(catalog = %path.display(), error = %e, "cannot bring the catalog up to date (is the disk full?): serving it as it is, and writes fail until it can be");
+            }
+            Err(e) => return Err(fail(e)),
+        }
+        Ok(Self::over(conn))
+    }
+
+    fn over(conn: Connection) -> Self {
+        Self {
             conn: Arc::new(Mutex::new(conn)),
-        })
+        }
     }
 
     /// Runs `f` on the connection off the async threads.
@@ -68,6 +85,51 @@ impl SqliteCatalog {
         .await
         .map_err(|e| StoreError::Unavailable(format!("catalog task failed: {e}")))?
     }
+}
+
+/// The catalog opened for reading and writing, with its schema version.
+fn open_current(path: &Path) -> Result<(Connection, i64), rusqlite::Error> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    // FULL makes every commit durable; it is a setting of the connection, not a write.
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    Ok((conn, version))
+}
+
+/// Whether the catalog has a write-ahead log with commits the catalog file may lack yet.
+fn has_log(path: &Path) -> bool {
+    let mut log = path.as_os_str().to_owned();
+    log.push("-wal");
+    std::fs::metadata(log).is_ok_and(|m| m.len() > 0)
+}
+
+/// The catalog read-only, needing no file of its own (SQLite's `immutable`): for a disk
+/// with no room, when the catalog file holds every commit.
+fn open_read_only(path: &Path) -> Result<Connection, rusqlite::Error> {
+    let escaped = path
+        .to_string_lossy()
+        .replace('%', "%25")
+        .replace('?', "%3f")
+        .replace('#', "%23");
+    Connection::open_with_flags(
+        format!("file:{escaped}?immutable=1"),
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI,
+    )
+}
+
+/// Creates the tables, or those an older catalog lacks, in WAL mode, which lets readers
+/// proceed during a write.
+fn set_up(conn: &mut Connection) -> Result<(), rusqlite::Error> {
+    let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+    }
+    // IMMEDIATE, like every write here: a deferred transaction that reads first cannot
+    // wait for another process's writer (SQLite answers busy at once instead).
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    tx.execute_batch(SCHEMA)?;
+    tx.commit()
 }
 
 fn commit_in(conn: &mut Connection, commit: Commit) -> Result<(), StoreError> {

@@ -1,5 +1,5 @@
 //! What the sweeper reads and tidies in SQLite: version marks, pending and doomed blobs,
-//! expiring tokens and ended runs, each a small table of its own (or an index), so a pass
+//! expiring tokens, ended and settled runs, each a small table of its own (or an index), so a pass
 //! reads only what it tidies. Every action is safe to repeat.
 
 use async_trait::async_trait;
@@ -145,12 +145,72 @@ impl SweepCatalog for SqliteCatalog {
         .await
     }
 
-    async fn forget_ended_run(&self, run: &str) -> Result<(), StoreError> {
+    async fn settle_ended_run(&self, run: &str) -> Result<(), StoreError> {
         let run = run.to_owned();
         self.with(move |conn| {
-            conn.execute("DELETE FROM ended_runs WHERE run = ?1", params![run])
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(sql_error)?;
-            Ok(())
+            // `since` is the run's end in both lists.
+            tx.execute(
+                "INSERT OR IGNORE INTO settled_runs (run, since)
+                 SELECT run, since FROM ended_runs WHERE run = ?1",
+                params![run],
+            )
+            .map_err(sql_error)?;
+            tx.execute("DELETE FROM ended_runs WHERE run = ?1", params![run])
+                .map_err(sql_error)?;
+            tx.commit().map_err(sql_error)
+        })
+        .await
+    }
+
+    async fn settled_runs(
+        &self,
+        before: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let before = seconds(before);
+        self.with(move |conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT run FROM settled_runs WHERE since < ?1 ORDER BY since LIMIT ?2",
+                )
+                .map_err(sql_error)?;
+            let rows = stmt
+                .query_map(params![before, limit as i64], |r| r.get::<_, String>(0))
+                .map_err(sql_error)?;
+            rows.collect::<Result<_, _>>().map_err(sql_error)
+        })
+        .await
+    }
+
+    async fn prune_run(&self, run: &str, limit: usize) -> Result<(usize, bool), StoreError> {
+        let run = run.to_owned();
+        self.with(move |conn| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(sql_error)?;
+            let deleted = tx
+                .execute(
+                    "DELETE FROM run_items WHERE (run, token_id, org, state) IN
+                     (SELECT run, token_id, org, state FROM run_items WHERE run = ?1 LIMIT ?2)",
+                    params![run, limit as i64],
+                )
+                .map_err(sql_error)?;
+            let left: bool = tx
+                .query_row(
+                    "SELECT EXISTS (SELECT 1 FROM run_items WHERE run = ?1)",
+                    params![run],
+                    |r| r.get(0),
+                )
+                .map_err(sql_error)?;
+            if !left {
+                tx.execute("DELETE FROM settled_runs WHERE run = ?1", params![run])
+                    .map_err(sql_error)?;
+            }
+            tx.commit().map_err(sql_error)?;
+            Ok((deleted, !left))
         })
         .await
     }

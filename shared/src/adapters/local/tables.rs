@@ -19,6 +19,8 @@ CREATE TABLE IF NOT EXISTS versions (
 CREATE TABLE IF NOT EXISTS pending_blobs (blob TEXT PRIMARY KEY, since INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS doomed_blobs (blob TEXT PRIMARY KEY, since INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS ended_runs (run TEXT PRIMARY KEY, since INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS settled_runs (run TEXT PRIMARY KEY, since INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS settled_runs_by_end ON settled_runs (since);
 CREATE TABLE IF NOT EXISTS version_marks (
     org TEXT NOT NULL, name TEXT NOT NULL, incarnation TEXT NOT NULL, below INTEGER NOT NULL,
     PRIMARY KEY (org, name, incarnation)) WITHOUT ROWID;
@@ -37,28 +39,49 @@ CREATE TABLE IF NOT EXISTS run_items (
     run TEXT NOT NULL, token_id TEXT NOT NULL, org TEXT NOT NULL, state TEXT NOT NULL,
     PRIMARY KEY (run, token_id, org, state)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS orgs (org TEXT PRIMARY KEY, record TEXT NOT NULL);
-PRAGMA user_version = 1;
+PRAGMA user_version = 2;
 ";
+
+/// The `user_version` of a catalog that `SCHEMA` made: one at it needs no write to open.
+pub(super) const SCHEMA_VERSION: i64 = 2;
 
 /// A catalog fault: transient (clients retry a 503) only when it can pass, as a busy
 /// database, a full disk or an I/O error can; anything else is a fault of the stored data or
 /// of ours, which a retry would only repeat.
 pub(super) fn sql_error(e: rusqlite::Error) -> StoreError {
+    if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) {
+        // Said in words an operator acts on, wherever it surfaces (a log, `token create`).
+        StoreError::Unavailable(format!(
+            "catalog: the disk holding the data folder is full ({e}): free space on it and retry"
+        ))
+    } else if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ReadOnly) {
+        StoreError::Unavailable(format!(
+            "catalog: it is open read-only ({e}), as its disk had no room when this process opened it: free space on the data folder's disk, then start it again"
+        ))
+    } else if can_pass(&e) {
+        StoreError::Unavailable(format!("catalog: {e}"))
+    } else {
+        StoreError::Corrupt(format!("catalog: {e}"))
+    }
+}
+
+/// Whether a catalog fault can pass by itself or once an operator makes room.
+pub(super) fn can_pass(e: &rusqlite::Error) -> bool {
     use rusqlite::ErrorCode::*;
-    match e.sqlite_error_code() {
+    matches!(
+        e.sqlite_error_code(),
         Some(
             DatabaseBusy
-            | DatabaseLocked
-            | SystemIoFailure
-            | DiskFull
-            | CannotOpen
-            | ReadOnly
-            | OutOfMemory
-            | FileLockingProtocolFailed
-            | OperationInterrupted,
-        ) => StoreError::Unavailable(format!("catalog: {e}")),
-        _ => StoreError::Corrupt(format!("catalog: {e}")),
-    }
+                | DatabaseLocked
+                | SystemIoFailure
+                | DiskFull
+                | CannotOpen
+                | ReadOnly
+                | OutOfMemory
+                | FileLockingProtocolFailed
+                | OperationInterrupted,
+        )
+    )
 }
 
 /// Times the sweeper compares are stored as whole Unix seconds: RFC 3339 text with varying
