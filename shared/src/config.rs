@@ -41,6 +41,9 @@ pub struct Config {
     pub run_url_template: Option<String>,
     /// `HEGEMONY_PUBLIC_URL`: the API's public base, without a trailing slash.
     pub public_url: Option<String>,
+    /// `HEGEMONY_CONTAINER_URL`: the container front door's base, without a trailing slash,
+    /// where the functions send reads too large for them.
+    pub container_url: Option<String>,
     pub key: KeySetting,
     /// `HEGEMONY_TF_STATE_TABLE`: the DynamoDB table of the AWS store.
     pub table: Option<String>,
@@ -48,13 +51,14 @@ pub struct Config {
     pub bucket: Option<String>,
 }
 
-/// `HEGEMONY_PUBLIC_URL` checked: an absolute http(s) URL with a host, no query, fragment or
-/// white space, returned without its trailing slashes so paths append to it.
-fn public_url(value: &str) -> Result<String, ConfigError> {
+/// A base URL setting (`HEGEMONY_PUBLIC_URL`, `HEGEMONY_CONTAINER_URL`) checked: an
+/// absolute http(s) URL with a host, no query, fragment or white space, returned without its
+/// trailing slashes so paths append to it.
+fn base_url(variable: &'static str, value: &str) -> Result<String, ConfigError> {
     let refuse = |why: &str| {
         ConfigError {
-        variable: "HEGEMONY_PUBLIC_URL",
-        message: format!("{value:?} {why}: give the API's base as clients reach it, e.g. https://state.example.com or https://example.com/state"),
+        variable,
+        message: format!("{value:?} {why}: give the base as clients reach it, e.g. https://state.example.com or https://example.com/state"),
     }
     };
     let rest = value
@@ -171,16 +175,21 @@ impl Config {
                 });
             }
         }
-        let public_url = env("HEGEMONY_PUBLIC_URL")
-            .filter(|v| !v.trim().is_empty())
-            .map(|v| public_url(&v))
-            .transpose()?;
+        let base = |variable: &'static str| {
+            env(variable)
+                .filter(|v| !v.trim().is_empty())
+                .map(|v| base_url(variable, &v))
+                .transpose()
+        };
+        let public_url = base("HEGEMONY_PUBLIC_URL")?;
+        let container_url = base("HEGEMONY_CONTAINER_URL")?;
         Ok(Self {
             max_state_bytes,
             keep_versions,
             run_end_grace_seconds,
             run_url_template,
             public_url,
+            container_url,
             key,
             table: name("HEGEMONY_TF_STATE_TABLE"),
             bucket: name("HEGEMONY_TF_STATE_BUCKET"),
@@ -316,5 +325,14 @@ mod tests {
             let e = config(&[("HEGEMONY_PUBLIC_URL", bad)]).unwrap_err();
             assert_eq!(e.variable, "HEGEMONY_PUBLIC_URL", "{bad}");
         }
+    }
+
+    #[test]
+    fn the_container_url_is_checked_as_a_base_too() {
+        let c = config(&[("HEGEMONY_CONTAINER_URL", "https://door.example.com/")]).unwrap();
+        assert_eq!(c.container_url.as_deref(), Some("https://door.example.com"));
+        assert_eq!(config(&[]).unwrap().container_url, None);
+        let e = config(&[("HEGEMONY_CONTAINER_URL", "door.example.com")]).unwrap_err();
+        assert_eq!(e.variable, "HEGEMONY_CONTAINER_URL");
     }
 }

@@ -106,6 +106,9 @@ error_codes! {
     /// A body over its route's limit.
     TooLarge = "too_large", PAYLOAD_TOO_LARGE,
         refused [Refusal::BodyTooLarge { .. }], raised [HttpError::TooLarge { .. }];
+    /// On Lambda, a read whose answer would pass the function's response ceiling.
+    TooLargeForFunctions = "too_large_for_functions", PAYLOAD_TOO_LARGE,
+        raised [HttpError::TooLargeForFunctions { .. }];
     /// An import of a Content-Type it does not take.
     UnsupportedMediaType = "unsupported_media_type", UNSUPPORTED_MEDIA_TYPE,
         raised [HttpError::UnsupportedMediaType(_)];
@@ -135,6 +138,15 @@ fn too_large_message(limit: u64, lambda_ceiling: Option<u64>) -> String {
     }
 }
 
+/// The answer to a read too large for a function: where to read it instead.
+fn too_large_for_functions_message(ceiling: u64, door: Option<&str>) -> String {
+    let why = format!("this version is larger than a Lambda function can return (its answer, base64-encoded, would pass the response ceiling of {ceiling} bytes)");
+    match door {
+        Some(door) => format!("{why}; read it through the container front door at {door}, the same path"),
+        None => format!("{why}; serve it through the container front door (hegemony-state serve --store aws) and route /api/tf-states there, or set HEGEMONY_CONTAINER_URL on the functions to send such reads to it"),
+    }
+}
+
 /// An error on its way to becoming a response.
 #[derive(Debug, thiserror::Error)]
 pub enum HttpError {
@@ -146,6 +158,10 @@ pub enum HttpError {
         /// Set on Lambda for state bodies: the payload ceiling behind the limit.
         lambda_ceiling: Option<u64>,
     },
+    /// On Lambda: the answer would pass the response ceiling; `door` is the container front
+    /// door's base when the deployment has one.
+    #[error("{}", too_large_for_functions_message(*ceiling, door.as_deref()))]
+    TooLargeForFunctions { ceiling: u64, door: Option<String> },
     #[error("{0}")]
     InvalidRequest(String),
     #[error(

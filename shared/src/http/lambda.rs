@@ -2,12 +2,16 @@
 //! stage). A request reaches the function inside a JSON event of at most 6 MB with its body
 //! escaped, and a response leaves the same way (gzip and base64 count), so the largest state
 //! a function accepts is clamped under that ceiling: the function then refuses a larger one
-//! itself, with a 413 that names the ceiling and the container front door.
+//! itself, with a 413 that names the ceiling and the container front door. A version saved
+//! through the container door can be larger than a function can return: such a read is
+//! sent to the door (`HEGEMONY_CONTAINER_URL`) with a 307, or refused with a 413 naming it.
 
 use std::collections::HashMap;
 
+use lambda_http::http::{header, HeaderValue, StatusCode};
 use lambda_http::{Body, Request, RequestExt, Response};
 
+use super::error::{error_response, HttpError, LogContext};
 use super::routes::{find_route, RouteMatch};
 use crate::service::App;
 
@@ -32,7 +36,14 @@ pub async fn answer(app: &App, function: &str, req: Request) -> Response<Body> {
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect();
-            super::handle(app, route, req.with_path_parameters(params)).await
+            let target = req
+                .uri()
+                .path_and_query()
+                .map_or_else(|| path.clone(), |p| p.as_str().to_owned());
+            let mut ctx = LogContext::new(route.method, route.path);
+            ctx.state = params.get("name").cloned();
+            let response = super::handle(app, route, req.with_path_parameters(params)).await;
+            within_ceiling(app, response, &target, &ctx)
         }
         RouteMatch::Found { route, .. } => {
             tracing::error!(
@@ -47,6 +58,61 @@ pub async fn answer(app: &App, function: &str, req: Request) -> Response<Body> {
         other => super::no_route(&other),
     }
 }
+
+/// `response` if the function can return it; otherwise (a version saved through the
+/// container door, larger than Lambda returns) a 307 to the same path on the container door
+/// when the deployment names one, or a 413 saying where such a version can be read.
+fn within_ceiling(
+    app: &App,
+    response: Response<Body>,
+    target: &str,
+    ctx: &LogContext,
+) -> Response<Body> {
+    let Some(ceiling) = app.limits.lambda_ceiling else {
+        return response;
+    };
+    if returned_size(&response) <= ceiling {
+        return response;
+    }
+    let door = app.links.container_url.clone();
+    let location = door.as_ref().map(|door| format!("{door}{target}"));
+    let mut answer = error_response(&HttpError::TooLargeForFunctions { ceiling, door }, ctx);
+    if let Some(location) = location.and_then(|l| HeaderValue::from_str(&l).ok()) {
+        // 307, not 302: the method and the request stay as they were.
+        *answer.status_mut() = StatusCode::TEMPORARY_REDIRECT;
+        answer.headers_mut().insert(header::LOCATION, location);
+    }
+    answer
+}
+
+/// The bytes a response takes in the payload a function returns: its body base64-encoded
+/// (binary) or JSON-escaped (text), its headers in both of the payload's header maps, and
+/// the payload's own fields.
+fn returned_size(response: &Response<Body>) -> u64 {
+    let body = match response.body() {
+        Body::Empty => 0,
+        Body::Text(text) => text
+            .chars()
+            .map(|c| match c {
+                '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
+                c if (c as u32) < 0x20 => 6,
+                c => c.len_utf8(),
+            })
+            .sum(),
+        // Binary, and any kind a later version adds: base64, the larger encoding.
+        other => other.len().div_ceil(3) * 4,
+    };
+    let headers: usize = response
+        .headers()
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len() + 8)
+        .sum();
+    (body + 2 * headers + PAYLOAD_FIELDS) as u64
+}
+
+/// What a returned payload holds besides its body and headers (status, field names, the
+/// base64 flag, quotes and braces), rounded up.
+const PAYLOAD_FIELDS: usize = 256;
 
 #[cfg(test)]
 mod tests {
@@ -195,5 +261,134 @@ mod tests {
         )
         .await;
         assert_eq!(read.status(), 401);
+    }
+
+    /// A state of `size` bytes that gzip halves and no more (hex of pseudo-random bytes), as
+    /// a state full of ids and keys is.
+    fn hex_state(size: usize) -> Vec<u8> {
+        let head = r#"{"version":4,"serial":1,"lineage":"big","outputs":{"pad":{"value":""#;
+        let mut out = head.as_bytes().to_vec();
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        while out.len() < size - 4 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            out.extend_from_slice(format!("{:016x}", x).as_bytes());
+        }
+        out.truncate(size - 4);
+        out.extend_from_slice(br#""}}}"#);
+        out
+    }
+
+    /// A Lambda app on a store that already holds a state of `size` bytes, saved as the
+    /// container front door saves it (no clamp), and an operator's token.
+    async fn holding(size: usize, door: Option<&str>) -> (App, String) {
+        use crate::domain::{name::StateName, permission::Role, Actor, Principal};
+        let store = std::sync::Arc::new(crate::adapters::memory::MemoryStore::new());
+        let key: std::sync::Arc<dyn crate::ports::KeyService> =
+            std::sync::Arc::new(crate::crypto::PlatformKey::generate());
+        let limits = Limits {
+            max_state_bytes: 32 << 20,
+            keep_versions: 5,
+            run_end_grace: time::Duration::seconds(600),
+            lambda_ceiling: None,
+        };
+        let container = App {
+            catalog: store.clone(),
+            blobs: store.clone(),
+            keys: Some(key.clone()),
+            clock: std::sync::Arc::new(crate::service::SystemClock),
+            limits,
+            links: Default::default(),
+        };
+        let alice = Principal {
+            org: "acme".into(),
+            role: Role::Operator,
+            actor: Actor::User {
+                user: "alice".into(),
+            },
+            step: None,
+        };
+        let name = StateName::parse("big").unwrap();
+        crate::service::state::write(&container, &alice, &name, None, hex_state(size))
+            .await
+            .unwrap();
+        let new = crate::service::tokens::NewToken::Personal {
+            org: "acme",
+            user: "alice",
+            role: Role::Operator,
+        };
+        let now = time::OffsetDateTime::now_utc();
+        let (token, _) = crate::service::tokens::create(store.as_ref(), new, &Actor::Cli, now)
+            .await
+            .unwrap();
+        let lambda = App {
+            limits: clamp(limits),
+            links: crate::service::Links {
+                container_url: door.map(str::to_owned),
+                ..Default::default()
+            },
+            ..container
+        };
+        (lambda, token)
+    }
+
+    fn authorized(path: &str, token: &str, gzip: bool) -> Request {
+        let mut req = request("GET", path);
+        let auth = format!("Bearer {token}").parse().unwrap();
+        req.headers_mut().insert(header::AUTHORIZATION, auth);
+        if gzip {
+            req.headers_mut()
+                .insert(header::ACCEPT_ENCODING, "gzip".parse().unwrap());
+        }
+        req
+    }
+
+    /// A 5 MiB version that gzip halves: plain, its base64 passes the ceiling; gzip'd, it
+    /// fits. What counts is the answer the function returns, not the state's size.
+    #[tokio::test]
+    async fn a_read_too_large_for_a_function_names_the_container_door() {
+        let (app, token) = holding(5 << 20, None).await;
+        let path = "/api/tf-states/big/state";
+        let plain = answer(&app, "state-read", authorized(path, &token, false)).await;
+        assert_eq!(plain.status(), 413);
+        let body: serde_json::Value = serde_json::from_slice(plain.body()).unwrap();
+        assert_eq!(body["error"]["code"], "too_large_for_functions");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("serve --store aws") && message.contains("HEGEMONY_CONTAINER_URL"),
+            "{message}"
+        );
+        let zipped = answer(&app, "state-read", authorized(path, &token, true)).await;
+        assert_eq!(zipped.status(), 200, "gzip'd, it fits");
+        assert!(returned_size(&zipped) <= PAYLOAD_CEILING);
+        let download = "/api/tf-states/big/versions/1/content";
+        let plain = answer(&app, "download", authorized(download, &token, false)).await;
+        assert_eq!(plain.status(), 413);
+    }
+
+    #[tokio::test]
+    async fn with_a_container_door_a_read_too_large_is_sent_there() {
+        let door = "https://door.example.com";
+        let (app, token) = holding(5 << 20, Some(door)).await;
+        let path = "/api/tf-states/big/versions/1/content";
+        let sent = answer(&app, "download", authorized(path, &token, false)).await;
+        assert_eq!(sent.status(), 307);
+        assert_eq!(sent.headers()[header::LOCATION], format!("{door}{path}"));
+        let body: serde_json::Value = serde_json::from_slice(sent.body()).unwrap();
+        assert!(body["error"]["message"].as_str().unwrap().contains(door));
+        let small = answer(&app, "list", authorized("/api/tf-states", &token, false)).await;
+        assert_eq!(small.status(), 200, "what fits is answered as always");
+    }
+
+    #[test]
+    fn the_returned_size_counts_base64_and_escapes() {
+        let binary = Response::new(Body::Binary(vec![0; 3000]));
+        assert_eq!(returned_size(&binary), (4000 + PAYLOAD_FIELDS) as u64);
+        let text = Response::new(Body::Text("\"\n\u{1}a".into()));
+        assert_eq!(
+            returned_size(&text),
+            (2 + 2 + 6 + 1 + PAYLOAD_FIELDS) as u64
+        );
     }
 }

@@ -71,6 +71,9 @@ pub struct Links {
     /// unset they come from the request's `Host` and `X-Forwarded-Proto`, which a proxy with
     /// a path prefix or a rewritten Host makes wrong.
     pub public_url: Option<String>,
+    /// `HEGEMONY_CONTAINER_URL`, e.g. `https://door.example.com`: the container front door of
+    /// a deployment on Lambda, where a read whose answer is too large for a function is sent.
+    pub container_url: Option<String>,
 }
 
 /// Why a use case did not succeed.

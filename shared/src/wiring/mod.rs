@@ -70,6 +70,7 @@ fn links(config: &Config) -> Links {
     Links {
         run_url_template: config.run_url_template.clone(),
         public_url: config.public_url.clone(),
+        container_url: config.container_url.clone(),
     }
 }
 
