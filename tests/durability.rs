@@ -387,13 +387,21 @@ impl Endpoint for At {
     }
 }
 
+/// What a store showed on a full disk: the server's answers and logs, and `token create`'s.
+struct OnFullDisk {
+    read: (u16, String),
+    write: (u16, String),
+    logs: String,
+    token_failed: bool,
+    token_err: String,
+}
+
 /// A full disk, for real: a 4 MiB tmpfs filled to its last block, mounted in a user and
 /// mount namespace of the test's own (`unshare -rm`: no root needed where unprivileged user
-/// namespaces are on, as on most Linux systems). The store a server closed cleanly is copied
-/// in, the disk filled, then `token create` and `serve` run on it. Opening the catalog used
-/// to write, so neither could even start.
-#[test]
-fn on_a_full_disk_the_server_starts_serves_reads_and_refuses_writes_in_words() {
+/// namespaces are on, as on most Linux systems). The store in `store` (a server's folder,
+/// the server stopped) is copied in, the disk filled, then `token create` and `serve` run on
+/// it, and `token` reads and writes the state `net`.
+fn on_full_disk(store: &std::path::Path, token: &str) -> OnFullDisk {
     let userns = std::process::Command::new("unshare")
         .args(["-rm", "true"])
         .status();
@@ -401,17 +409,6 @@ fn on_a_full_disk_the_server_starts_serves_reads_and_refuses_writes_in_words() {
         userns.is_ok_and(|s| s.success()),
         "this test mounts a small file system in a user namespace of its own: it needs unshare (util-linux) and unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1)"
     );
-    let mut server = Server::start();
-    let token = server.token("acme", "alice", "operator");
-    let doc = state_doc(1, "lin", "kept");
-    assert_eq!(
-        Api::new(&server)
-            .post_state(&token, "net", None, doc.clone())
-            .status(),
-        200
-    );
-    server.terminate();
-    assert!(server.wait_exit(Duration::from_secs(40)).is_some());
     let outer = tempfile::tempdir().unwrap();
     let disk = outer.path().join("disk");
     std::fs::create_dir(&disk).unwrap();
@@ -424,7 +421,7 @@ exec "$BIN" serve --listen 127.0.0.1:0 --data-dir "$DISK/data""#;
     let mut child = std::process::Command::new("unshare")
         .args(["-rm", "sh", "-c", script])
         .env("DISK", &disk)
-        .env("STORE", server.dir.path())
+        .env("STORE", store)
         .env("BIN", bin())
         .env("OUT", outer.path())
         .env("RUST_LOG", "info")
@@ -457,30 +454,77 @@ exec "$BIN" serve --listen 127.0.0.1:0 --data-dir "$DISK/data""#;
         let _ = child.wait();
         panic!("the server did not start on a full disk:\n{}", logs());
     };
-    let full = At(format!("http://{addr}"));
-    let api = Api::new(&full);
-    let read = api.get_state(&token, "net");
-    assert_eq!(read.status(), 200);
-    assert_eq!(read.text().unwrap(), doc);
-    let write = api.post_state(&token, "net", None, state_doc(2, "lin", "lost"));
-    assert_eq!(write.status(), 503);
-    let body: Value = write.json().unwrap();
-    let message = body["error"]["message"].as_str().unwrap().to_owned();
+    let api = Api::new(&At(format!("http://{addr}")));
+    let read = api.get_state(token, "net");
+    let read = (read.status().as_u16(), read.text().unwrap());
+    let write = api.post_state(token, "net", None, state_doc(2, "lin", "lost"));
+    let write = (write.status().as_u16(), write.text().unwrap());
     let _ = child.kill();
     let _ = child.wait();
-    assert!(message.contains("free space"), "{message}");
+    OnFullDisk {
+        read,
+        write,
+        logs: logs(),
+        token_failed: outer.path().join("token.rc").exists(),
+        token_err: std::fs::read_to_string(outer.path().join("token.err")).unwrap(),
+    }
+}
+
+/// A server whose store holds one state, `net`, and an operator's token.
+fn store_with_a_state() -> (Server, String, String) {
+    let server = Server::start();
+    let token = server.token("acme", "alice", "operator");
+    let doc = state_doc(1, "lin", "kept");
+    let saved = Api::new(&server).post_state(&token, "net", None, doc.clone());
+    assert_eq!(saved.status(), 200);
+    (server, token, doc)
+}
+
+/// Opening the catalog used to write, so neither the server nor `token create` could even
+/// start on a full disk. A store closed cleanly has no SQLite shared-memory file, which
+/// takes space to make: the catalog opens read-only, says so at ERROR, serves reads and
+/// refuses writes in words.
+#[test]
+fn on_a_full_disk_the_server_starts_serves_reads_and_refuses_writes_in_words() {
+    let (mut server, token, doc) = store_with_a_state();
+    server.terminate();
+    assert!(server.wait_exit(Duration::from_secs(40)).is_some());
+    let seen = on_full_disk(server.dir.path(), &token);
+    assert_eq!(seen.read, (200, doc));
+    assert_eq!(seen.write.0, 503);
+    assert!(seen.write.1.contains("free space"), "{}", seen.write.1);
     assert!(
-        logs().contains("ERROR") && logs().contains("serving it read-only"),
+        seen.logs.contains("ERROR") && seen.logs.contains("serving it read-only"),
         "{}",
-        logs()
+        seen.logs
     );
-    let failed = std::fs::read_to_string(outer.path().join("token.err")).unwrap();
+    assert!(seen.token_failed, "token create succeeded on a full disk");
     assert!(
-        outer.path().join("token.rc").exists(),
-        "token create succeeded on a full disk"
+        seen.token_err.contains("cannot create the token") && seen.token_err.contains("free space"),
+        "{}",
+        seen.token_err
     );
+}
+
+/// A store a crash left (its write-ahead log and shared memory in place) opens as it is,
+/// with no write: a write then meets the full disk itself, said in words.
+#[test]
+fn after_a_crash_on_a_full_disk_the_store_opens_without_writing() {
+    let (mut server, token, doc) = store_with_a_state();
+    server.kill9();
+    let seen = on_full_disk(server.dir.path(), &token);
+    assert_eq!(seen.read, (200, doc));
+    assert_eq!(seen.write.0, 503);
     assert!(
-        failed.contains("cannot create the token") && failed.contains("free space"),
-        "{failed}"
+        seen.write.1.contains("disk") && seen.write.1.contains("is full"),
+        "{}",
+        seen.write.1
+    );
+    assert!(!seen.logs.contains("read-only"), "{}", seen.logs);
+    assert!(seen.token_failed, "token create succeeded on a full disk");
+    assert!(
+        seen.token_err.contains("cannot create the token") && seen.token_err.contains("is full"),
+        "{}",
+        seen.token_err
     );
 }
