@@ -394,13 +394,16 @@ struct OnFullDisk {
     logs: String,
     token_failed: bool,
     token_err: String,
+    /// Whether a write succeeded once the disk had room again, the server running on.
+    wrote_once_there_was_room: bool,
 }
 
 /// A full disk, for real: a 4 MiB tmpfs filled to its last block, mounted in a user and
 /// mount namespace of the test's own (`unshare -rm`: no root needed where unprivileged user
 /// namespaces are on, as on most Linux systems). The store in `store` (a server's folder,
 /// the server stopped) is copied in, the disk filled, then `token create` and `serve` run on
-/// it, and `token` reads and writes the state `net`.
+/// it, and `token` reads and writes the state `net`; then the disk is given room, and a
+/// write is tried again.
 fn on_full_disk(store: &std::path::Path, token: &str) -> OnFullDisk {
     let userns = std::process::Command::new("unshare")
         .args(["-rm", "true"])
@@ -416,6 +419,7 @@ fn on_full_disk(store: &std::path::Path, token: &str) -> OnFullDisk {
 mount -t tmpfs -o size=4m tmpfs "$DISK"
 cp -a "$STORE/." "$DISK/"
 dd if=/dev/zero of="$DISK/filler" bs=4k 2>/dev/null || true
+( while [ ! -e "$OUT/free" ]; do sleep 0.1; done; rm -f "$DISK/filler"; touch "$OUT/freed" ) &
 "$BIN" token create --org acme --user bob --role operator --data-dir "$DISK/data" > "$OUT/token.out" 2> "$OUT/token.err" || echo $? > "$OUT/token.rc"
 exec "$BIN" serve --listen 127.0.0.1:0 --data-dir "$DISK/data""#;
     let mut child = std::process::Command::new("unshare")
@@ -459,6 +463,14 @@ exec "$BIN" serve --listen 127.0.0.1:0 --data-dir "$DISK/data""#;
     let read = (read.status().as_u16(), read.text().unwrap());
     let write = api.post_state(token, "net", None, state_doc(2, "lin", "lost"));
     let write = (write.status().as_u16(), write.text().unwrap());
+    std::fs::write(outer.path().join("free"), "").unwrap();
+    let freed = outer.path().join("freed");
+    assert!(eventually(Duration::from_secs(10), || freed.exists()));
+    let wrote_once_there_was_room = eventually(Duration::from_secs(20), || {
+        api.post_state(token, "net", None, state_doc(2, "lin", "room"))
+            .status()
+            == 200
+    });
     let _ = child.kill();
     let _ = child.wait();
     OnFullDisk {
@@ -467,6 +479,7 @@ exec "$BIN" serve --listen 127.0.0.1:0 --data-dir "$DISK/data""#;
         logs: logs(),
         token_failed: outer.path().join("token.rc").exists(),
         token_err: std::fs::read_to_string(outer.path().join("token.err")).unwrap(),
+        wrote_once_there_was_room,
     }
 }
 
@@ -504,6 +517,11 @@ fn on_a_full_disk_the_server_starts_serves_reads_and_refuses_writes_in_words() {
         "{}",
         seen.token_err
     );
+    assert!(
+        seen.wrote_once_there_was_room,
+        "the catalog is opened for writing again once the disk has room:\n{}",
+        seen.logs
+    );
 }
 
 /// A store a crash left (its write-ahead log and shared memory in place) opens as it is,
@@ -527,4 +545,5 @@ fn after_a_crash_on_a_full_disk_the_store_opens_without_writing() {
         "{}",
         seen.token_err
     );
+    assert!(seen.wrote_once_there_was_room, "{}", seen.logs);
 }

@@ -2,14 +2,14 @@
 //! `BEGIN IMMEDIATE` transaction that checks the state record's revision first, so two
 //! processes on one folder never both win a compare-and-swap.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
-use super::tables::{can_pass, from_json, seconds, sql_error, to_json, SCHEMA, SCHEMA_VERSION};
+use super::tables::{from_json, seconds, sql_error, to_json, SCHEMA, SCHEMA_VERSION};
 use crate::domain::record::StateRecord;
 use crate::domain::version::VersionRecord;
 use crate::domain::Timestamp;
@@ -22,15 +22,28 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// The catalog on one SQLite file.
 #[derive(Clone)]
 pub struct SqliteCatalog {
-    conn: Arc<Mutex<Connection>>,
+    opened: Arc<Mutex<Opened>>,
 }
+
+/// The connection, and whether it is read-only for want of disk space.
+struct Opened {
+    conn: Connection,
+    /// While the catalog is open read-only: its file, and when opening it for writing was
+    /// last tried.
+    read_only: Option<(PathBuf, Instant)>,
+}
+
+/// How often a catalog open read-only for want of space tries to open for writing again.
+const REOPEN_EVERY: Duration = Duration::from_secs(5);
 
 impl SqliteCatalog {
     /// Opens the catalog file, creating its tables on first use and bringing an older
     /// catalog's up to date. A catalog already current is opened without a single write, so
-    /// a server on a full disk still starts and serves reads; one that needs a change the
-    /// disk cannot take (full, or failing) is opened as it is, said at ERROR: reads work, and
-    /// writes answer as storage faults until the disk has room.
+    /// a server on a full disk still starts and serves reads. When the disk has no room for
+    /// what opening needs, it says so at ERROR and serves the catalog as it is: an older
+    /// catalog without its update; one closed cleanly (whose shared-memory file SQLite must
+    /// first make) read-only, trying every few seconds to open it for writing again, so
+    /// writes work again soon after the disk has room.
     ///
     /// # Errors
     /// A message naming the file when it cannot be opened or set up.
@@ -38,36 +51,25 @@ impl SqliteCatalog {
         let fail = |e: rusqlite::Error| format!("cannot open the catalog {}: {e}", path.display());
         super::disk::touch_private(path)
             .map_err(|e| format!("cannot create the catalog {}: {e}", path.display()))?;
-        let (mut conn, version) = match open_current(path) {
-            Ok(opened) => opened,
-            // A catalog closed cleanly keeps no shared-memory file, and making one takes
-            // space: on a full disk only a read-only open gets in. Nothing unsaved is lost
-            // that way: without a write-ahead log, the catalog file holds every commit.
-            Err(e) if can_pass(&e) && !has_log(path) => {
-                tracing::error!(catalog = %path.display(), error = %e, "cannot open the catalog for writing (is the disk full?): serving it read-only; writes fail until the server is restarted with room on the disk");
-                let conn = open_read_only(path).map_err(fail)?;
-                return Ok(Self::over(conn));
+        let opened = match open_writable(path) {
+            Ok(conn) => Opened {
+                conn,
+                read_only: None,
+            },
+            // Nothing unsaved is missed read-only: without a write-ahead log, the catalog
+            // file holds every commit.
+            Err(e) if no_room(&e) && !has_log(path) => {
+                tracing::error!(catalog = %path.display(), error = %e, "cannot open the catalog for writing (is the disk full?): serving it read-only, and writes fail until the disk has room");
+                Opened {
+                    conn: open_read_only(path).map_err(fail)?,
+                    read_only: Some((path.to_owned(), Instant::now())),
+                }
             }
             Err(e) => return Err(fail(e)),
         };
-        if version >= SCHEMA_VERSION {
-            return Ok(Self::over(conn));
-        }
-        match set_up(&mut conn) {
-            Ok(()) => {}
-            // Tables exist (an older catalog): serve what they hold until there is room.
-            Err(e) if version > 0 && can_pass(&e) => {
-                tracing::error!(catalog = %path.display(), error = %e, "cannot bring the catalog up to date (is the disk full?): serving it as it is, and writes fail until it can be");
-            }
-            Err(e) => return Err(fail(e)),
-        }
-        Ok(Self::over(conn))
-    }
-
-    fn over(conn: Connection) -> Self {
-        Self {
-            conn: Arc::new(Mutex::new(conn)),
-        }
+        Ok(Self {
+            opened: Arc::new(Mutex::new(opened)),
+        })
     }
 
     /// Runs `f` on the connection off the async threads.
@@ -75,16 +77,64 @@ impl SqliteCatalog {
         &self,
         f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
-        let conn = self.conn.clone();
+        let opened = self.opened.clone();
         tokio::task::spawn_blocking(move || {
             // A panic inside `f` leaves SQLite consistent (an open transaction rolls back
             // when dropped), so a poisoned lock is safe to take over.
-            let mut conn = conn.lock().unwrap_or_else(|e| e.into_inner());
-            f(&mut conn)
+            let mut opened = opened.lock().unwrap_or_else(|e| e.into_inner());
+            opened.reopen_when_there_is_room();
+            f(&mut opened.conn)
         })
         .await
         .map_err(|e| StoreError::Unavailable(format!("catalog task failed: {e}")))?
     }
+}
+
+impl Opened {
+    /// A read-only catalog reads what the file held when it was opened, and another process
+    /// may write the file once there is room: so it tries to open for writing again.
+    fn reopen_when_there_is_room(&mut self) {
+        let Some((path, tried)) = &self.read_only else {
+            return;
+        };
+        if tried.elapsed() < REOPEN_EVERY {
+            return;
+        }
+        let path = path.clone();
+        match open_writable(&path) {
+            Ok(conn) => {
+                tracing::info!(catalog = %path.display(), "the catalog's disk has room again: it is open for writing");
+                self.conn = conn;
+                self.read_only = None;
+            }
+            Err(_) => self.read_only = Some((path, Instant::now())),
+        }
+    }
+}
+
+/// The catalog open for reading and writing, its tables set up. An older catalog whose
+/// update the disk has no room for is served as it is, said at ERROR.
+fn open_writable(path: &Path) -> Result<Connection, rusqlite::Error> {
+    let (mut conn, version) = open_current(path)?;
+    if version >= SCHEMA_VERSION {
+        return Ok(conn);
+    }
+    match set_up(&mut conn) {
+        Ok(()) => Ok(conn),
+        // Its tables exist: serve what they hold until there is room.
+        Err(e) if version > 0 && no_room(&e) => {
+            tracing::error!(catalog = %path.display(), error = %e, "cannot bring the catalog up to date (is the disk full?): serving it as it is, and writes fail until the disk has room");
+            Ok(conn)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether a fault is the disk's: full, or failing as a full disk makes SQLite's
+/// shared-memory file fail.
+fn no_room(e: &rusqlite::Error) -> bool {
+    use rusqlite::ErrorCode::{DiskFull, SystemIoFailure};
+    matches!(e.sqlite_error_code(), Some(DiskFull | SystemIoFailure))
 }
 
 /// The catalog opened for reading and writing, with its schema version.

@@ -56,7 +56,7 @@ pub(super) fn sql_error(e: rusqlite::Error) -> StoreError {
         ))
     } else if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ReadOnly) {
         StoreError::Unavailable(format!(
-            "catalog: it is open read-only ({e}), as its disk had no room when this process opened it: free space on the data folder's disk, then start it again"
+            "catalog: it was opened read-only ({e}), as its disk had no room: free space on the data folder's disk and retry (a server opens it for writing again within seconds)"
         ))
     } else if can_pass(&e) {
         StoreError::Unavailable(format!("catalog: {e}"))
@@ -66,7 +66,7 @@ pub(super) fn sql_error(e: rusqlite::Error) -> StoreError {
 }
 
 /// Whether a catalog fault can pass by itself or once an operator makes room.
-pub(super) fn can_pass(e: &rusqlite::Error) -> bool {
+fn can_pass(e: &rusqlite::Error) -> bool {
     use rusqlite::ErrorCode::*;
     matches!(
         e.sqlite_error_code(),
