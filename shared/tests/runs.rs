@@ -399,6 +399,51 @@ mod cases {
         assert_eq!(gone(&f.app, "r1", "apply", 1).await.unwrap(), 0);
     }
 
+    /// A token of the run that still works (minted by a process whose clock was far behind)
+    /// keeps the run's items until it expires: they are pruned only once its tokens are dead.
+    pub async fn a_run_with_a_token_that_still_works_is_not_pruned(f: Fixture) {
+        use hegemony_state::domain::actor::StepGrant;
+        use hegemony_state::service::sweep::{sweep, PRUNE_AFTER};
+        use hegemony_state::service::tokens::{self, NewToken};
+        let step = step(&f, "r3", "apply", 1, 60).await;
+        lock(&f.app, &step, &net(), &lock_doc("S1")).await.unwrap();
+        unlock(&f.app, &step, &net(), &lock_doc("S1"))
+            .await
+            .unwrap();
+        let late = StepGrant {
+            token_id: String::new(),
+            run: "r3".into(),
+            step: "apply".into(),
+            attempt: 2,
+            state: "net".into(),
+            kind: StepKind::Apply,
+            hold: false,
+            expires_at: f.app.clock.now() + PRUNE_AFTER + Duration::hours(2),
+        };
+        let new = NewToken::Step {
+            org: "acme",
+            grant: late,
+        };
+        tokens::create(
+            f.app.catalog.as_ref(),
+            new,
+            &Actor::Platform,
+            f.app.clock.now(),
+        )
+        .await
+        .unwrap();
+        end(&f.app, "r3", None).await.unwrap();
+        f.advance(Duration::seconds(601));
+        sweep(&f.app, f.app.clock.now()).await.unwrap();
+        f.advance(PRUNE_AFTER);
+        let report = sweep(&f.app, f.app.clock.now()).await.unwrap();
+        assert_eq!(report.runs_pruned, 0, "a token of the run still works");
+        assert_eq!(f.app.catalog.run_items("r3").await.unwrap().len(), 1);
+        f.advance(Duration::hours(3));
+        let report = sweep(&f.app, f.app.clock.now()).await.unwrap();
+        assert_eq!(report.runs_pruned, 1, "its last token has expired");
+    }
+
     /// A pass prunes at most its budget of items; a run with more goes on at the next.
     pub async fn pruning_is_bounded_per_pass_and_goes_on_at_the_next(f: Fixture) {
         use hegemony_state::service::sweep::PRUNE_AFTER;
@@ -567,4 +612,5 @@ every_adapter!(support::limits(50);
     the_sweeper_ends_holds_a_failed_run_end_left,
     the_sweeper_prunes_a_settled_runs_items_and_the_run_stays_ended,
     pruning_is_bounded_per_pass_and_goes_on_at_the_next,
+    a_run_with_a_token_that_still_works_is_not_pruned,
 );

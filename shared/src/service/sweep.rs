@@ -25,11 +25,11 @@ pub const DOOMED_GRACE: Duration = Duration::minutes(5);
 /// (the local store's temporary files) this old are a dead write's too.
 pub const PENDING_GRACE: Duration = Duration::hours(1);
 
-/// A settled run's items are pruned this long after its end: `runs::MAX_TOKEN_LIFETIME` plus an
-/// hour for the clocks of different processes to disagree. A mint is refused once the run
-/// has ended, so by then every token minted for the run has expired, whatever happened to
-/// the run's record, and none of its items can be needed again: its locks are dead and
-/// cleared, its holds ended, and a late end or gone report finds nothing to lower.
+/// A settled run's items are pruned this long after its end: `runs::MAX_TOKEN_LIFETIME`
+/// plus an hour for the clocks of different processes to disagree. A mint is refused once
+/// the run has ended, so by then every token minted for the run has expired, whatever
+/// happened to the run's record, and none of its items can be needed again: its locks are
+/// dead and cleared, its holds ended, and a late end or gone report finds nothing to lower.
 pub const PRUNE_AFTER: Duration = Duration::hours(25);
 
 /// What one pass did.

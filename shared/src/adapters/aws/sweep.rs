@@ -1,7 +1,7 @@
 //! What the sweeper reads and tidies in DynamoDB: only the `sweep` index's sparse partitions
-//! (marks, pending and doomed blobs, expiring tokens, ended and settled runs), never a scan. The index
-//! is eventually consistent, so everything found there is checked against the item itself
-//! before it is acted on, and every action is safe to repeat.
+//! (marks, pending and doomed blobs, expiring tokens, ended and settled runs), never a scan.
+//! The index is eventually consistent, so everything found there is checked against the
+//! item itself before it is acted on, and every action is safe to repeat.
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{Delete, TransactWriteItem};
