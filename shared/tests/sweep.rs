@@ -132,6 +132,35 @@ mod cases {
         assert_eq!(read(&f.app, &alice(), &net()).await.unwrap(), Some(doc(1)));
     }
 
+    /// A kill mid-seal or a full disk leaves a temporary blob file; only the next start
+    /// removed it, so a server that ran on kept it. A pass removes it once it is an hour
+    /// old, and leaves a younger one (a save under way) and every blob. Only the local store
+    /// leaves such files.
+    pub async fn a_pass_removes_the_temporary_blob_files_a_dead_save_left(f: Fixture) {
+        write(&f.app, &alice(), &net(), None, doc(1)).await.unwrap();
+        let Some(dir) = f.data_dir() else {
+            let report = sweep(&f.app, f.app.clock.now()).await.unwrap();
+            assert_eq!(report.blob_leftovers_removed, 0);
+            return;
+        };
+        let blobs = dir.join(hegemony_state::adapters::local::BLOB_DIR);
+        let now = f.app.clock.now();
+        let aged = |name: &str, age: Duration| {
+            let path = blobs.join(name);
+            let file = std::fs::File::create(&path).unwrap();
+            file.set_modified((now - age).into()).unwrap();
+            path
+        };
+        let left = aged("orgs+acme+states+i+2-dead.tmp", Duration::hours(2));
+        let under_way = aged("orgs+acme+states+i+3-busy.tmp", Duration::seconds(5));
+        let report = sweep(&f.app, now).await.unwrap();
+        assert_eq!(report.blob_leftovers_removed, 1);
+        assert!(!left.exists() && under_way.exists());
+        assert_eq!(read(&f.app, &alice(), &net()).await.unwrap(), Some(doc(1)));
+        let again = sweep(&f.app, now).await.unwrap();
+        assert_eq!(again.blob_leftovers_removed, 0, "idempotent");
+    }
+
     pub async fn two_sweepers_at_once_do_no_harm(f: Fixture) {
         for serial in 1..=8 {
             write(&f.app, &alice(), &net(), None, doc(serial))
@@ -159,4 +188,5 @@ every_adapter!(support::limits(3);
     a_never_committed_blob_goes_after_an_hour_and_a_committed_one_never,
     a_deleted_state_goes_whole_and_a_new_one_is_untouched,
     two_sweepers_at_once_do_no_harm,
+    a_pass_removes_the_temporary_blob_files_a_dead_save_left,
 );

@@ -41,6 +41,11 @@ impl Fixture {
     pub fn advance(&self, by: Duration) {
         *self.clock.0.lock().unwrap() += by;
     }
+
+    /// The local store's data folder; `None` on the other adapters.
+    pub fn data_dir(&self) -> Option<&std::path::Path> {
+        self._dir.as_ref().map(|d| d.path())
+    }
 }
 
 /// The adapters every service-level case runs on.
