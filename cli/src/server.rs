@@ -251,7 +251,7 @@ async fn answer(
             })
             .await
         }
-        other => http::no_route(&other),
+        other => http::unrouted(method.as_str(), &path, &other),
     };
     tracing::info!(
         %method,

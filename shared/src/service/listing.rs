@@ -187,8 +187,12 @@ pub async fn versions(
     Ok(versions.iter().map(VersionView::from).collect())
 }
 
-/// Lists the caller's org's states in name order, `limit` at most, after `cursor`. Any role
-/// may list. States that were never written (a lock only) or were deleted are left out.
+/// Lists the caller's org's states in name order, `limit` at most, after `cursor`, and only
+/// those whose name starts with `prefix` when one is given. Any role may list. States that
+/// were never written (a lock only) or were deleted are left out.
+///
+/// A prefix costs one page read like any other: names are stored in order, so the page
+/// starts just before the first name that can match and ends at the first that does not.
 ///
 /// # Errors
 /// `Unavailable` when the catalog cannot be read.
@@ -197,13 +201,31 @@ pub async fn list(
     principal: &Principal,
     limit: usize,
     cursor: Option<&str>,
+    prefix: Option<&StateName>,
 ) -> Result<Listing, Error> {
     let limit = limit.clamp(1, MAX_PAGE);
     let now = app.clock.now();
-    let records = app.catalog.states(&principal.org, cursor, limit).await?;
-    let next_cursor = (records.len() == limit)
+    let start = match (cursor, prefix) {
+        (Some(cursor), _) => Some(cursor.to_owned()),
+        (None, Some(prefix)) => Some(just_before(prefix.as_str())),
+        (None, None) => None,
+    };
+    let mut records = app
+        .catalog
+        .states(&principal.org, start.as_deref(), limit)
+        .await?;
+    let mut next_cursor = (records.len() == limit)
         .then(|| records.last().map(|r| r.name.clone()))
         .flatten();
+    if let Some(prefix) = prefix {
+        if let Some(end) = records
+            .iter()
+            .position(|r| !r.name.starts_with(prefix.as_str()))
+        {
+            records.truncate(end);
+            next_cursor = None;
+        }
+    }
     Ok(Listing {
         org: principal.org.clone(),
         states: records
@@ -213,4 +235,32 @@ pub async fn list(
             .collect(),
         next_cursor,
     })
+}
+
+/// A cursor after which the first name is the first that starts with `prefix`: no valid
+/// name lies between the two. The prefix's last character is lowered by one and followed by
+/// `~`, above every character a name may hold, as many times as a name is long.
+fn just_before(prefix: &str) -> String {
+    let mut bytes = prefix.as_bytes().to_vec();
+    // A valid name's characters are ASCII above '-', so lowering one stays ASCII.
+    if let Some(last) = bytes.pop() {
+        bytes.push(last - 1);
+    }
+    bytes.resize(crate::domain::name::MAX_NAME_LEN + 1, b'~');
+    String::from_utf8(bytes).expect("ASCII")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::just_before;
+
+    #[test]
+    fn the_cursor_before_a_prefix_sorts_after_every_smaller_name_and_before_the_prefix() {
+        let c = just_before("net");
+        assert!(c.as_str() < "net" && c.as_str() < "net-a" && c.as_str() < "net.");
+        assert!(c.as_str() > "nes" && c.as_str() > "nesz" && c > "nes".repeat(40));
+        assert!(c.as_str() > "ne" && c.as_str() > "ne-");
+        let c = just_before("0");
+        assert!(c.as_str() < "0" && c.as_str() > "-zz" && c.as_str() > ".");
+    }
 }
