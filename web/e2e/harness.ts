@@ -61,7 +61,7 @@ export async function startServer(env: Record<string, string> = {}): Promise<Ser
   // The welcome is printed before the server listens.
   const firstToken = /shown only this once:\s+(\S+)/.exec(stdout)?.[1] ?? '';
   const tokenCreate = (args: string[]) => {
-    const out = execFileSync(bin, ['token', 'create', ...args, '--data-dir', dataDir], { env: childEnv });
+    const out = execFileSync(bin, ['token', 'create', ...args, '--data-dir', dataDir], { env: childEnv, stdio: 'pipe' });
     return out.toString().trim().split('\n').pop()!.trim();
   };
   return {

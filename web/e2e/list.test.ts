@@ -111,7 +111,7 @@ describe('the list of states', () => {
     expect(await dns.getByRole('link', { name: 'run run-42' }).getAttribute('href')).toBe('https://ci.example.com/runs/run-42');
     // Size in human units, the last change relative with the exact time on hover, by whom.
     expect(await network.textContent()).toMatch(/\d+(\.\d)? (B|KiB)/);
-    const time = network.locator('time');
+    const time = network.locator('time').first();
     expect(await time.textContent()).toMatch(/just now|minute/);
     expect(await time.getAttribute('title')).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)? UTC$/);
     expect(await network.textContent()).toContain('by otto');
