@@ -248,6 +248,8 @@ export async function accessible(page: Page, what: string) {
 /** Saves a screenshot for docs/images when they are being retaken. */
 export async function screenshot(page: Page, name: string) {
   if (!shots) return;
+  // No focus ring left by a keyboard check in the picture.
+  await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
   await page.screenshot({ path: join(shots, `${name}.png`), fullPage: false });
 }
 
@@ -266,4 +268,35 @@ export async function tabTo(page: Page, name: string | RegExp) {
     if (typeof name === 'string' ? focused === name : name.test(focused)) return;
   }
   throw new Error(`Tab never reached ${name}`);
+}
+
+/**
+ * Every visible, enabled control of the page (or of the open dialog, which keeps the
+ * focus inside it) is reached by pressing Tab: nothing needs a mouse.
+ */
+export async function keyboardReachable(page: Page, what: string) {
+  const count = await page.evaluate(() => {
+    const root = document.querySelector('dialog[open]') ?? document;
+    const controls = [...root.querySelectorAll<HTMLElement>('a[href], button, input, select, textarea, [tabindex]')].filter(
+      (el) => el.offsetParent !== null && !(el as HTMLButtonElement).disabled && el.tabIndex >= 0,
+    );
+    controls.forEach((el, i) => el.setAttribute('data-kbd', String(i)));
+    return controls.length;
+  });
+  const seen = new Set<string>();
+  for (let i = 0; i < count * 2 + 10 && seen.size < count; i++) {
+    await page.keyboard.press('Tab');
+    const mark = await page.evaluate(() => document.activeElement?.getAttribute('data-kbd') ?? null);
+    if (mark !== null) seen.add(mark);
+  }
+  const missed = await page.evaluate(
+    (reached) =>
+      [...document.querySelectorAll<HTMLElement>('[data-kbd]')]
+        .filter((el) => !reached.includes(el.getAttribute('data-kbd')!))
+        .map((el) => el.outerHTML.slice(0, 80)),
+    [...seen],
+  );
+  await page.evaluate(() => document.querySelectorAll('[data-kbd]').forEach((el) => el.removeAttribute('data-kbd')));
+  expect(missed, `controls Tab never reaches on ${what}`).toEqual([]);
+  expect(count, `controls on ${what}`).toBeGreaterThan(0);
 }

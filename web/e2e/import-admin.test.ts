@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 
-import { accessible, call, launch, open, screenshot, Server, signIn, startServer, stateDoc, tabTo } from './harness';
+import { accessible, call, keyboardReachable, launch, open, screenshot, Server, signIn, startServer, stateDoc, tabTo } from './harness';
 
 const LIMIT = 1024 * 1024;
 let server: Server;
@@ -52,6 +52,7 @@ describe('import', () => {
     expect(await name.getAttribute('aria-invalid')).toBe('true');
     await name.fill('billing');
     await accessible(page, 'the import page');
+    await keyboardReachable(page, 'the import page');
     await screenshot(page, 'import');
     // A slow link, so the progress bar is seen moving.
     const cdp = await context.newCDPSession(page);
@@ -111,6 +112,7 @@ describe('import', () => {
       .poll(() => alert.textContent())
       .toBe("This file is larger than the server's limit of 1.0 MiB (HEGEMONY_TF_STATE_MAX_BYTES).");
     await accessible(page, 'the import page with a refusal');
+    await keyboardReachable(page, 'the import page with a refusal');
     expect((await call(server, admin, 'GET', '/api/tf-states/huge')).status).toBe(404);
     await context.close();
   });
@@ -131,6 +133,7 @@ describe('the admin pages', () => {
     expect(await rows.first().textContent()).toContain('state.deleted');
     expect(await rows.nth(1).textContent()).toContain('audit-51');
     await accessible(page, 'the audit log');
+    await keyboardReachable(page, 'the audit log');
     await screenshot(page, 'audit');
     await page.getByRole('link', { name: 'Older entries' }).click();
     await expect.poll(() => rows.first().textContent()).toContain('audit-02');
@@ -153,6 +156,7 @@ describe('the admin pages', () => {
     await page.getByRole('link', { name: 'Permissions' }).click();
     await page.getByRole('heading', { name: 'Permissions' }).waitFor();
     await accessible(page, 'the permissions page');
+    await keyboardReachable(page, 'the permissions page');
     // By keyboard: the select of tf_state:read, then Save.
     await tabTo(page, 'Role needed for tf_state:read');
     await page.getByLabel('Role needed for tf_state:read').selectOption('viewer');
@@ -165,6 +169,7 @@ describe('the admin pages', () => {
       'admins lose tf_state:manage: force unlock and delete.',
     ]);
     await accessible(page, 'the permissions confirmation');
+    await keyboardReachable(page, 'the permissions confirmation');
     await screenshot(page, 'permissions');
     await dialog.getByRole('button', { name: 'Cancel' }).click();
     const allocation = () => call(server, admin, 'GET', '/api/org/permissions').then((r) => r.json());

@@ -1,10 +1,10 @@
 // Signing in and out, a refused token, and the list of states: a lock Terraform holds, a
-// run's hold with its link, paging past one page, the name filter, and the empty list.
+// run step's lock and its run's hold with their links, paging past one page, the name filter, and the empty list.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 
-import { accessible, call, launch, open, screenshot, Server, signIn, startServer, stateDoc, tabTo, Tf, until } from './harness';
+import { accessible, call, keyboardReachable, launch, open, screenshot, Server, signIn, startServer, stateDoc, tabTo, Tf, until } from './harness';
 
 let server: Server;
 let browser: Browser;
@@ -26,6 +26,7 @@ describe('signing in', () => {
     await page.getByRole('heading', { name: 'Sign in to Hegemony State' }).waitFor();
     expect(await page.getByText('hegemony-state token create').count()).toBe(1);
     await accessible(page, 'the sign-in page');
+    await keyboardReachable(page, 'the sign-in page');
     await screenshot(page, 'sign-in');
     expect(server.firstToken).toMatch(/\S{20,}/);
     await signIn(page, server.firstToken);
@@ -98,7 +99,9 @@ describe('the list of states', () => {
     expect(minted.status).toBe(201);
     const step = new Tf(server, 'dns', minted.json().token, minted.json().backend);
     step.init();
-    step.run('plan', '-no-color', '-lock=true');
+    // The step's `terraform console` takes the lock, and with it the hold.
+    const stepConsole = step.holdLock();
+    await until(async () => (await call(server, admin, 'GET', '/api/tf-states/dns')).json().lock !== null);
 
     const { context, page, problems } = await open(browser, server);
     await signIn(page, admin);
@@ -108,7 +111,12 @@ describe('the list of states', () => {
     expect(await network.textContent()).toContain(lockId);
     const dns = page.getByRole('row', { name: /dns/ });
     expect(await dns.textContent()).toMatch(/Held by run run-42 until its apply/);
-    expect(await dns.getByRole('link', { name: 'run run-42' }).getAttribute('href')).toBe('https://ci.example.com/runs/run-42');
+    expect(await dns.textContent()).toMatch(/Locked by run run-42 · step plan · attempt 1/);
+    const links = dns.getByRole('link', { name: 'run run-42' });
+    expect(await links.count()).toBe(2);
+    for (const link of await links.all()) {
+      expect(await link.getAttribute('href')).toBe('https://ci.example.com/runs/run-42');
+    }
     // Size in human units, the last change relative with the exact time on hover, by whom.
     expect(await network.textContent()).toMatch(/\d+(\.\d)? (B|KiB)/);
     const time = network.locator('time').first();
@@ -116,6 +124,7 @@ describe('the list of states', () => {
     expect(await time.getAttribute('title')).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)? UTC$/);
     expect(await network.textContent()).toContain('by otto');
     await accessible(page, 'the list with a lock and a hold');
+    await keyboardReachable(page, 'the list with a lock and a hold');
     await screenshot(page, 'states');
     // Every row's link is reachable with the keyboard, and opens the state.
     await tabTo(page, 'network');
@@ -123,8 +132,10 @@ describe('the list of states', () => {
     await page.getByRole('heading', { name: 'network', level: 1 }).waitFor();
     expect(problems).toEqual([]);
     await context.close();
-    console.stdin!.end();
-    await new Promise((ok) => console.once('exit', ok));
+    for (const held of [console, stepConsole]) {
+      held.stdin!.end();
+      await new Promise((ok) => held.once('exit', ok));
+    }
     tf.remove();
     step.remove();
   });
@@ -167,6 +178,7 @@ describe('the list of states', () => {
     expect(hcl).toContain(`address        = "${server.base}/api/tf-states/example/state"`);
     expect(hcl).toContain('username       = "eve"');
     await accessible(page, 'the empty list');
+    await keyboardReachable(page, 'the empty list');
     await context.close();
   });
 });

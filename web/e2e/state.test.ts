@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 
-import { accessible, call, launch, open, screenshot, Server, signIn, startServer, tabTo, Tf, until } from './harness';
+import { accessible, call, keyboardReachable, launch, open, screenshot, Server, signIn, startServer, tabTo, Tf, until } from './harness';
 
 let server: Server;
 let browser: Browser;
@@ -75,6 +75,7 @@ describe('what each role is offered', () => {
     expect(await buttons(page)).toContain('Delete state');
     expect(await buttons(page)).not.toContain('Force unlock');
     await accessible(page, "a state's page");
+    await keyboardReachable(page, "a state's page");
     await screenshot(page, 'state');
     const console = tf.holdLock();
     await until(async () => (await call(server, tokens.admin, 'GET', '/api/tf-states/network')).json().lock !== null);
@@ -101,6 +102,7 @@ describe('what each role is offered', () => {
     expect(await dialog.textContent()).toContain(`lock ID ${lockId}`);
     expect(await dialog.textContent()).toContain("This also ends a run's hold on the state: that run's apply then refuses its plan if the state changed");
     await accessible(page, 'the force unlock dialog');
+    await keyboardReachable(page, 'the force unlock dialog');
     await screenshot(page, 'force-unlock');
     await page.keyboard.press('Escape');
     await dialog.waitFor({ state: 'detached' });
@@ -148,6 +150,7 @@ describe('actions', () => {
     expect(text).toContain('This makes a new version, version 4, with the content of version 1 and a serial raised above the current one');
     expect(text).toContain('Plans saved before the rollback will be refused as stale');
     await accessible(page, 'the rollback dialog');
+    await keyboardReachable(page, 'the rollback dialog');
     await screenshot(page, 'rollback');
     await dialog.getByRole('button', { name: 'Cancel' }).click();
     await dialog.waitFor({ state: 'detached' });
@@ -185,6 +188,7 @@ describe('actions', () => {
     await dialog.getByLabel("Type the state's name to confirm").fill('networ');
     expect(await confirm.isDisabled()).toBe(true);
     await accessible(page, 'the delete dialog');
+    await keyboardReachable(page, 'the delete dialog');
     await screenshot(page, 'delete');
     await dialog.getByRole('button', { name: 'Cancel' }).click();
     expect((await call(server, tokens.admin, 'GET', '/api/tf-states/network')).status).toBe(200);
