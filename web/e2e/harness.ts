@@ -23,6 +23,8 @@ export interface Server {
   dataDir: string;
   /** The first admin token, as the server printed it on its first start. */
   firstToken: string;
+  /** What the server printed on its first start. */
+  welcome: string;
   stop(): Promise<void>;
   token(org: string, user: string, role: 'viewer' | 'operator' | 'admin'): string;
   /** Revokes `user`'s tokens with `token revoke`, as an admin of the machine would. */
@@ -45,20 +47,27 @@ export async function startServer(env: Record<string, string> = {}): Promise<Ser
   });
   let stderr = '';
   let stdout = '';
+  // Ready once it listens and has printed its whole welcome (a new store's, on stdout,
+  // which reaches us on its own pipe, so in either order).
   const base = await new Promise<string>((ok, fail) => {
     const timer = setTimeout(() => fail(new Error(`the server did not start:\n${stderr}`)), 20_000);
-    child.stderr!.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
+    const check = () => {
       const found = /listening on (http:\/\/[0-9.:]+)/.exec(stderr);
-      if (found) {
+      if (found && stdout.includes('terraform init -backend-config=backend.hcl')) {
         clearTimeout(timer);
         ok(found[1]);
       }
+    };
+    child.stderr!.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+      check();
     });
-    child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stdout!.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      check();
+    });
     child.on('exit', (code) => fail(new Error(`the server exited (${code}):\n${stderr}`)));
   });
-  // The welcome is printed before the server listens.
   const firstToken = /shown only this once:\s+(\S+)/.exec(stdout)?.[1] ?? '';
   const tokenCreate = (args: string[]) => {
     const out = execFileSync(bin, ['token', 'create', ...args, '--data-dir', dataDir], { env: childEnv, stdio: 'pipe' });
@@ -68,6 +77,7 @@ export async function startServer(env: Record<string, string> = {}): Promise<Ser
     base,
     dataDir,
     firstToken,
+    welcome: stdout,
     logs: () => stderr,
     token: (org, user, role) => tokenCreate(['--org', org, '--user', user, '--role', role]),
     platformToken: () => tokenCreate(['--platform']),

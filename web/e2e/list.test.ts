@@ -29,6 +29,7 @@ describe('signing in', () => {
     await keyboardReachable(page, 'the sign-in page');
     await screenshot(page, 'sign-in');
     expect(server.firstToken).toMatch(/\S{20,}/);
+    expect(server.welcome).toContain(`Open ${server.base}/ in a browser and sign in with it.`);
     await signIn(page, server.firstToken);
     const who = page.getByLabel('Signed in as');
     await expect.poll(() => who.textContent()).toBe('org defaultuser adminrole admin');

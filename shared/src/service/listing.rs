@@ -77,11 +77,7 @@ pub struct LockView {
 impl LockView {
     pub fn of(lock: &Lock, run_url: &dyn Fn(&str) -> Option<String>) -> Self {
         let d = &lock.document;
-        // Serializing an actor (strings and numbers) cannot fail.
-        let mut holder = serde_json::to_value(&lock.holder).expect("an actor serializes");
-        if let Actor::Step { run, .. } = &lock.holder {
-            holder["run_url"] = run_url(run).into();
-        }
+        let holder = linked(&lock.holder, run_url);
         Self {
             id: d.id.clone(),
             operation: d.operation.clone(),
@@ -94,6 +90,16 @@ impl LockView {
             live_until: lock.live_until.map(rfc3339),
         }
     }
+}
+
+/// An actor as shown, with `run_url` (the run's link, or null) for a step.
+fn linked(actor: &Actor, run_url: &dyn Fn(&str) -> Option<String>) -> serde_json::Value {
+    // Serializing an actor (strings and numbers) cannot fail.
+    let mut value = serde_json::to_value(actor).expect("an actor serializes");
+    if let Actor::Step { run, .. } = actor {
+        value["run_url"] = run_url(run).into();
+    }
+    value
 }
 
 impl StateItem {
@@ -134,12 +140,13 @@ pub struct VersionView {
     pub key: String,
     pub opentofu_encrypted: bool,
     pub created_at: String,
-    pub writer: Actor,
+    /// The writer (an actor), with `run_url` for a step.
+    pub writer: serde_json::Value,
     pub change: ChangeRecord,
 }
 
-impl From<&VersionRecord> for VersionView {
-    fn from(v: &VersionRecord) -> Self {
+impl VersionView {
+    pub fn of(v: &VersionRecord, run_url: &dyn Fn(&str) -> Option<String>) -> Self {
         Self {
             version: v.version,
             serial: v.serial,
@@ -150,7 +157,7 @@ impl From<&VersionRecord> for VersionView {
             key: v.key.clone(),
             opentofu_encrypted: v.opentofu_encrypted,
             created_at: rfc3339(v.created_at),
-            writer: v.writer.clone(),
+            writer: linked(&v.writer, run_url),
             change: v.change.clone(),
         }
     }
@@ -184,7 +191,11 @@ pub async fn versions(
         .catalog
         .versions(&record.org, &record.name, &record.incarnation)
         .await?;
-    Ok(versions.iter().map(VersionView::from).collect())
+    let run_url = |run: &str| app.run_url(run);
+    Ok(versions
+        .iter()
+        .map(|v| VersionView::of(v, &run_url))
+        .collect())
 }
 
 /// Lists the caller's org's states in name order, `limit` at most, after `cursor`, and only
