@@ -259,7 +259,10 @@ export async function accessible(page: Page, what: string) {
 export async function screenshot(page: Page, name: string) {
   if (!shots) return;
   // No focus ring left by a keyboard check in the picture.
-  await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
+  await page.evaluate(() => {
+    (document.activeElement as HTMLElement | null)?.blur();
+    window.scrollTo(0, 0);
+  });
   await page.screenshot({ path: join(shots, `${name}.png`), fullPage: false });
 }
 

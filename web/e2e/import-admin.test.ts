@@ -134,7 +134,6 @@ describe('the admin pages', () => {
     expect(await rows.nth(1).textContent()).toContain('audit-51');
     await accessible(page, 'the audit log');
     await keyboardReachable(page, 'the audit log');
-    await screenshot(page, 'audit');
     await page.getByRole('link', { name: 'Older entries' }).click();
     await expect.poll(() => rows.first().textContent()).toContain('audit-02');
     await page.getByLabel('Action').selectOption('state.deleted');

@@ -27,7 +27,6 @@ describe('signing in', () => {
     expect(await page.getByText('hegemony-state token create').count()).toBe(1);
     await accessible(page, 'the sign-in page');
     await keyboardReachable(page, 'the sign-in page');
-    await screenshot(page, 'sign-in');
     expect(server.firstToken).toMatch(/\S{20,}/);
     expect(server.welcome).toContain(`Open ${server.base}/ in a browser and sign in with it.`);
     await signIn(page, server.firstToken);
