@@ -68,6 +68,14 @@ export async function startServer(env: Record<string, string> = {}): Promise<Ser
     });
     child.on('exit', (code) => fail(new Error(`the server exited (${code}):\n${stderr}`)));
   });
+  // A binary built before web/dist (or not at all since) serves the how-to page: say so at
+  // once rather than let every test time out looking for the sign-in form.
+  const root = await (await fetch(`${base}/`)).text();
+  if (!root.includes('<div id="app">')) {
+    child.kill('SIGTERM');
+    rmSync(dir, { recursive: true, force: true });
+    throw new Error(`${bin} serves no built pages at /: run \`make web build\` first (it answered:\n${root.slice(0, 300)})`);
+  }
   const firstToken = /shown only this once:\s+(\S+)/.exec(stdout)?.[1] ?? '';
   const tokenCreate = (args: string[]) => {
     const out = execFileSync(bin, ['token', 'create', ...args, '--data-dir', dataDir], { env: childEnv, stdio: 'pipe' });
@@ -197,7 +205,11 @@ export async function until(check: () => Promise<boolean>, ms = 20_000): Promise
   throw new Error('gave up waiting');
 }
 
-/** Debian's Chromium, headless, with the flags that keep it from calling out. */
+/**
+ * Debian's Chromium, headless, with the flags that keep it from calling out: these on top of
+ * the ones playwright-core always passes (no background networking, no component updates,
+ * its own `--disable-features` list, which a second such flag here would replace).
+ */
 export async function launch(): Promise<Browser> {
   return chromium.launch({
     executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
@@ -210,6 +222,9 @@ export async function launch(): Promise<Browser> {
       '--disable-background-networking',
       '--disable-component-update',
       '--disable-sync',
+      '--disable-domain-reliability',
+      '--disable-client-side-phishing-detection',
+      '--no-pings',
     ],
   });
 }
