@@ -5,7 +5,7 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 
-import { actor, exact, relative } from './format';
+import { actor, exact, linkable, relative } from './format';
 import { navigate } from './router';
 import type { HoldView, LockView } from './types';
 
@@ -121,11 +121,12 @@ export function Confirm(props: {
   );
 }
 
-/** A run's link when its address is known, its id otherwise. */
+/** A run's link when its address is known (and http or https), its id otherwise. */
 export function RunLink(props: { run: string; url: string | null | undefined }) {
-  if (!props.url) return <span>run {props.run}</span>;
+  const href = linkable(props.url);
+  if (!href) return <span>run {props.run}</span>;
   return (
-    <a href={props.url} rel="noreferrer">
+    <a href={href} rel="noreferrer">
       run {props.run}
     </a>
   );

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 
 import { backendHcl } from './backend';
 import { points } from './chart';
-import { actor, bytes, ended, exact, relative, shortSha } from './format';
+import { actor, bytes, ended, exact, linkable, relative, shortSha } from './format';
 import { nameFromFile, nameProblem } from './names';
 import { changes, holders, sentence } from './permissions';
 import { pageOf } from './router';
@@ -14,6 +14,19 @@ describe('bytes', () => {
     expect(bytes(1536)).toBe('1.5 KiB');
     expect(bytes(20 * 1024 * 1024)).toBe('20 MiB');
     expect(bytes(128 * 1024 * 1024)).toBe('128 MiB');
+  });
+});
+
+describe('linkable', () => {
+  it('keeps http and https addresses and refuses every other scheme', () => {
+    expect(linkable('https://ci.example/runs/42')).toBe('https://ci.example/runs/42');
+    expect(linkable('http://127.0.0.1:9000/r/1')).toBe('http://127.0.0.1:9000/r/1');
+    expect(linkable('javascript:alert(1)')).toBeNull();
+    expect(linkable(' JavaScript:alert(1)')).toBeNull();
+    expect(linkable('data:text/html,<b>x</b>')).toBeNull();
+    expect(linkable('not a url')).toBeNull();
+    expect(linkable(null)).toBeNull();
+    expect(linkable('')).toBeNull();
   });
 });
 

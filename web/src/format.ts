@@ -83,3 +83,18 @@ export function ended(e: string): string {
   };
   return words[e] ?? e;
 }
+
+/**
+ * A run's address as a link target, only when it is `http:` or `https:`: the address comes
+ * from the server's run URL template, and a `javascript:` or `data:` one must never become a
+ * link (the CSP would block it, and the page should not depend on that).
+ */
+export function linkable(url: string | null | undefined): string | null {
+  if (!url) return null;
+  try {
+    const { protocol } = new URL(url);
+    return protocol === 'http:' || protocol === 'https:' ? url : null;
+  } catch {
+    return null;
+  }
+}
