@@ -46,7 +46,12 @@ async function openState(token: string, name = 'network'): Promise<{ page: Page;
   await signIn(page, token);
   await page.goto(`/states/${name}`);
   await page.getByRole('heading', { name: 'Versions' }).waitFor();
-  return { page, problems, close: () => context.close() };
+  // Closing checks that the page logged no error on the way (a CSP refusal would be one).
+  const close = async () => {
+    expect(problems).toEqual([]);
+    await context.close();
+  };
+  return { page, problems, close };
 }
 
 const buttons = async (page: Page) =>
