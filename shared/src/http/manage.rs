@@ -88,7 +88,10 @@ pub async fn rollback(call: Call<'_>, principal: &Principal) -> Answer {
     }
     let version = manage::rollback(call.app, principal, &name, body.version).await?;
     let url = |run: &str| call.app.run_url(run);
-    Ok(json_response(StatusCode::OK, &VersionView::of(&version, &url)))
+    Ok(json_response(
+        StatusCode::OK,
+        &VersionView::of(&version, &url),
+    ))
 }
 
 pub async fn force_unlock(call: Call<'_>, principal: &Principal) -> Answer {
