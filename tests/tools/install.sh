@@ -33,7 +33,13 @@ if [ ! -x /usr/bin/chromium ]; then
   "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
 command -v npm >/dev/null 2>&1 || {
-  echo "npm (Node.js 20) is not installed: the web pages and their tests need it" >&2
+  echo "npm (Node.js 20.19 or later) is not installed: the web pages and their tests need it" >&2
+  exit 1
+}
+# Vite 8 needs Node.js 20.19 or 22.12 and later; an older one fails in the build with an
+# error that does not say so (Debian 12's own nodejs is 18).
+node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 22 || (a === 22 && b >= 12) || (a === 20 && b >= 19) ? 0 : 1)' || {
+  echo "Node.js $(node --version) is too old for the web pages' build: install 20.19 or later" >&2
   exit 1
 }
 if [ ! -f "$repo/web/node_modules/.package-lock.json" ] || [ "$repo/web/package-lock.json" -nt "$repo/web/node_modules/.package-lock.json" ]; then
