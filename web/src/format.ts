@@ -41,7 +41,7 @@ export function relative(at: string, now: number = Date.now()): string {
   return seconds < 0 ? `${words} ago` : `in ${words}`;
 }
 
-/** The exact time, as shown on hover: ISO 8601 in UTC, to the second. */
+/** The exact time, as shown on hover: ISO 8601 in UTC, to the millisecond (left out when zero). */
 export function exact(at: string): string {
   const then = Date.parse(at);
   if (Number.isNaN(then)) return at;
