@@ -14,9 +14,14 @@ run:
 	$(CARGO) run --release -p hegemony-state-cli -- serve
 
 ## The web pages (web/, TypeScript + Preact, built by Vite) into web/dist, which the next
-## cargo build embeds in the binary. npm ci runs only when the lock file changed.
-web:
-	@command -v npm >/dev/null 2>&1 || { echo "make web needs Node.js 20 and npm" >&2; exit 1; }
+## cargo build embeds in the binary. Built only when a source is newer than the last build:
+## a rebuilt web/dist makes cargo rebuild the library and relink every binary. npm ci runs
+## only when the lock file changed.
+WEB_SOURCES := $(filter-out %.test.ts,$(shell find web/src web/public -type f 2>/dev/null)) \
+	web/index.html web/package.json web/package-lock.json web/tsconfig.json web/vite.config.ts
+web: web/dist/index.html
+web/dist/index.html: $(WEB_SOURCES)
+	@command -v npm >/dev/null 2>&1 || { echo "make web needs Node.js 20.19 or later and npm" >&2; exit 1; }
 	@if [ ! -f web/node_modules/.package-lock.json ] || [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then \
 	  cd web && npm ci --no-audit --no-fund; fi
 	cd web && npm run --silent build
