@@ -253,7 +253,7 @@ pub async fn list(
 /// `~`, above every character a name may hold, as many times as a name is long.
 fn just_before(prefix: &str) -> String {
     let mut bytes = prefix.as_bytes().to_vec();
-    // A valid name's characters are ASCII above '-', so lowering one stays ASCII.
+    // A valid name's characters are ASCII from '-' up, so lowering one stays ASCII.
     if let Some(last) = bytes.pop() {
         bytes.push(last - 1);
     }
