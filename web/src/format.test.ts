@@ -126,5 +126,7 @@ describe('paths', () => {
     expect(pageOf('/states/net%2Ea')).toEqual({ page: 'state', name: 'net.a' });
     expect(pageOf('/audit')).toEqual({ page: 'audit' });
     expect(pageOf('/nope/x')).toEqual({ page: 'missing' });
+    expect(pageOf('/states/%E0')).toEqual({ page: 'missing' });
+    expect(pageOf('/states/50%')).toEqual({ page: 'missing' });
   });
 });

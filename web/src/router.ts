@@ -43,6 +43,14 @@ export function pageOf(path: string): Page {
   if (path === '/audit') return { page: 'audit' };
   if (path === '/permissions') return { page: 'permissions' };
   const state = /^\/states\/([^/]+)$/.exec(path);
-  if (state) return { page: 'state', name: decodeURIComponent(state[1]) };
+  if (state) {
+    // A mistyped address (`%E0`, a lone `%`) is a missing page, not an exception that
+    // leaves the application blank.
+    try {
+      return { page: 'state', name: decodeURIComponent(state[1]) };
+    } catch {
+      return { page: 'missing' };
+    }
+  }
   return { page: 'missing' };
 }
