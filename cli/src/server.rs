@@ -201,13 +201,14 @@ pub fn shutdown_signal() -> std::io::Result<impl Future<Output = ()>> {
     })
 }
 
-/// Printed once, to the terminal only (never to a log): the first admin token and a
-/// backend.hcl that works against this server.
+/// Printed once, to the terminal only (never to a log): the first admin token, where the
+/// pages open, and a backend.hcl that works against this server.
 fn print_welcome(bound: SocketAddr, token: &str) {
     let base = format!("http://{bound}/api/tf-states/example");
     println!(
         "\nA new store: org \"{org}\" and an admin token were created. The token is shown only this once:\n\n    {token}\n\n\
-         Save this as backend.hcl (with terraform {{ backend \"http\" {{}} }} in your configuration):\n\n\
+         Open http://{bound}/ in a browser and sign in with it.\n\n\
+         For Terraform, save this as backend.hcl (with terraform {{ backend \"http\" {{}} }} in your configuration):\n\n\
          address        = \"{base}/state\"\n\
          lock_address   = \"{base}/lock\"\n\
          unlock_address = \"{base}/lock\"\n\
@@ -254,7 +255,7 @@ async fn answer(
             })
             .await
         }
-        other => http::no_route(&other),
+        other => http::unrouted(method.as_str(), &path, &other),
     };
     tracing::info!(
         %method,

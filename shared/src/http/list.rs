@@ -1,4 +1,4 @@
-//! `GET /api/tf-states?limit=&cursor=`, `GET /api/tf-states/{name}` and
+//! `GET /api/tf-states?limit=&cursor=&prefix=`, `GET /api/tf-states/{name}` and
 //! `GET .../versions`: what an org has, never any content.
 
 use lambda_http::http::StatusCode;
@@ -7,6 +7,7 @@ use lambda_http::RequestExt;
 use super::error::HttpError;
 use super::handler::{Answer, Call};
 use super::response::json_response;
+use crate::domain::name::StateName;
 use crate::domain::Principal;
 use crate::service::listing::{self, MAX_PAGE};
 
@@ -26,7 +27,19 @@ pub async fn list(call: Call<'_>, principal: &Principal) -> Answer {
                 ))
             })?,
     };
-    let page = listing::list(call.app, principal, limit, query.first("cursor")).await?;
+    // A prefix is checked as a name is, so it can only hold a name's characters.
+    let prefix = match query.first("prefix") {
+        None | Some("") => None,
+        Some(raw) => Some(StateName::parse(raw)?),
+    };
+    let page = listing::list(
+        call.app,
+        principal,
+        limit,
+        query.first("cursor"),
+        prefix.as_ref(),
+    )
+    .await?;
     Ok(json_response(StatusCode::OK, &page))
 }
 

@@ -62,9 +62,10 @@ pub async fn import(call: Call<'_>, principal: &Principal) -> Answer {
     check_content_type(&call.req)?;
     let body = into_bytes(call.req.into_body());
     let version = manage::import(call.app, principal, &name, body).await?;
+    let url = |run: &str| call.app.run_url(run);
     Ok(json_response(
         StatusCode::CREATED,
-        &VersionView::from(&version),
+        &VersionView::of(&version, &url),
     ))
 }
 
@@ -86,7 +87,11 @@ pub async fn rollback(call: Call<'_>, principal: &Principal) -> Answer {
         ));
     }
     let version = manage::rollback(call.app, principal, &name, body.version).await?;
-    Ok(json_response(StatusCode::OK, &VersionView::from(&version)))
+    let url = |run: &str| call.app.run_url(run);
+    Ok(json_response(
+        StatusCode::OK,
+        &VersionView::of(&version, &url),
+    ))
 }
 
 pub async fn force_unlock(call: Call<'_>, principal: &Principal) -> Answer {

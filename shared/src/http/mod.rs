@@ -8,11 +8,13 @@ mod credentials;
 mod error;
 pub mod gateway;
 mod handler;
+mod identity;
 pub mod lambda;
 mod list;
 mod lock;
 mod manage;
 pub mod openapi;
+pub mod pages;
 mod response;
 pub mod routes;
 mod runs;
@@ -57,6 +59,15 @@ pub fn no_route(matched: &RouteMatch<'_>) -> Response<Body> {
         }
     }
     response
+}
+
+/// Answers a request that matched no route: a page outside `/api` for `GET` and `HEAD`
+/// ([`pages`]), otherwise as [`no_route`] does (an unknown API path stays a JSON 404).
+pub fn unrouted(method: &str, path: &str, matched: &RouteMatch<'_>) -> Response<Body> {
+    match matched {
+        RouteMatch::NotFound if pages::serves(method, path) => pages::answer(path),
+        other => no_route(other),
+    }
 }
 
 /// 413 for a body refused as it arrived (the local server reads bodies before handling).

@@ -77,11 +77,7 @@ pub struct LockView {
 impl LockView {
     pub fn of(lock: &Lock, run_url: &dyn Fn(&str) -> Option<String>) -> Self {
         let d = &lock.document;
-        // Serializing an actor (strings and numbers) cannot fail.
-        let mut holder = serde_json::to_value(&lock.holder).expect("an actor serializes");
-        if let Actor::Step { run, .. } = &lock.holder {
-            holder["run_url"] = run_url(run).into();
-        }
+        let holder = linked(&lock.holder, run_url);
         Self {
             id: d.id.clone(),
             operation: d.operation.clone(),
@@ -94,6 +90,16 @@ impl LockView {
             live_until: lock.live_until.map(rfc3339),
         }
     }
+}
+
+/// An actor as shown, with `run_url` (the run's link, or null) for a step.
+fn linked(actor: &Actor, run_url: &dyn Fn(&str) -> Option<String>) -> serde_json::Value {
+    // Serializing an actor (strings and numbers) cannot fail.
+    let mut value = serde_json::to_value(actor).expect("an actor serializes");
+    if let Actor::Step { run, .. } = actor {
+        value["run_url"] = run_url(run).into();
+    }
+    value
 }
 
 impl StateItem {
@@ -134,12 +140,13 @@ pub struct VersionView {
     pub key: String,
     pub opentofu_encrypted: bool,
     pub created_at: String,
-    pub writer: Actor,
+    /// The writer (an actor), with `run_url` for a step.
+    pub writer: serde_json::Value,
     pub change: ChangeRecord,
 }
 
-impl From<&VersionRecord> for VersionView {
-    fn from(v: &VersionRecord) -> Self {
+impl VersionView {
+    pub fn of(v: &VersionRecord, run_url: &dyn Fn(&str) -> Option<String>) -> Self {
         Self {
             version: v.version,
             serial: v.serial,
@@ -150,7 +157,7 @@ impl From<&VersionRecord> for VersionView {
             key: v.key.clone(),
             opentofu_encrypted: v.opentofu_encrypted,
             created_at: rfc3339(v.created_at),
-            writer: v.writer.clone(),
+            writer: linked(&v.writer, run_url),
             change: v.change.clone(),
         }
     }
@@ -184,11 +191,19 @@ pub async fn versions(
         .catalog
         .versions(&record.org, &record.name, &record.incarnation)
         .await?;
-    Ok(versions.iter().map(VersionView::from).collect())
+    let run_url = |run: &str| app.run_url(run);
+    Ok(versions
+        .iter()
+        .map(|v| VersionView::of(v, &run_url))
+        .collect())
 }
 
-/// Lists the caller's org's states in name order, `limit` at most, after `cursor`. Any role
-/// may list. States that were never written (a lock only) or were deleted are left out.
+/// Lists the caller's org's states in name order, `limit` at most, after `cursor`, and only
+/// those whose name starts with `prefix` when one is given. Any role may list. States that
+/// were never written (a lock only) or were deleted are left out.
+///
+/// A prefix costs one page read like any other: names are stored in order, so the page
+/// starts just before the first name that can match and ends at the first that does not.
 ///
 /// # Errors
 /// `Unavailable` when the catalog cannot be read.
@@ -197,13 +212,31 @@ pub async fn list(
     principal: &Principal,
     limit: usize,
     cursor: Option<&str>,
+    prefix: Option<&StateName>,
 ) -> Result<Listing, Error> {
     let limit = limit.clamp(1, MAX_PAGE);
     let now = app.clock.now();
-    let records = app.catalog.states(&principal.org, cursor, limit).await?;
-    let next_cursor = (records.len() == limit)
+    let start = match (cursor, prefix) {
+        (Some(cursor), _) => Some(cursor.to_owned()),
+        (None, Some(prefix)) => Some(just_before(prefix.as_str())),
+        (None, None) => None,
+    };
+    let mut records = app
+        .catalog
+        .states(&principal.org, start.as_deref(), limit)
+        .await?;
+    let mut next_cursor = (records.len() == limit)
         .then(|| records.last().map(|r| r.name.clone()))
         .flatten();
+    if let Some(prefix) = prefix {
+        if let Some(end) = records
+            .iter()
+            .position(|r| !r.name.starts_with(prefix.as_str()))
+        {
+            records.truncate(end);
+            next_cursor = None;
+        }
+    }
     Ok(Listing {
         org: principal.org.clone(),
         states: records
@@ -213,4 +246,32 @@ pub async fn list(
             .collect(),
         next_cursor,
     })
+}
+
+/// A cursor after which the first name is the first that starts with `prefix`: no valid
+/// name lies between the two. The prefix's last character is lowered by one and followed by
+/// `~`, above every character a name may hold, as many times as a name is long.
+fn just_before(prefix: &str) -> String {
+    let mut bytes = prefix.as_bytes().to_vec();
+    // A valid name's characters are ASCII from '-' up, so lowering one stays ASCII.
+    if let Some(last) = bytes.pop() {
+        bytes.push(last - 1);
+    }
+    bytes.resize(crate::domain::name::MAX_NAME_LEN + 1, b'~');
+    String::from_utf8(bytes).expect("ASCII")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::just_before;
+
+    #[test]
+    fn the_cursor_before_a_prefix_sorts_after_every_smaller_name_and_before_the_prefix() {
+        let c = just_before("net");
+        assert!(c.as_str() < "net" && c.as_str() < "net-a" && c.as_str() < "net.");
+        assert!(c.as_str() > "nes" && c.as_str() > "nesz" && c > "nes".repeat(40));
+        assert!(c.as_str() > "ne" && c.as_str() > "ne-");
+        let c = just_before("0");
+        assert!(c.as_str() < "0" && c.as_str() > "-zz" && c.as_str() > ".");
+    }
 }

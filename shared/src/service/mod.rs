@@ -5,6 +5,7 @@
 pub mod admin;
 pub mod auth;
 mod commit;
+pub mod identity;
 pub mod listing;
 pub mod lock;
 pub mod manage;

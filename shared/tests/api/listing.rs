@@ -111,3 +111,50 @@ async fn writes_under_one_lock_fold_into_one_version() {
         .await;
     assert_eq!(latest().await, (4, 7));
 }
+
+/// A prefix lists the states whose name starts with it, in pages like any list, and never a
+/// name outside it (the pages' name filter).
+#[tokio::test]
+async fn a_prefix_lists_only_the_names_that_start_with_it() {
+    let api = Api::new();
+    let t = api.token("acme", "alice", "operator").await;
+    for name in [
+        "net", "net-a", "net-b", "net.c", "nes", "nesz", "neu", "other",
+    ] {
+        api.post_state(&t, name, None, state_doc(1, "lin", name))
+            .await;
+    }
+    let names = |page: &serde_json::Value| -> Vec<String> {
+        page["states"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let all = api.json("GET", "/api/tf-states?prefix=net", &t).await;
+    assert_eq!(names(&all), ["net", "net-a", "net-b", "net.c"]);
+    assert!(all["next_cursor"].is_null());
+    let first = api
+        .json("GET", "/api/tf-states?prefix=net&limit=3", &t)
+        .await;
+    assert_eq!(names(&first), ["net", "net-a", "net-b"]);
+    let cursor = first["next_cursor"].as_str().unwrap().to_owned();
+    let rest = api
+        .json(
+            "GET",
+            &format!("/api/tf-states?prefix=net&limit=3&cursor={cursor}"),
+            &t,
+        )
+        .await;
+    assert_eq!(names(&rest), ["net.c"]);
+    assert!(rest["next_cursor"].is_null());
+    let none = api.json("GET", "/api/tf-states?prefix=zz", &t).await;
+    assert!(names(&none).is_empty());
+    let r = api
+        .request("GET", "/api/tf-states?prefix=a%2Fb")
+        .bearer(&t)
+        .send()
+        .await;
+    assert_eq!(r.error().expect(400).0, "invalid_name");
+}

@@ -16,6 +16,8 @@ mod access;
 mod audit;
 mod authorization;
 mod backend;
+mod identity;
 mod listing;
 mod management;
+mod pages;
 mod runs;

@@ -449,3 +449,26 @@ async fn a_mint_is_audited_and_a_held_state_still_reads() {
         "{first}"
     );
 }
+
+/// A version a step wrote names its writer with the run's link, as a step's lock names its
+/// holder, so a page links the run without knowing the template.
+#[tokio::test]
+async fn a_version_written_by_a_step_links_its_run() {
+    let env = Env::new(Duration::seconds(600)).await;
+    let token = env.mint("run-9", "apply", 1, "apply", false).await;
+    assert_eq!(env.lock(&token, "S").await, 200);
+    let saved = env
+        .api
+        .post_state(&token, "net", Some("S"), state_doc(1, "lin", "x"))
+        .await;
+    assert_eq!(saved.status, 200, "{}", saved.text());
+    let versions = env
+        .api
+        .json("GET", "/api/tf-states/net/versions", &env.admin)
+        .await;
+    assert_eq!(
+        versions["versions"][0]["writer"],
+        json!({"kind": "step", "run": "run-9", "step": "apply", "attempt": 1,
+               "run_url": "https://ci.example.com/runs/run-9"})
+    );
+}

@@ -120,7 +120,8 @@ impl Call<'_> {
             .body(body.to_string())
     }
 
-    /// Matches the route and answers as the local server does, without its socket.
+    /// Matches the route and answers as the local server does (pages outside `/api`
+    /// included), without its socket.
     pub async fn send(self) -> Answer {
         let uri: lambda_http::http::Uri = self.path.parse().unwrap();
         let response = match find_route(&self.method, uri.path()) {
@@ -135,7 +136,7 @@ impl Call<'_> {
                 let request = http::gateway::request(route, parts, &params, self.body);
                 http::handle(&self.api.fx.app, route, request).await
             }
-            other => http::no_route(&other),
+            other => http::unrouted(&self.method, uri.path(), &other),
         };
         let (parts, body) = response.into_parts();
         Answer {

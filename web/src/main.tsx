@@ -1,0 +1,148 @@
+// The application: who the token is (GET /api/whoami), the shell every page shares (the
+// org, the user and the role; the sidebar; sign out), and the page the path names.
+
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+
+import { api, currentToken, forgetToken, whenUnauthenticated } from './api';
+import { Link } from './components';
+import { actor } from './format';
+import { AuditPage } from './pages/Audit';
+import { ImportPage } from './pages/Import';
+import { PermissionsPage } from './pages/Permissions';
+import { SignIn } from './pages/SignIn';
+import { StatePage } from './pages/State';
+import { StatesPage } from './pages/States';
+import { navigate, pageOf, useLocation } from './router';
+import './style.css';
+import type { Identity } from './types';
+
+function App() {
+  const location = useLocation();
+  const [me, setMe] = useState<Identity | null>(null);
+  const [problem, setProblem] = useState<string | null>(null);
+  const page = pageOf(location.pathname);
+
+  useEffect(() => {
+    whenUnauthenticated(() => {
+      setMe(null);
+      navigate('/sign-in', true);
+    });
+  }, []);
+
+  useEffect(() => {
+    if (page.page === 'sign-in') return;
+    if (!currentToken()) {
+      navigate('/sign-in', true);
+      return;
+    }
+    if (me) return;
+    api<Identity>('GET', '/api/whoami')
+      .then(setMe)
+      .catch((e: Error) => setProblem(e.message));
+  }, [page.page, me]);
+
+  useEffect(() => {
+    const titles: Record<string, string> = {
+      'sign-in': 'Sign in',
+      states: 'Terraform States',
+      state: page.page === 'state' ? page.name : '',
+      import: 'Import state',
+      audit: 'Audit log',
+      permissions: 'Permissions',
+      missing: 'Not found',
+    };
+    document.title = `${titles[page.page]} · Hegemony State`;
+  }, [location.href]);
+
+  if (page.page === 'sign-in') {
+    return <SignIn onSignedIn={(identity) => setMe(identity)} />;
+  }
+  if (!me) {
+    return (
+      <main class="loading">
+        {problem ? (
+          <p class="error" role="alert">
+            {problem}
+          </p>
+        ) : (
+          <p>Loading…</p>
+        )}
+      </main>
+    );
+  }
+  const signOut = () => {
+    forgetToken();
+    setMe(null);
+    navigate('/sign-in');
+  };
+  const here = (p: string) => (page.page === p ? 'page' : undefined);
+  return (
+    <div class="shell">
+      <header class="top">
+        <span class="brand">Hegemony State</span>
+        <span class="who" aria-label="Signed in as">
+          <span>
+            org <strong>{me.org}</strong>
+          </span>
+          <span>
+            user <strong>{actor(me.actor)}</strong>
+          </span>
+          <span>
+            role <strong>{me.role}</strong>
+          </span>
+        </span>
+        <button type="button" class="secondary" onClick={signOut}>
+          Sign out
+        </button>
+      </header>
+      <nav class="side" aria-label="Sidebar">
+        <p class="section">Artifacts</p>
+        <ul>
+          <li aria-current={here('states') ?? here('state')}>
+            <Link href="/">Terraform States</Link>
+          </li>
+          {me.allowed_actions.import && (
+            <li aria-current={here('import')}>
+              <Link href="/import">Import state</Link>
+            </li>
+          )}
+        </ul>
+        {(me.allowed_actions.audit || me.allowed_actions.permissions) && (
+          <>
+            <p class="section">Organization</p>
+            <ul>
+              {me.allowed_actions.audit && (
+                <li aria-current={here('audit')}>
+                  <Link href="/audit">Audit log</Link>
+                </li>
+              )}
+              {me.allowed_actions.permissions && (
+                <li aria-current={here('permissions')}>
+                  <Link href="/permissions">Permissions</Link>
+                </li>
+              )}
+            </ul>
+          </>
+        )}
+      </nav>
+      <main class="content">
+        {page.page === 'states' && <StatesPage me={me} location={location} />}
+        {page.page === 'state' && <StatePage me={me} name={page.name} location={location} />}
+        {page.page === 'import' && <ImportPage me={me} />}
+        {page.page === 'audit' && <AuditPage me={me} location={location} />}
+        {page.page === 'permissions' && <PermissionsPage me={me} />}
+        {page.page === 'missing' && (
+          <>
+            <h1>Not found</h1>
+            <p>
+              No page here. <Link href="/">Go to Terraform States</Link>.
+            </p>
+          </>
+        )}
+      </main>
+    </div>
+  );
+}
+
+render(<App />, document.getElementById('app')!);

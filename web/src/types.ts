@@ -1,0 +1,115 @@
+// The API's shapes, as shared/src/http/openapi.json describes them.
+
+export type Actor =
+  | { kind: 'user'; user: string }
+  | { kind: 'step'; run: string; step: string; attempt: number; run_url?: string | null }
+  | { kind: 'platform' | 'sweeper' | 'cli' };
+
+export interface OrgActions {
+  download: boolean;
+  import: boolean;
+  rollback: boolean;
+  force_unlock: boolean;
+  delete: boolean;
+  audit: boolean;
+  permissions: boolean;
+}
+
+export interface Identity {
+  org: string;
+  actor: Actor;
+  role: Role;
+  allowed_actions: OrgActions;
+}
+
+export type Role = 'viewer' | 'operator' | 'admin';
+
+export interface LockView {
+  id: string;
+  operation: string | null;
+  who: string | null;
+  version: string | null;
+  created: string | null;
+  info: string | null;
+  holder: Actor;
+  since: string;
+  live_until: string | null;
+}
+
+export interface HoldView {
+  id: string;
+  run: string;
+  run_url: string | null;
+  since: string;
+}
+
+export interface StateItem {
+  name: string;
+  lineage: string | null;
+  latest_version: number | null;
+  serial: number | null;
+  size: number | null;
+  updated_at: string | null;
+  updated_by: Actor | null;
+  opentofu_encrypted: boolean;
+  lock: LockView | null;
+  hold: HoldView | null;
+}
+
+export interface StateList {
+  org: string;
+  states: StateItem[];
+  next_cursor: string | null;
+}
+
+export interface AllowedActions {
+  download: boolean;
+  import: boolean;
+  rollback: boolean;
+  force_unlock: boolean;
+  delete: boolean;
+}
+
+export interface StateView extends StateItem {
+  allowed_actions: AllowedActions;
+}
+
+export interface ChangeRecord {
+  saves: number;
+  first_save_at: string;
+  last_save_at: string;
+  ended: string;
+  rolled_back_from?: number | null;
+}
+
+export interface Version {
+  version: number;
+  serial: number | null;
+  lineage: string | null;
+  size: number;
+  sha256: string;
+  source: 'write' | 'import' | 'rollback';
+  key: string;
+  opentofu_encrypted: boolean;
+  created_at: string;
+  writer: Actor;
+  change: ChangeRecord;
+}
+
+export interface AuditEntry {
+  org: string;
+  at: string;
+  action: string;
+  actor: Actor;
+  state?: string | null;
+  version?: number | null;
+  detail?: unknown;
+}
+
+export interface AuditPage {
+  entries: AuditEntry[];
+  next_cursor: string | null;
+}
+
+export type Permission = 'tf_state:read' | 'tf_state:write' | 'tf_state:manage';
+export type Allocation = Record<Permission, Role | null>;
