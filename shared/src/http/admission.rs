@@ -21,10 +21,11 @@ pub struct Admitted {
 }
 
 /// The route's handler with the caller its variant takes, so [`answer`] cannot pair a
-/// handler with credentials of another kind.
+/// handler with credentials of another kind. The principal is boxed to keep the other
+/// variants small.
 enum Caller {
     Open(&'static dyn OpenHandler),
-    Org(&'static dyn for<'a> OrgHandler<'a>, Principal),
+    Org(&'static dyn for<'a> OrgHandler<'a>, Box<Principal>),
     Platform(&'static dyn for<'a> PlatformHandler<'a>),
 }
 
@@ -120,12 +121,14 @@ async fn caller(
     }
     Ok(match route.handler {
         Handler::Open(handler) => Caller::Open(handler),
-        Handler::Backend(handler) => {
-            Caller::Org(handler, org_principal(app, Takes::Backend, req, ctx).await?)
-        }
-        Handler::Bearer(handler) => {
-            Caller::Org(handler, org_principal(app, Takes::Bearer, req, ctx).await?)
-        }
+        Handler::Backend(handler) => Caller::Org(
+            handler,
+            Box::new(org_principal(app, Takes::Backend, req, ctx).await?),
+        ),
+        Handler::Bearer(handler) => Caller::Org(
+            handler,
+            Box::new(org_principal(app, Takes::Bearer, req, ctx).await?),
+        ),
         Handler::Platform(handler) => {
             credentials::authenticate_platform(app, req).await?;
             ctx.principal = Some("the platform".into());
