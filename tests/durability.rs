@@ -718,6 +718,13 @@ fn slow_and_idle_connections_are_closed_after_the_client_timeout() {
     }
     assert!(cut_off, "the slow client was never cut off");
     assert!(closed_by_server(&mut idle), "the idle connection is closed");
+    assert!(
+        server
+            .logs()
+            .contains("sent no complete request head within 2 s"),
+        "{}",
+        server.logs()
+    );
 }
 
 /// A client that stops reading a large answer is cut off once none of it has left for the

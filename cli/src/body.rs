@@ -32,7 +32,7 @@ pub struct Taken {
 }
 
 /// The length a request declares, when it declares one that parses.
-pub fn declared(headers: &hyper::HeaderMap) -> Option<u64> {
+fn declared(headers: &hyper::HeaderMap) -> Option<u64> {
     headers
         .get(hyper::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -120,7 +120,7 @@ impl Bodies {
     /// Reads and throws away the rest of a refused body, unbuffered and holding nothing of
     /// the cap, until it ends, stalls for the client timeout, or [`DRAIN_TIMEOUT`] passes.
     /// Then the body is dropped, and the connection closes if it had not ended.
-    pub fn drain(&self, mut incoming: Incoming) {
+    fn drain(&self, mut incoming: Incoming) {
         let idle = self.idle;
         tokio::spawn(async move {
             let deadline = Instant::now() + DRAIN_TIMEOUT;
