@@ -681,7 +681,9 @@ fn a_body_that_stops_arriving_is_answered_408_and_its_bytes_released() {
         "its bytes were released"
     );
     assert!(
-        server.logs().contains("request_timeout"),
+        eventually(Duration::from_secs(10), || server
+            .logs()
+            .contains("request_timeout")),
         "the refusal is logged"
     );
 }
@@ -719,9 +721,9 @@ fn slow_and_idle_connections_are_closed_after_the_client_timeout() {
     assert!(cut_off, "the slow client was never cut off");
     assert!(closed_by_server(&mut idle), "the idle connection is closed");
     assert!(
-        server
+        eventually(Duration::from_secs(10), || server
             .logs()
-            .contains("sent no complete request head within 2 s"),
+            .contains("sent no complete request head within 2 s")),
         "{}",
         server.logs()
     );
@@ -780,7 +782,9 @@ fn the_connection_cap_makes_the_next_connection_wait_until_one_ends() {
     third.write_all(request.as_bytes()).unwrap();
     assert_eq!(read_answer(&mut third), "", "not served while two are open");
     assert!(
-        server.logs().contains("at the connection cap"),
+        eventually(Duration::from_secs(10), || server
+            .logs()
+            .contains("at the connection cap")),
         "{}",
         server.logs()
     );
