@@ -1,8 +1,10 @@
 //! What survives: a kill -9 in the middle of a stream of writes, a SIGTERM while a save is
-//! in flight, and what the data folder holds at rest (never a state's plaintext, never a
-//! token, never the key).
+//! in flight, hostile clients (slow, idle, unauthenticated, too many, or more than the
+//! process has descriptors for), and what the data folder holds at rest (never a state's
+//! plaintext, never a token, never the key).
 
-use std::io::Read;
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -177,6 +179,8 @@ fn a_bad_setting_stops_the_start_naming_it() {
     let dir = tempfile::tempdir().unwrap();
     for (var, value, words) in [
         ("HEGEMONY_TF_STATE_MAX_BYTES", "10", "1024 to 134217728"),
+        ("HEGEMONY_CLIENT_TIMEOUT_SECONDS", "0", "1 to 3600"),
+        ("HEGEMONY_MAX_CONNECTIONS", "none", "1 to 1000000"),
         ("HEGEMONY_TF_STATE_KEEP_VERSIONS", "0", "1 to"),
         ("HEGEMONY_TF_STATE_ENCRYPTION_KEY", "c2hvcnQ=", "32 bytes"),
         (
@@ -240,7 +244,6 @@ impl SlowSave {
     /// makes the slow save itself the one refused as busy: then it begins again, a bounded
     /// number of times.
     fn begin(server: &Server, token: &str, body: &str) -> SlowSave {
-        use std::io::Write;
         let addr = server.base.trim_start_matches("http://");
         for _attempt in 0..5 {
             let mut sock = std::net::TcpStream::connect(addr).unwrap();
@@ -279,7 +282,6 @@ impl SlowSave {
 
     /// Sends the rest of the body and returns the whole answer, read until the server closes.
     fn finish(mut self) -> String {
-        use std::io::Write;
         self.sock.write_all(&self.rest).unwrap();
         self.sock.flush().unwrap();
         let mut answer = Vec::new();
@@ -546,4 +548,333 @@ fn after_a_crash_on_a_full_disk_the_store_opens_without_writing() {
         seen.token_err
     );
     assert!(seen.wrote_once_there_was_room, "{}", seen.logs);
+}
+/// The client timeout the tests of slow clients run with, in seconds.
+const SHORT_TIMEOUT: &str = "2";
+
+/// A raw connection to `server` whose reads give up after `wait`.
+fn connect(server: &Server, wait: Duration) -> TcpStream {
+    let sock = TcpStream::connect(server.base.trim_start_matches("http://")).unwrap();
+    sock.set_read_timeout(Some(wait)).unwrap();
+    sock
+}
+
+/// Reads one answer off `sock`: its head and its Content-Length body, or what came before
+/// the connection closed or the read timed out.
+fn read_answer(sock: &mut TcpStream) -> String {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        let text = String::from_utf8_lossy(&got).into_owned();
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let length = head
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().parse::<usize>().unwrap())
+                })
+                .unwrap_or(0);
+            if body.len() >= length {
+                return text;
+            }
+        }
+        match sock.read(&mut buf) {
+            Ok(0) | Err(_) => return text,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+/// Whether the server closed `sock` (a read ends at EOF or a reset, not at its timeout).
+fn closed_by_server(sock: &mut TcpStream) -> bool {
+    let mut buf = [0u8; 1024];
+    loop {
+        match sock.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) => {
+                return !matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                )
+            }
+        }
+    }
+}
+
+/// Sixteen clients with no credentials and sixteen with a made-up token each declare a body
+/// the size of the largest state, which is the whole cap, and send none of it: every save,
+/// lock and unlock of a real client is still taken, and each of them is answered 401 on its
+/// headers alone, its connection closed.
+#[test]
+fn unauthenticated_clients_declaring_the_largest_state_cannot_hold_the_bytes_cap() {
+    let server = capped_server();
+    let token = server.token("acme", "alice", "operator");
+    let mut strangers: Vec<TcpStream> = (0..32)
+        .map(|i| {
+            let mut sock = connect(&server, Duration::from_secs(20));
+            let credentials = if i % 2 == 0 {
+                ""
+            } else {
+                "Authorization: Bearer hgs_made_up_token\r\n"
+            };
+            write!(
+                sock,
+                "POST /api/tf-states/net/state HTTP/1.1\r\nHost: x\r\n{credentials}Content-Length: 1048576\r\n\r\n"
+            )
+            .unwrap();
+            sock
+        })
+        .collect();
+    let api = Api::new(&server);
+    assert_eq!(api.lock(&token, "net", &lock_doc("L1")).status(), 200);
+    assert_eq!(
+        api.post_state(
+            &token,
+            "net",
+            Some("L1"),
+            state_doc(1, "l", &"x".repeat(100_000))
+        )
+        .status(),
+        200
+    );
+    assert_eq!(api.unlock(&token, "net", &lock_doc("L1")).status(), 200);
+    for sock in &mut strangers {
+        let answer = read_answer(sock);
+        assert!(
+            answer.starts_with("HTTP/1.1 401") && answer.contains("unauthenticated"),
+            "{answer}"
+        );
+        assert!(closed_by_server(sock), "the connection is closed");
+    }
+}
+
+/// A save whose body stops arriving is answered 408 once no byte has come for the client
+/// timeout, and the bytes it held against the cap are released; meanwhile other clients
+/// are served.
+#[test]
+fn a_body_that_stops_arriving_is_answered_408_and_its_bytes_released() {
+    let server = Server::start_with(&[
+        ("HEGEMONY_TF_STATE_MAX_BYTES", "1048576"),
+        ("HEGEMONY_MAX_BODY_BYTES_IN_FLIGHT", "1048576"),
+        ("HEGEMONY_CLIENT_TIMEOUT_SECONDS", SHORT_TIMEOUT),
+    ]);
+    let token = server.token("acme", "alice", "operator");
+    // Beginning it asserts that the stalled save holds the cap: a probe save gets 503.
+    let mut slow = SlowSave::begin(&server, &token, &slow_body());
+    assert_eq!(
+        Api::new(&server)
+            .get_state(&token, "never-written")
+            .status(),
+        404,
+        "a read is served while the save stalls"
+    );
+    let answer = read_answer(&mut slow.sock);
+    assert!(
+        answer.starts_with("HTTP/1.1 408") && answer.contains("request_timeout"),
+        "{answer}"
+    );
+    assert_eq!(
+        probe(&server, &token).status(),
+        200,
+        "its bytes were released"
+    );
+    assert!(
+        eventually(Duration::from_secs(10), || server
+            .logs()
+            .contains("request_timeout")),
+        "the refusal is logged"
+    );
+}
+
+/// A client that sends its request head a few bytes at a time is cut off once the client
+/// timeout has passed since its connection began waiting for a head, without an answer;
+/// so is a keep-alive connection left idle after its answer. Others are served meanwhile.
+#[test]
+fn slow_and_idle_connections_are_closed_after_the_client_timeout() {
+    let server = Server::start_with(&[("HEGEMONY_CLIENT_TIMEOUT_SECONDS", SHORT_TIMEOUT)]);
+    let token = server.token("acme", "alice", "operator");
+    let mut idle = connect(&server, Duration::from_secs(20));
+    write!(
+        idle,
+        "GET /api/tf-states/net/state HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n"
+    )
+    .unwrap();
+    assert!(read_answer(&mut idle).starts_with("HTTP/1.1 404"));
+    let mut slow = connect(&server, Duration::from_millis(250));
+    slow.write_all(b"GET /api/tf-states/net/state HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    let api = Api::new(&server);
+    let mut cut_off = false;
+    for _ in 0..80 {
+        assert_eq!(
+            api.get_state(&token, "net").status(),
+            404,
+            "others are served"
+        );
+        if slow.write_all(b"X-Slow: 1\r\n").is_err() || closed_by_server(&mut slow) {
+            cut_off = true;
+            break;
+        }
+    }
+    assert!(cut_off, "the slow client was never cut off");
+    assert!(closed_by_server(&mut idle), "the idle connection is closed");
+    assert!(
+        eventually(Duration::from_secs(10), || server
+            .logs()
+            .contains("sent no complete request head within 2 s")),
+        "{}",
+        server.logs()
+    );
+}
+
+/// A client that stops reading a large answer is cut off once none of it has left for the
+/// client timeout, instead of holding its connection and the answer for ever.
+#[test]
+fn a_client_that_stops_reading_its_answer_is_cut_off() {
+    let server = Server::start_with(&[("HEGEMONY_CLIENT_TIMEOUT_SECONDS", SHORT_TIMEOUT)]);
+    let token = server.token("acme", "alice", "operator");
+    // Larger than what the socket buffers of loopback take in before the server's write waits.
+    let doc = state_doc(1, "big", &"p".repeat(12 * 1024 * 1024));
+    assert_eq!(
+        Api::new(&server)
+            .post_state(&token, "big", None, doc.clone())
+            .status(),
+        200
+    );
+    let mut reader = connect(&server, Duration::from_secs(20));
+    write!(
+        reader,
+        "GET /api/tf-states/big/state HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n"
+    )
+    .unwrap();
+    assert!(
+        eventually(Duration::from_secs(30), || server
+            .logs()
+            .contains("cut off a client that stopped reading its answer")),
+        "the stalled write is cut off:\n{}",
+        server.logs()
+    );
+    let mut got = Vec::new();
+    let _ = reader.read_to_end(&mut got);
+    assert!(got.len() < doc.len(), "the answer was cut short");
+}
+
+/// With a cap of two connections, a third waits in the backlog, unanswered, until one of
+/// the two ends; then it is served. Reaching the cap is logged.
+#[test]
+fn the_connection_cap_makes_the_next_connection_wait_until_one_ends() {
+    let server = Server::start_with(&[("HEGEMONY_MAX_CONNECTIONS", "2")]);
+    let token = server.token("acme", "alice", "operator");
+    let request = format!(
+        "GET /api/tf-states/net/state HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n"
+    );
+    let mut open: Vec<TcpStream> = (0..2)
+        .map(|_| {
+            let mut sock = connect(&server, Duration::from_secs(20));
+            sock.write_all(request.as_bytes()).unwrap();
+            assert!(read_answer(&mut sock).starts_with("HTTP/1.1 404"));
+            sock
+        })
+        .collect();
+    let mut third = connect(&server, Duration::from_secs(2));
+    third.write_all(request.as_bytes()).unwrap();
+    assert_eq!(read_answer(&mut third), "", "not served while two are open");
+    assert!(
+        eventually(Duration::from_secs(10), || server
+            .logs()
+            .contains("at the connection cap")),
+        "{}",
+        server.logs()
+    );
+    drop(open.remove(0));
+    third
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    assert!(
+        read_answer(&mut third).starts_with("HTTP/1.1 404"),
+        "served once one ended"
+    );
+}
+
+/// The server's soft limit on open files, from /proc.
+fn open_files_limit(pid: u32) -> String {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    line.split_whitespace().nth(3).unwrap().to_owned()
+}
+
+/// Sets the server's soft limit on open files with `prlimit`.
+fn set_open_files_limit(pid: u32, soft: &str) {
+    let set = std::process::Command::new("prlimit")
+        .args(["--pid", &pid.to_string(), &format!("--nofile={soft}:")])
+        .status()
+        .unwrap();
+    assert!(set.success(), "prlimit could not set the limit");
+}
+
+/// Out of file descriptors, every accept fails at once: the server backs off (it neither
+/// spins nor floods its log: one warning per interval, naming how many it held back) and
+/// serves again once descriptors are free.
+#[test]
+fn running_out_of_file_descriptors_backs_off_and_serves_again_once_they_are_freed() {
+    let server = Server::start();
+    let token = server.token("acme", "alice", "operator");
+    let pid = server.pid();
+    let before = open_files_limit(pid);
+    let in_use = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count();
+    set_open_files_limit(pid, &(in_use + 2).to_string());
+    // Two are accepted; the rest wait in the backlog, their accepts failing with EMFILE.
+    let waiting: Vec<TcpStream> = (0..8)
+        .map(|_| connect(&server, Duration::from_secs(20)))
+        .collect();
+    assert!(
+        eventually(Duration::from_secs(10), || server
+            .logs()
+            .contains("accept failed")),
+        "{}",
+        server.logs()
+    );
+    let cpu = |pid: u32| -> u64 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .unwrap()
+            .1
+            .split_whitespace()
+            .collect();
+        fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+    };
+    let (started, ticks) = (std::time::Instant::now(), cpu(pid));
+    // Bounded by count: the backoff's longest wait is one second.
+    let mut waited = 0;
+    while started.elapsed() < Duration::from_secs(3) && waited < 100 {
+        std::thread::sleep(Duration::from_millis(50));
+        waited += 1;
+    }
+    let used = cpu(pid) - ticks;
+    let warnings = server.logs().matches("accept failed").count();
+    assert!(
+        warnings <= 2,
+        "{warnings} warnings in a few seconds:\n{}",
+        server.logs()
+    );
+    // A spinning loop uses a whole core: about 100 ticks a second.
+    assert!(
+        used < 100,
+        "{used} clock ticks of CPU in about 3 s while out of descriptors"
+    );
+    set_open_files_limit(pid, &before);
+    drop(waiting);
+    assert_eq!(
+        Api::new(&server).get_state(&token, "net").status(),
+        404,
+        "served again"
+    );
 }

@@ -1,5 +1,6 @@
 //! The backend protocol where it crosses the wire, against the real server: the local-only
-//! LOCK and UNLOCK methods, chunked and over-limit bodies refused as they arrive, requests
+//! LOCK and UNLOCK methods, chunked and over-limit bodies refused as they arrive (or, when
+//! declared over the limit, before they do), requests
 //! no client library would send, tokens made by another process while the server runs, and
 //! what the first start prints. Statuses, bodies and rules that need no wire are pinned by
 //! the in-process tier (shared/tests/api/).
@@ -63,6 +64,29 @@ fn a_write_over_the_limit_is_413_with_or_without_content_length() {
     assert_eq!(api.get_state(&t, "net").status(), 404, "nothing was stored");
     let fits = state_doc(1, "lin", "small");
     assert_eq!(api.post_state(&t, "net", None, fits).status(), 200);
+}
+
+/// A body declared over the limit is answered 413 at once, before any byte of it arrives
+/// (and well within the client timeout), rather than after waiting for bytes to drain.
+#[test]
+fn a_body_declared_over_the_limit_is_413_before_any_byte_of_it_is_sent() {
+    use std::io::{Read, Write};
+    let server = Server::start_with(&[
+        ("HEGEMONY_TF_STATE_MAX_BYTES", "4096"),
+        ("HEGEMONY_CLIENT_TIMEOUT_SECONDS", "600"),
+    ]);
+    let t = server.token("acme", "alice", "operator");
+    let mut sock = std::net::TcpStream::connect(server.base.trim_start_matches("http://")).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    write!(sock, "POST /api/tf-states/net/state HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {t}\r\nContent-Length: 100000000\r\n\r\n").unwrap();
+    let mut answer = [0u8; 4096];
+    let n = sock.read(&mut answer).unwrap_or(0);
+    let answer = String::from_utf8_lossy(&answer[..n]);
+    assert!(
+        answer.starts_with("HTTP/1.1 413") && answer.contains("too_large"),
+        "{answer}"
+    );
 }
 
 /// `..` as sent, not normalised away by a client library, is refused by name.

@@ -3,17 +3,22 @@
 //!
 //! Parses the command line, sets up logging, and hands each subcommand to its module.
 
+mod body;
 mod client;
 mod import;
+mod pacing;
 mod server;
+mod stalled;
 mod states;
 mod store;
 mod table;
 mod token;
 
 use std::net::SocketAddr;
+use std::ops::RangeInclusive;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
@@ -56,6 +61,15 @@ enum Command {
         /// and gets 503 with Retry-After. At least HEGEMONY_TF_STATE_MAX_BYTES.
         #[arg(long, env = "HEGEMONY_MAX_BODY_BYTES_IN_FLIGHT", default_value_t = server::DEFAULT_BYTES_IN_FLIGHT)]
         max_body_bytes_in_flight: u64,
+        /// The most connections served at once; more wait to be accepted until one ends.
+        #[arg(long, env = "HEGEMONY_MAX_CONNECTIONS", default_value_t = server::DEFAULT_MAX_CONNECTIONS,
+              value_parser = setting("HEGEMONY_MAX_CONNECTIONS", 1..=MAX_CONNECTIONS))]
+        max_connections: u64,
+        /// Seconds a client may take to send a request head, leave a connection idle, go
+        /// without sending a byte of a body (408), or leave its answer unread.
+        #[arg(long, env = "HEGEMONY_CLIENT_TIMEOUT_SECONDS", default_value_t = server::DEFAULT_CLIENT_TIMEOUT_SECONDS,
+              value_parser = setting("HEGEMONY_CLIENT_TIMEOUT_SECONDS", 1..=3600))]
+        client_timeout_seconds: u64,
         /// The platform key file, when HEGEMONY_TF_STATE_ENCRYPTION_KEY is not set.
         /// Default: beside the data folder (<data-dir>.key), created on first start.
         #[arg(long)]
@@ -116,6 +130,30 @@ enum TokenCommand {
     },
 }
 
+/// The largest connection cap: far past what one process's descriptors allow.
+const MAX_CONNECTIONS: u64 = 1_000_000;
+
+/// A whole-number setting in `range`, refused naming its variable and range, as the
+/// settings of the store are (hegemony_state::config).
+fn setting(
+    variable: &'static str,
+    range: RangeInclusive<u64>,
+) -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync + 'static {
+    move |raw: &str| {
+        raw.trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|n| range.contains(n))
+            .ok_or_else(|| {
+                format!(
+                    "{variable}: {raw:?} is not allowed: use a whole number from {} to {}",
+                    range.start(),
+                    range.end()
+                )
+            })
+    }
+}
+
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -143,6 +181,8 @@ fn main() -> ExitCode {
                 store,
                 key_file,
                 max_body_bytes_in_flight,
+                max_connections,
+                client_timeout_seconds,
             } => {
                 let shutdown =
                     server::shutdown_signal().context("cannot install the signal handlers")?;
@@ -153,7 +193,11 @@ fn main() -> ExitCode {
                     listener,
                     &store,
                     key_file.as_deref(),
-                    max_body_bytes_in_flight,
+                    server::ClientLimits {
+                        bytes_in_flight: max_body_bytes_in_flight,
+                        max_connections,
+                        timeout: Duration::from_secs(client_timeout_seconds),
+                    },
                     shutdown,
                 )
                 .await

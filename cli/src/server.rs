@@ -1,9 +1,11 @@
 //! The server (the local store's, or the AWS container front door): HTTP/1.1 on a TCP
-//! listener. Each request's body is read up to its
-//! route's limit (refused as soon as it passes it, with or without Content-Length), turned
-//! into the `lambda_http::Request` an API Gateway HTTP API (payload v2, `$default` stage)
-//! would deliver, path parameters included, and answered by the same handlers the Lambda
-//! functions run. On shutdown it stops accepting and lets the requests in flight finish.
+//! listener. Each request is turned into the `lambda_http::Request` an API Gateway HTTP API
+//! (payload v2, `$default` stage) would deliver, path parameters included, admitted on its
+//! headers (route and credentials), and only then has its body read (body.rs) and is
+//! answered by the same handlers the Lambda functions run. Clients are held to the limits of
+//! [`ClientLimits`]: a cap on connections, and a timeout on request heads, idle keep-alive
+//! connections, bodies and unread answers. On shutdown it stops accepting and lets the
+//! requests in flight finish.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -16,24 +18,44 @@ use anyhow::bail;
 use hegemony_state::http::{self, find_route, Route, RouteMatch};
 use hegemony_state::service::sweep::{self, SweepReport};
 use hegemony_state::service::{tokens, App};
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use lambda_http::Body;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
+use crate::body::Bodies;
+use crate::pacing::{Backoff, Throttle};
+use crate::stalled::WriteTimeout;
 use crate::store::{Store, StoreKind};
-
-/// How long an over-limit body is read and thrown away so the client sees the 413 instead of
-/// a reset connection.
-const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The default cap on request bytes held at once: four of the largest states (128 MiB).
 pub const DEFAULT_BYTES_IN_FLIGHT: u64 = 512 * 1024 * 1024;
+
+/// The default cap on connections served at once.
+pub const DEFAULT_MAX_CONNECTIONS: u64 = 1024;
+
+/// The default client timeout, in seconds.
+pub const DEFAULT_CLIENT_TIMEOUT_SECONDS: u64 = 30;
+
+/// How often a fault that repeats (the connection cap reached, accepts failing) is logged.
+const WARNING_INTERVAL: Duration = Duration::from_secs(10);
+
+/// What the server holds its clients to (docs/limits.md).
+#[derive(Debug, Clone, Copy)]
+pub struct ClientLimits {
+    /// The most request-body bytes held at once; only admitted requests hold any.
+    pub bytes_in_flight: u64,
+    /// The most connections served at once; more wait in the kernel's backlog.
+    pub max_connections: u64,
+    /// How long a client may take to send a request head, leave a keep-alive connection
+    /// idle, go without sending a byte of a body, or leave its answer unread.
+    pub timeout: Duration,
+}
 
 /// How long requests in flight may take to finish once shutdown starts; a save still
 /// running after that is cut off (its client sees a dropped connection and retries).
@@ -45,23 +67,41 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 /// as arguments lets a caller pick the port and the signal, as mini-redis's `server::run` does.
 ///
 /// # Errors
-/// When the store cannot be opened, the cap on bytes in flight is below the largest state,
-/// or the first admin token cannot be written.
+/// When the store cannot be opened, the cap on bytes in flight is below the largest state
+/// or above what a semaphore counts, or the first admin token cannot be written.
 pub async fn serve(
     listener: TcpListener,
     store: &Store,
     key_file: Option<&Path>,
-    bytes_in_flight: u64,
+    limits: ClientLimits,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
     let app = Arc::new(store.app(key_file).await?);
+    let bytes_in_flight = limits.bytes_in_flight;
     if bytes_in_flight < app.limits.max_state_bytes {
         bail!(
             "HEGEMONY_MAX_BODY_BYTES_IN_FLIGHT={bytes_in_flight} is less than the largest state ({} bytes): no save of that size could ever be taken",
             app.limits.max_state_bytes
         );
     }
-    let in_flight = Arc::new(Semaphore::new(bytes_in_flight as usize));
+    let Some(permits) = usize::try_from(bytes_in_flight)
+        .ok()
+        .filter(|n| *n <= Semaphore::MAX_PERMITS)
+    else {
+        bail!(
+            "HEGEMONY_MAX_BODY_BYTES_IN_FLIGHT={bytes_in_flight} is more than {} bytes",
+            Semaphore::MAX_PERMITS
+        );
+    };
+    let bodies = Arc::new(Bodies {
+        in_flight: Arc::new(Semaphore::new(permits)),
+        idle: limits.timeout,
+    });
+    // The connection cap's slots, one per connection, released when its task ends. The
+    // setting's range (main.rs) keeps it under the semaphore's maximum.
+    let slots = Arc::new(Semaphore::new(
+        usize::try_from(limits.max_connections).unwrap_or(Semaphore::MAX_PERMITS),
+    ));
     let bound = listener.local_addr()?;
     // A new local store gets its first admin token here; an AWS deployment's first tokens
     // come from `token create --store aws`, never from a server starting.
@@ -78,20 +118,61 @@ pub async fn serve(
     // and close; `connections` is how shutdown knows when they all have.
     let (stop, stopping) = watch::channel(false);
     let mut connections = JoinSet::new();
+    let mut backoff = Backoff::default();
+    let (mut at_cap, mut failing) = (
+        Throttle::new(WARNING_INTERVAL),
+        Throttle::new(WARNING_INTERVAL),
+    );
     tokio::pin!(shutdown);
     loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                let (stream, _) = match accepted {
-                    Ok(conn) => conn,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "accept failed");
-                        continue;
-                    }
-                };
-                let (app, in_flight) = (app.clone(), in_flight.clone());
-                connections.spawn(connection(stream, app, in_flight, stopping.clone()));
+        // A slot before each accept: at the cap, new connections wait in the kernel's
+        // backlog (holding no descriptor of ours) until a connection ends.
+        let slot = match slots.clone().try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(_) => {
+                if let Some(held_back) = at_cap.occurred(Instant::now()) {
+                    tracing::warn!(
+                        max_connections = limits.max_connections,
+                        held_back,
+                        "at the connection cap (HEGEMONY_MAX_CONNECTIONS): new connections wait until one ends"
+                    );
+                }
+                tokio::select! {
+                    slot = slots.clone().acquire_owned() => match slot {
+                        Ok(slot) => slot,
+                        // Never closed: the loop holds the semaphore.
+                        Err(_) => break,
+                    },
+                    Some(_) = connections.join_next(), if !connections.is_empty() => continue,
+                    () = &mut shutdown => break,
+                }
             }
+        };
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    backoff.succeeded();
+                    let (app, bodies) = (app.clone(), bodies.clone());
+                    connections.spawn(connection(stream, app, bodies, stopping.clone(), slot));
+                }
+                // Out of descriptors or memory, accepting again at once fails again at
+                // once: wait, longer each time, so the loop neither spins nor floods the log.
+                Err(e) => {
+                    let wait = backoff.failed();
+                    if let Some(held_back) = failing.occurred(Instant::now()) {
+                        tracing::warn!(
+                            error = %e,
+                            held_back,
+                            retry_in_ms = wait.as_millis() as u64,
+                            "accept failed; backing off"
+                        );
+                    }
+                    tokio::select! {
+                        () = tokio::time::sleep(wait) => {}
+                        () = &mut shutdown => break,
+                    }
+                }
+            },
             // Reap finished connections as they end, so the set holds only live ones.
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
             () = &mut shutdown => break,
@@ -120,15 +201,25 @@ pub async fn serve(
 }
 
 /// Serves one connection until it closes, or until `stopping` turns true: then the request
-/// in flight, if any, is finished and answered, and the connection is closed.
+/// in flight, if any, is finished and answered, and the connection is closed. `_slot` is
+/// its place under the connection cap, given back when it ends.
 async fn connection(
     stream: TcpStream,
     app: Arc<App>,
-    in_flight: Arc<Semaphore>,
+    bodies: Arc<Bodies>,
     mut stopping: watch::Receiver<bool>,
+    _slot: OwnedSemaphorePermit,
 ) {
-    let service = service_fn(move |req| answer(app.clone(), in_flight.clone(), req));
-    let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+    let timeout = bodies.idle;
+    let service = service_fn(move |req| answer(app.clone(), bodies.clone(), req));
+    let io = WriteTimeout::new(TokioIo::new(stream), timeout);
+    // The head timeout runs from the moment the connection waits for a request: for the
+    // first one, and again once each answer is written, so it also closes a keep-alive
+    // connection left idle.
+    let conn = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(timeout)
+        .serve_connection(io, service);
     tokio::pin!(conn);
     let ended = tokio::select! {
         ended = conn.as_mut() => ended,
@@ -139,9 +230,25 @@ async fn connection(
             conn.await
         }
     };
-    if let Err(e) = ended {
-        tracing::debug!(error = %e, "connection ended with an error");
+    match ended {
+        Ok(()) => {}
+        Err(e) if e.is_timeout() => tracing::info!(
+            "closed a connection that sent no complete request head within {} s (idle, or a slow client)",
+            timeout.as_secs()
+        ),
+        Err(e) if timed_out(&e) => tracing::warn!(
+            error = %e,
+            "cut off a client that stopped reading its answer"
+        ),
+        Err(e) => tracing::debug!(error = %e, "connection ended with an error"),
     }
+}
+
+/// Whether a connection ended because its writes stalled ([`WriteTimeout`]).
+fn timed_out(e: &hyper::Error) -> bool {
+    std::error::Error::source(e)
+        .and_then(|source| source.downcast_ref::<std::io::Error>())
+        .is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
 }
 
 /// How often the server sweeps its store.
@@ -238,7 +345,7 @@ async fn isolated(
 
 async fn answer(
     app: Arc<App>,
-    in_flight: Arc<Semaphore>,
+    bodies: Arc<Bodies>,
     req: hyper::Request<Incoming>,
 ) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
     let started = Instant::now();
@@ -251,7 +358,7 @@ async fn answer(
             isolated(route, async move {
                 let params: Vec<(&'static str, &str)> =
                     params.iter().map(|(k, v)| (*k, v.as_str())).collect();
-                routed(&app, &in_flight, route, &params, req).await
+                routed(&app, &bodies, route, &params, req).await
             })
             .await
         }
@@ -271,102 +378,31 @@ async fn answer(
     }))
 }
 
+/// Admits the request on its headers, then reads its body and answers it. A client refused
+/// at admission (no or wrong credentials) is answered without a byte of its body read or
+/// counted against the cap; hyper then closes its connection.
 async fn routed(
     app: &App,
-    in_flight: &Arc<Semaphore>,
+    bodies: &Bodies,
     route: &'static Route,
     params: &[(&'static str, &str)],
     req: hyper::Request<Incoming>,
 ) -> lambda_http::Response<Body> {
-    let limit = route.body_limit(&app.limits);
     let (parts, incoming) = req.into_parts();
-    // The permit for the body's bytes is held until the answer is ready.
-    let (body, _held) = match read_body(&parts.headers, incoming, limit, in_flight).await {
-        Ok(read) => read,
-        Err(BodyError::Busy) => return http::busy(route),
-        Err(BodyError::TooLarge) => return http::too_large(route, limit),
-        Err(BodyError::Broken(e)) => return http::unreadable_body(route, &e.to_string()),
+    let mut request = http::gateway::request(route, parts, params, Vec::new());
+    let admitted = match http::admit(app, route, &request).await {
+        Ok(admitted) => admitted,
+        Err(refused) => return refused,
     };
-    let request = http::gateway::request(route, parts, params, body);
-    http::handle(app, route, request).await
-}
-
-enum BodyError {
-    TooLarge,
-    /// Taking the body would pass the cap on bytes in flight.
-    Busy,
-    Broken(hyper::Error),
-}
-
-/// Reads the body into one buffer sized from Content-Length (so a large state is never
-/// copied by regrowth), refusing it as soon as it passes `limit`. An over-limit body is
-/// drained, unbuffered and for a bounded time, so the client reads the 413. The body's bytes
-/// are counted against `in_flight` as they arrive (all at once when declared), and a body
-/// that would pass the cap is refused at once rather than queued.
-async fn read_body(
-    headers: &hyper::HeaderMap,
-    mut incoming: Incoming,
-    limit: u64,
-    in_flight: &Arc<Semaphore>,
-) -> Result<(Vec<u8>, Option<OwnedSemaphorePermit>), BodyError> {
-    let declared = headers
-        .get(hyper::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    let mut too_large = declared.is_some_and(|n| n > limit);
-    let mut held: Option<OwnedSemaphorePermit> = None;
-    let take = |bytes: u64, held: &mut Option<OwnedSemaphorePermit>| {
-        if bytes == 0 {
-            return Ok(());
-        }
-        let permit = u32::try_from(bytes)
-            .ok()
-            .and_then(|n| in_flight.clone().try_acquire_many_owned(n).ok())
-            .ok_or(BodyError::Busy)?;
-        match held {
-            Some(h) => h.merge(permit),
-            None => *held = Some(permit),
-        }
-        Ok(())
+    let limit = route.body_limit(&app.limits);
+    let taken = match bodies.read(request.headers(), incoming, limit).await {
+        Ok(taken) => taken,
+        Err(refusal) => return admitted.refuse_body(refusal),
     };
-    let mut counted = 0u64;
-    if let Some(n) = declared.filter(|_| !too_large) {
-        take(n, &mut held)?;
-        counted = n;
-    }
-    let mut buf = Vec::with_capacity(if too_large {
-        0
-    } else {
-        declared.unwrap_or(0) as usize
-    });
-    let drain_deadline = Instant::now() + DRAIN_TIMEOUT;
-    while let Some(frame) = incoming.frame().await {
-        let frame = frame.map_err(BodyError::Broken)?;
-        let Ok(data) = frame.into_data() else {
-            continue;
-        };
-        if too_large {
-            if Instant::now() > drain_deadline {
-                break;
-            }
-            continue;
-        }
-        if (buf.len() + data.len()) as u64 > limit {
-            too_large = true;
-            buf = Vec::new();
-            held = None;
-            continue;
-        }
-        buf.extend_from_slice(&data);
-        if buf.len() as u64 > counted {
-            take(buf.len() as u64 - counted, &mut held)?;
-            counted = buf.len() as u64;
-        }
-    }
-    if too_large {
-        return Err(BodyError::TooLarge);
-    }
-    Ok((buf, held))
+    *request.body_mut() = http::gateway::body(taken.bytes);
+    // The body's bytes stay counted against the cap until the answer is ready.
+    let _held = taken.held;
+    http::answer(app, admitted, request).await
 }
 
 #[cfg(test)]

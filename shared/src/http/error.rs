@@ -85,6 +85,8 @@ error_codes! {
     NotFound = "not_found", NOT_FOUND, refused [Refusal::NotFound { .. }];
     /// The path exists, not for this method.
     MethodNotAllowed = "method_not_allowed", METHOD_NOT_ALLOWED;
+    /// A request body that stopped arriving (the local server and the container door).
+    RequestTimeout = "request_timeout", REQUEST_TIMEOUT, raised [HttpError::BodyStalled { .. }];
     /// A lock ID that is not the current lock's.
     LockIdMismatch = "lock_id_mismatch", CONFLICT, refused [Refusal::LockIdMismatch { .. }];
     /// A state of another configuration.
@@ -164,6 +166,8 @@ pub enum HttpError {
     TooLargeForFunctions { ceiling: u64, door: Option<String> },
     #[error("{0}")]
     InvalidRequest(String),
+    #[error("no bytes of the request body arrived for {seconds} s; send the request again")]
+    BodyStalled { seconds: u64 },
     #[error(
         "unsupported Content-Type {0:?}: send application/json, application/octet-stream or none"
     )]

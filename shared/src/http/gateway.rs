@@ -36,11 +36,7 @@ pub fn request(
     description.path = Some(parts.uri.path().to_owned());
     description.protocol = Some("HTTP/1.1".into());
     context.http = description;
-    let mut request = lambda_http::http::Request::new(if body.is_empty() {
-        Body::Empty
-    } else {
-        Body::Binary(body)
-    });
+    let mut request = lambda_http::http::Request::new(self::body(body));
     *request.method_mut() = parts.method;
     *request.uri_mut() = parts.uri;
     *request.headers_mut() = parts.headers;
@@ -48,4 +44,14 @@ pub fn request(
         .with_path_parameters(path_parameters)
         .with_query_string_parameters(query)
         .with_request_context(RequestContext::ApiGatewayV2(context))
+}
+
+/// A body's bytes as API Gateway delivers them: none is `Body::Empty`. The local server
+/// sets this on a request it admitted on its headers alone, once the body is read.
+pub fn body(bytes: Vec<u8>) -> Body {
+    if bytes.is_empty() {
+        Body::Empty
+    } else {
+        Body::Binary(bytes)
+    }
 }

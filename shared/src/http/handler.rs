@@ -1,6 +1,6 @@
 //! A route's handler as a value in its row. The variant says which credentials the route
 //! takes; the function it holds answers once they check out, given a [`Call`]. Nothing here
-//! reads credentials or picks a status: `mod.rs` checks the credentials, the handlers and
+//! reads credentials or picks a status: `admission.rs` checks the credentials, the handlers and
 //! `error.rs` choose the answer.
 
 use std::fmt;
