@@ -12,6 +12,7 @@ pub mod lambda;
 mod list;
 mod lock;
 mod manage;
+mod number;
 pub mod openapi;
 mod response;
 pub mod routes;
