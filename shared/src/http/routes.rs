@@ -219,7 +219,11 @@ pub fn find_route<'a>(method: &str, path: &'a str) -> RouteMatch<'a> {
         if route.method == method {
             return RouteMatch::Found { route, params };
         }
-        allowed.push(route.method);
+        // `Allow` names what every front door answers, as the OpenAPI document does: the
+        // local-only verbs are described there in words, and a 405 stays the same everywhere.
+        if !route.local_only {
+            allowed.push(route.method);
+        }
     }
     if allowed.is_empty() {
         RouteMatch::NotFound
@@ -306,7 +310,7 @@ mod tests {
         assert_eq!(
             find_route("PUT", "/api/tf-states/net/lock"),
             RouteMatch::MethodNotAllowed {
-                allowed: vec!["POST", "LOCK", "DELETE", "UNLOCK"]
+                allowed: vec!["POST", "DELETE"]
             }
         );
     }
