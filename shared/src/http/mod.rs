@@ -113,7 +113,7 @@ async fn dispatch(app: &App, route: &Route, req: Request, ctx: &mut LogContext) 
         });
     }
     match route.handler {
-        Handler::Open(handler) => Ok(handler.answer()),
+        Handler::Open => Ok(openapi::response()),
         Handler::Backend(handler) => {
             let principal = org_principal(app, Takes::Backend, &req, ctx).await?;
             handler.answer(Call { app, req, ctx }, &principal).await
