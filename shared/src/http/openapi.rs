@@ -15,6 +15,7 @@ use serde_json::{json, Map, Value};
 
 use super::routes::{BodyLimit, Route, DEFAULT_BODY_LIMIT, ROUTES};
 use super::{ErrorCode, Handler};
+use crate::config::DEFAULT_MAX_BYTES;
 use crate::domain::lock::MAX_LOCK_BYTES;
 use crate::domain::name::MAX_NAME_LEN;
 
@@ -182,9 +183,9 @@ fn error_content(status: &str) -> Option<Value> {
 /// The largest body a route accepts, in words.
 fn limit_text(body: BodyLimit) -> String {
     match body {
-        BodyLimit::State => {
-            "the server's state limit (`HEGEMONY_TF_STATE_MAX_BYTES`, 32 MiB unless configured; less on Lambda, whose 413 says how much)".into()
-        }
+        BodyLimit::State => format!(
+            "the server's state limit (`HEGEMONY_TF_STATE_MAX_BYTES`, {DEFAULT_MAX_BYTES} bytes unless configured; less on Lambda, whose 413 says how much)"
+        ),
         BodyLimit::Lock => format!("{MAX_LOCK_BYTES} bytes"),
         BodyLimit::OneMib => format!("{DEFAULT_BODY_LIMIT} bytes"),
     }
