@@ -47,6 +47,9 @@ mod tests {
         assert_eq!(whole(&json!(u64::MAX)), Some(u64::MAX));
         let parsed: Value = serde_json::from_str("1e3").unwrap();
         assert_eq!(whole(&parsed), Some(1000));
+        // Read exactly: one step off, 2^51 - 1 would have a fraction of one half.
+        let parsed: Value = serde_json::from_str("2251799813685247.0").unwrap();
+        assert_eq!(whole(&parsed), Some(2_251_799_813_685_247));
     }
 
     #[test]
