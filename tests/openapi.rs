@@ -97,12 +97,42 @@ headers = {{ Authorization = "Bearer {permissions_admin}" }}
     )
 }
 
+/// A state a run's plan step holds and wrote, so that every list and state the tester reads
+/// shows a hold, a step's lock and a step as writer, which its random runs (of random orgs)
+/// would not put in the org it reads.
+fn seed_a_held_state(server: &Server, platform: &str) {
+    let api = Api::new(server);
+    let minted = api.post_json(
+        "/api/runs/run-1/tf-state-tokens",
+        platform,
+        &serde_json::json!({"org": "default", "state": "held", "step": "plan", "attempt": 1,
+            "kind": "plan", "timeout_seconds": 3600, "hold": true}),
+    );
+    assert_eq!(minted.status(), 201);
+    let minted: serde_json::Value = minted.json().unwrap();
+    let step = minted["token"].as_str().unwrap();
+    assert_eq!(api.lock(step, "held", &lock_doc("plan-lock")).status(), 200);
+    let saved = api.post_state(
+        step,
+        "held",
+        Some("plan-lock"),
+        state_doc(1, "held-lineage", "one"),
+    );
+    assert_eq!(saved.status(), 200);
+    let listed = api.listed(&server.token("default", "reader", "viewer"), "held");
+    assert!(
+        listed["hold"].is_object() && listed["lock"].is_object(),
+        "{listed}"
+    );
+}
+
 #[test]
 fn the_api_tester_finds_the_server_and_its_document_agree() {
     let server = Server::start();
     let admin = server.token("default", "root", "admin");
     let platform = server.platform_token();
     let permissions_admin = server.token("permissions", "root", "admin");
+    seed_a_held_state(&server, &platform);
     let doc = fetch_document(&server);
     let config = server.dir.path().join("schemathesis.toml");
     std::fs::write(&config, settings(&admin, &platform, &permissions_admin)).unwrap();
