@@ -329,7 +329,8 @@ pub async fn run(api: &crate::Api, command: Command) -> anyhow::Result<()> {
             json,
         } => {
             let mut path = match &name {
-                Some(n) => format!("/api/tf-states/{n}/audit?limit={limit}"),
+                // The org's log by name: a deleted state's entries are there too.
+                Some(n) => format!("/api/audit?state={n}&limit={limit}"),
                 None => format!("/api/audit?limit={limit}"),
             };
             if let Some(a) = &action {

@@ -6,6 +6,7 @@ use lambda_http::{Body, Request, Response};
 
 use super::error::HttpError;
 use super::handler::{Answer, Call};
+use super::number::whole_u64;
 use super::response::{accepts_gzip, content_response, json_response};
 use super::state::into_bytes;
 use crate::domain::Principal;
@@ -74,6 +75,7 @@ pub async fn rollback(call: Call<'_>, principal: &Principal) -> Answer {
     #[derive(serde::Deserialize)]
     #[serde(deny_unknown_fields)]
     struct Body {
+        #[serde(deserialize_with = "whole_u64")]
         version: u64,
     }
     let body: Body = serde_json::from_slice(call.req.body()).map_err(|e| {

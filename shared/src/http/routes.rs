@@ -6,7 +6,7 @@
 //! all this file decides. `LOCK`/`UNLOCK` are local-only: API Gateway cannot route them.
 
 use super::handler::Handler;
-use super::{admin, identity, list, lock, manage, openapi, runs, state};
+use super::{admin, identity, list, lock, manage, runs, state};
 use crate::domain::lock::MAX_LOCK_BYTES;
 use crate::service::Limits;
 
@@ -189,7 +189,7 @@ pub static ROUTES: &[Route] = &[
     route("GET",    "/api/org/permissions",                             "admin",       OneMib, RECORDS,      Bearer(&admin::permissions)),
     route("PUT",    "/api/org/permissions",                             "admin",       OneMib, RECORDS,      Bearer(&admin::set_permissions)),
     route("GET",    "/api/whoami",                                      "list",        OneMib, RECORD,       Bearer(&identity::whoami)),
-    route("GET",    "/api/openapi.json",                                "list",        OneMib, NOTHING,      Open(&openapi::response)),
+    route("GET",    "/api/openapi.json",                                "list",        OneMib, NOTHING,      Open),
     route("POST",   "/api/runs/{run}/tf-state-tokens",                  "runs",        OneMib, RUNS,         Platform(&runs::mint)),
     route("POST",   "/api/runs/{run}/end",                              "runs",        OneMib, RUNS,         Platform(&runs::end)),
     route("POST",   "/api/runs/{run}/steps/{step}/gone",                "runs",        OneMib, RUNS,         Platform(&runs::gone)),
@@ -222,7 +222,11 @@ pub fn find_route<'a>(method: &str, path: &'a str) -> RouteMatch<'a> {
         if route.method == method {
             return RouteMatch::Found { route, params };
         }
-        allowed.push(route.method);
+        // `Allow` names what every front door answers, as the OpenAPI document does: the
+        // local-only verbs are described there in words, and a 405 stays the same everywhere.
+        if !route.local_only {
+            allowed.push(route.method);
+        }
     }
     if allowed.is_empty() {
         RouteMatch::NotFound
@@ -309,7 +313,7 @@ mod tests {
         assert_eq!(
             find_route("PUT", "/api/tf-states/net/lock"),
             RouteMatch::MethodNotAllowed {
-                allowed: vec!["POST", "LOCK", "DELETE", "UNLOCK"]
+                allowed: vec!["POST", "DELETE"]
             }
         );
     }

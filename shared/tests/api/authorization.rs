@@ -134,7 +134,7 @@ async fn authorization_matrix() {
             "GET",
             "/api/tf-states/{s}/audit",
             None,
-            [401, 401, 403, 403, 200, 200, 403, 401],
+            [401, 401, 403, 403, 200, 404, 403, 401],
         ),
         (
             "GET",
