@@ -224,6 +224,8 @@ pub async fn run(api: &crate::Api, command: Command) -> anyhow::Result<()> {
                                 text(&v["version"]),
                                 text(&v["serial"]),
                                 text(&v["size"]),
+                                text(&v["terraform_version"]),
+                                text(&v["instances"]),
                                 text(&v["source"]),
                                 actor(&v["writer"]),
                                 text(&v["created_at"]),
@@ -236,7 +238,16 @@ pub async fn run(api: &crate::Api, command: Command) -> anyhow::Result<()> {
                 .unwrap_or_default();
             table::print(
                 &[
-                    "VERSION", "SERIAL", "SIZE", "SOURCE", "WRITER", "CREATED", "ENDED", "SAVES",
+                    "VERSION",
+                    "SERIAL",
+                    "SIZE",
+                    "TERRAFORM",
+                    "INSTANCES",
+                    "SOURCE",
+                    "WRITER",
+                    "CREATED",
+                    "ENDED",
+                    "SAVES",
                 ],
                 &rows,
             );

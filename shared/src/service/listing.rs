@@ -133,6 +133,11 @@ pub struct VersionView {
     pub source: Source,
     pub key: String,
     pub opentofu_encrypted: bool,
+    /// Unknown (`null`) for versions written before it was recorded.
+    pub terraform_version: Option<String>,
+    /// Resource instances; unknown (`null`) when they cannot be counted or for versions
+    /// written before they were.
+    pub instances: Option<u64>,
     pub created_at: String,
     pub writer: Actor,
     pub change: ChangeRecord,
@@ -149,6 +154,8 @@ impl From<&VersionRecord> for VersionView {
             source: v.source,
             key: v.key.clone(),
             opentofu_encrypted: v.opentofu_encrypted,
+            terraform_version: v.terraform_version.clone(),
+            instances: v.instances,
             created_at: rfc3339(v.created_at),
             writer: v.writer.clone(),
             change: v.change.clone(),
