@@ -154,7 +154,12 @@ mod cases {
             .commit(commit(&stored, 0, vec![version(1, "b1"), unknown.clone()]))
             .await
             .unwrap();
-        let first = f.catalog.version("acme", "net", "inc", 1).await.unwrap().unwrap();
+        let first = f
+            .catalog
+            .version("acme", "net", "inc", 1)
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(
             (first.terraform_version.as_deref(), first.instances),
             (Some("1.11.4"), Some(3))
@@ -163,7 +168,13 @@ mod cases {
             f.catalog.version("acme", "net", "inc", 2).await.unwrap(),
             Some(unknown.clone())
         );
-        let latest = f.catalog.state("acme", "net").await.unwrap().unwrap().latest;
+        let latest = f
+            .catalog
+            .state("acme", "net")
+            .await
+            .unwrap()
+            .unwrap()
+            .latest;
         assert_eq!(latest, Some(unknown));
     }
 

@@ -16,6 +16,7 @@ mod access;
 mod audit;
 mod authorization;
 mod backend;
+mod changes;
 mod listing;
 mod management;
 mod runs;
