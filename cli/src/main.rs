@@ -3,6 +3,7 @@
 //!
 //! Parses the command line, sets up logging, and hands each subcommand to its module.
 
+mod changes;
 mod client;
 mod import;
 mod server;
