@@ -30,7 +30,7 @@ fn side(v: &Value) -> String {
 /// differ after a `;`.
 fn details(instance: &Value) -> String {
     let sensitive = list(&instance["sensitive"]);
-    let mut parts: Vec<String> = list(&instance["attributes"])
+    let parts: Vec<String> = list(&instance["attributes"])
         .iter()
         .map(|p| match sensitive.contains(p) {
             true => format!("{} (sensitive)", text(p)),
@@ -45,7 +45,6 @@ fn details(instance: &Value) -> String {
         }
         out.push_str(&other.join(", "));
     }
-    parts.clear();
     out
 }
 

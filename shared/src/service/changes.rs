@@ -1,6 +1,7 @@
 //! What changed between two versions of a state: each version's content is opened once,
-//! through the same path as a download, read into a summary of digests and let go, and the
-//! two summaries are compared. The answer names resources, outputs and attribute paths,
+//! through the same path as a download. The `since` side is read into a summary of
+//! digests and let go; the version asked about is then compared with that summary as it is
+//! read, so one version's content and one summary are all that is ever held. The answer names resources, outputs and attribute paths,
 //! never a value. Audited like a download, since it is derived from content.
 
 use serde::Serialize;
@@ -11,7 +12,7 @@ use super::state::open_version;
 use super::{App, Error};
 use crate::domain::audit::AuditAction;
 use crate::domain::changes::{
-    check_format, check_readable, compare, summarize, Comparison, Summary,
+    check_format, check_readable, compare_to, summarize, Comparison, Facts, Summary,
 };
 use crate::domain::name::StateName;
 use crate::domain::permission::Permission;
@@ -45,12 +46,12 @@ pub struct Side {
 }
 
 impl Side {
-    fn of(version: u64, summary: &Summary) -> Self {
+    fn of(version: u64, facts: &Facts) -> Self {
         Self {
             version,
-            serial: summary.serial,
-            lineage: summary.lineage.clone(),
-            terraform_version: summary.terraform_version.clone(),
+            serial: facts.serial,
+            lineage: facts.lineage.clone(),
+            terraform_version: facts.terraform_version.clone(),
         }
     }
 }
@@ -82,13 +83,20 @@ pub async fn changes(
     if let Some(base) = &base {
         check_readable(base)?;
     }
-    // One version's content at a time: each is let go once summarized.
-    let after = summary_of(app, keys, &record, &target).await?;
+    // One version's content at a time: the `since` side's is let go once summarized, and
+    // the other side is compared with that summary as it is read.
     let before = match &base {
         Some(base) => Some(summary_of(app, keys, &record, base).await?),
         None => None,
     };
-    let comparison = compare(before.as_ref().unwrap_or(&Summary::default()), &after);
+    let before_facts = before.as_ref().map(|b| b.facts.clone());
+    let content = open_version(app, keys, &record, &target).await?;
+    let (after, comparison) =
+        tokio::task::spawn_blocking(move || compare_to(&before.unwrap_or_default(), &content))
+            .await
+            .map_err(|e| Error::Unavailable(format!("comparison task failed: {e}")))?
+            .map_err(|e| unreadable(version, e))?;
+    check_format(version, &after)?;
     let now = app.clock.now();
     app.catalog
         .append_audit(&AuditEntry {
@@ -103,9 +111,13 @@ pub async fn changes(
         .await?;
     Ok(VersionChanges {
         state: name.to_string(),
-        same_lineage: before.as_ref().is_none_or(|b| b.lineage == after.lineage),
+        same_lineage: before_facts
+            .as_ref()
+            .is_none_or(|b| b.lineage == after.lineage),
         version: Side::of(version, &after),
-        since: since.zip(before.as_ref()).map(|(v, b)| Side::of(v, b)),
+        since: since
+            .zip(before_facts.as_ref())
+            .map(|(v, b)| Side::of(v, b)),
         comparison,
     })
 }
@@ -136,7 +148,12 @@ async fn summary_of(
     let summary = tokio::task::spawn_blocking(move || summarize(&content))
         .await
         .map_err(|e| Error::Unavailable(format!("comparison task failed: {e}")))?
-        .map_err(|e| Error::Damaged(format!("version {number} does not read as a state: {e}")))?;
-    check_format(number, &summary)?;
+        .map_err(|e| unreadable(number, e))?;
+    check_format(number, &summary.facts)?;
     Ok(summary)
+}
+
+/// Stored content that was a state when written and no longer reads as one is damaged.
+fn unreadable(version: u64, e: Refusal) -> Error {
+    Error::Damaged(format!("version {version} does not read as a state: {e}"))
 }

@@ -1,7 +1,9 @@
 //! What changed between two versions of a state: the resource instances (by full address)
 //! and outputs added, removed and changed, and for each changed instance the attribute paths
 //! that differ. Names and paths only, never a value: a state holds secrets, and what is
-//! compared are digests ([`summarize`] reads a document once into them). Pure: bytes in,
+//! compared are digests ([`summarize`] reads a document once into them). The second side
+//! of a comparison is not even summarized: [`compare_to`] compares its instances with the
+//! first side's summary as they are read, so only one summary is ever held. Pure: bytes in,
 //! an answer out.
 
 mod digest;
@@ -10,10 +12,13 @@ mod summary;
 #[cfg(test)]
 mod tests;
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use serde::Serialize;
 
 use digest::{Detail, Node};
-pub use summary::{summarize, Address, IndexKey, Instance, Output, Summary};
+use summary::{read, Sink};
+pub use summary::{summarize, Address, Facts, IndexKey, Instance, Output, Summary};
 
 use super::version::VersionRecord;
 use super::Refusal;
@@ -116,8 +121,8 @@ pub fn check_readable(version: &VersionRecord) -> Result<(), Refusal> {
 ///
 /// # Errors
 /// `Refusal::CannotCompare` naming the version, its format and the way around it.
-pub fn check_format(version: u64, summary: &Summary) -> Result<(), Refusal> {
-    match summary.format {
+pub fn check_format(version: u64, facts: &Facts) -> Result<(), Refusal> {
+    match facts.format {
         Some(FORMAT) => Ok(()),
         format => Err(Refusal::CannotCompare {
             version,
@@ -131,32 +136,100 @@ pub fn check_format(version: u64, summary: &Summary) -> Result<(), Refusal> {
 
 /// What changed from `before` to `after`.
 pub fn compare(before: &Summary, after: &Summary) -> Comparison {
-    let mut resources = Lists {
-        added: Vec::new(),
-        changed: Vec::new(),
-        removed: Vec::new(),
-    };
-    for (address, now) in &after.instances {
-        match before.instances.get(address) {
-            None => resources.added.push(InstanceView::from(address)),
-            Some(then) => resources
-                .changed
-                .extend(changed_instance(address, then, now)),
+    let mut against = Against::new(before);
+    for (address, instance) in &after.instances {
+        against.compare(address, instance);
+    }
+    against.finish(&after.outputs)
+}
+
+/// What changed from `before` to the document `body`, read once: each of its instances is
+/// compared as it is read and let go, so the document's own summary is never held.
+/// Returns the document's facts with the comparison.
+///
+/// # Errors
+/// As [`summarize`].
+pub fn compare_to(before: &Summary, body: &[u8]) -> Result<(Facts, Comparison), Refusal> {
+    let mut against = Against::new(before);
+    let (facts, outputs) = read(body, &mut against)?;
+    Ok((facts, against.finish(&outputs)))
+}
+
+/// A comparison with `before` under way: what the other side's instances did so far.
+struct Against<'a> {
+    before: &'a Summary,
+    seen: BTreeSet<&'a Address>,
+    added: Vec<InstanceView>,
+    changed: Vec<ChangedInstance>,
+}
+
+impl<'a> Against<'a> {
+    fn new(before: &'a Summary) -> Self {
+        Self {
+            before,
+            seen: BTreeSet::new(),
+            added: Vec::new(),
+            changed: Vec::new(),
         }
     }
-    resources.removed = before
-        .instances
-        .keys()
-        .filter(|a| !after.instances.contains_key(*a))
-        .map(InstanceView::from)
-        .collect();
+
+    fn compare(&mut self, address: &Address, now: &Instance) {
+        match self.before.instances.get_key_value(address) {
+            None => self.added.push(InstanceView::from(address)),
+            Some((known, then)) => {
+                self.seen.insert(known);
+                self.changed.extend(changed_instance(address, then, now));
+            }
+        }
+    }
+
+    /// The comparison, with `outputs` the other side's.
+    fn finish(mut self, outputs: &BTreeMap<String, Output>) -> Comparison {
+        // The other side's instances came in document order.
+        self.added.sort_by(|a, b| a.parts.cmp(&b.parts));
+        self.changed
+            .sort_by(|a, b| a.instance.parts.cmp(&b.instance.parts));
+        let removed: Vec<InstanceView> = self
+            .before
+            .instances
+            .keys()
+            .filter(|a| !self.seen.contains(a))
+            .map(InstanceView::from)
+            .collect();
+        let resources = Lists {
+            added: self.added,
+            changed: self.changed,
+            removed,
+        };
+        Comparison {
+            counts: Counts {
+                added: resources.added.len(),
+                changed: resources.changed.len(),
+                removed: resources.removed.len(),
+            },
+            resources,
+            outputs: compare_outputs(&self.before.outputs, outputs),
+        }
+    }
+}
+
+impl Sink for Against<'_> {
+    fn instance(&mut self, address: Address, instance: Instance) {
+        self.compare(&address, &instance);
+    }
+}
+
+fn compare_outputs(
+    before: &BTreeMap<String, Output>,
+    after: &BTreeMap<String, Output>,
+) -> Lists<OutputView, ChangedOutput> {
     let mut outputs = Lists {
         added: Vec::new(),
         changed: Vec::new(),
         removed: Vec::new(),
     };
-    for (name, now) in &after.outputs {
-        match before.outputs.get(name) {
+    for (name, now) in after {
+        match before.get(name) {
             None => outputs.added.push(OutputView {
                 name: name.clone(),
                 sensitive: now.sensitive,
@@ -171,23 +244,14 @@ pub fn compare(before: &Summary, after: &Summary) -> Comparison {
         }
     }
     outputs.removed = before
-        .outputs
         .iter()
-        .filter(|(name, _)| !after.outputs.contains_key(*name))
+        .filter(|(name, _)| !after.contains_key(*name))
         .map(|(name, then)| OutputView {
             name: name.clone(),
             sensitive: then.sensitive,
         })
         .collect();
-    Comparison {
-        counts: Counts {
-            added: resources.added.len(),
-            changed: resources.changed.len(),
-            removed: resources.removed.len(),
-        },
-        resources,
-        outputs,
-    }
+    outputs
 }
 
 /// The instance at `address` as it changed from `then` to `now`; `None` when it did not.

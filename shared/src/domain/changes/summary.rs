@@ -18,13 +18,32 @@ use crate::domain::Refusal;
 /// What a comparison keeps of one state document.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Summary {
+    pub facts: Facts,
+    pub instances: BTreeMap<Address, Instance>,
+    pub outputs: BTreeMap<String, Output>,
+}
+
+/// A document's top-level facts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Facts {
     /// The document's format (`version`): instances are read from format 4.
     pub format: Option<u64>,
     pub terraform_version: Option<String>,
     pub serial: Option<u64>,
     pub lineage: Option<String>,
-    pub instances: BTreeMap<Address, Instance>,
-    pub outputs: BTreeMap<String, Output>,
+}
+
+/// Where a document's instances go as they are read: into a summary, or straight into a
+/// comparison with another summary, so the second side of a comparison is never kept.
+pub trait Sink {
+    fn instance(&mut self, address: Address, instance: Instance);
+}
+
+/// The sink of [`summarize`]: every instance kept (a later duplicate wins).
+impl Sink for BTreeMap<Address, Instance> {
+    fn instance(&mut self, address: Address, instance: Instance) {
+        self.insert(address, instance);
+    }
 }
 
 /// A resource instance's full address: where Terraform would find it.
@@ -99,6 +118,24 @@ pub struct Output {
 /// `Refusal::NotAState` when it is not JSON or its top level is not an object; fields of
 /// unexpected shapes are compared as they are, never refused.
 pub fn summarize(body: &[u8]) -> Result<Summary, Refusal> {
+    let mut instances = BTreeMap::new();
+    let (facts, outputs) = read(body, &mut instances)?;
+    Ok(Summary {
+        facts,
+        instances,
+        outputs,
+    })
+}
+
+/// Reads `body` once, handing each instance to `sink` as soon as its resource is read;
+/// returns the facts and the outputs.
+///
+/// # Errors
+/// As [`summarize`].
+pub fn read(
+    body: &[u8],
+    sink: &mut dyn Sink,
+) -> Result<(Facts, BTreeMap<String, Output>), Refusal> {
     let refuse = |e: serde_json::Error| Refusal::NotAState {
         reason: format!(
             "invalid JSON at line {} column {}: {e}",
@@ -107,9 +144,9 @@ pub fn summarize(body: &[u8]) -> Result<Summary, Refusal> {
         ),
     };
     let mut de = serde_json::Deserializer::from_slice(body);
-    let summary = de.deserialize_map(TopLevel).map_err(refuse)?;
+    let read = de.deserialize_map(TopLevel { sink }).map_err(refuse)?;
     de.end().map_err(refuse)?;
-    Ok(summary)
+    Ok(read)
 }
 
 /// A scalar read leniently: anything else is skipped (and so validated).
@@ -209,48 +246,45 @@ macro_rules! seed {
     };
 }
 
-struct TopLevel;
+struct TopLevel<'s> {
+    sink: &'s mut dyn Sink,
+}
 
-impl<'de> Visitor<'de> for TopLevel {
-    type Value = Summary;
+impl<'de> Visitor<'de> for TopLevel<'_> {
+    type Value = (Facts, BTreeMap<String, Output>);
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a state document (a JSON object)")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Summary, A::Error> {
-        let mut summary = Summary::default();
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut facts = Facts::default();
+        let mut outputs = BTreeMap::new();
         while let Some(key) = map.next_key::<Cow<'de, str>>()? {
             match key.as_ref() {
                 "version" => {
-                    summary.format = match map.next_value()? {
+                    facts.format = match map.next_value()? {
                         Scalar::Unsigned(v) => Some(v),
                         _ => None,
                     }
                 }
-                "terraform_version" => {
-                    summary.terraform_version = map.next_value::<Scalar>()?.text()
-                }
+                "terraform_version" => facts.terraform_version = map.next_value::<Scalar>()?.text(),
                 "serial" => {
-                    summary.serial = match map.next_value()? {
+                    facts.serial = match map.next_value()? {
                         Scalar::Unsigned(v) => Some(v),
                         _ => None,
                     }
                 }
-                "lineage" => summary.lineage = map.next_value::<Scalar>()?.text(),
-                "outputs" => summary.outputs = map.next_value_seed(Outputs)?,
-                "resources" => {
-                    summary.instances = map
-                        .next_value_seed(Resources)?
-                        .into_iter()
-                        .flatten()
-                        .collect()
-                }
+                "lineage" => facts.lineage = map.next_value::<Scalar>()?.text(),
+                "outputs" => outputs = map.next_value_seed(Outputs)?,
+                "resources" => map.next_value_seed(Resources {
+                    sink: &mut *self.sink,
+                })?,
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
         }
-        Ok(summary)
+        Ok((facts, outputs))
     }
 }
 
@@ -312,20 +346,24 @@ impl Default for Output {
     }
 }
 
-struct Resources;
-seed!(Resources, Vec<Vec<(Address, Instance)>>);
+/// The resources array, each resource's instances handed to the sink.
+struct Resources<'s> {
+    sink: &'s mut dyn Sink,
+}
+seed!(Resources<'_>, ());
 
-impl<'de> Visitor<'de> for Resources {
-    type Value = Vec<Vec<(Address, Instance)>>;
+impl<'de> Visitor<'de> for Resources<'_> {
+    type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("the resources array")
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut resources = Vec::new();
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         while let Some(instances) = seq.next_element_seed(Resource)? {
-            resources.push(instances);
+            for (address, instance) in instances {
+                self.sink.instance(address, instance);
+            }
         }
-        Ok(resources)
+        Ok(())
     }
     otherwise_default!(map);
 }

@@ -42,8 +42,14 @@ fn summary(doc: &str) -> Summary {
     summarize(doc.as_bytes()).unwrap()
 }
 
+/// The comparison of two documents, checked to be the same whether the second side is
+/// summarized first or compared as it is read.
 fn changes(before: &str, after: &str) -> Comparison {
-    compare(&summary(before), &summary(after))
+    let summarized = compare(&summary(before), &summary(after));
+    let (facts, streamed) = compare_to(&summary(before), after.as_bytes()).unwrap();
+    assert_eq!(streamed, summarized);
+    assert_eq!(facts, summary(after).facts);
+    summarized
 }
 
 fn addresses(list: &[InstanceView]) -> Vec<&str> {
@@ -546,9 +552,15 @@ fn different_lineages_are_compared_and_told_apart() {
         &resource(None, "managed", "t", "x", &[plain(r#"{"a":2}"#)]),
         "",
     ));
-    assert_eq!((a.lineage.as_deref(), a.serial), (Some("one"), Some(3)));
     assert_eq!(
-        (b.lineage.as_deref(), b.terraform_version.as_deref()),
+        (a.facts.lineage.as_deref(), a.facts.serial),
+        (Some("one"), Some(3))
+    );
+    assert_eq!(
+        (
+            b.facts.lineage.as_deref(),
+            b.facts.terraform_version.as_deref()
+        ),
         (Some("two"), Some("1.11.4"))
     );
     assert_eq!(changed(&compare(&a, &b)), ["t.x (a)"]);
@@ -593,10 +605,10 @@ fn no_value_appears_in_the_answer() {
 fn only_format_4_and_readable_versions_are_compared() {
     let v3 = summarize(br#"{"version":3,"serial":1,"lineage":"l","modules":[]}"#).unwrap();
     assert!(matches!(
-        check_format(7, &v3),
+        check_format(7, &v3.facts),
         Err(Refusal::CannotCompare { version: 7, reason }) if reason.contains("format 3")
     ));
-    assert!(check_format(7, &summary(&doc("l", 1, "", ""))).is_ok());
+    assert!(check_format(7, &summary(&doc("l", 1, "", "")).facts).is_ok());
     assert!(summarize(b"[1]").is_err());
     assert!(
         summarize(br#"{"version":4,"resources":[{"instances":[{"attributes":{"a":tru}}]}]}"#)
