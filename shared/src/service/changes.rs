@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::commit::find_version;
 use super::manage::existing;
-use super::state::open_version;
+use super::state::open_version_into;
 use super::{App, Error};
 use crate::domain::audit::AuditAction;
 use crate::domain::changes::{
@@ -85,12 +85,15 @@ pub async fn changes(
     }
     // One version's content at a time: the `since` side's is let go once summarized, and
     // the other side is compared with that summary as it is read.
-    let before = match &base {
-        Some(base) => Some(summary_of(app, keys, &record, base).await?),
-        None => None,
+    let (before, buffer) = match &base {
+        Some(base) => {
+            let (summary, buffer) = summary_of(app, keys, &record, base).await?;
+            (Some(summary), buffer)
+        }
+        None => (None, Vec::new()),
     };
     let before_facts = before.as_ref().map(|b| b.facts.clone());
-    let content = open_version(app, keys, &record, &target).await?;
+    let content = open_version_into(app, keys, &record, &target, buffer).await?;
     let (after, comparison) =
         tokio::task::spawn_blocking(move || compare_to(&before.unwrap_or_default(), &content))
             .await
@@ -135,22 +138,24 @@ async fn version_of(
         })?)
 }
 
-/// Opens one version's content and reads it into its summary, off the async threads; the
-/// content is dropped there.
+/// Opens one version's content and reads it into its summary, off the async threads.
+/// Returns the content's buffer too, for the other version to be opened into: the
+/// allocator keeps a freed plaintext resident, so a second one of its own would count
+/// twice at the peak.
 async fn summary_of(
     app: &App,
     keys: &dyn KeyService,
     record: &StateRecord,
     version: &VersionRecord,
-) -> Result<Summary, Error> {
-    let content = open_version(app, keys, record, version).await?;
+) -> Result<(Summary, Vec<u8>), Error> {
+    let content = open_version_into(app, keys, record, version, Vec::new()).await?;
     let number = version.version;
-    let summary = tokio::task::spawn_blocking(move || summarize(&content))
+    let (summary, content) = tokio::task::spawn_blocking(move || (summarize(&content), content))
         .await
-        .map_err(|e| Error::Unavailable(format!("comparison task failed: {e}")))?
-        .map_err(|e| unreadable(number, e))?;
+        .map_err(|e| Error::Unavailable(format!("comparison task failed: {e}")))?;
+    let summary = summary.map_err(|e| unreadable(number, e))?;
     check_format(number, &summary.facts)?;
-    Ok(summary)
+    Ok((summary, content))
 }
 
 /// Stored content that was a state when written and no longer reads as one is damaged.

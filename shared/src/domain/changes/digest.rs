@@ -8,8 +8,10 @@
 //! every byte is hashed once, the same value always gives the same digest however its
 //! object keys are ordered, and a container keeps its children or not without changing it.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::HashSet;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use sha2::{Digest as _, Sha256};
@@ -28,6 +30,26 @@ pub const DETAIL_LEVELS: u8 = 3;
 /// summary never grows past a fraction of its state.
 pub const DETAIL_BUDGET: usize = 4096;
 
+/// An object member's key as kept: shared by every instance of a document that uses it
+/// (`id`, `tags`, `value`), so thousands of instances keep one copy of each name.
+pub type Key = Arc<str>;
+
+/// The keys a document's summary keeps, each once.
+#[derive(Default)]
+pub struct Keys(RefCell<HashSet<Key>>);
+
+impl Keys {
+    pub fn get(&self, key: &str) -> Key {
+        let mut keys = self.0.borrow_mut();
+        if let Some(kept) = keys.get(key) {
+            return kept.clone();
+        }
+        let kept: Key = key.into();
+        keys.insert(kept.clone());
+        kept
+    }
+}
+
 /// One value: its digest, and its children's where they are kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Node {
@@ -42,7 +64,7 @@ pub enum Detail {
     /// budget).
     Whole,
     /// An object's members, sorted by key.
-    Object(Vec<(Box<str>, Node)>),
+    Object(Vec<(Key, Node)>),
     /// An array's elements, in order.
     Array(Vec<Node>),
 }
@@ -92,12 +114,17 @@ pub fn of_parts(parts: &[Option<Digest>]) -> Digest {
 pub struct NodeSeed<'b> {
     pub levels: u8,
     pub budget: &'b Cell<usize>,
+    pub keys: &'b Keys,
 }
 
 impl<'b> NodeSeed<'b> {
     /// A value compared as a whole.
-    pub fn whole(budget: &'b Cell<usize>) -> Self {
-        Self { levels: 0, budget }
+    pub fn whole(budget: &'b Cell<usize>, keys: &'b Keys) -> Self {
+        Self {
+            levels: 0,
+            budget,
+            keys,
+        }
     }
 
     /// The seed of this value's children; spends one of the budget when they are kept.
@@ -105,6 +132,7 @@ impl<'b> NodeSeed<'b> {
         Self {
             levels: self.levels.saturating_sub(1),
             budget: self.budget,
+            keys: self.keys,
         }
     }
 
@@ -175,14 +203,18 @@ impl<'de> Visitor<'de> for NodeSeed<'_> {
         hasher.update(count.to_le_bytes());
         Ok(Node {
             digest: finish(hasher),
-            detail: kept.map_or(Detail::Whole, Detail::Array),
+            detail: kept.map_or(Detail::Whole, |mut nodes| {
+                // Kept for the whole comparison: no spare capacity.
+                nodes.shrink_to_fit();
+                Detail::Array(nodes)
+            }),
         })
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
         // Every member's key and digest, for the digest in key order; the nodes themselves
         // only while they are kept.
-        let mut members: Vec<(Box<str>, Node)> = Vec::new();
+        let mut members: Vec<(Key, Node)> = Vec::new();
         let mut keep = self.levels > 0;
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
             let mut node = map.next_value_seed(self.child())?;
@@ -190,7 +222,12 @@ impl<'de> Visitor<'de> for NodeSeed<'_> {
             if !keep {
                 node.detail = Detail::Whole;
             }
-            members.push((key.into(), node));
+            // Only kept keys are shared; the others live as long as this digest takes.
+            let key = match keep {
+                true => self.keys.get(&key),
+                false => Key::from(key.as_ref()),
+            };
+            members.push((key, node));
         }
         members.sort_by(|a, b| a.0.cmp(&b.0));
         let mut hasher = Sha256::new();
@@ -204,6 +241,8 @@ impl<'de> Visitor<'de> for NodeSeed<'_> {
         Ok(Node {
             digest: finish(hasher),
             detail: if keep {
+                // Kept for the whole comparison: no spare capacity.
+                members.shrink_to_fit();
                 Detail::Object(members)
             } else {
                 Detail::Whole
@@ -217,11 +256,12 @@ mod tests {
     use super::*;
 
     fn node(json: &str, levels: u8) -> Node {
-        let budget = Cell::new(DETAIL_BUDGET);
+        let (budget, keys) = (Cell::new(DETAIL_BUDGET), Keys::default());
         let mut de = serde_json::Deserializer::from_str(json);
         NodeSeed {
             levels,
             budget: &budget,
+            keys: &keys,
         }
         .deserialize(&mut de)
         .unwrap()
@@ -276,12 +316,13 @@ mod tests {
 
     #[test]
     fn past_the_budget_values_are_compared_whole() {
-        let budget = Cell::new(2);
+        let (budget, keys) = (Cell::new(2), Keys::default());
         let json = r#"{"a":{"x":1,"y":2,"z":3}}"#;
         let mut de = serde_json::Deserializer::from_str(json);
         let n = NodeSeed {
             levels: DETAIL_LEVELS,
             budget: &budget,
+            keys: &keys,
         }
         .deserialize(&mut de)
         .unwrap();

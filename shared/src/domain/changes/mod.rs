@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use digest::{Detail, Node};
+use digest::{Detail, Key, Node};
 use summary::{read, Sink};
 pub use summary::{summarize, Address, Facts, IndexKey, Instance, Output, Summary};
 
@@ -322,8 +322,8 @@ fn differing(
 
 /// The members of two key-sorted lists side by side, in key order.
 fn pairs<'a, V>(
-    a: &'a [(Box<str>, V)],
-    b: &'a [(Box<str>, V)],
+    a: &'a [(Key, V)],
+    b: &'a [(Key, V)],
 ) -> Vec<(&'a str, Option<&'a V>, Option<&'a V>)> {
     let (mut i, mut j) = (0, 0);
     let mut out = Vec::with_capacity(a.len().max(b.len()));

@@ -11,7 +11,9 @@ use std::fmt;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
-use super::digest::{self, Detail, Digest, Node, NodeSeed, DETAIL_BUDGET, DETAIL_LEVELS};
+use super::digest::{
+    self, Detail, Digest, Key, Keys, Node, NodeSeed, DETAIL_BUDGET, DETAIL_LEVELS,
+};
 use super::path::{self, Step};
 use crate::domain::Refusal;
 
@@ -96,13 +98,13 @@ impl fmt::Display for Address {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Instance {
     /// Its attributes, sorted by name, each with its kept children.
-    pub attributes: Vec<(Box<str>, Node)>,
+    pub attributes: Vec<(Key, Node)>,
     /// The paths `sensitive_attributes` marks, sorted.
     pub sensitive: Vec<String>,
     /// Every other field of the instance (`status`, `schema_version`, `private`,
     /// `dependencies`, `sensitive_attributes`, ...) and its resource's `provider`, sorted by
     /// name.
-    pub other: Vec<(Box<str>, Digest)>,
+    pub other: Vec<(Key, Digest)>,
 }
 
 /// One output: a digest of its value and type, and whether it is sensitive.
@@ -144,7 +146,10 @@ pub fn read(
         ),
     };
     let mut de = serde_json::Deserializer::from_slice(body);
-    let read = de.deserialize_map(TopLevel { sink }).map_err(refuse)?;
+    let keys = Keys::default();
+    let read = de
+        .deserialize_map(TopLevel { sink, keys: &keys })
+        .map_err(refuse)?;
     de.end().map_err(refuse)?;
     Ok(read)
 }
@@ -248,6 +253,7 @@ macro_rules! seed {
 
 struct TopLevel<'s> {
     sink: &'s mut dyn Sink,
+    keys: &'s Keys,
 }
 
 impl<'de> Visitor<'de> for TopLevel<'_> {
@@ -278,6 +284,7 @@ impl<'de> Visitor<'de> for TopLevel<'_> {
                 "outputs" => outputs = map.next_value_seed(Outputs)?,
                 "resources" => map.next_value_seed(Resources {
                     sink: &mut *self.sink,
+                    keys: self.keys,
                 })?,
                 _ => {
                     map.next_value::<IgnoredAny>()?;
@@ -316,12 +323,14 @@ impl<'de> Visitor<'de> for OutputSeed {
         f.write_str("an output")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Output, A::Error> {
-        let budget = Cell::new(0);
+        let (budget, keys) = (Cell::new(0), Keys::default());
         let (mut value, mut kind, mut sensitive) = (None, None, false);
         while let Some(key) = map.next_key::<Cow<'de, str>>()? {
             match key.as_ref() {
-                "value" => value = Some(map.next_value_seed(NodeSeed::whole(&budget))?.digest),
-                "type" => kind = Some(map.next_value_seed(NodeSeed::whole(&budget))?.digest),
+                "value" => {
+                    value = Some(map.next_value_seed(NodeSeed::whole(&budget, &keys))?.digest)
+                }
+                "type" => kind = Some(map.next_value_seed(NodeSeed::whole(&budget, &keys))?.digest),
                 "sensitive" => sensitive = matches!(map.next_value()?, Scalar::Bool(true)),
                 _ => {
                     map.next_value::<IgnoredAny>()?;
@@ -349,6 +358,7 @@ impl Default for Output {
 /// The resources array, each resource's instances handed to the sink.
 struct Resources<'s> {
     sink: &'s mut dyn Sink,
+    keys: &'s Keys,
 }
 seed!(Resources<'_>, ());
 
@@ -358,7 +368,7 @@ impl<'de> Visitor<'de> for Resources<'_> {
         f.write_str("the resources array")
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(instances) = seq.next_element_seed(Resource)? {
+        while let Some(instances) = seq.next_element_seed(Resource { keys: self.keys })? {
             for (address, instance) in instances {
                 self.sink.instance(address, instance);
             }
@@ -370,10 +380,12 @@ impl<'de> Visitor<'de> for Resources<'_> {
 
 /// One resource, read into its instances; their addresses are known only once the whole
 /// resource object is read, since its fields may come in any order.
-struct Resource;
-seed!(Resource, Vec<(Address, Instance)>);
+struct Resource<'k> {
+    keys: &'k Keys,
+}
+seed!(Resource<'_>, Vec<(Address, Instance)>);
 
-impl<'de> Visitor<'de> for Resource {
+impl<'de> Visitor<'de> for Resource<'_> {
     type Value = Vec<(Address, Instance)>;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a resource")
@@ -389,8 +401,10 @@ impl<'de> Visitor<'de> for Resource {
                 "mode" => mode = map.next_value::<Scalar>()?.text(),
                 "type" => kind = map.next_value::<Scalar>()?.text(),
                 "name" => name = map.next_value::<Scalar>()?.text(),
-                "provider" => provider = Some(map.next_value_seed(NodeSeed::whole(&budget))?),
-                "instances" => instances = map.next_value_seed(Instances)?,
+                "provider" => {
+                    provider = Some(map.next_value_seed(NodeSeed::whole(&budget, self.keys))?)
+                }
+                "instances" => instances = map.next_value_seed(Instances { keys: self.keys })?,
                 // `each` (list or map) follows from the index keys.
                 _ => {
                     map.next_value::<IgnoredAny>()?;
@@ -401,7 +415,9 @@ impl<'de> Visitor<'de> for Resource {
             .into_iter()
             .map(|(index_key, deposed, mut instance)| {
                 if let Some(provider) = &provider {
-                    instance.other.push(("provider".into(), provider.digest));
+                    instance
+                        .other
+                        .push((self.keys.get("provider"), provider.digest));
                     instance.other.sort_by(|a, b| a.0.cmp(&b.0));
                 }
                 let address = Address {
@@ -422,17 +438,19 @@ impl<'de> Visitor<'de> for Resource {
 /// An instance before its resource's address is known: its index key and deposed id.
 type Pending = (Option<IndexKey>, Option<String>, Instance);
 
-struct Instances;
-seed!(Instances, Vec<Pending>);
+struct Instances<'k> {
+    keys: &'k Keys,
+}
+seed!(Instances<'_>, Vec<Pending>);
 
-impl<'de> Visitor<'de> for Instances {
+impl<'de> Visitor<'de> for Instances<'_> {
     type Value = Vec<Pending>;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a resource's instances")
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         let mut instances = Vec::new();
-        while let Some(instance) = seq.next_element_seed(InstanceSeed)? {
+        while let Some(instance) = seq.next_element_seed(InstanceSeed { keys: self.keys })? {
             instances.push(instance);
         }
         Ok(instances)
@@ -449,10 +467,12 @@ enum Sensitive {
     Other(IgnoredAny),
 }
 
-struct InstanceSeed;
-seed!(InstanceSeed, Pending);
+struct InstanceSeed<'k> {
+    keys: &'k Keys,
+}
+seed!(InstanceSeed<'_>, Pending);
 
-impl<'de> Visitor<'de> for InstanceSeed {
+impl<'de> Visitor<'de> for InstanceSeed<'_> {
     type Value = Pending;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("an instance")
@@ -476,11 +496,12 @@ impl<'de> Visitor<'de> for InstanceSeed {
                     let seed = NodeSeed {
                         levels: DETAIL_LEVELS,
                         budget: &budget,
+                        keys: self.keys,
                     };
                     let node = map.next_value_seed(seed)?;
                     match node.detail {
                         Detail::Object(members) => instance.attributes = members,
-                        _ => instance.other.push((key.as_ref().into(), node.digest)),
+                        _ => instance.other.push((self.keys.get(&key), node.digest)),
                     }
                 }
                 "sensitive_attributes" => {
@@ -493,16 +514,17 @@ impl<'de> Visitor<'de> for InstanceSeed {
                     paths.sort();
                     paths.dedup();
                     let digest = digest::of_text(&paths.join("\n"));
-                    instance.other.push((key.as_ref().into(), digest));
+                    instance.other.push((self.keys.get(&key), digest));
                     instance.sensitive = paths;
                 }
                 _ => {
-                    let node = map.next_value_seed(NodeSeed::whole(&budget))?;
-                    instance.other.push((key.as_ref().into(), node.digest));
+                    let node = map.next_value_seed(NodeSeed::whole(&budget, self.keys))?;
+                    instance.other.push((self.keys.get(&key), node.digest));
                 }
             }
         }
         instance.other.sort_by(|a, b| a.0.cmp(&b.0));
+        instance.other.shrink_to_fit();
         Ok((index_key, deposed, instance))
     }
     otherwise_default!(seq);
