@@ -7,6 +7,8 @@
 //! an answer out.
 
 mod digest;
+#[macro_use]
+mod lenient;
 mod path;
 mod summary;
 #[cfg(test)]
