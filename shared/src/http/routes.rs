@@ -100,7 +100,7 @@ const LOOKUP: &[Need] = &[GetRecord, QueryRecords];
 const RECORDS: &[Need] = &[GetRecord, PutRecord, DeleteRecord];
 /// Opening the latest content.
 const OPEN: &[Need] = &[GetRecord, GetBlob, UnwrapKey];
-/// Opening a version's content, audited.
+/// Opening a version's content (or two, to compare them), audited.
 const OPEN_AUDITED: &[Need] = &[GetRecord, PutRecord, GetBlob, UnwrapKey];
 /// Sealing and committing new content.
 const SEAL: &[Need] = &[GetRecord, PutRecord, DeleteRecord, PutBlob, NewDataKey];
@@ -180,6 +180,7 @@ pub static ROUTES: &[Route] = &[
     route("GET",    "/api/tf-states/{name}",                            "list",        OneMib, LOOKUP,       Bearer(&list::show)),
     route("GET",    "/api/tf-states/{name}/versions",                   "versions",    OneMib, LOOKUP,       Bearer(&list::versions)),
     route("GET",    "/api/tf-states/{name}/versions/{version}/content", "download",    OneMib, OPEN_AUDITED, Bearer(&manage::download)),
+    route("GET",    "/api/tf-states/{name}/versions/{version}/changes", "download",    OneMib, OPEN_AUDITED, Bearer(&manage::changes)),
     route("POST",   "/api/tf-states/{name}/import",                     "import",      State,  SEAL,         Bearer(&manage::import)),
     route("POST",   "/api/tf-states/{name}/rollback",                   "rollback",    OneMib, RESEAL,       Bearer(&manage::rollback)),
     route("POST",   "/api/tf-states/{name}/force-unlock",               "admin",       OneMib, RECORDS,      Bearer(&manage::force_unlock)),

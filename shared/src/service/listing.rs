@@ -139,6 +139,11 @@ pub struct VersionView {
     pub source: Source,
     pub key: String,
     pub opentofu_encrypted: bool,
+    /// Unknown (`null`) for versions written before it was recorded.
+    pub terraform_version: Option<String>,
+    /// Resource instances; unknown (`null`) when they cannot be counted or for versions
+    /// written before they were.
+    pub instances: Option<u64>,
     pub created_at: String,
     /// The writer (an actor), with `run_url` for a step.
     pub writer: serde_json::Value,
@@ -156,6 +161,8 @@ impl VersionView {
             source: v.source,
             key: v.key.clone(),
             opentofu_encrypted: v.opentofu_encrypted,
+            terraform_version: v.terraform_version.clone(),
+            instances: v.instances,
             created_at: rfc3339(v.created_at),
             writer: linked(&v.writer, run_url),
             change: v.change.clone(),
