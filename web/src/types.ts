@@ -91,6 +91,10 @@ export interface Version {
   source: 'write' | 'import' | 'rollback';
   key: string;
   opentofu_encrypted: boolean;
+  /** The Terraform (or OpenTofu) version that wrote it; null when unknown. */
+  terraform_version: string | null;
+  /** Its number of resource instances; null when unknown. */
+  instances: number | null;
   created_at: string;
   writer: Actor;
   change: ChangeRecord;
@@ -113,3 +117,55 @@ export interface AuditPage {
 
 export type Permission = 'tf_state:read' | 'tf_state:write' | 'tf_state:manage';
 export type Allocation = Record<Permission, Role | null>;
+
+/** One side of a comparison. */
+export interface ComparedSide {
+  version: number;
+  serial: number | null;
+  lineage: string | null;
+  terraform_version: string | null;
+}
+
+export interface ChangeCounts {
+  added: number;
+  changed: number;
+  removed: number;
+}
+
+export interface InstanceRef {
+  address: string;
+  module: string | null;
+  mode: string;
+  type: string;
+  name: string;
+  index_key: number | string | null;
+  deposed: string | null;
+}
+
+export interface ChangedInstance extends InstanceRef {
+  attributes: string[];
+  sensitive: string[];
+  sensitive_only: boolean;
+  other: string[];
+}
+
+export interface OutputRef {
+  name: string;
+  sensitive: boolean;
+}
+
+export interface ChangedOutput extends OutputRef {
+  was_sensitive: boolean;
+  value_changed: boolean;
+}
+
+/** `GET /api/tf-states/{name}/versions/{version}/changes`: names and paths, never a value. */
+export interface Changes {
+  state: string;
+  version: ComparedSide;
+  since: ComparedSide | null;
+  same_lineage: boolean;
+  counts: ChangeCounts;
+  resources: { added: InstanceRef[]; changed: ChangedInstance[]; removed: InstanceRef[] };
+  outputs: { added: OutputRef[]; changed: ChangedOutput[]; removed: OutputRef[] };
+}

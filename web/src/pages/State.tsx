@@ -1,6 +1,6 @@
 // A state's page: lineage, the lock or hold in full, the versions with their size over
-// time, backend.hcl, and the actions `allowed_actions` allows: download, roll back, force
-// unlock, delete. Each destructive action is confirmed first; an action the role allows
+// time, backend.hcl, and the actions `allowed_actions` allows: download, what changed in a
+// version (`?changes=N&since=M` in the address), roll back, force unlock, delete. Each destructive action is confirmed first; an action the role allows
 // but the state's condition does not is replaced by the reason.
 
 import { useEffect, useState } from 'preact/hooks';
@@ -9,9 +9,11 @@ import { api, fetchContent, seg } from '../api';
 import { backendHcl } from '../backend';
 import { SizeChart } from '../chart';
 import { Confirm, CopyButton, ErrorText, Hcl, Holder, Link, RunLink, Time } from '../components';
+import { countsText, countsWords, versionParam } from '../changes';
 import { actor, bytes, ended, exact, shortSha } from '../format';
 import { navigate } from '../router';
-import type { Identity, StateView, Version } from '../types';
+import type { ChangeCounts, Identity, StateView, Version } from '../types';
+import { VersionChanges } from '../versionChanges';
 
 type Dialog = { kind: 'rollback'; version: Version } | { kind: 'unlock' } | { kind: 'delete' } | null;
 
@@ -38,6 +40,11 @@ export function StatePage(props: { me: Identity; name: string; location: URL }) 
   const [dialogError, setDialogError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const [typed, setTyped] = useState('');
+  // The `+a ~c -r` of each version whose changes (since the version before) were opened:
+  // versions never change, so what was counted once stays true while the page is open.
+  const [counts, setCounts] = useState<Record<number, ChangeCounts>>({});
+  const changesOf = versionParam(props.location.searchParams.get('changes'));
+  const since = versionParam(props.location.searchParams.get('since'));
 
   const path = `/api/tf-states/${seg(name)}`;
   const load = async () => {
@@ -54,8 +61,14 @@ export function StatePage(props: { me: Identity; name: string; location: URL }) 
     }
   };
   useEffect(() => {
+    setCounts({});
     load();
   }, [name]);
+
+  const here = `/states/${seg(name)}`;
+  const showChanges = (version: number | null, other: number | null = null) =>
+    navigate(version === null ? here : `${here}?changes=${version}${other === null ? '' : `&since=${other}`}`);
+  const counted = (version: number, c: ChangeCounts) => setCounts((known) => ({ ...known, [version]: c }));
 
   const close = () => {
     setDialog(null);
@@ -220,6 +233,9 @@ export function StatePage(props: { me: Identity; name: string; location: URL }) 
               <tr>
                 <th scope="col">Version</th>
                 <th scope="col">Serial</th>
+                <th scope="col">Terraform</th>
+                <th scope="col">Instances</th>
+                <th scope="col">Changes</th>
                 <th scope="col">Size</th>
                 <th scope="col">SHA-256</th>
                 <th scope="col">Source</th>
@@ -236,6 +252,27 @@ export function StatePage(props: { me: Identity; name: string; location: URL }) 
                 <tr key={v.version}>
                   <th scope="row">{v.version}</th>
                   <td>{v.serial ?? ''}</td>
+                  <td>{v.terraform_version ?? <span class="muted">unknown</span>}</td>
+                  <td>{v.instances ?? <span class="muted">unknown</span>}</td>
+                  <td class="actions">
+                    {counts[v.version] && (
+                      <span class="counts" title={countsWords(counts[v.version])}>
+                        <span aria-hidden="true">{countsText(counts[v.version])}</span>
+                        <span class="visually-hidden">{countsWords(counts[v.version])}</span>
+                      </span>
+                    )}
+                    {allowed.download && (
+                      <button
+                        type="button"
+                        class="secondary small"
+                        aria-label={`What changed in version ${v.version}`}
+                        aria-pressed={changesOf === v.version}
+                        onClick={() => showChanges(v.version)}
+                      >
+                        Changes
+                      </button>
+                    )}
+                  </td>
                   <td>{bytes(v.size)}</td>
                   <td class="sha">
                     <code title={v.sha256}>{shortSha(v.sha256)}</code>
@@ -290,7 +327,25 @@ export function StatePage(props: { me: Identity; name: string; location: URL }) 
             </tbody>
           </table>
         </div>
+        {!allowed.download && (
+          <p class="reason">
+            What changed between versions is not offered: it is read from the versions' content, which needs{' '}
+            <code>tf_state:read</code> (as a download does), and your role ({me.role}) does not have it.
+          </p>
+        )}
       </section>
+
+      {changesOf !== null && allowed.download && (
+        <VersionChanges
+          name={name}
+          version={changesOf}
+          since={since}
+          versions={versions}
+          onCompare={(other) => showChanges(changesOf, other)}
+          onClose={() => showChanges(null)}
+          onCounts={counted}
+        />
+      )}
 
       <section aria-labelledby="backend-title">
         <h2 id="backend-title">Use it</h2>
