@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
-import { Browser, BrowserContext, chromium, Page } from 'playwright-core';
+import { Browser, BrowserContext, chromium, Locator, Page } from 'playwright-core';
 import { expect } from 'vitest';
 
 export const repo = resolve(__dirname, '../..');
@@ -279,6 +279,13 @@ export async function screenshot(page: Page, name: string) {
     window.scrollTo(0, 0);
   });
   await page.screenshot({ path: join(shots, `${name}.png`), fullPage: false });
+}
+
+/** Saves a screenshot of one part of a page (a section below the fold), when retaken. */
+export async function screenshotOf(part: Locator, name: string) {
+  if (!shots) return;
+  await part.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
+  await part.screenshot({ path: join(shots, `${name}.png`) });
 }
 
 /**

@@ -28,14 +28,14 @@ function Sensitive() {
 }
 
 /** A group of the list (added, changed or removed) under its heading, left out when empty. */
-function Group<T>(props: { title: string; sign: string; items: T[]; item: (t: T) => ComponentChildren }) {
+function Group<T>(props: { of: string; title: string; sign: string; items: T[]; item: (t: T) => ComponentChildren }) {
   if (!props.items.length) return null;
   return (
     <>
       <h4>
         {props.title} ({props.items.length})
       </h4>
-      <ul class={`change-list ${props.title.toLowerCase()}`}>
+      <ul class={`change-list ${props.title.toLowerCase()}`} aria-label={`${props.of} ${props.title.toLowerCase()}`}>
         {props.items.map((t, i) => (
           <li key={i}>
             <span class="sign" aria-hidden="true">
@@ -181,20 +181,22 @@ export function VersionChanges(props: {
             <>
               <h3>Resource instances</h3>
               {changes.counts.added + changes.counts.changed + changes.counts.removed === 0 && <p>None changed.</p>}
-              <Group title="Added" sign="+" items={changes.resources.added} item={address} />
+              <Group of="Resource instances" title="Added" sign="+" items={changes.resources.added} item={address} />
               <Group
+                of="Resource instances"
                 title="Changed"
                 sign="~"
                 items={changes.resources.changed}
                 item={(i: ChangedInstance) => <Changed instance={i} />}
               />
-              <Group title="Removed" sign="-" items={changes.resources.removed} item={address} />
+              <Group of="Resource instances" title="Removed" sign="-" items={changes.resources.removed} item={address} />
               <h3>Outputs</h3>
               {changes.outputs.added.length + changes.outputs.changed.length + changes.outputs.removed.length === 0 && (
                 <p>None changed.</p>
               )}
-              <Group title="Added" sign="+" items={changes.outputs.added} item={output} />
+              <Group of="Outputs" title="Added" sign="+" items={changes.outputs.added} item={output} />
               <Group
+                of="Outputs"
                 title="Changed"
                 sign="~"
                 items={changes.outputs.changed}
@@ -204,7 +206,7 @@ export function VersionChanges(props: {
                   </>
                 )}
               />
-              <Group title="Removed" sign="-" items={changes.outputs.removed} item={output} />
+              <Group of="Outputs" title="Removed" sign="-" items={changes.outputs.removed} item={output} />
             </>
           )}
           <p class="muted">Names and attribute paths only: no value of either version is shown.</p>

@@ -265,7 +265,7 @@ export function StatePage(props: { me: Identity; name: string; location: URL }) 
                       <button
                         type="button"
                         class="secondary small"
-                        aria-label={`What changed in version ${v.version}`}
+                        aria-label={`Changes in version ${v.version}`}
                         aria-pressed={changesOf === v.version}
                         onClick={() => showChanges(v.version)}
                       >
