@@ -277,6 +277,8 @@ export async function screenshot(page: Page, name: string) {
   await page.evaluate(() => {
     (document.activeElement as HTMLElement | null)?.blur();
     window.scrollTo(0, 0);
+    // Nor a table left scrolled sideways by it.
+    document.querySelectorAll('.scroll').forEach((el) => (el.scrollLeft = 0));
   });
   await page.screenshot({ path: join(shots, `${name}.png`), fullPage: false });
 }

@@ -120,6 +120,8 @@ describe('what each role is offered', () => {
     await dialog.getByRole('button', { name: 'Force unlock' }).click();
     await page.getByText('Force-unlocked: the state is free.').waitFor();
     expect((await call(server, tokens.admin, 'GET', '/api/tf-states/network')).json().lock).toBeNull();
+    // The notice comes before the page has read the state again.
+    await page.getByText('Unlocked.').waitFor();
     expect(await page.getByText('Unlocked.').count()).toBe(1);
     console.stdin!.end();
     await new Promise((ok) => console.once('exit', ok));

@@ -273,7 +273,7 @@ export function StatePage(props: { me: Identity; name: string; location: URL }) 
                       </button>
                     )}
                   </td>
-                  <td>{bytes(v.size)}</td>
+                  <td class="nowrap">{bytes(v.size)}</td>
                   <td class="sha">
                     <code title={v.sha256}>{shortSha(v.sha256)}</code>
                     <CopyButton text={v.sha256} label={`Copy the SHA-256 of version ${v.version}`} />
@@ -289,7 +289,7 @@ export function StatePage(props: { me: Identity; name: string; location: URL }) 
                       actor(v.writer)
                     )}
                   </td>
-                  <td>
+                  <td class="nowrap">
                     <Time at={v.created_at} />
                   </td>
                   <td>
