@@ -49,9 +49,10 @@ export function nothingChanged(c: Changes): boolean {
 
 /**
  * A `changes` or `since` query parameter as a version number: a whole number from 1 up,
- * digits only (a mistyped address compares nothing rather than something else).
+ * digits only, at most 15 of them so the number is exact (a mistyped address compares
+ * nothing rather than something else).
  */
 export function versionParam(value: string | null): number | null {
-  if (value === null || !/^[1-9][0-9]{0,15}$/.test(value)) return null;
+  if (value === null || !/^[1-9][0-9]{0,14}$/.test(value)) return null;
   return Number(value);
 }

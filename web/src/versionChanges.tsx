@@ -94,9 +94,12 @@ export function VersionChanges(props: {
   const heading = useRef<HTMLHeadingElement>(null);
 
   useEffect(() => {
-    // Opened from a version's row (or with another "Compare with"), the focus goes to the
-    // view, so a keyboard or screen reader user is where the answer is.
+    // Opened from a version's row, the focus goes to the view, so a keyboard or screen
+    // reader user is where the answer is; another "Compare with" leaves it on the choice.
     heading.current?.focus();
+  }, [name, version]);
+
+  useEffect(() => {
     let current = true;
     setChanges(null);
     setError(null);
