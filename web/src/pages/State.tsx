@@ -1,7 +1,8 @@
 // A state's page: lineage, the lock or hold in full, the versions with their size over
 // time, backend.hcl, and the actions `allowed_actions` allows: download, what changed in a
-// version (`?changes=N&since=M` in the address), roll back, force unlock, delete. Each destructive action is confirmed first; an action the role allows
-// but the state's condition does not is replaced by the reason.
+// version (`?changes=N&since=M` in the address), roll back, force unlock, delete. Each
+// destructive action is confirmed first; an action the role allows but the state's
+// condition does not is replaced by the reason.
 
 import { useEffect, useState } from 'preact/hooks';
 
