@@ -366,8 +366,15 @@ pub struct KeyContext<'a> {
 pub struct DataKey {
     pub plaintext: Zeroizing<[u8; 32]>,
     pub wrapped: Vec<u8>,
-    /// What wrapped it: `platform:<fingerprint>` or `kms:<key arn>`.
+    /// What wrapped it: `platform:<fingerprint>`, `kms:<key arn>` or
+    /// `transit:<tag>:<key>:v<key version>`.
     pub key_id: String,
+}
+
+/// Which kind of key service a recorded key id names: `transit`, `kms` or `platform`, as
+/// the versions list and the audit show it.
+pub fn key_backend(key_id: &str) -> &str {
+    key_id.split_once(':').map_or(key_id, |(kind, _)| kind)
 }
 
 /// Why a key operation failed.

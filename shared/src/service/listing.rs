@@ -138,6 +138,8 @@ pub struct VersionView {
     pub sha256: String,
     pub source: Source,
     pub key: String,
+    /// `transit`, `kms` or `platform`: which kind of service wrapped the key.
+    pub key_backend: String,
     pub opentofu_encrypted: bool,
     pub created_at: String,
     /// The writer (an actor), with `run_url` for a step.
@@ -155,6 +157,7 @@ impl VersionView {
             sha256: v.sha256.clone(),
             source: v.source,
             key: v.key.clone(),
+            key_backend: crate::ports::key_backend(&v.key).to_owned(),
             opentofu_encrypted: v.opentofu_encrypted,
             created_at: rfc3339(v.created_at),
             writer: linked(&v.writer, run_url),

@@ -1,12 +1,12 @@
 //! The apps on the AWS store: behind the Lambda functions or the container front door, the
-//! clients built once and the key chosen by the settings alone (KMS, or the platform key;
+//! clients built once and the key chosen by the settings alone (Transit, KMS or the platform key;
 //! never created here); and the sweeper's, with no key.
 
 use std::sync::Arc;
 
 use aws_config::SdkConfig;
 
-use super::{assemble, limits, links, warn_at_start, FrontDoor};
+use super::{assemble, limits, links, transit_keys, warn_at_start, FrontDoor};
 use crate::adapters::aws::{store, AwsSettings, KmsKeys};
 use crate::config::{Config, ConfigError, KeySetting};
 use crate::ports::KeyService;
@@ -19,7 +19,7 @@ use crate::service::App;
 pub fn settings(config: &Config) -> Result<AwsSettings, ConfigError> {
     let required = |value: &Option<String>, variable: &'static str| {
         value.clone().ok_or_else(|| ConfigError {
-            variable,
+            variable: variable.into(),
             message: "is not set: the AWS store needs its table and bucket".into(),
         })
     };
@@ -32,7 +32,7 @@ pub fn settings(config: &Config) -> Result<AwsSettings, ConfigError> {
 /// The app on the AWS store at `door`, on clients built from `sdk`.
 ///
 /// # Errors
-/// A missing table or bucket setting.
+/// A missing table or bucket setting, a Transit CA file the client does not accept.
 pub fn app(config: Config, sdk: &SdkConfig, door: FrontDoor) -> Result<App, ConfigError> {
     warn_at_start(&config, matches!(config.key, KeySetting::Unset));
     let settings = settings(&config)?;
@@ -44,6 +44,14 @@ pub fn app(config: Config, sdk: &SdkConfig, door: FrontDoor) -> Result<App, Conf
             key,
             platform,
         ))),
+        KeySetting::Transit { backend, platform } => Some(
+            transit_keys(backend, platform, config.internal_openbao).map_err(|message| {
+                ConfigError {
+                    variable: "HEGEMONY_TF_STATE_KEY_BACKEND".into(),
+                    message,
+                }
+            })?,
+        ),
         KeySetting::Platform(key) => Some(Arc::new(key)),
         // Every route then says why managed state is unavailable.
         KeySetting::Unset => None,

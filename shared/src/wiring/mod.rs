@@ -6,10 +6,14 @@
 
 use std::sync::Arc;
 
+use crate::adapters::key_ring::KeyRing;
+use crate::adapters::transit::TransitKeys;
 use crate::config::Config;
+use crate::crypto::PlatformKey;
 use crate::http::lambda::{MAX_STATE_BYTES, PAYLOAD_CEILING};
 use crate::ports::{BlobStore, Catalog, KeyService};
 use crate::service::{App, Limits, Links, SystemClock};
+use crate::transit_settings::TransitSettings;
 
 #[cfg(feature = "aws")]
 pub mod aws;
@@ -62,6 +66,50 @@ fn warn_at_start(config: &Config, keyless: bool) {
     if keyless {
         tracing::warn!("no key configured (HEGEMONY_TF_STATE_KEY_BACKEND or HEGEMONY_TF_STATE_ENCRYPTION_KEY): every state route answers 503 until one is");
     }
+}
+
+/// Transit (`backend`) wrapping every new data key; the platform key and the internal
+/// OpenBao, when configured and not `backend` itself, opening the versions they wrapped.
+///
+/// # Errors
+/// A CA file the HTTP client does not accept.
+#[cfg_attr(not(any(feature = "local", feature = "aws")), allow(dead_code))]
+fn transit_keys(
+    backend: TransitSettings,
+    platform: Option<PlatformKey>,
+    internal: Option<TransitSettings>,
+) -> Result<Arc<dyn KeyService>, String> {
+    let name = backend.name();
+    let transit = TransitKeys::new(backend)?;
+    let prefix = transit.key_id_prefix();
+    let mut ring = KeyRing::new(Arc::new(transit), &name, &prefix);
+    if let Some(internal) = internal.filter(|i| i.name() != name) {
+        let internal = TransitKeys::new(internal)?;
+        let prefix = internal.key_id_prefix();
+        ring = ring.opening(&prefix, Arc::new(internal));
+    }
+    if let Some(platform) = platform {
+        ring = ring.opening("platform:", Arc::new(platform));
+    }
+    Ok(Arc::new(ring))
+}
+
+/// The platform key wrapping every new data key (`HEGEMONY_TF_STATE_KEY_BACKEND=none`), the
+/// internal OpenBao opening the versions it wrapped before.
+///
+/// # Errors
+/// A CA file the HTTP client does not accept.
+#[cfg_attr(not(any(feature = "local", feature = "aws")), allow(dead_code))]
+fn platform_and_internal(
+    key: PlatformKey,
+    internal: TransitSettings,
+) -> Result<Arc<dyn KeyService>, String> {
+    let name = key.key_id().to_owned();
+    let internal = TransitKeys::new(internal)?;
+    let prefix = internal.key_id_prefix();
+    Ok(Arc::new(
+        KeyRing::new(Arc::new(key), &name, "platform:").opening(&prefix, Arc::new(internal)),
+    ))
 }
 
 /// Where the links the app hands out point, from the settings.
