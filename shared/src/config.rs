@@ -185,7 +185,10 @@ fn transit(
     let mount = get("MOUNT").unwrap_or_else(|| "transit".into());
     let mount = mount.trim_matches('/').to_owned();
     if mount.is_empty() || mount.contains(['?', '#', ' ']) {
-        return Err(refuse("MOUNT", format!("{mount:?} is not a mount path, e.g. transit")));
+        return Err(refuse(
+            "MOUNT",
+            format!("{mount:?} is not a mount path, e.g. transit"),
+        ));
     }
     let key = get("KEY").unwrap_or_else(|| "hegemony-state-{org}".into());
     let bare = key.replace("{org}", "");
@@ -197,7 +200,10 @@ fn transit(
         return Err(refuse("KEY", format!("{key:?} is not a Transit key name: letters, digits, '-', '_' and '.', with {{org}} for the org's slug")));
     }
     if create_keys && !key.contains("{org}") {
-        return Err(refuse("KEY", format!("{key:?} has no {{org}}: the internal OpenBao keeps one key per organization")));
+        return Err(refuse(
+            "KEY",
+            format!("{key:?} has no {{org}}: the internal OpenBao keeps one key per organization"),
+        ));
     }
     let ca_pem = match get("CA_FILE") {
         None => None,
@@ -205,7 +211,10 @@ fn transit(
             let pem = std::fs::read(&path)
                 .map_err(|e| refuse("CA_FILE", format!("cannot read the file {path}: {e}")))?;
             if !String::from_utf8_lossy(&pem).contains("-----BEGIN CERTIFICATE-----") {
-                return Err(refuse("CA_FILE", format!("the file {path} holds no PEM certificate")));
+                return Err(refuse(
+                    "CA_FILE",
+                    format!("the file {path} holds no PEM certificate"),
+                ));
             }
             Some(pem)
         }
@@ -283,7 +292,9 @@ impl Config {
                 let tag = &other["transit:".len()..];
                 if tag.is_empty()
                     || tag.len() > 32
-                    || !tag.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+                    || !tag
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
                 {
                     return Err(refuse(format!("{other:?}: the tag is 1 to 32 lower-case letters, digits and underscores, e.g. transit:vault")));
                 }
@@ -296,11 +307,9 @@ impl Config {
                     platform,
                 }
             }
-            Some(other) => {
-                return Err(refuse(format!(
-                    "{other:?} is not allowed: use transit:<tag>, kms:<key id | arn | alias> or none"
-                )))
-            }
+            Some(other) => return Err(refuse(format!(
+                "{other:?} is not allowed: use transit:<tag>, kms:<key id | arn | alias> or none"
+            ))),
         };
         let name = |variable| {
             env(variable)
@@ -452,7 +461,10 @@ mod tests {
         let token = token.to_str().unwrap();
         let c = config(&[
             ("HEGEMONY_TF_STATE_KEY_BACKEND", "transit:vault"),
-            ("HEGEMONY_TRANSIT_VAULT_ADDR", "https://bao.example.com:8200/"),
+            (
+                "HEGEMONY_TRANSIT_VAULT_ADDR",
+                "https://bao.example.com:8200/",
+            ),
             ("HEGEMONY_TRANSIT_VAULT_TOKEN_FILE", token),
             ("HEGEMONY_TRANSIT_VAULT_KEY", "state-{org}"),
         ])
@@ -476,15 +488,31 @@ mod tests {
         let addr = ("HEGEMONY_TRANSIT_VAULT_ADDR", "https://bao.example.com");
         assert_eq!(named(&[]).variable, "HEGEMONY_TRANSIT_VAULT_ADDR");
         assert_eq!(named(&[addr]).variable, "HEGEMONY_TRANSIT_VAULT_TOKEN_FILE");
-        let missing = named(&[addr, ("HEGEMONY_TRANSIT_VAULT_TOKEN_FILE", "/nonexistent/token")]);
+        let missing = named(&[
+            addr,
+            ("HEGEMONY_TRANSIT_VAULT_TOKEN_FILE", "/nonexistent/token"),
+        ]);
         assert!(missing.message.contains("cannot read"), "{missing}");
         let half = named(&[addr, ("HEGEMONY_TRANSIT_VAULT_ROLE_ID_FILE", token)]);
         assert_eq!(half.variable, "HEGEMONY_TRANSIT_VAULT_SECRET_ID_FILE");
-        let bad_key = named(&[addr, ("HEGEMONY_TRANSIT_VAULT_TOKEN_FILE", token), ("HEGEMONY_TRANSIT_VAULT_KEY", "a/b")]);
+        let bad_key = named(&[
+            addr,
+            ("HEGEMONY_TRANSIT_VAULT_TOKEN_FILE", token),
+            ("HEGEMONY_TRANSIT_VAULT_KEY", "a/b"),
+        ]);
         assert_eq!(bad_key.variable, "HEGEMONY_TRANSIT_VAULT_KEY");
-        let bad_ca = named(&[addr, ("HEGEMONY_TRANSIT_VAULT_TOKEN_FILE", token), ("HEGEMONY_TRANSIT_VAULT_CA_FILE", token)]);
+        let bad_ca = named(&[
+            addr,
+            ("HEGEMONY_TRANSIT_VAULT_TOKEN_FILE", token),
+            ("HEGEMONY_TRANSIT_VAULT_CA_FILE", token),
+        ]);
         assert_eq!(bad_ca.variable, "HEGEMONY_TRANSIT_VAULT_CA_FILE");
-        for tag in ["transit:", "transit:Vault", "transit:a-b", "transit:internal"] {
+        for tag in [
+            "transit:",
+            "transit:Vault",
+            "transit:a-b",
+            "transit:internal",
+        ] {
             let err = config(&[("HEGEMONY_TF_STATE_KEY_BACKEND", tag)]).unwrap_err();
             assert_eq!(err.variable, "HEGEMONY_TF_STATE_KEY_BACKEND", "{tag}");
         }
@@ -520,7 +548,10 @@ mod tests {
         assert!(c.internal_openbao.is_some(), "still opens what it wrapped");
         let mut one_key = internal.to_vec();
         one_key.push(("HEGEMONY_OPENBAO_KEY", "shared"));
-        assert_eq!(config(&one_key).unwrap_err().variable, "HEGEMONY_OPENBAO_KEY");
+        assert_eq!(
+            config(&one_key).unwrap_err().variable,
+            "HEGEMONY_OPENBAO_KEY"
+        );
     }
 
     #[test]

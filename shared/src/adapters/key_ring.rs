@@ -48,7 +48,11 @@ impl KeyService for KeyRing {
         wrapped: &[u8],
         context: &KeyContext<'_>,
     ) -> Result<Zeroizing<[u8; 32]>, KeyError> {
-        match self.opens.iter().find(|(prefix, _)| key_id.starts_with(prefix.as_str())) {
+        match self
+            .opens
+            .iter()
+            .find(|(prefix, _)| key_id.starts_with(prefix.as_str()))
+        {
             Some((_, service)) => service.unwrap_key(key_id, wrapped, context).await,
             None => Err(KeyError::WrongKey {
                 stored: key_id.to_owned(),

@@ -24,8 +24,10 @@ use crate::service::App;
 pub fn app(config: Config, data_dir: &Path, key_file: Option<&Path>) -> Result<App, String> {
     warn_at_start(&config, false);
     let (limits, links) = (limits(&config, FrontDoor::Container), links(&config));
-    let key_file =
-        key_file.map_or_else(|| local::key_file::default_key_file(data_dir), Path::to_owned);
+    let key_file = key_file.map_or_else(
+        || local::key_file::default_key_file(data_dir),
+        Path::to_owned,
+    );
     let (keys, key_name): (Arc<dyn KeyService>, String) = match config.key {
         KeySetting::Platform(key) => {
             let name = key.key_id().to_owned();

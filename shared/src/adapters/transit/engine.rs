@@ -56,7 +56,10 @@ pub(super) struct Engine {
 
 fn read_secret(path: &std::path::Path) -> Result<Zeroizing<String>, Fault> {
     let text = Zeroizing::new(std::fs::read_to_string(path).map_err(|e| {
-        Fault::Credentials(format!("cannot read the credentials file {}: {e}", path.display()))
+        Fault::Credentials(format!(
+            "cannot read the credentials file {}: {e}",
+            path.display()
+        ))
     })?);
     let trimmed = text.trim();
     if trimmed.is_empty() {
@@ -68,12 +71,17 @@ fn read_secret(path: &std::path::Path) -> Result<Zeroizing<String>, Fault> {
     Ok(Zeroizing::new(trimmed.to_owned()))
 }
 
+/// The engine's `errors`, on one line: a multi-error ("1 error occurred:\n\t* permission
+/// denied\n\n") becomes its items, so the log keeps one line per refusal.
 fn errors_of(body: &Value) -> String {
     body.get("errors")
         .and_then(Value::as_array)
         .map(|e| {
             e.iter()
                 .filter_map(Value::as_str)
+                .flat_map(str::lines)
+                .map(|line| line.trim().trim_start_matches("* "))
+                .filter(|line| !line.is_empty() && !line.ends_with("occurred:"))
                 .collect::<Vec<_>>()
                 .join("; ")
         })
@@ -176,7 +184,9 @@ impl Engine {
                     .as_ref()
                     .and_then(|a| a["auth"]["client_token"].as_str())
                     .ok_or_else(|| {
-                        Fault::Credentials(format!("the AppRole login at auth/{mount} gave no token"))
+                        Fault::Credentials(format!(
+                            "the AppRole login at auth/{mount} gave no token"
+                        ))
                     })?;
                 Zeroizing::new(token.to_owned())
             }
@@ -215,4 +225,21 @@ fn chain(e: &reqwest::Error) -> String {
         source = s.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_engines_errors_are_read_onto_one_line() {
+        let body = serde_json::json!({"errors": ["1 error occurred:\n\t* permission denied\n\n"]});
+        assert_eq!(errors_of(&body), "permission denied");
+        let body = serde_json::json!({"errors": ["Vault is sealed", "again"]});
+        assert_eq!(errors_of(&body), "Vault is sealed; again");
+        assert_eq!(
+            errors_of(&serde_json::json!({"errors": []})),
+            "no reason given"
+        );
+    }
 }

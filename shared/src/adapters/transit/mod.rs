@@ -221,8 +221,14 @@ mod tests {
 
     #[test]
     fn the_context_binds_org_and_state_apart() {
-        let a = context_b64(&KeyContext { org: "ab", state: "c" });
-        let b = context_b64(&KeyContext { org: "a", state: "bc" });
+        let a = context_b64(&KeyContext {
+            org: "ab",
+            state: "c",
+        });
+        let b = context_b64(&KeyContext {
+            org: "a",
+            state: "bc",
+        });
         assert_ne!(a, b);
     }
 }
