@@ -307,9 +307,11 @@ impl Config {
                     platform,
                 }
             }
-            Some(other) => return Err(refuse(format!(
+            Some(other) => {
+                return Err(refuse(format!(
                 "{other:?} is not allowed: use transit:<tag>, kms:<key id | arn | alias> or none"
-            ))),
+            )))
+            }
         };
         let name = |variable| {
             env(variable)

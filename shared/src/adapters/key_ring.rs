@@ -1,7 +1,7 @@
 //! The key services of one deployment: the one the settings choose wraps every new data key;
 //! a version is opened by the service its recorded key id names (`platform:`, `kms:`,
-//! `transit:<tag>:`), not by today's setting, so versions written before the setting changed
-//! stay readable as long as their key is still configured.
+//! `transit:<tag>:`; the longest prefix wins), not by today's setting, so versions written
+//! before the setting changed stay readable as long as their key is still configured.
 
 use std::sync::Arc;
 
@@ -48,11 +48,13 @@ impl KeyService for KeyRing {
         wrapped: &[u8],
         context: &KeyContext<'_>,
     ) -> Result<Zeroizing<[u8; 32]>, KeyError> {
-        match self
+        // The longest prefix that matches: `transit:internal:` before a catch-all.
+        let opener = self
             .opens
             .iter()
-            .find(|(prefix, _)| key_id.starts_with(prefix.as_str()))
-        {
+            .filter(|(prefix, _)| key_id.starts_with(prefix.as_str()))
+            .max_by_key(|(prefix, _)| prefix.len());
+        match opener {
             Some((_, service)) => service.unwrap_key(key_id, wrapped, context).await,
             None => Err(KeyError::WrongKey {
                 stored: key_id.to_owned(),
@@ -91,5 +93,21 @@ mod tests {
             .await
             .unwrap_err();
         assert!(matches!(err, KeyError::WrongKey { ref stored, .. } if stored == old.key_id()));
+    }
+
+    #[tokio::test]
+    async fn the_longest_matching_prefix_opens() {
+        let (catch_all, specific) = (
+            Arc::new(PlatformKey::generate()),
+            Arc::new(PlatformKey::generate()),
+        );
+        let written = specific.data_key(&CTX).await.unwrap();
+        let ring = KeyRing::new(catch_all.clone(), "kms:x", "")
+            .opening(specific.key_id(), specific.clone());
+        let back = ring
+            .unwrap_key(&written.key_id, &written.wrapped, &CTX)
+            .await
+            .unwrap();
+        assert_eq!(*back, *written.plaintext);
     }
 }

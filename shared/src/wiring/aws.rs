@@ -6,8 +6,12 @@ use std::sync::Arc;
 
 use aws_config::SdkConfig;
 
-use super::{assemble, limits, links, transit_keys, warn_at_start, FrontDoor};
+use super::{
+    assemble, limits, links, opening_internal, platform_keys, transit_keys, warn_at_start,
+    FrontDoor,
+};
 use crate::adapters::aws::{store, AwsSettings, KmsKeys};
+use crate::adapters::key_ring::KeyRing;
 use crate::config::{Config, ConfigError, KeySetting};
 use crate::ports::KeyService;
 use crate::service::App;
@@ -38,21 +42,26 @@ pub fn app(config: Config, sdk: &SdkConfig, door: FrontDoor) -> Result<App, Conf
     let settings = settings(&config)?;
     let (limits, links) = (limits(&config, door), links(&config));
     let (catalog, blobs) = store(sdk, &settings);
+    let refuse = |message: String| ConfigError {
+        variable: "HEGEMONY_TF_STATE_KEY_BACKEND".into(),
+        message,
+    };
     let keys: Option<Arc<dyn KeyService>> = match config.key {
-        KeySetting::Kms { key, platform } => Some(Arc::new(KmsKeys::new(
-            aws_sdk_kms::Client::new(sdk),
-            key,
-            platform,
-        ))),
-        KeySetting::Transit { backend, platform } => Some(
-            transit_keys(backend, platform, config.internal_openbao).map_err(|message| {
-                ConfigError {
-                    variable: "HEGEMONY_TF_STATE_KEY_BACKEND".into(),
-                    message,
-                }
-            })?,
-        ),
-        KeySetting::Platform(key) => Some(Arc::new(key)),
+        KeySetting::Kms { key, platform } => {
+            let name = format!("kms:{}", key.as_str());
+            let kms = KmsKeys::new(aws_sdk_kms::Client::new(sdk), key, platform);
+            // KMS opens the platform key's versions itself; the ring adds the internal
+            // OpenBao's.
+            let ring = KeyRing::new(Arc::new(kms), &name, "");
+            let ring = opening_internal(ring, config.internal_openbao, &name).map_err(refuse)?;
+            Some(Arc::new(ring))
+        }
+        KeySetting::Transit { backend, platform } => {
+            Some(transit_keys(backend, platform, config.internal_openbao).map_err(refuse)?)
+        }
+        KeySetting::Platform(key) => {
+            Some(platform_keys(key, config.internal_openbao).map_err(refuse)?)
+        }
         // Every route then says why managed state is unavailable.
         KeySetting::Unset => None,
     };

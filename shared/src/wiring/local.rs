@@ -4,10 +4,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{assemble, limits, links, transit_keys, warn_at_start, FrontDoor};
+use super::{assemble, limits, links, platform_keys, transit_keys, warn_at_start, FrontDoor};
 use crate::adapters::local;
 use crate::config::{Config, KeySetting};
-use crate::crypto::PlatformKey;
 use crate::ports::KeyService;
 use crate::service::App;
 
@@ -31,7 +30,7 @@ pub fn app(config: Config, data_dir: &Path, key_file: Option<&Path>) -> Result<A
     let (keys, key_name): (Arc<dyn KeyService>, String) = match config.key {
         KeySetting::Platform(key) => {
             let name = key.key_id().to_owned();
-            (platform_ring(key, config.internal_openbao)?, name)
+            (platform_keys(key, config.internal_openbao)?, name)
         }
         KeySetting::Kms { .. } => return Err(
             "HEGEMONY_TF_STATE_KEY_BACKEND=kms:... needs the AWS store (--store aws); the local store seals with Transit or a platform key".into()
@@ -48,7 +47,7 @@ pub fn app(config: Config, data_dir: &Path, key_file: Option<&Path>) -> Result<A
         KeySetting::Unset => {
             let key = local::key_file::read_or_create(&key_file, data_dir)?;
             let name = key.key_id().to_owned();
-            (platform_ring(key, config.internal_openbao)?, name)
+            (platform_keys(key, config.internal_openbao)?, name)
         }
     };
     tracing::info!(
@@ -60,18 +59,6 @@ pub fn app(config: Config, data_dir: &Path, key_file: Option<&Path>) -> Result<A
     );
     let (catalog, blobs) = local::open(data_dir)?;
     Ok(assemble(catalog, blobs, Some(keys), limits, links))
-}
-
-/// The platform key, and the internal OpenBao (when configured) opening what it wrapped
-/// before `HEGEMONY_TF_STATE_KEY_BACKEND=none`.
-fn platform_ring(
-    key: PlatformKey,
-    internal: Option<crate::transit_settings::TransitSettings>,
-) -> Result<Arc<dyn KeyService>, String> {
-    match internal {
-        None => Ok(Arc::new(key)),
-        Some(internal) => super::platform_and_internal(key, internal),
-    }
 }
 
 /// The sweeper's app on the local store in `data_dir`: no key, and no store created.

@@ -82,34 +82,54 @@ fn transit_keys(
     let name = backend.name();
     let transit = TransitKeys::new(backend)?;
     let prefix = transit.key_id_prefix();
-    let mut ring = KeyRing::new(Arc::new(transit), &name, &prefix);
-    if let Some(internal) = internal.filter(|i| i.name() != name) {
-        let internal = TransitKeys::new(internal)?;
-        let prefix = internal.key_id_prefix();
-        ring = ring.opening(&prefix, Arc::new(internal));
-    }
+    let mut ring = opening_internal(
+        KeyRing::new(Arc::new(transit), &name, &prefix),
+        internal,
+        &name,
+    )?;
     if let Some(platform) = platform {
         ring = ring.opening("platform:", Arc::new(platform));
     }
     Ok(Arc::new(ring))
 }
 
-/// The platform key wrapping every new data key (`HEGEMONY_TF_STATE_KEY_BACKEND=none`), the
-/// internal OpenBao opening the versions it wrapped before.
+/// The platform key wrapping every new data key; the internal OpenBao, when configured,
+/// opening the versions it wrapped before `HEGEMONY_TF_STATE_KEY_BACKEND=none`.
 ///
 /// # Errors
 /// A CA file the HTTP client does not accept.
 #[cfg_attr(not(any(feature = "local", feature = "aws")), allow(dead_code))]
-fn platform_and_internal(
+fn platform_keys(
     key: PlatformKey,
-    internal: TransitSettings,
+    internal: Option<TransitSettings>,
 ) -> Result<Arc<dyn KeyService>, String> {
+    if internal.is_none() {
+        return Ok(Arc::new(key));
+    }
     let name = key.key_id().to_owned();
-    let internal = TransitKeys::new(internal)?;
-    let prefix = internal.key_id_prefix();
-    Ok(Arc::new(
-        KeyRing::new(Arc::new(key), &name, "platform:").opening(&prefix, Arc::new(internal)),
-    ))
+    let ring = KeyRing::new(Arc::new(key), &name, "platform:");
+    Ok(Arc::new(opening_internal(ring, internal, &name)?))
+}
+
+/// `ring`, also opening the internal OpenBao's versions when it is configured and is not
+/// the wrapping service (`wraps`) itself.
+///
+/// # Errors
+/// A CA file the HTTP client does not accept.
+#[cfg_attr(not(any(feature = "local", feature = "aws")), allow(dead_code))]
+fn opening_internal(
+    ring: KeyRing,
+    internal: Option<TransitSettings>,
+    wraps: &str,
+) -> Result<KeyRing, String> {
+    match internal.filter(|i| i.name() != wraps) {
+        None => Ok(ring),
+        Some(internal) => {
+            let internal = TransitKeys::new(internal)?;
+            let prefix = internal.key_id_prefix();
+            Ok(ring.opening(&prefix, Arc::new(internal)))
+        }
+    }
 }
 
 /// Where the links the app hands out point, from the settings.
