@@ -99,6 +99,35 @@ fn a_named_backend_wraps_each_version_and_the_list_shows_transit() {
     assert!(warned(&server, "state-globex does not exist"));
 }
 
+/// An AppRole login with the policy the configuration page gives: the service logs in with
+/// the role id and secret id from their files, makes the org's key (internal OpenBao) and
+/// wraps and opens under it.
+#[test]
+fn an_approle_login_with_the_documented_policy_wraps_and_opens() {
+    let bao = Bao::start();
+    let (role, secret) = bao.approle_files(
+        "hegemony-state",
+        r#"
+path "transit/keys/hegemony-state-*"              { capabilities = ["read", "create", "update"] }
+path "transit/datakey/plaintext/hegemony-state-*" { capabilities = ["update"] }
+path "transit/decrypt/hegemony-state-*"           { capabilities = ["update"] }
+"#,
+    );
+    let server = serve(&[
+        ("HEGEMONY_OPENBAO_ADDR".into(), bao.addr.clone()),
+        ("HEGEMONY_OPENBAO_ROLE_ID_FILE".into(), role),
+        ("HEGEMONY_OPENBAO_SECRET_ID_FILE".into(), secret),
+    ]);
+    let (api, admin) = (Api::new(&server), server.token("acme", "root", "admin"));
+    let saved = save(&api, &admin, "net", 1);
+    assert_eq!(saved.status(), 200, "{}", server.logs());
+    assert_eq!(
+        api.get_state(&admin, "net").text().unwrap(),
+        state_doc(1, "l-1", "v1")
+    );
+    assert_eq!(bao.keys(), ["hegemony-state-acme"]);
+}
+
 /// With no key backend set, the internal OpenBao wraps: one key per org, created on first
 /// use, derived.
 #[test]

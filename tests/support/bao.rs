@@ -129,6 +129,37 @@ impl Bao {
         self.token_file(&format!("{name}-token"), token.trim())
     }
 
+    /// An AppRole `name` whose tokens have only `policy` (HCL): the files holding its role
+    /// id and a secret id.
+    pub fn approle_files(&self, name: &str, policy: &str) -> (String, String) {
+        let hcl = self.dir.path().join(format!("{name}.hcl"));
+        std::fs::write(&hcl, policy).unwrap();
+        self.ok(&["policy", "write", name, &hcl.to_string_lossy()]);
+        if !self.ok(&["auth", "list"]).contains("approle/") {
+            self.ok(&["auth", "enable", "approle"]);
+        }
+        self.ok(&[
+            "write",
+            &format!("auth/approle/role/{name}"),
+            &format!("token_policies={name}"),
+        ]);
+        let role = self.ok(&[
+            "read",
+            "-field=role_id",
+            &format!("auth/approle/role/{name}/role-id"),
+        ]);
+        let secret = self.ok(&[
+            "write",
+            "-f",
+            "-field=secret_id",
+            &format!("auth/approle/role/{name}/secret-id"),
+        ]);
+        (
+            self.token_file(&format!("{name}-role-id"), role.trim()),
+            self.token_file(&format!("{name}-secret-id"), secret.trim()),
+        )
+    }
+
     /// A derived key for a named backend, as its operator creates it.
     pub fn create_key(&self, name: &str) {
         self.ok(&[

@@ -110,7 +110,7 @@ impl TransitKeys {
         }
         let Some(info) = info else {
             return Err(KeyError::Unavailable(format!(
-                "{}: the key {key} does not exist on the mount {mount}: create it (bao write {mount}/keys/{key} type=aes256-gcm96 derived=true)",
+                "{}: the key {key} does not exist on the mount {mount} (or no Transit engine is enabled there): create it (bao write {mount}/keys/{key} type=aes256-gcm96 derived=true)",
                 self.name()
             )));
         };
