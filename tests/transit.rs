@@ -360,3 +360,55 @@ fn terraform_applies_and_plans_through_a_transit_backed_server() {
     );
     assert_eq!(bao.keys(), ["hegemony-state-default"]);
 }
+
+/// An incomplete Transit setting stops `serve` at start, naming the variable to fix.
+#[test]
+fn an_incomplete_transit_setting_stops_the_server_naming_the_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(bin())
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path().join("data"))
+        .env("HEGEMONY_TF_STATE_KEY_BACKEND", "transit:vault")
+        .env(
+            "HEGEMONY_TRANSIT_VAULT_ADDR",
+            "https://bao.example.com:8200",
+        )
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("HEGEMONY_TRANSIT_VAULT_TOKEN_FILE"),
+        "{stderr}"
+    );
+}
+
+/// `HEGEMONY_TF_STATE_KEY_BACKEND=none` with the internal OpenBao still configured: the
+/// platform key wraps what is new, the internal OpenBao still opens what it wrapped.
+#[test]
+fn forcing_the_platform_key_keeps_the_internal_openbaos_versions_readable() {
+    let bao = Bao::start();
+    let internal = bao.internal_env(&bao.root_token_file());
+    let server = serve(&internal);
+    let (api, admin) = (Api::new(&server), server.token("acme", "root", "admin"));
+    assert_eq!(save(&api, &admin, "net", 1).status(), 200);
+    let mut forced = internal.clone();
+    forced.push(("HEGEMONY_TF_STATE_KEY_BACKEND".into(), "none".into()));
+    forced.push((
+        "HEGEMONY_TF_STATE_ENCRYPTION_KEY".into(),
+        PlatformKeyText::new().0,
+    ));
+    let server = server.restart_with(forced);
+    let api = Api::new(&server);
+    assert_eq!(save(&api, &admin, "net", 2).status(), 200);
+    let listed = versions(&api, &admin, "net");
+    let backends: Vec<&str> = listed
+        .iter()
+        .map(|v| v["key_backend"].as_str().unwrap())
+        .collect();
+    assert_eq!(backends, ["platform", "transit"]);
+    let old = content(&api, &admin, "net", 1);
+    assert_eq!(old.status(), 200);
+    assert_eq!(old.text().unwrap(), state_doc(1, "l-1", "v1"));
+}
