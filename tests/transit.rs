@@ -4,7 +4,7 @@
 //! key), a move from the platform key to Transit, and real Terraform through it all.
 
 use hegemony_state::adapters::transit::TransitKeys;
-use hegemony_state::ports::{KeyContext, KeyError, KeyService};
+use hegemony_state::ports::{KeyContext, KeyError, KeyOpener, KeyService};
 use hegemony_state::transit_settings::{TransitAuth, TransitSettings};
 use hegemony_state_blackbox::bao::Bao;
 use hegemony_state_blackbox::*;
@@ -408,6 +408,34 @@ fn forcing_the_platform_key_keeps_the_internal_openbaos_versions_readable() {
         .map(|v| v["key_backend"].as_str().unwrap())
         .collect();
     assert_eq!(backends, ["platform", "transit"]);
+    let old = content(&api, &admin, "net", 1);
+    assert_eq!(old.status(), 200);
+    assert_eq!(old.text().unwrap(), state_doc(1, "l-1", "v1"));
+}
+
+/// On the AWS store (moto), versions KMS wrapped stay readable after the setting moves to
+/// Transit: KMS opens them by the ARN they record.
+#[test]
+fn moving_from_kms_to_transit_on_the_aws_store_keeps_kms_versions_readable() {
+    let bao = Bao::start();
+    bao.create_key("state-acme");
+    let deployment = hegemony_state_blackbox::aws::Deployment::create();
+    let server = deployment.container(&[]);
+    let admin = deployment.token("acme", "root", "admin");
+    let api = Api::new(&server);
+    assert_eq!(save(&api, &admin, "net", 1).status(), 200);
+    let mut env = deployment.env();
+    // Later settings win: the key backend moves to Transit.
+    env.extend(bao.named_env("vault", &bao.root_token_file(), "state-{org}"));
+    let server = server.restart_with(env);
+    let api = Api::new(&server);
+    assert_eq!(save(&api, &admin, "net", 2).status(), 200);
+    let listed = versions(&api, &admin, "net");
+    let backends: Vec<&str> = listed
+        .iter()
+        .map(|v| v["key_backend"].as_str().unwrap())
+        .collect();
+    assert_eq!(backends, ["transit", "kms"]);
     let old = content(&api, &admin, "net", 1);
     assert_eq!(old.status(), 200);
     assert_eq!(old.text().unwrap(), state_doc(1, "l-1", "v1"));

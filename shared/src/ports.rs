@@ -391,14 +391,19 @@ pub enum KeyError {
     Unavailable(String),
 }
 
-/// Data keys: a new one per version, and unwrapping stored ones.
+/// Unwrapping stored data keys: what a service that only keeps old versions readable does.
 #[async_trait]
-pub trait KeyService: Send + Sync {
-    async fn data_key(&self, context: &KeyContext<'_>) -> Result<DataKey, KeyError>;
+pub trait KeyOpener: Send + Sync {
     async fn unwrap_key(
         &self,
         key_id: &str,
         wrapped: &[u8],
         context: &KeyContext<'_>,
     ) -> Result<Zeroizing<[u8; 32]>, KeyError>;
+}
+
+/// Data keys: a new one per version, and unwrapping stored ones.
+#[async_trait]
+pub trait KeyService: KeyOpener {
+    async fn data_key(&self, context: &KeyContext<'_>) -> Result<DataKey, KeyError>;
 }

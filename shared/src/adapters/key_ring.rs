@@ -8,21 +8,21 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use zeroize::Zeroizing;
 
-use crate::ports::{DataKey, KeyContext, KeyError, KeyService};
+use crate::ports::{DataKey, KeyContext, KeyError, KeyOpener, KeyService};
 
 /// The wrapping service and, by key id prefix, the services that open versions.
 pub struct KeyRing {
     wraps: Arc<dyn KeyService>,
     /// What the wrapping service is called, for a version no service opens.
     wraps_name: String,
-    opens: Vec<(String, Arc<dyn KeyService>)>,
+    opens: Vec<(String, Arc<dyn KeyOpener>)>,
 }
 
 impl KeyRing {
     /// `wraps` makes every new data key and opens the key ids beginning with `prefix`.
     pub fn new(wraps: Arc<dyn KeyService>, name: &str, prefix: &str) -> Self {
         Self {
-            opens: vec![(prefix.to_owned(), wraps.clone())],
+            opens: vec![(prefix.to_owned(), wraps.clone() as Arc<dyn KeyOpener>)],
             wraps,
             wraps_name: name.to_owned(),
         }
@@ -30,7 +30,7 @@ impl KeyRing {
 
     /// Also opens (never wraps) the key ids beginning with `prefix` by `service`.
     #[must_use]
-    pub fn opening(mut self, prefix: &str, service: Arc<dyn KeyService>) -> Self {
+    pub fn opening(mut self, prefix: &str, service: Arc<dyn KeyOpener>) -> Self {
         self.opens.push((prefix.to_owned(), service));
         self
     }
@@ -41,7 +41,10 @@ impl KeyService for KeyRing {
     async fn data_key(&self, context: &KeyContext<'_>) -> Result<DataKey, KeyError> {
         self.wraps.data_key(context).await
     }
+}
 
+#[async_trait]
+impl KeyOpener for KeyRing {
     async fn unwrap_key(
         &self,
         key_id: &str,

@@ -10,7 +10,7 @@ use super::{
     assemble, limits, links, opening_internal, platform_keys, transit_keys, warn_at_start,
     FrontDoor,
 };
-use crate::adapters::aws::{store, AwsSettings, KmsKeys};
+use crate::adapters::aws::{store, AwsSettings, KmsKeys, KmsOpener};
 use crate::adapters::key_ring::KeyRing;
 use crate::config::{Config, ConfigError, KeySetting};
 use crate::ports::KeyService;
@@ -49,23 +49,32 @@ pub fn app(config: Config, sdk: &SdkConfig, door: FrontDoor) -> Result<App, Conf
     let keys: Option<Arc<dyn KeyService>> = match config.key {
         KeySetting::Kms { key, platform } => {
             let name = format!("kms:{}", key.as_str());
-            let kms = KmsKeys::new(aws_sdk_kms::Client::new(sdk), key, platform);
+            let kms = KmsKeys::new(kms_client(sdk), key, platform);
             // KMS opens the platform key's versions itself; the ring adds the internal
             // OpenBao's.
             let ring = KeyRing::new(Arc::new(kms), &name, "");
             let ring = opening_internal(ring, config.internal_openbao, &name).map_err(refuse)?;
             Some(Arc::new(ring))
         }
-        KeySetting::Transit { backend, platform } => {
-            Some(transit_keys(backend, platform, config.internal_openbao).map_err(refuse)?)
-        }
-        KeySetting::Platform(key) => {
-            Some(platform_keys(key, config.internal_openbao).map_err(refuse)?)
-        }
+        // KMS, always at hand on AWS, opens what it wrapped before a move away from it.
+        KeySetting::Transit { backend, platform } => Some(Arc::new(
+            transit_keys(backend, platform, config.internal_openbao)
+                .map_err(refuse)?
+                .opening("kms:", Arc::new(KmsOpener::new(kms_client(sdk)))),
+        )),
+        KeySetting::Platform(key) => Some(Arc::new(
+            platform_keys(key, config.internal_openbao)
+                .map_err(refuse)?
+                .opening("kms:", Arc::new(KmsOpener::new(kms_client(sdk)))),
+        )),
         // Every route then says why managed state is unavailable.
         KeySetting::Unset => None,
     };
     Ok(assemble(catalog, blobs, keys, limits, links))
+}
+
+fn kms_client(sdk: &SdkConfig) -> aws_sdk_kms::Client {
+    aws_sdk_kms::Client::new(sdk)
 }
 
 /// The sweeper's app on the AWS store: no key, so no KMS client.

@@ -30,7 +30,7 @@ pub fn app(config: Config, data_dir: &Path, key_file: Option<&Path>) -> Result<A
     let (keys, key_name): (Arc<dyn KeyService>, String) = match config.key {
         KeySetting::Platform(key) => {
             let name = key.key_id().to_owned();
-            (platform_keys(key, config.internal_openbao)?, name)
+            (Arc::new(platform_keys(key, config.internal_openbao)?), name)
         }
         KeySetting::Kms { .. } => return Err(
             "HEGEMONY_TF_STATE_KEY_BACKEND=kms:... needs the AWS store (--store aws); the local store seals with Transit or a platform key".into()
@@ -42,12 +42,12 @@ pub fn app(config: Config, data_dir: &Path, key_file: Option<&Path>) -> Result<A
                 None if key_file.exists() => Some(local::key_file::read_or_create(&key_file, data_dir)?),
                 None => None,
             };
-            (transit_keys(backend, platform, config.internal_openbao)?, name)
+            (Arc::new(transit_keys(backend, platform, config.internal_openbao)?), name)
         }
         KeySetting::Unset => {
             let key = local::key_file::read_or_create(&key_file, data_dir)?;
             let name = key.key_id().to_owned();
-            (platform_keys(key, config.internal_openbao)?, name)
+            (Arc::new(platform_keys(key, config.internal_openbao)?), name)
         }
     };
     tracing::info!(

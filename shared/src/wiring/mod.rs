@@ -78,7 +78,7 @@ fn transit_keys(
     backend: TransitSettings,
     platform: Option<PlatformKey>,
     internal: Option<TransitSettings>,
-) -> Result<Arc<dyn KeyService>, String> {
+) -> Result<KeyRing, String> {
     let name = backend.name();
     let transit = TransitKeys::new(backend)?;
     let prefix = transit.key_id_prefix();
@@ -90,7 +90,7 @@ fn transit_keys(
     if let Some(platform) = platform {
         ring = ring.opening("platform:", Arc::new(platform));
     }
-    Ok(Arc::new(ring))
+    Ok(ring)
 }
 
 /// The platform key wrapping every new data key; the internal OpenBao, when configured,
@@ -99,16 +99,10 @@ fn transit_keys(
 /// # Errors
 /// A CA file the HTTP client does not accept.
 #[cfg_attr(not(any(feature = "local", feature = "aws")), allow(dead_code))]
-fn platform_keys(
-    key: PlatformKey,
-    internal: Option<TransitSettings>,
-) -> Result<Arc<dyn KeyService>, String> {
-    if internal.is_none() {
-        return Ok(Arc::new(key));
-    }
+fn platform_keys(key: PlatformKey, internal: Option<TransitSettings>) -> Result<KeyRing, String> {
     let name = key.key_id().to_owned();
     let ring = KeyRing::new(Arc::new(key), &name, "platform:");
-    Ok(Arc::new(opening_internal(ring, internal, &name)?))
+    opening_internal(ring, internal, &name)
 }
 
 /// `ring`, also opening the internal OpenBao's versions when it is configured and is not

@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 use tokio::sync::Mutex;
 use zeroize::Zeroizing;
 
-use crate::ports::{DataKey, KeyContext, KeyError, KeyService};
+use crate::ports::{DataKey, KeyContext, KeyError, KeyOpener, KeyService};
 use crate::transit_settings::TransitSettings;
 use engine::{Engine, Fault};
 
@@ -165,7 +165,10 @@ impl KeyService for TransitKeys {
             key_id: format!("{}{key}:v{version}", self.key_id_prefix()),
         })
     }
+}
 
+#[async_trait]
+impl KeyOpener for TransitKeys {
     async fn unwrap_key(
         &self,
         key_id: &str,
