@@ -59,10 +59,12 @@ lint:
 test: tools lint web build web-test
 	$(CARGO) test --workspace
 
-## The benchmark (release build): backend latencies by state size, save-path throughput, memory.
+## The benchmark (release build): backend latencies by state size, save-path throughput, memory,
+## comparing two versions. BENCH=changes runs the comparison of versions alone.
+BENCH ?=
 bench: tools
 	$(CARGO) build --release -p hegemony-state-cli -p hegemony-state-functions
-	$(CARGO) bench -p hegemony-state-blackbox --bench backend
+	$(CARGO) bench -p hegemony-state-blackbox --bench backend -- $(BENCH)
 
 ## The Lambda functions' zips, by architecture: dist/lambda/<arch>/<function>.zip (each a
 ## stripped `bootstrap`). x86_64 is linked for glibc 2.34 (provided.al2023) with cargo-lambda

@@ -7,6 +7,11 @@
 //! during a 32 MiB save, body buffer included, against the state's size. Last, the AWS
 //! store on the emulator: the Lambda functions' start-up under the runtime API, and the
 //! backend routes' latency through the functions and the container next to the local store.
+//! And the comparison of two 32 MiB versions that differ in a few instances: its time next
+//! to a plain download of both, and the server's peak memory growth while it compares.
+//!
+//! `cargo bench -p hegemony-state-blackbox --bench backend -- changes` (`make bench
+//! BENCH=changes`) runs the comparison alone.
 
 use std::time::{Duration, Instant};
 
@@ -82,6 +87,13 @@ fn rss_kib(pid: u32, field: &str) -> u64 {
 }
 
 fn main() {
+    // `cargo bench` passes its own flags (`--bench`); a plain word names one part.
+    let part = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    match part.as_deref() {
+        None => {}
+        Some("changes") => return compare_versions(&client()),
+        Some(other) => panic!("no benchmark part named {other:?}; the one part is: changes"),
+    }
     // Built with the bench (release) profile, so `bin()` finds the release server.
     let server = Server::start();
     let token = server.token("bench", "bench", "operator");
@@ -194,6 +206,8 @@ fn main() {
 
     aws_front_doors(&http);
 
+    compare_versions(&http);
+
     // Peak memory growth during one 32 MiB save, on a fresh server: one that already served
     // large requests keeps freed memory resident, which would hide the growth.
     drop(server);
@@ -221,6 +235,115 @@ fn main() {
     let growth_mib = (peak.saturating_sub(before)) as f64 / 1024.0;
     println!(
         "server peak memory growth during a {mib:.1} MiB save (body buffer included): {growth_mib:.1} MiB = {:.2}x the state",
+        growth_mib / mib
+    );
+}
+
+/// `state` with a few instances changed (their ids): a second version as an apply that
+/// touched a few resources writes it.
+fn with_a_few_instances_changed(state: &str, serial: u64) -> String {
+    let mut changed = state.replacen("\"serial\": 1,", &format!("\"serial\": {serial},"), 1);
+    for i in [10u64, 500, 3000] {
+        let id = format!("-90bf-{i:012x}\"");
+        assert!(changed.contains(&id), "instance {i} is in the state");
+        changed = changed.replacen(&id, &format!("-90bf-changed-{i:06}\""), 1);
+    }
+    changed
+}
+
+/// GETs `path` on `server` as `token`, all of the body read; the time it took.
+fn timed_get(http: &Client, server: &Server, token: &str, path: &str) -> Duration {
+    let t = Instant::now();
+    let r = http
+        .get(server.url(path))
+        .bearer_auth(token)
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 200, "{path}");
+    let _ = r.bytes().unwrap();
+    t.elapsed()
+}
+
+/// Two 32 MiB versions that differ in three instances: comparing them, next to a plain
+/// download of both (p50 of 5 each), and the server's peak memory growth during one
+/// comparison on a fresh process.
+fn compare_versions(http: &Client) {
+    let server = Server::start();
+    let token = server.token("bench", "bench", "operator");
+    let first = state_of_size(32 << 20, 1);
+    let mib = first.len() as f64 / (1 << 20) as f64;
+    let second = with_a_few_instances_changed(&first, 2);
+    for (name, bodies) in [
+        (
+            "warm-up",
+            [state_of_size(10 << 10, 1), state_of_size(10 << 10, 2)],
+        ),
+        ("compared", [first, second]),
+    ] {
+        for body in bodies {
+            let r = http
+                .post(server.url(&format!("/api/tf-states/{name}/state")))
+                .basic_auth("u", Some(&token))
+                .body(body)
+                .send()
+                .unwrap();
+            assert_eq!(r.status(), 200);
+        }
+    }
+    // A fresh process, so memory the saves left resident does not hide the growth.
+    let server = server.restart();
+    timed_get(
+        http,
+        &server,
+        &token,
+        "/api/tf-states/warm-up/versions/2/changes",
+    );
+    let pid = server.pid();
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").expect("reset the peak RSS");
+    let before = rss_kib(pid, "VmRSS:");
+    let r = http
+        .get(server.url("/api/tf-states/compared/versions/2/changes"))
+        .bearer_auth(&token)
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let answer: serde_json::Value = r.json().unwrap();
+    let peak = rss_kib(pid, "VmHWM:");
+    assert_eq!(
+        answer["counts"],
+        serde_json::json!({"added": 0, "changed": 3, "removed": 0}),
+        "{answer}"
+    );
+    let growth_mib = peak.saturating_sub(before) as f64 / 1024.0;
+    let rounds = 5;
+    let mut downloads = Vec::new();
+    let mut compares = Vec::new();
+    for _ in 0..rounds {
+        downloads.push(
+            timed_get(
+                http,
+                &server,
+                &token,
+                "/api/tf-states/compared/versions/1/content",
+            ) + timed_get(
+                http,
+                &server,
+                &token,
+                "/api/tf-states/compared/versions/2/content",
+            ),
+        );
+        compares.push(timed_get(
+            http,
+            &server,
+            &token,
+            "/api/tf-states/compared/versions/2/changes",
+        ));
+    }
+    let download = percentile(&mut downloads, 0.5);
+    let compare = percentile(&mut compares, 0.5);
+    println!(
+        "\ncomparing two {mib:.1} MiB versions that differ in 3 instances: {compare:.0} ms p50 (a plain download of both: {download:.0} ms p50, ratio {:.2}x); server peak memory growth during one comparison: {growth_mib:.1} MiB = {:.2}x one state",
+        compare / download,
         growth_mib / mib
     );
 }

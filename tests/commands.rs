@@ -252,6 +252,95 @@ fn the_states_commands_show_tables_json_and_confirm_destructive_actions() {
     assert!(String::from_utf8_lossy(&gone.stderr).contains("state net not found"));
 }
 
+/// A state of a role with `policy` and `tags` and, when asked, a queue and a bucket.
+fn infra_state(serial: u64, policy: &str, queue: bool, bucket: bool) -> String {
+    let mut resources = vec![format!(
+        r#"{{"mode":"managed","type":"aws_iam_role","name":"app","provider":"p","instances":[{{"attributes":{{"policy":"{policy}","tags":{{"team":"{policy}"}}}}}}]}}"#
+    )];
+    if queue {
+        resources.push(r#"{"mode":"managed","type":"aws_sqs_queue","name":"old","provider":"p","instances":[{"attributes":{"name":"q"}}]}"#.into());
+    }
+    if bucket {
+        resources.push(r#"{"mode":"managed","type":"aws_s3_bucket","name":"receipts","provider":"p","instances":[{"attributes":{"bucket":"r"}}]}"#.into());
+    }
+    format!(
+        r#"{{"version":4,"terraform_version":"1.11.4","serial":{serial},"lineage":"lin","outputs":{{"url":{{"value":"{policy}","type":"string","sensitive":{}}}}},"resources":[{}]}}"#,
+        serial > 1,
+        resources.join(",")
+    )
+}
+
+/// `states changes` prints the latest version's changes like a plan, `--since` names the
+/// other side, `--json` gives the API's answer, and `states versions` shows the counts.
+#[test]
+fn the_changes_command_reads_like_a_plan() {
+    let server = Server::start();
+    let op = server.token("acme", "alice", "operator");
+    let api = Api::new(&server);
+    for body in [
+        infra_state(1, "p1", true, false),
+        infra_state(2, "p2", false, true),
+    ] {
+        assert_eq!(api.post_state(&op, "net", None, body).status(), 200);
+    }
+    let out = server.cli(&op, &["states", "changes", "net"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        stdout(&out),
+        "net: version 2 (serial 2) since version 1 (serial 1)
+
+~ aws_iam_role.app (policy, tags.team)
++ aws_s3_bucket.receipts
+- aws_sqs_queue.old
+
+Outputs:
+  ~ url (now sensitive)
+
++1 ~1 -1  (resource instances added, changed, removed)
+"
+    );
+    let back = stdout(&server.cli(&op, &["states", "changes", "net", "1", "--since", "2"]));
+    assert!(
+        back.contains("+ aws_sqs_queue.old") && back.contains("- aws_s3_bucket.receipts"),
+        "{back}"
+    );
+    let json: Value = serde_json::from_slice(
+        &server
+            .cli(&op, &["states", "changes", "net", "2", "--json"])
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(json["counts"]["changed"], 1);
+    assert_eq!(
+        json["resources"]["changed"][0]["attributes"],
+        serde_json::json!(["policy", "tags.team"])
+    );
+    let versions = stdout(&server.cli(&op, &["states", "versions", "net"]));
+    let header = versions.lines().next().unwrap();
+    assert!(
+        header.contains("TERRAFORM") && header.contains("INSTANCES"),
+        "{versions}"
+    );
+    assert!(row(&versions, "1").contains(" 1.11.4 "), "{versions}");
+    let counts: Vec<&str> = versions
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().nth(4).unwrap())
+        .collect();
+    assert_eq!(counts, ["2", "2"], "{versions}");
+    let missing = server.cli(&op, &["states", "changes", "net", "9"]);
+    assert!(!missing.status.success());
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("version 9 of state net not found"),
+        "{}",
+        String::from_utf8_lossy(&missing.stderr)
+    );
+}
+
 /// `hegemony-state sweep` runs one pass on the store the server uses, while it runs.
 #[test]
 fn the_sweep_command_prunes_past_the_kept_versions() {

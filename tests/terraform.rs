@@ -292,6 +292,102 @@ fn rollback_is_what_plan_sees_and_stales_saved_plans(v: TfVersion) {
     assert_eq!(env.get("net").text().unwrap(), before, "nothing changed");
 }
 
+/// Apply, change one resource and add one, apply again: the changes of the second version
+/// name exactly those, and no value of the configuration appears anywhere in the answer (a
+/// secret planted in a sensitive variable, a sensitive output and a plain attribute).
+fn changes_name_exactly_what_an_apply_changed(v: TfVersion) {
+    let env = Env::new();
+    let tf = Tf::new(v, &env.server, "net", &env.alice);
+    let secret = "hunter2-b7e5a1c9-planted";
+    let config = |added: bool| {
+        let extra = if added {
+            format!("resource \"terraform_data\" \"added\" {{\n  input = \"{secret}-added\"\n}}\n")
+        } else {
+            String::new()
+        };
+        format!(
+            "terraform {{\n  backend \"http\" {{}}\n}}\nvariable \"secret\" {{\n  type      = string\n  sensitive = true\n}}\nvariable \"label\" {{\n  default = \"label-one\"\n}}\nresource \"terraform_data\" \"app\" {{\n  input = {{ label = var.label, secret = var.secret }}\n}}\nresource \"terraform_data\" \"plain\" {{\n  input = \"{secret}-in-a-plain-attribute\"\n}}\n{extra}output \"token\" {{\n  value     = var.secret\n  sensitive = true\n}}\n"
+        )
+    };
+    std::fs::write(tf.path().join("main.tf"), config(false)).unwrap();
+    tf.init();
+    let var = format!("secret={secret}");
+    tf.ok(&["apply", "-auto-approve", "-no-color", "-var", &var]);
+    std::fs::write(tf.path().join("main.tf"), config(true)).unwrap();
+    tf.ok(&[
+        "apply",
+        "-auto-approve",
+        "-no-color",
+        "-var",
+        &var,
+        "-var",
+        "label=label-two",
+    ]);
+    let latest = env.api.listed(&env.alice, "net")["latest_version"]
+        .as_u64()
+        .unwrap();
+    let r = env
+        .api
+        .request(
+            "GET",
+            &format!("/api/tf-states/net/versions/{latest}/changes"),
+            Some(&env.alice),
+        )
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let text = r.text().unwrap();
+    for value in [secret, "hunter2", "label-one", "label-two"] {
+        assert!(
+            !text.contains(value),
+            "{value} appears in the answer: {text}"
+        );
+    }
+    let body: Value = serde_json::from_str(&text).unwrap();
+    let addresses = |list: &Value| -> Vec<String> {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["address"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        addresses(&body["resources"]["added"]),
+        ["terraform_data.added"],
+        "{body}"
+    );
+    assert_eq!(
+        addresses(&body["resources"]["changed"]),
+        ["terraform_data.app"],
+        "{body}"
+    );
+    assert_eq!(
+        addresses(&body["resources"]["removed"]),
+        Vec::<String>::new()
+    );
+    let app = &body["resources"]["changed"][0];
+    assert_eq!(
+        app["attributes"],
+        serde_json::json!(["input.value.label", "output.value.label"]),
+        "{body}"
+    );
+    assert_eq!(
+        body["counts"],
+        serde_json::json!({"added": 1, "changed": 1, "removed": 0})
+    );
+    assert_eq!(body["outputs"]["changed"], serde_json::json!([]), "{body}");
+    assert_eq!(body["same_lineage"], true);
+    let versions = env
+        .api
+        .json("GET", "/api/tf-states/net/versions", &env.alice);
+    let newest = &versions["versions"][0];
+    assert_eq!(newest["instances"], 3, "{versions}");
+    assert!(newest["terraform_version"]
+        .as_str()
+        .unwrap()
+        .starts_with("1."));
+}
+
 macro_rules! both_versions {
     ($($scenario:ident),* $(,)?) => {
         mod terraform_1_11 {
@@ -314,4 +410,5 @@ both_versions!(
     unlocked_writes,
     import_continues_from_the_file,
     rollback_is_what_plan_sees_and_stales_saved_plans,
+    changes_name_exactly_what_an_apply_changed,
 );

@@ -4,6 +4,7 @@
 //! Parses the command line, sets up logging, and hands each subcommand to its module.
 
 mod body;
+mod changes;
 mod client;
 mod import;
 mod pacing;

@@ -1,5 +1,5 @@
-//! `hegemony-state states ...`: list, show, versions, download, roll back, force-unlock,
-//! delete and audit over the HTTP API. Tables for people, `--json` for scripts; destructive
+//! `hegemony-state states ...`: list, show, versions, what changed, download, roll back,
+//! force-unlock, delete and audit over the HTTP API. Tables for people, `--json` for scripts; destructive
 //! commands ask to confirm unless `--yes`.
 
 use std::io::{IsTerminal, Write};
@@ -11,7 +11,7 @@ use reqwest::Method;
 use serde_json::Value;
 
 use crate::client::Client;
-use crate::table;
+use crate::{changes, table};
 
 #[derive(Subcommand)]
 pub enum Command {
@@ -29,6 +29,17 @@ pub enum Command {
     /// A state's versions, newest first.
     Versions {
         name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// What changed in a version (the latest by default) since another (by default the one
+    /// before): resources and outputs added, changed (which attributes) and removed.
+    Changes {
+        name: String,
+        version: Option<u64>,
+        /// The version to compare with.
+        #[arg(long)]
+        since: Option<u64>,
         #[arg(long)]
         json: bool,
     },
@@ -129,6 +140,20 @@ fn confirm(what: &str, yes: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `version`, or the state's latest when none is given.
+async fn version_or_latest(
+    client: &Client,
+    name: &str,
+    version: Option<u64>,
+) -> anyhow::Result<u64> {
+    match version {
+        Some(v) => Ok(v),
+        None => client.get_json(&format!("/api/tf-states/{name}")).await?["latest_version"]
+            .as_u64()
+            .context("the state has no version"),
+    }
+}
+
 pub async fn run(api: &crate::Api, command: Command) -> anyhow::Result<()> {
     let client = Client::new(api)?;
     match command {
@@ -224,6 +249,8 @@ pub async fn run(api: &crate::Api, command: Command) -> anyhow::Result<()> {
                                 text(&v["version"]),
                                 text(&v["serial"]),
                                 text(&v["size"]),
+                                text(&v["terraform_version"]),
+                                text(&v["instances"]),
                                 text(&v["source"]),
                                 actor(&v["writer"]),
                                 text(&v["created_at"]),
@@ -236,22 +263,45 @@ pub async fn run(api: &crate::Api, command: Command) -> anyhow::Result<()> {
                 .unwrap_or_default();
             table::print(
                 &[
-                    "VERSION", "SERIAL", "SIZE", "SOURCE", "WRITER", "CREATED", "ENDED", "SAVES",
+                    "VERSION",
+                    "SERIAL",
+                    "SIZE",
+                    "TERRAFORM",
+                    "INSTANCES",
+                    "SOURCE",
+                    "WRITER",
+                    "CREATED",
+                    "ENDED",
+                    "SAVES",
                 ],
                 &rows,
             );
+        }
+        Command::Changes {
+            name,
+            version,
+            since,
+            json,
+        } => {
+            let version = version_or_latest(&client, &name, version).await?;
+            let mut path = format!("/api/tf-states/{name}/versions/{version}/changes");
+            if let Some(since) = since {
+                path.push_str(&format!("?since={since}"));
+            }
+            let answer = client.get_json(&path).await?;
+            if json {
+                return print_json(&answer);
+            }
+            for line in changes::render(&answer) {
+                println!("{line}");
+            }
         }
         Command::Download {
             name,
             version,
             output,
         } => {
-            let version = match version {
-                Some(v) => v,
-                None => client.get_json(&format!("/api/tf-states/{name}")).await?["latest_version"]
-                    .as_u64()
-                    .context("the state has no version")?,
-            };
+            let version = version_or_latest(&client, &name, version).await?;
             let (_, bytes) = client
                 .send(
                     Method::GET,
@@ -329,7 +379,8 @@ pub async fn run(api: &crate::Api, command: Command) -> anyhow::Result<()> {
             json,
         } => {
             let mut path = match &name {
-                Some(n) => format!("/api/tf-states/{n}/audit?limit={limit}"),
+                // The org's log by name: a deleted state's entries are there too.
+                Some(n) => format!("/api/audit?state={n}&limit={limit}"),
                 None => format!("/api/audit?limit={limit}"),
             };
             if let Some(a) = &action {

@@ -75,6 +75,8 @@ fn version(n: u64, blob: &str) -> VersionRecord {
         source: Source::Write,
         key: "platform:test".into(),
         opentofu_encrypted: false,
+        terraform_version: Some("1.11.4".into()),
+        instances: Some(n * 3),
         created_at: NOW,
         writer: user(),
         change: ChangeRecord::first_save(None, NOW),
@@ -137,6 +139,43 @@ mod cases {
                 .revision,
             1
         );
+    }
+
+    /// The Terraform version and instance count read back as stored, and unknown ones
+    /// (an OpenTofu-encrypted version) as unknown, in the version and the state's copy.
+    pub async fn versions_keep_their_terraform_version_and_instance_count(f: Fixture) {
+        let record = StateRecord::fresh("acme", "net", "inc", NOW);
+        let mut unknown = version(2, "b2");
+        unknown.terraform_version = None;
+        unknown.instances = None;
+        let mut stored = record.clone();
+        stored.latest = Some(unknown.clone());
+        f.catalog
+            .commit(commit(&stored, 0, vec![version(1, "b1"), unknown.clone()]))
+            .await
+            .unwrap();
+        let first = f
+            .catalog
+            .version("acme", "net", "inc", 1)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (first.terraform_version.as_deref(), first.instances),
+            (Some("1.11.4"), Some(3))
+        );
+        assert_eq!(
+            f.catalog.version("acme", "net", "inc", 2).await.unwrap(),
+            Some(unknown.clone())
+        );
+        let latest = f
+            .catalog
+            .state("acme", "net")
+            .await
+            .unwrap()
+            .unwrap()
+            .latest;
+        assert_eq!(latest, Some(unknown));
     }
 
     pub async fn a_stale_revision_conflicts_and_writes_nothing(f: Fixture) {
@@ -595,6 +634,7 @@ every_adapter!(
     creating_twice_conflicts,
     a_stale_revision_conflicts_and_writes_nothing,
     versions_commit_with_their_state_under_its_incarnation,
+    versions_keep_their_terraform_version_and_instance_count,
     a_record_can_be_removed_by_revision,
     states_list_in_name_order_by_page_within_one_org,
     audit_is_per_org_newest_first,

@@ -5,5 +5,5 @@
 pub mod envelope;
 pub mod platform_key;
 
-pub use envelope::{open, read_header, seal, Binding, EnvelopeError, Header};
+pub use envelope::{open, open_into, read_header, seal, Binding, EnvelopeError, Header};
 pub use platform_key::PlatformKey;

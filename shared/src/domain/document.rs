@@ -1,8 +1,10 @@
 //! State document sniffing: validates a whole Terraform/OpenTofu state as JSON without
-//! building a tree, and keeps only the top-level fields the write checks need.
+//! building a tree, and keeps only the top-level fields the write checks need, plus the
+//! two facts the versions listing shows (the Terraform version and the number of resource
+//! instances), taken in the same pass.
 //!
-//! Everything below the top level is skipped with `IgnoredAny`, which still checks its
-//! syntax, so a 32 MiB state costs one pass and no allocation beyond a few strings.
+//! Everything else is skipped with `IgnoredAny`, which still checks its syntax, so a
+//! 32 MiB state costs one pass and no allocation beyond a few strings.
 
 use std::fmt;
 
@@ -18,6 +20,12 @@ pub struct StateMeta {
     /// OpenTofu client-side encryption (a non-empty top-level `encryption_version`): stored
     /// as sent; serial and lineage are checked only when present.
     pub opentofu_encrypted: bool,
+    /// The top-level `terraform_version` (OpenTofu writes its own version there too).
+    pub terraform_version: Option<String>,
+    /// How many resource instances a format-4 state holds (every entry of every resource's
+    /// `instances`, deposed objects included); `None` for an OpenTofu-encrypted state or
+    /// another format, whose instances cannot be counted.
+    pub instances: Option<u64>,
 }
 
 /// Classifies `body` as a state document.
@@ -170,6 +178,10 @@ struct Fields {
     serial: Option<Field<u64>>,
     lineage: Option<Field<String>>,
     encryption_version: Option<Field<String>>,
+    terraform_version: Option<Field<String>>,
+    /// The instance count of `resources`: `None` inside when it is not an array of
+    /// resource objects.
+    resources: Option<Option<u64>>,
 }
 
 /// A top-level field's value: the expected type, or something else (kept as a description).
@@ -198,26 +210,40 @@ impl Fields {
             }
             None => None,
         };
+        // Informational only: a mistyped one is unknown, never a refusal.
+        let terraform_version = match self.terraform_version {
+            Some(Field::Ok(v)) if !v.is_empty() => Some(v),
+            _ => None,
+        };
         if encrypted {
             return Ok(StateMeta {
                 serial,
                 lineage,
                 opentofu_encrypted: true,
+                terraform_version,
+                instances: None,
             });
         }
-        match self.version {
-            Some(Field::Ok(_)) => {}
+        let format = match self.version {
+            Some(Field::Ok(v)) => v,
             Some(Field::Other(what)) => {
                 return Err(format!("\"version\" must be an integer, not {what}"))
             }
             None => return Err("it has no \"version\"".into()),
-        }
+        };
         let serial = serial.ok_or("it has no \"serial\"")?;
         let lineage = lineage.ok_or("it has no \"lineage\"")?;
+        // Format 4 (Terraform 0.12 and later, OpenTofu) lists resources with their instances;
+        // a state with no `resources` at all has none.
+        let instances = (format == 4)
+            .then(|| self.resources.unwrap_or(Some(0)))
+            .flatten();
         Ok(StateMeta {
             serial: Some(serial),
             lineage: Some(lineage),
             opentofu_encrypted: false,
+            terraform_version,
+            instances,
         })
     }
 }
@@ -244,6 +270,13 @@ impl<'de> Visitor<'de> for TopLevel {
                 "encryption_version" => {
                     fields.encryption_version =
                         Some(map.next_value_seed(FieldSeed::<String>::new())?)
+                }
+                "terraform_version" => {
+                    fields.terraform_version =
+                        Some(map.next_value_seed(FieldSeed::<String>::new())?)
+                }
+                "resources" => {
+                    fields.resources = Some(map.next_value_seed(Count(Level::Resources))?)
                 }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
@@ -357,6 +390,86 @@ impl<'de> Visitor<'de> for FieldSeed<String> {
     not_scalar!();
 }
 
+/// Counts instances on the way through `resources`, validating everything it skips: the
+/// resources array sums its resources' counts, a resource object gives its `instances`
+/// array's length. Any other shape counts as unknown (`None`), never as a refusal.
+#[derive(Clone, Copy)]
+enum Level {
+    Resources,
+    Resource,
+    Instances,
+}
+
+#[derive(Clone, Copy)]
+struct Count(Level);
+
+impl<'de> DeserializeSeed<'de> for Count {
+    type Value = Option<u64>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+/// A scalar where an array or object was wanted: already read, so only unknown.
+macro_rules! uncounted {
+    ($($name:ident: $ty:ty),+) => {
+        $(fn $name<E>(self, _: $ty) -> Result<Self::Value, E> {
+            Ok(None)
+        })+
+    };
+}
+
+impl<'de> Visitor<'de> for Count {
+    type Value = Option<u64>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut total = Some(0u64);
+        match self.0 {
+            Level::Resources => {
+                while let Some(n) = seq.next_element_seed(Count(Level::Resource))? {
+                    total = total.zip(n).and_then(|(t, n)| t.checked_add(n));
+                }
+            }
+            Level::Instances => {
+                while seq.next_element::<IgnoredAny>()?.is_some() {
+                    total = total.and_then(|t| t.checked_add(1));
+                }
+            }
+            Level::Resource => {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                total = None;
+            }
+        }
+        Ok(total)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut instances = None;
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if matches!(self.0, Level::Resource) && key == "instances" {
+                instances = Some(map.next_value_seed(Count(Level::Instances))?);
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        // A resource without `instances` has none, and a later duplicate wins; an object
+        // where the resources array or an instances array belongs is unknown.
+        Ok(match self.0 {
+            Level::Resource => instances.unwrap_or(Some(0)),
+            Level::Resources | Level::Instances => None,
+        })
+    }
+
+    uncounted!(visit_bool: bool, visit_i64: i64, visit_u64: u64, visit_f64: f64, visit_str: &str);
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -379,9 +492,58 @@ mod tests {
             StateMeta {
                 serial: Some(9),
                 lineage: Some("abc".into()),
-                opentofu_encrypted: false
+                opentofu_encrypted: false,
+                terraform_version: Some("1.11.4".into()),
+                instances: Some(0),
             }
         );
+    }
+
+    #[test]
+    fn counts_every_instance_of_every_resource_in_the_same_pass() {
+        let meta = sniff(
+            br#"{"version":4,"terraform_version":"1.11.4","serial":2,"lineage":"l","resources":[
+                {"mode":"managed","type":"terraform_data","name":"a","instances":[{"attributes":{"instances":[1,2,3]}}]},
+                {"module":"module.m","mode":"data","type":"t","name":"b","instances":[{"index_key":0},{"index_key":1},{"index_key":"x","deposed":"0001"}]},
+                {"mode":"managed","type":"t","name":"empty","instances":[]}
+            ]}"#,
+        )
+        .unwrap();
+        assert_eq!(meta.instances, Some(4));
+        assert_eq!(meta.terraform_version.as_deref(), Some("1.11.4"));
+    }
+
+    #[test]
+    fn instances_of_other_shapes_and_formats_are_unknown() {
+        let count = |doc: &str| sniff(doc.as_bytes()).unwrap().instances;
+        assert_eq!(count(r#"{"version":4,"serial":1,"lineage":"l"}"#), Some(0));
+        assert_eq!(
+            count(r#"{"version":4,"serial":1,"lineage":"l","resources":{}}"#),
+            None
+        );
+        assert_eq!(
+            count(r#"{"version":4,"serial":1,"lineage":"l","resources":[7]}"#),
+            None
+        );
+        assert_eq!(
+            count(r#"{"version":4,"serial":1,"lineage":"l","resources":[{"instances":"x"}]}"#),
+            None
+        );
+        assert_eq!(
+            count(r#"{"version":3,"serial":1,"lineage":"l","modules":[{"resources":{}}]}"#),
+            None
+        );
+        let encrypted = sniff(br#"{"serial":7,"lineage":"l","terraform_version":"1.10.0","resources":[{"instances":[{}]}],"encrypted_data":"AAAA","encryption_version":"v0"}"#).unwrap();
+        assert_eq!(encrypted.instances, None);
+        assert_eq!(encrypted.terraform_version.as_deref(), Some("1.10.0"));
+    }
+
+    #[test]
+    fn broken_json_inside_counted_resources_is_still_refused() {
+        assert!(reason(
+            r#"{"version":4,"serial":1,"lineage":"l","resources":[{"instances":[{"a":tru}]}]}"#
+        )
+        .contains("invalid JSON"));
     }
 
     #[test]

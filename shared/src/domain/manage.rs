@@ -212,6 +212,8 @@ mod tests {
             source: Source::Write,
             key: "platform:k".into(),
             opentofu_encrypted: encrypted,
+            terraform_version: None,
+            instances: None,
             created_at: NOW,
             writer: Actor::User {
                 user: "alice".into(),

@@ -3,6 +3,7 @@
 
 pub mod actor;
 pub mod audit;
+pub mod changes;
 pub mod document;
 pub mod hold;
 pub mod lock;

@@ -67,6 +67,10 @@ pub enum Refusal {
     #[error("state {name} is at serial {serial}, the largest there is: a rollback cannot raise it, so clients holding the current state could overwrite the rollback; download the version you want and import it under a new name instead")]
     SerialExhausted { name: String, serial: u64 },
 
+    /// A version whose content the comparison of versions cannot read.
+    #[error("version {version} cannot be compared: {reason}")]
+    CannotCompare { version: u64, reason: String },
+
     #[error("invalid request: {reason}")]
     InvalidRequest { reason: String },
 

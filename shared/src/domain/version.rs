@@ -144,6 +144,14 @@ pub struct VersionRecord {
     /// The key that wrapped the data key: `platform:<fingerprint>` or `kms:<key arn>`.
     pub key: String,
     pub opentofu_encrypted: bool,
+    /// The state's `terraform_version`, from the write's validation pass; `None` when it
+    /// has none, and for versions recorded before it was kept.
+    #[serde(default)]
+    pub terraform_version: Option<String>,
+    /// How many resource instances the state holds, from the same pass; `None` when they
+    /// cannot be counted (OpenTofu-encrypted, another format) or were not yet recorded.
+    #[serde(default)]
+    pub instances: Option<u64>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: Timestamp,
     pub writer: Actor,
@@ -165,5 +173,14 @@ mod tests {
             Some(7),
             "keep 1: only the current survives"
         );
+    }
+
+    /// Records stored before the Terraform version and the instance count were kept read
+    /// as unknown, not as a damaged record.
+    #[test]
+    fn an_older_record_reads_with_unknown_counts() {
+        let stored = r#"{"version":3,"serial":3,"lineage":"l","size":10,"sha256":"00","source":"write","key":"platform:k","opentofu_encrypted":false,"created_at":"2026-11-30T01:00:00Z","writer":{"kind":"user","user":"alice"},"change":{"lock":null,"locked_at":null,"released_at":null,"saves":1,"first_save_at":"2026-11-30T01:00:00Z","last_save_at":"2026-11-30T01:00:00Z","ended":"unlocked_write","rolled_back_from":null},"blob":"b"}"#;
+        let record: VersionRecord = serde_json::from_str(stored).unwrap();
+        assert_eq!((record.terraform_version, record.instances), (None, None));
     }
 }

@@ -183,6 +183,8 @@ pub fn apply_write(
     version.sha256 = content.sha256;
     version.key = content.key;
     version.opentofu_encrypted = plan.meta.opentofu_encrypted;
+    version.terraform_version = plan.meta.terraform_version;
+    version.instances = plan.meta.instances;
     version.writer = principal.actor.clone();
     version.change.saves += 1;
     version.change.last_save_at = now;
@@ -238,6 +240,8 @@ pub fn create_version(
         source,
         key: content.key,
         opentofu_encrypted: meta.opentofu_encrypted,
+        terraform_version: meta.terraform_version,
+        instances: meta.instances,
         created_at: now,
         writer: principal.actor.clone(),
         change,

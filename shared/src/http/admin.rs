@@ -1,38 +1,38 @@
 //! `GET .../audit`, `GET /api/audit`, `GET`/`PUT /api/org/permissions`: the admin role's.
 
 use lambda_http::http::StatusCode;
-use lambda_http::{Body, Request, RequestExt, Response};
+use lambda_http::{Request, RequestExt};
 use serde_json::Value;
 
 use super::error::HttpError;
 use super::handler::{Answer, Call};
 use super::response::json_response;
+use crate::domain::audit::AuditAction;
 use crate::domain::name::StateName;
 use crate::domain::permission::{Allocation, Role};
 use crate::domain::Principal;
 use crate::ports::AuditQuery;
 use crate::service::admin::{self, MAX_AUDIT_PAGE};
-use crate::service::App;
 
 const DEFAULT_AUDIT_PAGE: usize = 100;
 
-/// `GET /api/tf-states/{name}/audit`: one state's entries.
+/// `GET /api/tf-states/{name}/audit`: the entries of one state, which must exist; a deleted
+/// state's entries (its deletion among them) are in the org's log under `?state=`.
 pub async fn state_audit(call: Call<'_>, principal: &Principal) -> Answer {
     let name = call.state()?;
-    audit(call.app, principal, Some(&name), &call.req).await
+    let query = audit_query(Some(&name), &call.req)?;
+    let page = admin::state_audit(call.app, principal, &name, query).await?;
+    Ok(json_response(StatusCode::OK, &page))
 }
 
-/// `GET /api/audit`: the whole org's entries, or one state's with `?state=`.
+/// `GET /api/audit`: the whole org's entries, or one name's with `?state=`.
 pub async fn org_audit(call: Call<'_>, principal: &Principal) -> Answer {
-    audit(call.app, principal, None, &call.req).await
+    let query = audit_query(None, &call.req)?;
+    let page = admin::audit(call.app, principal, query).await?;
+    Ok(json_response(StatusCode::OK, &page))
 }
 
-async fn audit(
-    app: &App,
-    principal: &Principal,
-    state: Option<&StateName>,
-    req: &Request,
-) -> Result<Response<Body>, HttpError> {
+fn audit_query(state: Option<&StateName>, req: &Request) -> Result<AuditQuery, HttpError> {
     let q = req.query_string_parameters();
     let limit = match q.first("limit") {
         None => DEFAULT_AUDIT_PAGE,
@@ -46,25 +46,45 @@ async fn audit(
                 ))
             })?,
     };
-    let before = match q.first("cursor") {
+    let before = q.first("cursor").map(cursor).transpose()?;
+    let action = match q.first("action") {
         None => None,
-        Some(raw) => Some(raw.parse::<u64>().map_err(|_| {
-            HttpError::InvalidRequest("cursor must be the next_cursor of a previous page".into())
-        })?),
+        Some(raw) => Some(
+            AuditAction::ALL
+                .iter()
+                .find(|a| a.as_str() == raw)
+                .map(|a| a.as_str().to_owned())
+                .ok_or_else(|| {
+                    let known: Vec<&str> = AuditAction::ALL.iter().map(|a| a.as_str()).collect();
+                    HttpError::InvalidRequest(format!(
+                        "unknown audit action {raw:?}: use one of {}",
+                        known.join(", ")
+                    ))
+                })?,
+        ),
     };
     let state = match (state, q.first("state")) {
         (Some(name), _) => Some(name.to_string()),
         (None, Some(raw)) => Some(StateName::parse(raw)?.to_string()),
         (None, None) => None,
     };
-    let query = AuditQuery {
+    Ok(AuditQuery {
         state,
-        action: q.first("action").map(str::to_owned),
+        action,
         before,
         limit,
-    };
-    let page = admin::audit(app, principal, query).await?;
-    Ok(json_response(StatusCode::OK, &page))
+    })
+}
+
+/// A page's cursor: the `next_cursor` of the page before, a sequence number in digits. One
+/// larger than any number there is reads from the newest entry, as no cursor would.
+fn cursor(raw: &str) -> Result<u64, HttpError> {
+    if raw.is_empty() || !raw.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(HttpError::InvalidRequest(
+            "cursor must be the next_cursor of a previous page".into(),
+        ));
+    }
+    Ok(raw.parse::<u64>().unwrap_or(u64::MAX))
 }
 
 pub async fn permissions(call: Call<'_>, principal: &Principal) -> Answer {

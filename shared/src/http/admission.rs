@@ -8,7 +8,7 @@ use lambda_http::{Body, Request, RequestExt, Response};
 
 use super::credentials::{self, Takes};
 use super::error::{error_response, HttpError, LogContext};
-use super::handler::{Call, Handler, OpenHandler, OrgHandler, PlatformHandler};
+use super::handler::{Call, Handler, OrgHandler, PlatformHandler};
 use super::routes::{BodyLimit, Route};
 use crate::domain::Principal;
 use crate::service::{self, App};
@@ -24,7 +24,8 @@ pub struct Admitted {
 /// handler with credentials of another kind. The principal is boxed to keep the other
 /// variants small.
 enum Caller {
-    Open(&'static dyn OpenHandler),
+    /// The API description, which takes no credentials.
+    Open,
     Org(&'static dyn for<'a> OrgHandler<'a>, Box<Principal>),
     Platform(&'static dyn for<'a> PlatformHandler<'a>),
 }
@@ -61,7 +62,7 @@ pub async fn admit(app: &App, route: &Route, req: &Request) -> Result<Admitted, 
 pub async fn answer(app: &App, admitted: Admitted, req: Request) -> Response<Body> {
     let Admitted { caller, mut ctx } = admitted;
     let answered = match caller {
-        Caller::Open(handler) => Ok(handler.answer()),
+        Caller::Open => Ok(super::openapi::response()),
         Caller::Org(handler, principal) => {
             let call = Call {
                 app,
@@ -120,7 +121,7 @@ async fn caller(
         });
     }
     Ok(match route.handler {
-        Handler::Open(handler) => Caller::Open(handler),
+        Handler::Open => Caller::Open,
         Handler::Backend(handler) => Caller::Org(
             handler,
             Box::new(org_principal(app, Takes::Backend, req, ctx).await?),

@@ -99,6 +99,8 @@ error_codes! {
     StateExists = "state_exists", CONFLICT, refused [Refusal::StateExists { .. }];
     /// A rollback to an OpenTofu-encrypted version.
     RollbackEncrypted = "rollback_encrypted", CONFLICT, refused [Refusal::RollbackEncrypted { .. }];
+    /// A comparison of versions with one it cannot read (OpenTofu-encrypted, an old format).
+    CannotCompare = "cannot_compare", CONFLICT, refused [Refusal::CannotCompare { .. }];
     /// A rollback of a state whose serial is already the largest number there is.
     SerialExhausted = "serial_exhausted", CONFLICT, refused [Refusal::SerialExhausted { .. }];
     /// A mint for a run the platform reported ended.

@@ -1,16 +1,18 @@
-//! Managing one state: `GET .../versions/{version}/content`, `POST .../import`,
-//! `POST .../rollback`, `POST .../force-unlock`, `DELETE /api/tf-states/{name}`.
+//! Managing one state: `GET .../versions/{version}/content`,
+//! `GET .../versions/{version}/changes?since=`, `POST .../import`, `POST .../rollback`,
+//! `POST .../force-unlock`, `DELETE /api/tf-states/{name}`.
 
 use lambda_http::http::{header, StatusCode};
-use lambda_http::{Body, Request, Response};
+use lambda_http::{Body, Request, RequestExt, Response};
 
 use super::error::HttpError;
 use super::handler::{Answer, Call};
+use super::number::whole_u64;
 use super::response::{accepts_gzip, content_response, json_response};
 use super::state::into_bytes;
 use crate::domain::Principal;
 use crate::service::listing::{HoldView, LockView, VersionView};
-use crate::service::manage;
+use crate::service::{changes as compare, manage};
 
 /// A version number from the path: a positive whole number.
 fn version_number(raw: Option<&str>) -> Result<u64, HttpError> {
@@ -37,6 +39,23 @@ pub async fn download(call: Call<'_>, principal: &Principal) -> Answer {
             .insert(header::CONTENT_DISPOSITION, value);
     }
     Ok(response)
+}
+
+/// What changed between the version and `?since=` (by default the version before it):
+/// resources and outputs by name and attribute paths, never a value.
+pub async fn changes(call: Call<'_>, principal: &Principal) -> Answer {
+    let version = version_number(call.param("version").as_deref())?;
+    let since = match call.req.query_string_parameters().first("since") {
+        Some(raw) => Some(version_number(Some(raw)).map_err(|_| {
+            HttpError::InvalidRequest(format!(
+                "since must be a positive whole number, not {raw:?}"
+            ))
+        })?),
+        None => None,
+    };
+    let name = call.state()?;
+    let changes = compare::changes(call.app, principal, &name, version, since).await?;
+    Ok(json_response(StatusCode::OK, &changes))
 }
 
 /// An import takes `application/json`, `application/octet-stream` or no Content-Type.
@@ -74,6 +93,7 @@ pub async fn rollback(call: Call<'_>, principal: &Principal) -> Answer {
     #[derive(serde::Deserialize)]
     #[serde(deny_unknown_fields)]
     struct Body {
+        #[serde(deserialize_with = "whole_u64")]
         version: u64,
     }
     let body: Body = serde_json::from_slice(call.req.body()).map_err(|e| {

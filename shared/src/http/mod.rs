@@ -15,6 +15,7 @@ pub mod lambda;
 mod list;
 mod lock;
 mod manage;
+mod number;
 pub mod openapi;
 pub mod pages;
 mod response;

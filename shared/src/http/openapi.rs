@@ -1,18 +1,301 @@
-//! `GET /api/openapi.json`: the OpenAPI document of every route and shape, kept beside the
-//! route table and checked against it by a test.
+//! `GET /api/openapi.json`: the OpenAPI document, assembled once from two sources. What a
+//! route's row says is generated from the route table: its path parameters (with the
+//! naming rule's pattern and length), its credentials, its body limit and the statuses its
+//! row brings (400, 401, 403, 413, 500, 503, each with the error envelope and its codes from
+//! the `error_codes!` table). What only a person can say is written in `openapi.json`, one
+//! operation per row: summary, query parameters, body schema, the route's own statuses (a
+//! description only: the generator adds the body), and links. The tests hold the two to each
+//! other both ways.
+
+use std::sync::OnceLock;
 
 use lambda_http::http::{header, StatusCode};
 use lambda_http::{Body, Response};
+use serde_json::{json, Map, Value};
 
-/// The document, as served.
-pub const DOCUMENT: &str = include_str!("openapi.json");
+use super::routes::{BodyLimit, Route, DEFAULT_BODY_LIMIT, ROUTES};
+use super::{ErrorCode, Handler};
+use crate::config::DEFAULT_MAX_BYTES;
+use crate::domain::lock::MAX_LOCK_BYTES;
+use crate::domain::name::MAX_NAME_LEN;
+
+/// The hand-written part: what each operation is for, its query, body and own statuses.
+const DESCRIBED: &str = include_str!("openapi.json");
+
+/// The naming rule of `domain::name` as a pattern: 1-128 of `A-Z a-z 0-9 . _ -`, not
+/// starting with `.` (the length is the schema's `maxLength`).
+const NAME_PATTERN: &str = "^[A-Za-z0-9_-][A-Za-z0-9._-]*$";
+
+/// The document, as served: built on first use, the same bytes ever after.
+pub fn document() -> &'static str {
+    static DOCUMENT: OnceLock<String> = OnceLock::new();
+    DOCUMENT.get_or_init(|| build().to_string())
+}
 
 pub fn response() -> Response<Body> {
     Response::builder()
         .status(StatusCode::OK)
         .header(header::CONTENT_TYPE, "application/json")
-        .body(Body::Text(DOCUMENT.to_owned()))
+        .body(Body::Text(document().to_owned()))
         .expect("static headers are valid")
+}
+
+/// The hand-written document with every row's generated facts merged in.
+fn build() -> Value {
+    let mut doc: Value = serde_json::from_str(DESCRIBED).expect("openapi.json is JSON");
+    let components = &mut doc["components"];
+    components["securitySchemes"] = security_schemes();
+    let schemas = &mut components["schemas"];
+    schemas["StateName"] = name_schema("A state's name");
+    schemas["Name"] = name_schema("An org, run or step name");
+    schemas["Error"] = error_schema();
+    for route in ROUTES {
+        if route.local_only {
+            describe_local_only(&mut doc["paths"][route.path], route);
+            continue;
+        }
+        let Some(op) = doc["paths"][route.path]
+            .get_mut(route.method.to_ascii_lowercase())
+            .and_then(Value::as_object_mut)
+        else {
+            // A row without its entry: the tests refuse it; the rest is still described.
+            continue;
+        };
+        merge_row(op, route);
+    }
+    doc
+}
+
+/// Merges what `route`'s row says into its hand-written operation.
+fn merge_row(op: &mut Map<String, Value>, route: &Route) {
+    let mut parameters: Vec<Value> = path_parameters(route.path)
+        .map(|name| {
+            json!({
+                "name": name,
+                "in": "path",
+                "required": true,
+                "schema": path_parameter(name).unwrap_or_else(|| json!({"type": "string"})),
+            })
+        })
+        .collect();
+    if let Some(Value::Array(query)) = op.remove("parameters") {
+        parameters.extend(query);
+    }
+    if !parameters.is_empty() {
+        op.insert("parameters".into(), Value::Array(parameters));
+    }
+    op.insert("security".into(), security(route.handler));
+    let limit = limit_text(route.body);
+    if let Some(Value::Object(body)) = op.get_mut("requestBody") {
+        let described = body
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let text = format!("{described} At most {limit}; a larger body is refused with 413.");
+        body.insert("description".into(), text.trim_start().into());
+    }
+    let responses = op
+        .entry("responses")
+        .or_insert_with(|| json!({}))
+        .as_object_mut()
+        .expect("responses is an object");
+    for (status, reason) in generated_reasons(route, &limit) {
+        let key = status.to_string();
+        let text = match responses.get(&key).and_then(|r| r["description"].as_str()) {
+            Some(own) => format!("{own}. Also: {reason}"),
+            None => reason,
+        };
+        responses.insert(key, json!({ "description": text }));
+    }
+    for (status, response) in responses.iter_mut() {
+        if let Some(content) = error_content(status) {
+            response["content"] = content;
+        }
+        if status == "503" {
+            response["headers"] = json!({"Retry-After": {
+                "description": "Seconds to wait before retrying a transient fault (`unavailable`); absent when no key is configured",
+                "schema": {"type": "integer", "minimum": 0},
+            }});
+        }
+    }
+}
+
+/// The statuses `route`'s row brings, with why.
+fn generated_reasons(route: &Route, limit: &str) -> Vec<(u16, String)> {
+    let codes = |status: u16| {
+        ErrorCode::ALL
+            .iter()
+            .filter(|c| c.status().as_u16() == status)
+            .map(|c| format!("`{}`", c.as_str()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut bad = String::from("`invalid_request`: the body could not be read");
+    if route.path.contains("{name}") {
+        bad.push_str("; `invalid_name`: the path's name is outside the naming rule");
+    }
+    let mut reasons = vec![
+        (400, bad),
+        (413, format!("`too_large`: a body over {limit}")),
+        (500, format!("A defect or damaged storage: {}", codes(500))),
+        (
+            503,
+            format!(
+                "A transient fault, retried after `Retry-After` seconds, or no key configured: {}",
+                codes(503)
+            ),
+        ),
+    ];
+    let (unauthenticated, forbidden) = match route.handler {
+        Handler::Open => return reasons,
+        Handler::Backend(_) => (
+            "no, unknown, expired or revoked credentials",
+            "the token's role or the org's allocation does not allow it, a step token of another state, or a platform token",
+        ),
+        Handler::Bearer(_) => (
+            "no, unknown, expired or revoked credentials, or Basic credentials (Bearer only here)",
+            "the token's role or the org's allocation does not allow it, a step token, or a platform token",
+        ),
+        Handler::Platform(_) => (
+            "no, unknown, expired or revoked credentials",
+            "a token other than the platform's",
+        ),
+    };
+    reasons.push((401, format!("`unauthenticated`: {unauthenticated}")));
+    reasons.push((403, format!("`forbidden`: {forbidden}")));
+    reasons.sort_unstable_by_key(|(status, _)| *status);
+    reasons
+}
+
+/// The body an error status answers with: the holder's lock document for 423, the error
+/// envelope for every other; `None` for a success.
+fn error_content(status: &str) -> Option<Value> {
+    let schema = match status {
+        "423" => "LockDocument",
+        s if s.starts_with('4') || s.starts_with('5') => "Error",
+        _ => return None,
+    };
+    Some(
+        json!({"application/json": {"schema": {"$ref": format!("#/components/schemas/{schema}")}}}),
+    )
+}
+
+/// The largest body a route accepts, in words.
+fn limit_text(body: BodyLimit) -> String {
+    match body {
+        BodyLimit::State => format!(
+            "the server's state limit (`HEGEMONY_TF_STATE_MAX_BYTES`, {DEFAULT_MAX_BYTES} bytes unless configured; less on Lambda, whose 413 says how much)"
+        ),
+        BodyLimit::Lock => format!("{MAX_LOCK_BYTES} bytes"),
+        BodyLimit::OneMib => format!("{DEFAULT_BODY_LIMIT} bytes"),
+    }
+}
+
+/// The `{parameters}` of a route's path, in order.
+fn path_parameters(path: &'static str) -> impl Iterator<Item = &'static str> {
+    path.split('/')
+        .filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+}
+
+/// The schema of a path parameter, as the handlers check it; `None` for a name no handler
+/// reads (the tests refuse a route with one).
+fn path_parameter(name: &str) -> Option<Value> {
+    match name {
+        "name" => Some(json!({"$ref": "#/components/schemas/StateName"})),
+        "run" | "step" => Some(json!({"$ref": "#/components/schemas/Name"})),
+        // Any positive whole number a u64 holds; one past the stored ones names no version.
+        "version" => Some(json!({"type": "integer", "minimum": 1, "maximum": u64::MAX})),
+        _ => None,
+    }
+}
+
+fn name_schema(what: &str) -> Value {
+    json!({
+        "type": "string",
+        "minLength": 1,
+        "maxLength": MAX_NAME_LEN,
+        "pattern": NAME_PATTERN,
+        "description": format!("{what}: 1-{MAX_NAME_LEN} of A-Z a-z 0-9 . _ -, not starting with '.'"),
+    })
+}
+
+/// The one error envelope, with the fixed list of codes (docs/errors.md).
+fn error_schema() -> Value {
+    let codes: Vec<&str> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
+    json!({
+        "type": "object",
+        "required": ["error"],
+        "properties": {"error": {
+            "type": "object",
+            "required": ["code", "message"],
+            "properties": {
+                "code": {"type": "string", "enum": codes, "description": "docs/errors.md says what each means"},
+                "message": {"type": "string", "description": "What a person can do about it"},
+            },
+        }},
+    })
+}
+
+fn security_schemes() -> Value {
+    json!({
+        "token": {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "A personal access token (`hegemony-state token create`); on the backend routes of its state, a step token too",
+        },
+        "basic": {
+            "type": "http",
+            "scheme": "basic",
+            "description": "Backend routes only (state and lock): any username, the token as password, as Terraform's http backend sends it",
+        },
+        "platform": {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "The platform's token (`hegemony-state token create --platform`): the runs API only",
+        },
+    })
+}
+
+/// The credentials a row's handler takes.
+fn security(handler: Handler) -> Value {
+    match handler {
+        Handler::Open => json!([]),
+        Handler::Backend(_) => json!([{"token": []}, {"basic": []}]),
+        Handler::Bearer(_) => json!([{"token": []}]),
+        Handler::Platform(_) => json!([{"platform": []}]),
+    }
+}
+
+/// A method only the local server and the container answer: OpenAPI 3.1 has no place for
+/// it as an operation, so its path says it in words and in `x-local-only-methods`.
+fn describe_local_only(item: &mut Value, route: &Route) {
+    let alias = ROUTES
+        .iter()
+        .find(|r| r.path == route.path && !r.local_only && r.handler.name() == route.handler.name())
+        .map_or("", |r| r.method);
+    let Some(item) = item.as_object_mut() else {
+        return;
+    };
+    let methods = item
+        .entry("x-local-only-methods")
+        .or_insert_with(|| json!({}));
+    methods[route.method] = json!(format!("the same as {alias}"));
+    let listed: Vec<String> = methods
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| format!("{k} ({})", v.as_str().unwrap_or_default()))
+                .collect()
+        })
+        .unwrap_or_default();
+    item.insert(
+        "description".into(),
+        format!(
+            "The local server and the container also answer {} here, for Terraform's lock_method and unlock_method settings. API Gateway cannot route them, so the Lambda functions do not, and `Allow` does not list them.",
+            listed.join(" and ")
+        )
+        .into(),
+    );
 }
 
 #[cfg(test)]
@@ -21,20 +304,26 @@ mod tests {
     use std::collections::BTreeSet;
 
     use crate::domain::audit::AuditAction;
-    use crate::http::ROUTES;
 
-    fn document() -> serde_json::Value {
-        serde_json::from_str(DOCUMENT).expect("openapi.json is JSON")
+    /// The statuses every row brings, whatever its handler says.
+    const GENERATED_STATUSES: &[u16] = &[400, 401, 403, 413, 500, 503];
+
+    fn described() -> Value {
+        serde_json::from_str(DESCRIBED).expect("openapi.json is JSON")
+    }
+
+    fn document() -> Value {
+        serde_json::from_str(super::document()).expect("the document is JSON")
     }
 
     #[test]
     fn every_route_is_described() {
-        let doc = document();
+        let doc = described();
         for route in ROUTES.iter().filter(|r| !r.local_only) {
             let op = &doc["paths"][route.path][route.method.to_ascii_lowercase()];
             assert!(
                 op.is_object(),
-                "{} {} is not in openapi.json",
+                "{} {} has no entry in openapi.json: add its summary, query, body and own statuses there",
                 route.method,
                 route.path
             );
@@ -43,43 +332,259 @@ mod tests {
 
     #[test]
     fn every_described_operation_is_a_route() {
-        let doc = document();
+        let doc = described();
         for (path, ops) in doc["paths"].as_object().unwrap() {
             for method in ops.as_object().unwrap().keys() {
                 let method = method.to_ascii_uppercase();
                 assert!(
-                    ROUTES.iter().any(|r| r.path == path && r.method == method),
+                    ROUTES
+                        .iter()
+                        .any(|r| r.path == path && r.method == method && !r.local_only),
                     "openapi.json describes {method} {path}, which no route serves"
                 );
             }
         }
     }
 
-    /// The document's list of audit actions is what a client generated from it accepts.
+    /// What the table says is said once: an entry that repeats it would drift from it.
     #[test]
-    fn the_audit_actions_are_the_domains() {
+    fn entries_leave_the_rows_facts_to_the_table() {
+        let doc = described();
+        for route in ROUTES.iter().filter(|r| !r.local_only) {
+            let op = &doc["paths"][route.path][route.method.to_ascii_lowercase()];
+            let label = format!("{} {}", route.method, route.path);
+            assert!(
+                op.get("security").is_none(),
+                "{label}: the row's handler says its credentials; remove \"security\""
+            );
+            for p in op["parameters"].as_array().into_iter().flatten() {
+                assert_eq!(
+                    p["in"], "query",
+                    "{label}: path parameters come from the row's path; remove {}",
+                    p["name"]
+                );
+            }
+            for (status, response) in op["responses"].as_object().unwrap() {
+                let code: u16 = status
+                    .parse()
+                    .unwrap_or_else(|_| panic!("{label}: status {status}"));
+                if code >= 400 {
+                    assert!(
+                        response.get("content").is_none(),
+                        "{label} {status}: the error envelope (or the lock document for 423) is added from the error table; remove \"content\""
+                    );
+                    assert!(
+                        ErrorCode::ALL.iter().any(|c| c.status().as_u16() == code),
+                        "{label}: no error code answers {status}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Every row's path parameters have a schema, the one its handler checks.
+    #[test]
+    fn every_path_parameter_has_a_schema() {
+        for route in ROUTES {
+            for name in path_parameters(route.path) {
+                assert!(
+                    path_parameter(name).is_some(),
+                    "{} {}: {{{name}}} has no schema in openapi.rs",
+                    route.method,
+                    route.path
+                );
+            }
+        }
+    }
+
+    /// Each generated status lists the codes that answer with it, from the table.
+    #[test]
+    fn every_operation_lists_the_rows_statuses_with_their_bodies() {
         let doc = document();
-        let described: BTreeSet<&str> = doc["components"]["schemas"]["AuditEntry"]["properties"]
-            ["action"]["enum"]
+        for route in ROUTES.iter().filter(|r| !r.local_only) {
+            let op = &doc["paths"][route.path][route.method.to_ascii_lowercase()];
+            let responses = op["responses"].as_object().unwrap();
+            for status in GENERATED_STATUSES {
+                let open = matches!(route.handler, Handler::Open);
+                if open && (*status == 401 || *status == 403) {
+                    assert!(!responses.contains_key(&status.to_string()));
+                    continue;
+                }
+                let response = &responses[&status.to_string()];
+                assert_eq!(
+                    response["content"]["application/json"]["schema"]["$ref"],
+                    "#/components/schemas/Error",
+                    "{} {} {status}",
+                    route.method,
+                    route.path
+                );
+            }
+            if let Some(locked) = responses.get("423") {
+                assert_eq!(
+                    locked["content"]["application/json"]["schema"]["$ref"],
+                    "#/components/schemas/LockDocument"
+                );
+            }
+            assert!(responses["503"]["headers"]["Retry-After"].is_object());
+        }
+    }
+
+    #[test]
+    fn the_error_codes_are_the_tables() {
+        let doc = document();
+        let listed: Vec<&str> = doc["components"]["schemas"]["Error"]["properties"]["error"]
+            ["properties"]["code"]["enum"]
             .as_array()
-            .expect("AuditEntry.action lists its values")
+            .unwrap()
             .iter()
             .map(|v| v.as_str().unwrap())
             .collect();
+        let codes: Vec<&str> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
+        assert_eq!(listed, codes);
+    }
+
+    #[test]
+    fn credentials_follow_the_rows_handler() {
+        let doc = document();
+        let security =
+            |method: &str, path: &str| doc["paths"][path][method].get("security").cloned();
+        assert_eq!(security("get", "/api/openapi.json"), Some(json!([])));
+        assert_eq!(
+            security("post", "/api/tf-states/{name}/state"),
+            Some(json!([{"token": []}, {"basic": []}]))
+        );
+        assert_eq!(
+            security("get", "/api/tf-states"),
+            Some(json!([{"token": []}]))
+        );
+        assert_eq!(
+            security("post", "/api/runs/{run}/end"),
+            Some(json!([{"platform": []}]))
+        );
+    }
+
+    /// The lock path says, in words and in its extension, which methods only some servers answer.
+    #[test]
+    fn local_only_methods_are_described_on_their_path() {
+        let doc = document();
+        let item = &doc["paths"]["/api/tf-states/{name}/lock"];
+        assert_eq!(
+            item["x-local-only-methods"],
+            json!({"LOCK": "the same as POST", "UNLOCK": "the same as DELETE"})
+        );
+        assert!(item["description"]
+            .as_str()
+            .unwrap()
+            .contains("LOCK (the same as POST)"));
+        assert!(item.get("lock").is_none());
+    }
+
+    /// The documented page sizes are the ones the handlers accept.
+    #[test]
+    fn the_limits_are_the_handlers() {
+        use crate::service::{admin::MAX_AUDIT_PAGE, listing::MAX_PAGE};
+        let doc = described();
+        for (path, max) in [
+            ("/api/tf-states", MAX_PAGE),
+            ("/api/tf-states/", MAX_PAGE),
+            ("/api/audit", MAX_AUDIT_PAGE),
+            ("/api/tf-states/{name}/audit", MAX_AUDIT_PAGE),
+        ] {
+            let params = doc["paths"][path]["get"]["parameters"].as_array().unwrap();
+            let limit = params.iter().find(|p| p["name"] == "limit").unwrap();
+            assert_eq!(limit["schema"]["maximum"], max, "{path}");
+        }
+        let lock = &doc["components"]["schemas"]["LockDocument"]["properties"]["ID"];
+        assert_eq!(lock["maxLength"], crate::domain::lock::MAX_LOCK_ID_CHARS);
+    }
+
+    /// The document's list of audit actions is what a client generated from it accepts.
+    #[test]
+    fn the_audit_actions_are_the_domains() {
+        let doc = described();
         let actions: BTreeSet<&str> = AuditAction::ALL.iter().map(|a| a.as_str()).collect();
-        assert_eq!(described, actions);
+        let listed = |v: &Value| -> BTreeSet<String> {
+            v.as_array()
+                .expect("an enum of audit actions")
+                .iter()
+                .map(|v| v.as_str().unwrap().to_owned())
+                .collect()
+        };
+        let entry =
+            listed(&doc["components"]["schemas"]["AuditEntry"]["properties"]["action"]["enum"]);
+        assert_eq!(entry, actions.iter().map(|a| a.to_string()).collect());
+        assert_eq!(
+            listed(&doc["components"]["schemas"]["AuditAction"]["enum"]),
+            entry
+        );
     }
 
     #[test]
     fn every_reference_resolves() {
         let doc = document();
-        let text = DOCUMENT;
+        let text = super::document();
         for part in text.split("\"#/components/schemas/").skip(1) {
             let name = part.split('"').next().unwrap();
             assert!(
                 doc["components"]["schemas"][name].is_object(),
                 "missing schema {name}"
             );
+        }
+    }
+
+    /// Every link names an operation the document has, and only parameters it takes.
+    #[test]
+    fn every_link_leads_to_an_operation() {
+        let doc = document();
+        let mut ids = std::collections::BTreeMap::new();
+        for ops in doc["paths"].as_object().unwrap().values() {
+            for (method, op) in ops.as_object().unwrap() {
+                if let Some(id) = op.get("operationId").and_then(Value::as_str) {
+                    assert!(
+                        ids.insert(id.to_owned(), op.clone()).is_none(),
+                        "operationId {id} twice ({method})"
+                    );
+                }
+            }
+        }
+        for ops in doc["paths"].as_object().unwrap().values() {
+            for op in ops.as_object().unwrap().values().filter(|o| o.is_object()) {
+                for response in op["responses"]
+                    .as_object()
+                    .into_iter()
+                    .flat_map(|r| r.values())
+                {
+                    for link in response["links"]
+                        .as_object()
+                        .into_iter()
+                        .flat_map(|l| l.values())
+                    {
+                        let id = link["operationId"].as_str().unwrap();
+                        let target = ids.get(id).unwrap_or_else(|| {
+                            panic!("a link leads to {id}, which no operation is")
+                        });
+                        if link.get("requestBody").is_some() {
+                            assert!(
+                                target["requestBody"].is_object(),
+                                "a link gives {id} a body it does not take"
+                            );
+                        }
+                        let given = link["parameters"].as_object().into_iter().flatten();
+                        for name in given.map(|(name, _)| name) {
+                            let name = name.rsplit('.').next().unwrap();
+                            assert!(
+                                target["parameters"]
+                                    .as_array()
+                                    .unwrap()
+                                    .iter()
+                                    .any(|p| p["name"] == name),
+                                "a link gives {name} to {}, which takes none",
+                                link["operationId"]
+                            );
+                        }
+                    }
+                }
+            }
         }
     }
 }

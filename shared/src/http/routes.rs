@@ -6,7 +6,7 @@
 //! all this file decides. `LOCK`/`UNLOCK` are local-only: API Gateway cannot route them.
 
 use super::handler::Handler;
-use super::{admin, identity, list, lock, manage, openapi, runs, state};
+use super::{admin, identity, list, lock, manage, runs, state};
 use crate::domain::lock::MAX_LOCK_BYTES;
 use crate::service::Limits;
 
@@ -100,7 +100,7 @@ const LOOKUP: &[Need] = &[GetRecord, QueryRecords];
 const RECORDS: &[Need] = &[GetRecord, PutRecord, DeleteRecord];
 /// Opening the latest content.
 const OPEN: &[Need] = &[GetRecord, GetBlob, UnwrapKey];
-/// Opening a version's content, audited.
+/// Opening a version's content (or two, to compare them), audited.
 const OPEN_AUDITED: &[Need] = &[GetRecord, PutRecord, GetBlob, UnwrapKey];
 /// Sealing and committing new content.
 const SEAL: &[Need] = &[GetRecord, PutRecord, DeleteRecord, PutBlob, NewDataKey];
@@ -180,6 +180,7 @@ pub static ROUTES: &[Route] = &[
     route("GET",    "/api/tf-states/{name}",                            "list",        OneMib, LOOKUP,       Bearer(&list::show)),
     route("GET",    "/api/tf-states/{name}/versions",                   "versions",    OneMib, LOOKUP,       Bearer(&list::versions)),
     route("GET",    "/api/tf-states/{name}/versions/{version}/content", "download",    OneMib, OPEN_AUDITED, Bearer(&manage::download)),
+    route("GET",    "/api/tf-states/{name}/versions/{version}/changes", "download",    OneMib, OPEN_AUDITED, Bearer(&manage::changes)),
     route("POST",   "/api/tf-states/{name}/import",                     "import",      State,  SEAL,         Bearer(&manage::import)),
     route("POST",   "/api/tf-states/{name}/rollback",                   "rollback",    OneMib, RESEAL,       Bearer(&manage::rollback)),
     route("POST",   "/api/tf-states/{name}/force-unlock",               "admin",       OneMib, RECORDS,      Bearer(&manage::force_unlock)),
@@ -189,7 +190,7 @@ pub static ROUTES: &[Route] = &[
     route("GET",    "/api/org/permissions",                             "admin",       OneMib, RECORDS,      Bearer(&admin::permissions)),
     route("PUT",    "/api/org/permissions",                             "admin",       OneMib, RECORDS,      Bearer(&admin::set_permissions)),
     route("GET",    "/api/whoami",                                      "list",        OneMib, RECORD,       Bearer(&identity::whoami)),
-    route("GET",    "/api/openapi.json",                                "list",        OneMib, NOTHING,      Open(&openapi::response)),
+    route("GET",    "/api/openapi.json",                                "list",        OneMib, NOTHING,      Open),
     route("POST",   "/api/runs/{run}/tf-state-tokens",                  "runs",        OneMib, RUNS,         Platform(&runs::mint)),
     route("POST",   "/api/runs/{run}/end",                              "runs",        OneMib, RUNS,         Platform(&runs::end)),
     route("POST",   "/api/runs/{run}/steps/{step}/gone",                "runs",        OneMib, RUNS,         Platform(&runs::gone)),
@@ -222,7 +223,11 @@ pub fn find_route<'a>(method: &str, path: &'a str) -> RouteMatch<'a> {
         if route.method == method {
             return RouteMatch::Found { route, params };
         }
-        allowed.push(route.method);
+        // `Allow` names what every front door answers, as the OpenAPI document does: the
+        // local-only verbs are described there in words, and a 405 stays the same everywhere.
+        if !route.local_only {
+            allowed.push(route.method);
+        }
     }
     if allowed.is_empty() {
         RouteMatch::NotFound
@@ -309,7 +314,7 @@ mod tests {
         assert_eq!(
             find_route("PUT", "/api/tf-states/net/lock"),
             RouteMatch::MethodNotAllowed {
-                allowed: vec!["POST", "LOCK", "DELETE", "UNLOCK"]
+                allowed: vec!["POST", "DELETE"]
             }
         );
     }

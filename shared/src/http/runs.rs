@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 
 use super::error::HttpError;
 use super::handler::{Answer, Call};
+use super::number::whole;
 use super::response::json_response;
 use crate::domain::actor::StepKind;
 use crate::domain::rfc3339;
@@ -42,7 +43,7 @@ fn string(map: &serde_json::Map<String, Value>, field: &str) -> Result<String, H
 
 fn positive(map: &serde_json::Map<String, Value>, field: &str) -> Result<u64, HttpError> {
     map.get(field)
-        .and_then(Value::as_u64)
+        .and_then(whole)
         .filter(|n| *n > 0)
         .ok_or_else(|| {
             invalid(format!(

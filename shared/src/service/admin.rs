@@ -6,6 +6,7 @@ use serde::Serialize;
 use super::retry::{until_done, Attempt};
 use super::{App, Error};
 use crate::domain::audit::AuditAction;
+use crate::domain::name::StateName;
 use crate::domain::permission::{Allocation, Role};
 use crate::domain::{Principal, Refusal};
 use crate::ports::{AuditEntry, AuditQuery, StoreError};
@@ -52,6 +53,24 @@ pub async fn audit(
         entries: records.into_iter().map(|r| r.entry).collect(),
         next_cursor,
     })
+}
+
+/// One state's page of the audit log. The state must exist, as for every route under its
+/// name: once deleted, its entries (its deletion among them) stay in the org's log, where
+/// [`audit`] reads them by name.
+///
+/// # Errors
+/// `Refused(Forbidden)` without the admin role; `Refused(NotFound)` for a state the org
+/// does not have.
+pub async fn state_audit(
+    app: &App,
+    principal: &Principal,
+    name: &StateName,
+    query: AuditQuery,
+) -> Result<AuditPage, Error> {
+    require_admin(principal, "the audit log")?;
+    super::manage::existing(app, &principal.org, name).await?;
+    audit(app, principal, query).await
 }
 
 /// The org's allocation.

@@ -141,6 +141,11 @@ pub struct VersionView {
     /// `transit`, `kms` or `platform`: which kind of service wrapped the key.
     pub key_backend: String,
     pub opentofu_encrypted: bool,
+    /// Unknown (`null`) for versions written before it was recorded.
+    pub terraform_version: Option<String>,
+    /// Resource instances; unknown (`null`) when they cannot be counted or for versions
+    /// written before they were.
+    pub instances: Option<u64>,
     pub created_at: String,
     /// The writer (an actor), with `run_url` for a step.
     pub writer: serde_json::Value,
@@ -159,6 +164,8 @@ impl VersionView {
             key: v.key.clone(),
             key_backend: crate::ports::key_backend(&v.key).to_owned(),
             opentofu_encrypted: v.opentofu_encrypted,
+            terraform_version: v.terraform_version.clone(),
+            instances: v.instances,
             created_at: rfc3339(v.created_at),
             writer: linked(&v.writer, run_url),
             change: v.change.clone(),

@@ -4,6 +4,7 @@
 
 pub mod admin;
 pub mod auth;
+pub mod changes;
 mod commit;
 pub mod identity;
 pub mod listing;

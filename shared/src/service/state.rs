@@ -74,6 +74,18 @@ pub(super) async fn open_version(
     record: &StateRecord,
     version: &VersionRecord,
 ) -> Result<Vec<u8>, Error> {
+    open_version_into(app, keys, record, version, Vec::new()).await
+}
+
+/// [`open_version`] into `buffer` (emptied first), so opening versions one after another
+/// reuses one plaintext's memory.
+pub(super) async fn open_version_into(
+    app: &App,
+    keys: &dyn crate::ports::KeyService,
+    record: &StateRecord,
+    version: &VersionRecord,
+    buffer: Vec<u8>,
+) -> Result<Vec<u8>, Error> {
     let object = app.blobs.get(&version.blob).await?.ok_or_else(|| {
         Error::Damaged(format!(
             "the content of version {} of state {} is missing from the blob store",
@@ -96,7 +108,7 @@ pub(super) async fn open_version(
     let (number, size) = (version.version, version.size as usize);
     tokio::task::spawn_blocking(move || {
         let binding = binding(&org, &incarnation, number, &blob);
-        crypto::open(&object, &header, &data_key, &binding, size)
+        crypto::open_into(&object, &header, &data_key, &binding, size, buffer)
     })
     .await
     .map_err(|e| Error::Unavailable(format!("decryption task failed: {e}")))?

@@ -107,6 +107,12 @@ async fn authorization_matrix() {
             [401, 401, 403, 200, 200, 404, 403, 401],
         ),
         (
+            "GET",
+            "/api/tf-states/{s}/versions/2/changes",
+            None,
+            [401, 401, 403, 200, 200, 404, 403, 401],
+        ),
+        (
             "POST",
             "/api/tf-states/{s}-new/import",
             Some(state_doc(1, "imp", "x")),
@@ -134,7 +140,7 @@ async fn authorization_matrix() {
             "GET",
             "/api/tf-states/{s}/audit",
             None,
-            [401, 401, 403, 403, 200, 200, 403, 401],
+            [401, 401, 403, 403, 200, 404, 403, 401],
         ),
         (
             "GET",

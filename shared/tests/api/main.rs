@@ -16,6 +16,7 @@ mod access;
 mod audit;
 mod authorization;
 mod backend;
+mod changes;
 mod identity;
 mod listing;
 mod management;

@@ -440,6 +440,26 @@ async fn bad_input_on_every_management_route_is_a_clear_4xx_and_stores_nothing()
         ),
         (
             "GET",
+            "/api/audit?cursor=+5".into(),
+            None,
+            None,
+            &admin,
+            400,
+            "invalid_request",
+            "cursor",
+        ),
+        (
+            "GET",
+            "/api/audit?action=state.renamed".into(),
+            None,
+            None,
+            &admin,
+            400,
+            "invalid_request",
+            "state.imported",
+        ),
+        (
+            "GET",
             "/api/audit?state=..".into(),
             None,
             None,
@@ -581,6 +601,26 @@ async fn a_rollback_at_the_largest_serial_is_refused_in_words() {
         versions["versions"].as_array().unwrap().len(),
         2,
         "nothing made"
+    );
+}
+
+/// JSON has one kind of number, and the OpenAPI document's JSON Schema counts `2.0` as the
+/// integer 2: a client whose JSON library writes it so rolls back like any other.
+#[tokio::test]
+async fn a_version_written_with_a_zero_fraction_is_that_version() {
+    let api = Api::new();
+    let (_, operator) = org(&api).await;
+    write(&api, &operator, "net", 1, "one").await;
+    write(&api, &operator, "net", 2, "two").await;
+    let r = rollback(&api, &operator, "net", r#"{"version": 1.0}"#).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["change"]["rolled_back_from"], 1);
+    let refused = rollback(&api, &operator, "net", r#"{"version": 1.5}"#)
+        .await
+        .error();
+    assert_eq!(
+        (refused.status, refused.code.as_str()),
+        (400, "invalid_request")
     );
 }
 

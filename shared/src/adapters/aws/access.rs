@@ -134,8 +134,14 @@ impl AccessCatalog for DynamoCatalog {
 }
 
 impl DynamoCatalog {
-    /// The items of a run's partition whose sort key starts with `prefix`.
-    async fn run_partition(&self, run: &str, prefix: &str) -> Result<Vec<Item>, StoreError> {
+    /// The items of a run's partition whose sort key starts with `prefix`: all of them, or
+    /// up to `limit` (the sweeper's bounded pass).
+    pub(super) async fn run_partition(
+        &self,
+        run: &str,
+        prefix: &str,
+        limit: Option<usize>,
+    ) -> Result<Vec<Item>, StoreError> {
         let query = self
             .client
             .query()
@@ -143,8 +149,9 @@ impl DynamoCatalog {
             .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
             .expression_attribute_values(":pk", s(run_pk(run)))
             .expression_attribute_values(":prefix", s(prefix))
-            .consistent_read(true);
-        self.query_all(query, None).await
+            .consistent_read(true)
+            .set_limit(limit.map(|n| i32::try_from(n).unwrap_or(i32::MAX)));
+        self.query_all(query, limit).await
     }
 
     /// Tokens by hash, strongly consistently; hashes with no token any more are skipped.
@@ -265,7 +272,7 @@ impl RunCatalog for DynamoCatalog {
     }
 
     async fn run_items(&self, run: &str) -> Result<Vec<RunItem>, StoreError> {
-        self.run_partition(run, RUN_ITEM_PREFIX)
+        self.run_partition(run, RUN_ITEM_PREFIX, None)
             .await?
             .iter()
             .map(record)
@@ -274,7 +281,7 @@ impl RunCatalog for DynamoCatalog {
 
     async fn run_tokens(&self, run: &str) -> Result<Vec<TokenRecord>, StoreError> {
         let hashes = self
-            .run_partition(run, RUN_TOKEN_PREFIX)
+            .run_partition(run, RUN_TOKEN_PREFIX, None)
             .await?
             .iter()
             .map(|item| string(item, "hash").map(str::to_owned))

@@ -248,12 +248,16 @@ impl SweepCatalog for DynamoCatalog {
     }
 
     async fn prune_run(&self, run: &str, limit: usize) -> Result<(usize, bool), StoreError> {
-        let items = self.run_keys(run, RUN_ITEM_PREFIX, limit + 1).await?;
+        let items = self
+            .run_partition(run, RUN_ITEM_PREFIX, Some(limit + 1))
+            .await?;
         let mut doomed: Vec<Item> = items.iter().take(limit).cloned().collect();
         let mut left = items.len() > limit;
         // A run's links to its tokens go with the tokens when they expire; one whose token
         // DynamoDB's TTL removed first would stay for ever.
-        let links = self.run_keys(run, RUN_TOKEN_PREFIX, limit + 1).await?;
+        let links = self
+            .run_partition(run, RUN_TOKEN_PREFIX, Some(limit + 1))
+            .await?;
         left |= links.len() > limit;
         let hashes = links
             .iter()
@@ -315,24 +319,5 @@ impl DynamoCatalog {
                 Err(StoreError::Unavailable(describe_failure("UpdateItem", &e)))
             }
         })
-    }
-
-    /// Up to `limit` items of a run's partition whose sort key starts with `prefix`.
-    async fn run_keys(
-        &self,
-        run: &str,
-        prefix: &str,
-        limit: usize,
-    ) -> Result<Vec<Item>, StoreError> {
-        let query = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-            .expression_attribute_values(":pk", s(run_pk(run)))
-            .expression_attribute_values(":prefix", s(prefix))
-            .consistent_read(true)
-            .limit(i32::try_from(limit).unwrap_or(i32::MAX));
-        self.query_all(query, Some(limit)).await
     }
 }

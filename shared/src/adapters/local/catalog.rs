@@ -400,7 +400,9 @@ impl StateCatalog for SqliteCatalog {
                         org,
                         query.state,
                         query.action,
-                        query.before,
+                        // Ids are SQLite integers, which stop at 2^63-1: a cursor past that
+                        // is older than nothing, so it reads from the newest entry.
+                        query.before.map(|b| i64::try_from(b).unwrap_or(i64::MAX)),
                         query.limit as i64
                     ],
                     |row| Ok((row.get::<_, u64>(0)?, row.get::<_, String>(1)?)),
