@@ -3,6 +3,7 @@
 
 use crate::crypto::PlatformKey;
 use crate::key_template::KeyTemplate;
+use crate::transit_settings::{TransitAuth, TransitSettings, INTERNAL_TAG};
 
 /// The default and largest state size.
 pub const DEFAULT_MAX_BYTES: u64 = 32 * 1024 * 1024;
@@ -25,6 +26,13 @@ pub enum KeySetting {
         key: KeyTemplate,
         platform: Option<PlatformKey>,
     },
+    /// `HEGEMONY_TF_STATE_KEY_BACKEND=transit:<tag>`, or no key backend with the internal
+    /// OpenBao configured. A platform key configured as well still opens the versions it
+    /// wrapped before the move; it wraps nothing new.
+    Transit {
+        backend: TransitSettings,
+        platform: Option<PlatformKey>,
+    },
     /// Neither a key backend nor a platform key is configured.
     Unset,
 }
@@ -45,6 +53,9 @@ pub struct Config {
     /// where the functions send reads too large for them.
     pub container_url: Option<String>,
     pub key: KeySetting,
+    /// The internal OpenBao (`HEGEMONY_OPENBAO_*`), when configured: it wraps new versions
+    /// only with no key backend set, and opens the versions it wrapped whatever the setting.
+    pub internal_openbao: Option<TransitSettings>,
     /// `HEGEMONY_TF_STATE_TABLE`: the DynamoDB table of the AWS store.
     pub table: Option<String>,
     /// `HEGEMONY_TF_STATE_BUCKET`: the S3 bucket of the AWS store.
@@ -54,10 +65,10 @@ pub struct Config {
 /// A base URL setting (`HEGEMONY_PUBLIC_URL`, `HEGEMONY_CONTAINER_URL`) checked: an
 /// absolute http(s) URL with a host, no query, fragment or white space, returned without its
 /// trailing slashes so paths append to it.
-fn base_url(variable: &'static str, value: &str) -> Result<String, ConfigError> {
+fn base_url(variable: &str, value: &str) -> Result<String, ConfigError> {
     let refuse = |why: &str| {
         ConfigError {
-        variable,
+        variable: variable.to_owned(),
         message: format!("{value:?} {why}: give the base as clients reach it, e.g. https://state.example.com or https://example.com/state"),
     }
     };
@@ -78,7 +89,7 @@ fn base_url(variable: &'static str, value: &str) -> Result<String, ConfigError> 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{variable}: {message}")]
 pub struct ConfigError {
-    pub variable: &'static str,
+    pub variable: String,
     pub message: String,
 }
 
@@ -92,7 +103,7 @@ fn integer(
         return Ok(default);
     };
     let error = || ConfigError {
-        variable,
+        variable: variable.to_owned(),
         message: format!(
             "{raw:?} is not allowed: use a whole number from {} to {}",
             range.start(),
@@ -105,6 +116,119 @@ fn integer(
     } else {
         Err(error())
     }
+}
+
+/// A credentials file setting: a file that can be read and is not empty (read again at each
+/// login, so it is only checked here).
+fn secret_file(variable: String, path: &str) -> Result<std::path::PathBuf, ConfigError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) if !text.trim().is_empty() => Ok(path.into()),
+        Ok(_) => Err(ConfigError {
+            variable,
+            message: format!("the file {path} is empty"),
+        }),
+        Err(e) => Err(ConfigError {
+            variable,
+            message: format!("cannot read the file {path}: {e}"),
+        }),
+    }
+}
+
+/// One Transit engine's settings, every variable beginning with `prefix`: `ADDR`, then
+/// `TOKEN_FILE` or `ROLE_ID_FILE` + `SECRET_ID_FILE` (+ `APPROLE_MOUNT`), `MOUNT`, `KEY`,
+/// `NAMESPACE`, `CA_FILE`.
+fn transit(
+    env: &dyn Fn(&str) -> Option<String>,
+    prefix: &str,
+    tag: &str,
+    create_keys: bool,
+) -> Result<TransitSettings, ConfigError> {
+    let var = |suffix: &str| format!("{prefix}{suffix}");
+    let get = |suffix: &str| {
+        env(&var(suffix))
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    };
+    let refuse = |suffix: &str, message: String| ConfigError {
+        variable: var(suffix),
+        message,
+    };
+    let addr = get("ADDR").ok_or_else(|| {
+        refuse(
+            "ADDR",
+            format!("is not set: transit:{tag} needs its server's address, e.g. https://bao.example.com:8200"),
+        )
+    })?;
+    let addr = base_url(&var("ADDR"), &addr)?;
+    let auth = match (get("TOKEN_FILE"), get("ROLE_ID_FILE"), get("SECRET_ID_FILE")) {
+        (Some(token), None, None) => TransitAuth::Token {
+            file: secret_file(var("TOKEN_FILE"), &token)?,
+        },
+        (None, Some(role), Some(secret)) => TransitAuth::AppRole {
+            mount: get("APPROLE_MOUNT").unwrap_or_else(|| "approle".into()),
+            role_id_file: secret_file(var("ROLE_ID_FILE"), &role)?,
+            secret_id_file: secret_file(var("SECRET_ID_FILE"), &secret)?,
+        },
+        (None, Some(_), None) => {
+            return Err(refuse("SECRET_ID_FILE", "is not set: an AppRole login needs the role id and the secret id".into()))
+        }
+        (None, None, Some(_)) => {
+            return Err(refuse("ROLE_ID_FILE", "is not set: an AppRole login needs the role id and the secret id".into()))
+        }
+        (None, None, None) => {
+            return Err(refuse("TOKEN_FILE", format!("is not set: transit:{tag} needs a token file, or {prefix}ROLE_ID_FILE and {prefix}SECRET_ID_FILE for an AppRole login")))
+        }
+        (Some(_), _, _) => {
+            return Err(refuse("TOKEN_FILE", format!("is set beside {prefix}ROLE_ID_FILE or {prefix}SECRET_ID_FILE: give a token file or an AppRole, not both")))
+        }
+    };
+    let mount = get("MOUNT").unwrap_or_else(|| "transit".into());
+    let mount = mount.trim_matches('/').to_owned();
+    if mount.is_empty() || mount.contains(['?', '#', ' ']) {
+        return Err(refuse(
+            "MOUNT",
+            format!("{mount:?} is not a mount path, e.g. transit"),
+        ));
+    }
+    let key = get("KEY").unwrap_or_else(|| "hegemony-state-{org}".into());
+    let bare = key.replace("{org}", "");
+    if bare.is_empty()
+        || !bare
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+    {
+        return Err(refuse("KEY", format!("{key:?} is not a Transit key name: letters, digits, '-', '_' and '.', with {{org}} for the org's slug")));
+    }
+    if create_keys && !key.contains("{org}") {
+        return Err(refuse(
+            "KEY",
+            format!("{key:?} has no {{org}}: the internal OpenBao keeps one key per organization"),
+        ));
+    }
+    let ca_pem = match get("CA_FILE") {
+        None => None,
+        Some(path) => {
+            let pem = std::fs::read(&path)
+                .map_err(|e| refuse("CA_FILE", format!("cannot read the file {path}: {e}")))?;
+            if !String::from_utf8_lossy(&pem).contains("-----BEGIN CERTIFICATE-----") {
+                return Err(refuse(
+                    "CA_FILE",
+                    format!("the file {path} holds no PEM certificate"),
+                ));
+            }
+            Some(pem)
+        }
+    };
+    Ok(TransitSettings {
+        tag: tag.to_owned(),
+        addr,
+        auth,
+        mount,
+        key,
+        namespace: get("NAMESPACE"),
+        ca_pem,
+        create_keys,
+    })
 }
 
 impl Config {
@@ -136,29 +260,57 @@ impl Config {
         {
             Some(text) => Some(
                 PlatformKey::from_base64(&text).map_err(|message| ConfigError {
-                    variable: "HEGEMONY_TF_STATE_ENCRYPTION_KEY",
+                    variable: "HEGEMONY_TF_STATE_ENCRYPTION_KEY".into(),
                     message,
                 })?,
             ),
             None => None,
         };
+        let internal_openbao = env("HEGEMONY_OPENBAO_ADDR")
+            .filter(|v| !v.trim().is_empty())
+            .map(|_| transit(env, "HEGEMONY_OPENBAO_", INTERNAL_TAG, true))
+            .transpose()?;
         let backend = env("HEGEMONY_TF_STATE_KEY_BACKEND").filter(|v| !v.trim().is_empty());
+        let refuse = |message: String| ConfigError {
+            variable: "HEGEMONY_TF_STATE_KEY_BACKEND".into(),
+            message,
+        };
         let key = match backend.as_deref().map(str::trim) {
-            None | Some("none") => platform.map_or(KeySetting::Unset, KeySetting::Platform),
+            Some("none") => platform.map_or(KeySetting::Unset, KeySetting::Platform),
+            None => match &internal_openbao {
+                Some(internal) => KeySetting::Transit {
+                    backend: internal.clone(),
+                    platform,
+                },
+                None => platform.map_or(KeySetting::Unset, KeySetting::Platform),
+            },
             Some(other) if other.starts_with("kms:") => KeySetting::Kms {
-                key: KeyTemplate::parse(&other["kms:".len()..]).map_err(|message| ConfigError {
-                    variable: "HEGEMONY_TF_STATE_KEY_BACKEND",
-                    message,
-                })?,
+                key: KeyTemplate::parse(&other["kms:".len()..]).map_err(refuse)?,
                 platform,
             },
+            Some(other) if other.starts_with("transit:") => {
+                let tag = &other["transit:".len()..];
+                if tag.is_empty()
+                    || tag.len() > 32
+                    || !tag
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+                {
+                    return Err(refuse(format!("{other:?}: the tag is 1 to 32 lower-case letters, digits and underscores, e.g. transit:vault")));
+                }
+                if tag == INTERNAL_TAG {
+                    return Err(refuse(format!("{other:?}: the tag {INTERNAL_TAG} names the internal OpenBao (HEGEMONY_OPENBAO_*); leave HEGEMONY_TF_STATE_KEY_BACKEND unset to use it")));
+                }
+                let prefix = format!("HEGEMONY_TRANSIT_{}_", tag.to_ascii_uppercase());
+                KeySetting::Transit {
+                    backend: transit(env, &prefix, tag, false)?,
+                    platform,
+                }
+            }
             Some(other) => {
-                return Err(ConfigError {
-                    variable: "HEGEMONY_TF_STATE_KEY_BACKEND",
-                    message: format!(
-                        "{other:?} is not allowed: use kms:<key id | arn | alias> or none"
-                    ),
-                })
+                return Err(refuse(format!(
+                "{other:?} is not allowed: use transit:<tag>, kms:<key id | arn | alias> or none"
+            )))
             }
         };
         let name = |variable| {
@@ -170,7 +322,7 @@ impl Config {
         if let Some(template) = &run_url_template {
             if !template.contains("{run}") {
                 return Err(ConfigError {
-                    variable: "HEGEMONY_RUN_URL_TEMPLATE",
+                    variable: "HEGEMONY_RUN_URL_TEMPLATE".into(),
                     message: format!("{template:?} has no {{run}} to replace with the run's id"),
                 });
             }
@@ -191,6 +343,7 @@ impl Config {
             public_url,
             container_url,
             key,
+            internal_openbao,
             table: name("HEGEMONY_TF_STATE_TABLE"),
             bucket: name("HEGEMONY_TF_STATE_BUCKET"),
         })
@@ -300,6 +453,107 @@ mod tests {
         assert!(config(&[("HEGEMONY_TF_STATE_KEY_BACKEND", "none")]).is_ok());
         let err = config(&[("HEGEMONY_TF_STATE_KEY_BACKEND", "vault")]).unwrap_err();
         assert!(err.message.contains("kms:"));
+    }
+
+    #[test]
+    fn a_named_transit_backend_takes_its_settings_by_tag() {
+        let dir = tempfile::tempdir().unwrap();
+        let token = dir.path().join("token");
+        std::fs::write(&token, "s.abc\n").unwrap();
+        let token = token.to_str().unwrap();
+        let c = config(&[
+            ("HEGEMONY_TF_STATE_KEY_BACKEND", "transit:vault"),
+            (
+                "HEGEMONY_TRANSIT_VAULT_ADDR",
+                "https://bao.example.com:8200/",
+            ),
+            ("HEGEMONY_TRANSIT_VAULT_TOKEN_FILE", token),
+            ("HEGEMONY_TRANSIT_VAULT_KEY", "state-{org}"),
+        ])
+        .unwrap();
+        match c.key {
+            KeySetting::Transit { backend, platform } => {
+                assert_eq!(backend.addr, "https://bao.example.com:8200");
+                assert_eq!(backend.mount, "transit");
+                assert_eq!(backend.key_for("acme"), "state-acme");
+                assert_eq!(backend.name(), "transit:vault");
+                assert!(!backend.create_keys);
+                assert!(platform.is_none());
+            }
+            other => panic!("{other:?}"),
+        }
+        let named = |extra: &[(&str, &str)]| {
+            let mut vars = vec![("HEGEMONY_TF_STATE_KEY_BACKEND", "transit:vault")];
+            vars.extend_from_slice(extra);
+            config(&vars).unwrap_err()
+        };
+        let addr = ("HEGEMONY_TRANSIT_VAULT_ADDR", "https://bao.example.com");
+        assert_eq!(named(&[]).variable, "HEGEMONY_TRANSIT_VAULT_ADDR");
+        assert_eq!(named(&[addr]).variable, "HEGEMONY_TRANSIT_VAULT_TOKEN_FILE");
+        let missing = named(&[
+            addr,
+            ("HEGEMONY_TRANSIT_VAULT_TOKEN_FILE", "/nonexistent/token"),
+        ]);
+        assert!(missing.message.contains("cannot read"), "{missing}");
+        let half = named(&[addr, ("HEGEMONY_TRANSIT_VAULT_ROLE_ID_FILE", token)]);
+        assert_eq!(half.variable, "HEGEMONY_TRANSIT_VAULT_SECRET_ID_FILE");
+        let bad_key = named(&[
+            addr,
+            ("HEGEMONY_TRANSIT_VAULT_TOKEN_FILE", token),
+            ("HEGEMONY_TRANSIT_VAULT_KEY", "a/b"),
+        ]);
+        assert_eq!(bad_key.variable, "HEGEMONY_TRANSIT_VAULT_KEY");
+        let bad_ca = named(&[
+            addr,
+            ("HEGEMONY_TRANSIT_VAULT_TOKEN_FILE", token),
+            ("HEGEMONY_TRANSIT_VAULT_CA_FILE", token),
+        ]);
+        assert_eq!(bad_ca.variable, "HEGEMONY_TRANSIT_VAULT_CA_FILE");
+        for tag in [
+            "transit:",
+            "transit:Vault",
+            "transit:a-b",
+            "transit:internal",
+        ] {
+            let err = config(&[("HEGEMONY_TF_STATE_KEY_BACKEND", tag)]).unwrap_err();
+            assert_eq!(err.variable, "HEGEMONY_TF_STATE_KEY_BACKEND", "{tag}");
+        }
+    }
+
+    #[test]
+    fn the_internal_openbao_wraps_only_with_no_key_backend_set() {
+        let dir = tempfile::tempdir().unwrap();
+        let token = dir.path().join("token");
+        std::fs::write(&token, "s.abc").unwrap();
+        let internal = [
+            ("HEGEMONY_OPENBAO_ADDR", "http://127.0.0.1:8200"),
+            ("HEGEMONY_OPENBAO_TOKEN_FILE", token.to_str().unwrap()),
+        ];
+        let c = config(&internal).unwrap();
+        match &c.key {
+            KeySetting::Transit { backend, .. } => {
+                assert_eq!(backend.tag, "internal");
+                assert!(backend.create_keys);
+                assert_eq!(backend.key_for("acme"), "hegemony-state-acme");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(c.internal_openbao.is_some());
+        let key = PlatformKey::generate().to_base64();
+        let mut forced = internal.to_vec();
+        forced.extend([
+            ("HEGEMONY_TF_STATE_KEY_BACKEND", "none"),
+            ("HEGEMONY_TF_STATE_ENCRYPTION_KEY", &key),
+        ]);
+        let c = config(&forced).unwrap();
+        assert!(matches!(c.key, KeySetting::Platform(_)));
+        assert!(c.internal_openbao.is_some(), "still opens what it wrapped");
+        let mut one_key = internal.to_vec();
+        one_key.push(("HEGEMONY_OPENBAO_KEY", "shared"));
+        assert_eq!(
+            config(&one_key).unwrap_err().variable,
+            "HEGEMONY_OPENBAO_KEY"
+        );
     }
 
     #[test]

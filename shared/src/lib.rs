@@ -20,6 +20,8 @@
 //! - [`ids`]: random ids and hex, used by every layer.
 //! - [`key_template`]: the configured KMS key and how it names each org's key, parsed by
 //!   [`config`] and used by the KMS adapter.
+//! - [`transit_settings`]: a configured Transit engine (named backend or internal OpenBao),
+//!   parsed by [`config`] and used by the Transit adapter.
 
 pub mod adapters;
 pub mod config;
@@ -30,4 +32,5 @@ pub mod ids;
 pub mod key_template;
 pub mod ports;
 pub mod service;
+pub mod transit_settings;
 pub mod wiring;

@@ -366,8 +366,15 @@ pub struct KeyContext<'a> {
 pub struct DataKey {
     pub plaintext: Zeroizing<[u8; 32]>,
     pub wrapped: Vec<u8>,
-    /// What wrapped it: `platform:<fingerprint>` or `kms:<key arn>`.
+    /// What wrapped it: `platform:<fingerprint>`, `kms:<key arn>` or
+    /// `transit:<tag>:<key>:v<key version>`.
     pub key_id: String,
+}
+
+/// Which kind of key service a recorded key id names: `transit`, `kms` or `platform`, as
+/// the versions list and the audit show it.
+pub fn key_backend(key_id: &str) -> &str {
+    key_id.split_once(':').map_or(key_id, |(kind, _)| kind)
 }
 
 /// Why a key operation failed.
@@ -384,14 +391,19 @@ pub enum KeyError {
     Unavailable(String),
 }
 
-/// Data keys: a new one per version, and unwrapping stored ones.
+/// Unwrapping stored data keys: what a service that only keeps old versions readable does.
 #[async_trait]
-pub trait KeyService: Send + Sync {
-    async fn data_key(&self, context: &KeyContext<'_>) -> Result<DataKey, KeyError>;
+pub trait KeyOpener: Send + Sync {
     async fn unwrap_key(
         &self,
         key_id: &str,
         wrapped: &[u8],
         context: &KeyContext<'_>,
     ) -> Result<Zeroizing<[u8; 32]>, KeyError>;
+}
+
+/// Data keys: a new one per version, and unwrapping stored ones.
+#[async_trait]
+pub trait KeyService: KeyOpener {
+    async fn data_key(&self, context: &KeyContext<'_>) -> Result<DataKey, KeyError>;
 }

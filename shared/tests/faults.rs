@@ -19,7 +19,7 @@ use hegemony_state::domain::permission::Role;
 use hegemony_state::domain::record::StateRecord;
 use hegemony_state::key_template::KeyTemplate;
 use hegemony_state::ports::{
-    BlobStore, Commit, KeyContext, KeyError, KeyService, StateCatalog, StoreError,
+    BlobStore, Commit, KeyContext, KeyError, KeyOpener, KeyService, StateCatalog, StoreError,
 };
 use hegemony_state::service::state::{read, write};
 use hegemony_state::service::{App, Error, SystemClock};

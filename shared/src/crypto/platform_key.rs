@@ -10,7 +10,7 @@ use base64::Engine;
 use sha2::{Digest, Sha256};
 use zeroize::Zeroizing;
 
-use crate::ports::{DataKey, KeyContext, KeyError, KeyService};
+use crate::ports::{DataKey, KeyContext, KeyError, KeyOpener, KeyService};
 
 const NONCE_SIZE: usize = 12;
 
@@ -119,7 +119,10 @@ impl KeyService for PlatformKey {
             key_id: self.key_id.clone(),
         })
     }
+}
 
+#[async_trait]
+impl KeyOpener for PlatformKey {
     async fn unwrap_key(
         &self,
         key_id: &str,

@@ -138,6 +138,8 @@ pub struct VersionView {
     pub sha256: String,
     pub source: Source,
     pub key: String,
+    /// `transit`, `kms` or `platform`: which kind of service wrapped the key.
+    pub key_backend: String,
     pub opentofu_encrypted: bool,
     /// Unknown (`null`) for versions written before it was recorded.
     pub terraform_version: Option<String>,
@@ -160,6 +162,7 @@ impl VersionView {
             sha256: v.sha256.clone(),
             source: v.source,
             key: v.key.clone(),
+            key_backend: crate::ports::key_backend(&v.key).to_owned(),
             opentofu_encrypted: v.opentofu_encrypted,
             terraform_version: v.terraform_version.clone(),
             instances: v.instances,

@@ -18,7 +18,7 @@ use crate::domain::record::StateRecord;
 use crate::domain::version::VersionRecord;
 use crate::domain::write::{create_version, Origin, SealedContent, WriteCommit};
 use crate::domain::{Principal, Refusal, Timestamp};
-use crate::ports::{AuditEntry, Commit, VersionMark};
+use crate::ports::{key_backend, AuditEntry, Commit, VersionMark};
 
 fn entry(
     principal: &Principal,
@@ -101,7 +101,7 @@ pub async fn import(
             Some(blob) if blob.fits(&snapshot, version) => blob,
             _ => seal(app, keys, &snapshot, version, &body, now).await?,
         };
-        let detail = serde_json::json!({"source": "import", "key": blob.key_id, "serial": meta.serial, "lineage": meta.lineage});
+        let detail = serde_json::json!({"source": "import", "key": blob.key_id, "key_backend": key_backend(&blob.key_id), "serial": meta.serial, "lineage": meta.lineage});
         let content = blob.content(body.len(), sha256.clone());
         let audit = entry(
             principal,
@@ -163,7 +163,7 @@ pub async fn rollback(
             }
         };
         let detail =
-            serde_json::json!({"from": version, "serial": plan.serial, "key": blob.key_id});
+            serde_json::json!({"from": version, "serial": plan.serial, "key": blob.key_id, "key_backend": key_backend(&blob.key_id)});
         let audit = entry(
             principal,
             name,

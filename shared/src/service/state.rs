@@ -19,7 +19,7 @@ use crate::domain::write::{
 };
 use crate::domain::{Principal, Refusal, Timestamp};
 use crate::ids::{hex, new_id};
-use crate::ports::{AuditEntry, Commit, KeyContext};
+use crate::ports::{key_backend, AuditEntry, Commit, KeyContext};
 
 /// What a write did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -189,7 +189,7 @@ pub async fn write(
                     actor: principal.actor.clone(),
                     state: Some(name.to_string()),
                     version: Some(version),
-                    detail: serde_json::json!({"source": "write", "key": blob.key_id}),
+                    detail: serde_json::json!({"source": "write", "key": blob.key_id, "key_backend": key_backend(&blob.key_id)}),
                 }],
                 app.prune_mark(&snapshot.incarnation, version),
             ),

@@ -1,13 +1,17 @@
 //! The apps on the AWS store: behind the Lambda functions or the container front door, the
-//! clients built once and the key chosen by the settings alone (KMS, or the platform key;
+//! clients built once and the key chosen by the settings alone (Transit, KMS or the platform key;
 //! never created here); and the sweeper's, with no key.
 
 use std::sync::Arc;
 
 use aws_config::SdkConfig;
 
-use super::{assemble, limits, links, warn_at_start, FrontDoor};
-use crate::adapters::aws::{store, AwsSettings, KmsKeys};
+use super::{
+    assemble, limits, links, opening_internal, platform_keys, transit_keys, warn_at_start,
+    FrontDoor,
+};
+use crate::adapters::aws::{store, AwsSettings, KmsKeys, KmsOpener};
+use crate::adapters::key_ring::KeyRing;
 use crate::config::{Config, ConfigError, KeySetting};
 use crate::ports::KeyService;
 use crate::service::App;
@@ -19,7 +23,7 @@ use crate::service::App;
 pub fn settings(config: &Config) -> Result<AwsSettings, ConfigError> {
     let required = |value: &Option<String>, variable: &'static str| {
         value.clone().ok_or_else(|| ConfigError {
-            variable,
+            variable: variable.into(),
             message: "is not set: the AWS store needs its table and bucket".into(),
         })
     };
@@ -32,23 +36,45 @@ pub fn settings(config: &Config) -> Result<AwsSettings, ConfigError> {
 /// The app on the AWS store at `door`, on clients built from `sdk`.
 ///
 /// # Errors
-/// A missing table or bucket setting.
+/// A missing table or bucket setting, a Transit CA file the client does not accept.
 pub fn app(config: Config, sdk: &SdkConfig, door: FrontDoor) -> Result<App, ConfigError> {
     warn_at_start(&config, matches!(config.key, KeySetting::Unset));
     let settings = settings(&config)?;
     let (limits, links) = (limits(&config, door), links(&config));
     let (catalog, blobs) = store(sdk, &settings);
+    let refuse = |message: String| ConfigError {
+        variable: "HEGEMONY_TF_STATE_KEY_BACKEND".into(),
+        message,
+    };
     let keys: Option<Arc<dyn KeyService>> = match config.key {
-        KeySetting::Kms { key, platform } => Some(Arc::new(KmsKeys::new(
-            aws_sdk_kms::Client::new(sdk),
-            key,
-            platform,
-        ))),
-        KeySetting::Platform(key) => Some(Arc::new(key)),
+        KeySetting::Kms { key, platform } => {
+            let name = format!("kms:{}", key.as_str());
+            let kms = KmsKeys::new(kms_client(sdk), key, platform);
+            // KMS opens the platform key's versions itself; the ring adds the internal
+            // OpenBao's.
+            let ring = KeyRing::new(Arc::new(kms), &name, "");
+            let ring = opening_internal(ring, config.internal_openbao, &name).map_err(refuse)?;
+            Some(Arc::new(ring))
+        }
+        // KMS, always at hand on AWS, opens what it wrapped before a move away from it.
+        KeySetting::Transit { backend, platform } => Some(Arc::new(
+            transit_keys(backend, platform, config.internal_openbao)
+                .map_err(refuse)?
+                .opening("kms:", Arc::new(KmsOpener::new(kms_client(sdk)))),
+        )),
+        KeySetting::Platform(key) => Some(Arc::new(
+            platform_keys(key, config.internal_openbao)
+                .map_err(refuse)?
+                .opening("kms:", Arc::new(KmsOpener::new(kms_client(sdk)))),
+        )),
         // Every route then says why managed state is unavailable.
         KeySetting::Unset => None,
     };
     Ok(assemble(catalog, blobs, keys, limits, links))
+}
+
+fn kms_client(sdk: &SdkConfig) -> aws_sdk_kms::Client {
+    aws_sdk_kms::Client::new(sdk)
 }
 
 /// The sweeper's app on the AWS store: no key, so no KMS client.

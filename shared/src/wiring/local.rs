@@ -4,42 +4,61 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{assemble, limits, links, warn_at_start, FrontDoor};
+use super::{assemble, limits, links, platform_keys, transit_keys, warn_at_start, FrontDoor};
 use crate::adapters::local;
 use crate::config::{Config, KeySetting};
+use crate::ports::KeyService;
 use crate::service::App;
 
-/// The app on the local store in `data_dir`, sealed by the configured platform key or, when
-/// none is configured, by the key file (`key_file`, by default beside the data folder),
-/// created for a folder that holds nothing yet.
+/// The app on the local store in `data_dir`, sealed by a Transit engine (a named backend or
+/// the internal OpenBao), or by the configured platform key or, when none is configured, by
+/// the key file (`key_file`, by default beside the data folder), created for a folder that
+/// holds nothing yet. Beside Transit, the key file, when it exists, still opens the versions
+/// it wrapped.
 ///
 /// # Errors
-/// A KMS key setting (the local store seals with a platform key only), a key file that
-/// cannot be read or is missing for a folder that holds states, or a store that cannot be
-/// opened; each message names what to fix.
+/// A KMS key setting (KMS needs the AWS store), a key file that cannot be read or is missing
+/// for a folder that holds states, a Transit CA file the client does not accept, or a store
+/// that cannot be opened; each message names what to fix.
 pub fn app(config: Config, data_dir: &Path, key_file: Option<&Path>) -> Result<App, String> {
     warn_at_start(&config, false);
     let (limits, links) = (limits(&config, FrontDoor::Container), links(&config));
-    let key = match config.key {
-        KeySetting::Platform(key) => key,
+    let key_file = key_file.map_or_else(
+        || local::key_file::default_key_file(data_dir),
+        Path::to_owned,
+    );
+    let (keys, key_name): (Arc<dyn KeyService>, String) = match config.key {
+        KeySetting::Platform(key) => {
+            let name = key.key_id().to_owned();
+            (Arc::new(platform_keys(key, config.internal_openbao)?), name)
+        }
         KeySetting::Kms { .. } => return Err(
-            "HEGEMONY_TF_STATE_KEY_BACKEND=kms:... needs the AWS store (--store aws); the local store seals with a platform key".into()
+            "HEGEMONY_TF_STATE_KEY_BACKEND=kms:... needs the AWS store (--store aws); the local store seals with Transit or a platform key".into()
         ),
+        KeySetting::Transit { backend, platform } => {
+            let name = backend.name();
+            let platform = match platform {
+                Some(key) => Some(key),
+                None if key_file.exists() => Some(local::key_file::read_or_create(&key_file, data_dir)?),
+                None => None,
+            };
+            (Arc::new(transit_keys(backend, platform, config.internal_openbao)?), name)
+        }
         KeySetting::Unset => {
-            let path =
-                key_file.map_or_else(|| local::key_file::default_key_file(data_dir), Path::to_owned);
-            local::key_file::read_or_create(&path, data_dir)?
+            let key = local::key_file::read_or_create(&key_file, data_dir)?;
+            let name = key.key_id().to_owned();
+            (Arc::new(platform_keys(key, config.internal_openbao)?), name)
         }
     };
     tracing::info!(
         data_dir = %data_dir.display(),
-        key = key.key_id(),
+        key = key_name,
         max_state_bytes = config.max_state_bytes,
         keep_versions = config.keep_versions,
         "local store"
     );
     let (catalog, blobs) = local::open(data_dir)?;
-    Ok(assemble(catalog, blobs, Some(Arc::new(key)), limits, links))
+    Ok(assemble(catalog, blobs, Some(keys), limits, links))
 }
 
 /// The sweeper's app on the local store in `data_dir`: no key, and no store created.

@@ -6,10 +6,14 @@
 
 use std::sync::Arc;
 
+use crate::adapters::key_ring::KeyRing;
+use crate::adapters::transit::TransitKeys;
 use crate::config::Config;
+use crate::crypto::PlatformKey;
 use crate::http::lambda::{MAX_STATE_BYTES, PAYLOAD_CEILING};
 use crate::ports::{BlobStore, Catalog, KeyService};
 use crate::service::{App, Limits, Links, SystemClock};
+use crate::transit_settings::TransitSettings;
 
 #[cfg(feature = "aws")]
 pub mod aws;
@@ -61,6 +65,64 @@ fn warn_at_start(config: &Config, keyless: bool) {
     }
     if keyless {
         tracing::warn!("no key configured (HEGEMONY_TF_STATE_KEY_BACKEND or HEGEMONY_TF_STATE_ENCRYPTION_KEY): every state route answers 503 until one is");
+    }
+}
+
+/// Transit (`backend`) wrapping every new data key; the platform key and the internal
+/// OpenBao, when configured and not `backend` itself, opening the versions they wrapped.
+///
+/// # Errors
+/// A CA file the HTTP client does not accept.
+#[cfg_attr(not(any(feature = "local", feature = "aws")), allow(dead_code))]
+fn transit_keys(
+    backend: TransitSettings,
+    platform: Option<PlatformKey>,
+    internal: Option<TransitSettings>,
+) -> Result<KeyRing, String> {
+    let name = backend.name();
+    let transit = TransitKeys::new(backend)?;
+    let prefix = transit.key_id_prefix();
+    let mut ring = opening_internal(
+        KeyRing::new(Arc::new(transit), &name, &prefix),
+        internal,
+        &name,
+    )?;
+    if let Some(platform) = platform {
+        ring = ring.opening("platform:", Arc::new(platform));
+    }
+    Ok(ring)
+}
+
+/// The platform key wrapping every new data key; the internal OpenBao, when configured,
+/// opening the versions it wrapped before `HEGEMONY_TF_STATE_KEY_BACKEND=none`.
+///
+/// # Errors
+/// A CA file the HTTP client does not accept.
+#[cfg_attr(not(any(feature = "local", feature = "aws")), allow(dead_code))]
+fn platform_keys(key: PlatformKey, internal: Option<TransitSettings>) -> Result<KeyRing, String> {
+    let name = key.key_id().to_owned();
+    let ring = KeyRing::new(Arc::new(key), &name, "platform:");
+    opening_internal(ring, internal, &name)
+}
+
+/// `ring`, also opening the internal OpenBao's versions when it is configured and is not
+/// the wrapping service (`wraps`) itself.
+///
+/// # Errors
+/// A CA file the HTTP client does not accept.
+#[cfg_attr(not(any(feature = "local", feature = "aws")), allow(dead_code))]
+fn opening_internal(
+    ring: KeyRing,
+    internal: Option<TransitSettings>,
+    wraps: &str,
+) -> Result<KeyRing, String> {
+    match internal.filter(|i| i.name() != wraps) {
+        None => Ok(ring),
+        Some(internal) => {
+            let internal = TransitKeys::new(internal)?;
+            let prefix = internal.key_id_prefix();
+            Ok(ring.opening(&prefix, Arc::new(internal)))
+        }
     }
 }
 

@@ -14,12 +14,12 @@ use zeroize::Zeroizing;
 use super::describe_failure;
 use crate::crypto::PlatformKey;
 use crate::key_template::KeyTemplate;
-use crate::ports::{DataKey, KeyContext, KeyError, KeyService};
+use crate::ports::{DataKey, KeyContext, KeyError, KeyOpener, KeyService};
 
 /// Data keys wrapped by KMS; a platform key, when one is also configured, still opens the
 /// versions it wrapped before the move to KMS.
 pub struct KmsKeys {
-    client: Client,
+    opener: KmsOpener,
     template: KeyTemplate,
     platform: Option<PlatformKey>,
 }
@@ -27,10 +27,22 @@ pub struct KmsKeys {
 impl KmsKeys {
     pub fn new(client: Client, template: KeyTemplate, platform: Option<PlatformKey>) -> Self {
         Self {
-            client,
+            opener: KmsOpener { client },
             template,
             platform,
         }
+    }
+}
+
+/// Opens the versions KMS wrapped (`Decrypt` under the ARN each records), wrapping nothing:
+/// what keeps them readable after the setting moves from KMS to another backend.
+pub struct KmsOpener {
+    client: Client,
+}
+
+impl KmsOpener {
+    pub fn new(client: Client) -> Self {
+        Self { client }
     }
 }
 
@@ -46,6 +58,7 @@ impl KeyService for KmsKeys {
     async fn data_key(&self, context: &KeyContext<'_>) -> Result<DataKey, KeyError> {
         let key = self.template.for_org(context.org);
         let mut request = self
+            .opener
             .client
             .generate_data_key()
             .key_id(&key)
@@ -76,7 +89,31 @@ impl KeyService for KmsKeys {
             key_id: format!("kms:{arn}"),
         })
     }
+}
 
+#[async_trait]
+impl KeyOpener for KmsKeys {
+    async fn unwrap_key(
+        &self,
+        key_id: &str,
+        wrapped: &[u8],
+        context: &KeyContext<'_>,
+    ) -> Result<Zeroizing<[u8; 32]>, KeyError> {
+        if key_id.starts_with("kms:") {
+            return self.opener.unwrap_key(key_id, wrapped, context).await;
+        }
+        match &self.platform {
+            Some(platform) => platform.unwrap_key(key_id, wrapped, context).await,
+            None => Err(KeyError::WrongKey {
+                stored: key_id.to_owned(),
+                configured: format!("kms:{}", self.template.as_str()),
+            }),
+        }
+    }
+}
+
+#[async_trait]
+impl KeyOpener for KmsOpener {
     async fn unwrap_key(
         &self,
         key_id: &str,
@@ -84,13 +121,10 @@ impl KeyService for KmsKeys {
         context: &KeyContext<'_>,
     ) -> Result<Zeroizing<[u8; 32]>, KeyError> {
         let Some(arn) = key_id.strip_prefix("kms:") else {
-            return match &self.platform {
-                Some(platform) => platform.unwrap_key(key_id, wrapped, context).await,
-                None => Err(KeyError::WrongKey {
-                    stored: key_id.to_owned(),
-                    configured: format!("kms:{}", self.template.as_str()),
-                }),
-            };
+            return Err(KeyError::WrongKey {
+                stored: key_id.to_owned(),
+                configured: "kms".to_owned(),
+            });
         };
         let mut request = self
             .client

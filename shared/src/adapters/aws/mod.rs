@@ -18,7 +18,7 @@ use aws_smithy_http_client::tls::{self, rustls_provider::CryptoMode};
 
 pub use blobs::S3Blobs;
 pub use catalog::DynamoCatalog;
-pub use keys::KmsKeys;
+pub use keys::{KmsKeys, KmsOpener};
 
 /// Where the AWS store lives: `HEGEMONY_TF_STATE_TABLE` and `HEGEMONY_TF_STATE_BUCKET`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,0 +1,237 @@
+//! Data keys from a Vault or OpenBao Transit engine: a named backend
+//! (`HEGEMONY_TF_STATE_KEY_BACKEND=transit:<tag>`) or the internal OpenBao, whose keys (one
+//! per org) are created on first use. `datakey/plaintext` makes each version's data key and
+//! `decrypt` opens it, both under a derived key with a context binding org and state, so a
+//! wrapped key copied to another state does not open. Each version records
+//! `transit:<tag>:<key>:v<key version>`: the engine, the key and the key version that wrapped
+//! it (what a later `rewrap` moves to the key's newest version). A failure of the engine
+//! (sealed, unreachable, refused, throttled) is a transient fault: never a switch to another
+//! key.
+
+mod engine;
+
+use std::collections::HashSet;
+
+use async_trait::async_trait;
+use base64::Engine as _;
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use tokio::sync::Mutex;
+use zeroize::Zeroizing;
+
+use crate::ports::{DataKey, KeyContext, KeyError, KeyOpener, KeyService};
+use crate::transit_settings::TransitSettings;
+use engine::{Engine, Fault};
+
+/// The key types Transit derives per context and makes data keys with.
+const DERIVABLE_TYPES: [&str; 3] = ["aes256-gcm96", "aes128-gcm96", "chacha20-poly1305"];
+
+/// One Transit engine as a key service.
+pub struct TransitKeys {
+    engine: Engine,
+    /// Keys already found (or made) derived, so each is checked once per process: whether a
+    /// key is derived is fixed when it is created.
+    ready: Mutex<HashSet<String>>,
+}
+
+fn b64() -> base64::engine::GeneralPurpose {
+    base64::engine::general_purpose::STANDARD
+}
+
+/// The derivation context: the same bytes the platform key binds a wrapped key to.
+fn context_b64(context: &KeyContext<'_>) -> String {
+    let mut bytes = b"hegemony-state data key v1\0".to_vec();
+    bytes.extend_from_slice(context.org.as_bytes());
+    bytes.push(0);
+    bytes.extend_from_slice(context.state.as_bytes());
+    b64().encode(bytes)
+}
+
+/// The key version in a Transit ciphertext (`vault:v<N>:...`).
+fn key_version(ciphertext: &str) -> Option<u64> {
+    ciphertext
+        .strip_prefix("vault:v")?
+        .split_once(':')?
+        .0
+        .parse()
+        .ok()
+}
+
+impl TransitKeys {
+    /// # Errors
+    /// A CA file reqwest does not accept.
+    pub fn new(settings: TransitSettings) -> Result<Self, String> {
+        Ok(Self {
+            engine: Engine::new(settings)?,
+            ready: Mutex::new(HashSet::new()),
+        })
+    }
+
+    /// What the key ids of the versions this engine wrapped begin with.
+    pub fn key_id_prefix(&self) -> String {
+        format!("{}:", self.engine.settings.name())
+    }
+
+    fn name(&self) -> String {
+        self.engine.settings.name()
+    }
+
+    fn unavailable(&self, call: &str) -> impl Fn(Fault) -> KeyError + '_ {
+        let call = call.to_owned();
+        move |fault| KeyError::Unavailable(fault.describe(&self.name(), &call))
+    }
+
+    /// Checks once that `key` exists and is derived, creating it first where this engine
+    /// creates keys. Creating is an upsert on Transit, so two servers creating the same key
+    /// at once both end with the one key.
+    async fn ensure_key(&self, key: &str) -> Result<(), KeyError> {
+        if self.ready.lock().await.contains(key) {
+            return Ok(());
+        }
+        let mount = &self.engine.settings.mount;
+        let path = format!("{mount}/keys/{key}");
+        let read = format!("read key {key}");
+        let mut info = self
+            .engine
+            .call(Method::GET, &path, None)
+            .await
+            .map_err(self.unavailable(&read))?;
+        if info.is_none() && self.engine.settings.create_keys {
+            let spec = json!({"type": "aes256-gcm96", "derived": true});
+            self.engine
+                .call(Method::POST, &path, Some(&spec))
+                .await
+                .map_err(self.unavailable(&format!("create key {key}")))?;
+            info = self
+                .engine
+                .call(Method::GET, &path, None)
+                .await
+                .map_err(self.unavailable(&read))?;
+        }
+        let Some(info) = info else {
+            return Err(KeyError::Unavailable(format!(
+                "{}: the key {key} does not exist on the mount {mount} (or no Transit engine is enabled there): create it (bao write {mount}/keys/{key} type=aes256-gcm96 derived=true)",
+                self.name()
+            )));
+        };
+        let data = &info["data"];
+        let kind = data["type"].as_str().unwrap_or("unknown");
+        if data["derived"] != Value::Bool(true) || !DERIVABLE_TYPES.contains(&kind) {
+            return Err(KeyError::Unavailable(format!(
+                "{}: the key {key} is a {kind} key{}: it must be a derived key (derived=true) of type aes256-gcm96, aes128-gcm96 or chacha20-poly1305, so each data key is bound to its org and state",
+                self.name(),
+                if data["derived"] == Value::Bool(true) { "" } else { " without derivation" },
+            )));
+        }
+        self.ready.lock().await.insert(key.to_owned());
+        Ok(())
+    }
+}
+
+fn plaintext_key(data: &Value) -> Option<Zeroizing<[u8; 32]>> {
+    let bytes = Zeroizing::new(b64().decode(data["plaintext"].as_str()?).ok()?);
+    let key: [u8; 32] = bytes.as_slice().try_into().ok()?;
+    Some(Zeroizing::new(key))
+}
+
+#[async_trait]
+impl KeyService for TransitKeys {
+    async fn data_key(&self, context: &KeyContext<'_>) -> Result<DataKey, KeyError> {
+        let key = self.engine.settings.key_for(context.org);
+        self.ensure_key(&key).await?;
+        let call = format!("datakey {key}");
+        let answer = self
+            .engine
+            .call(
+                Method::POST,
+                &format!("{}/datakey/plaintext/{key}", self.engine.settings.mount),
+                Some(&json!({"context": context_b64(context), "bits": 256})),
+            )
+            .await
+            .map_err(self.unavailable(&call))?;
+        let incomplete = || {
+            KeyError::Unavailable(format!(
+                "{} {call}: the answer holds no 256-bit key and ciphertext",
+                self.name()
+            ))
+        };
+        let data = answer.as_ref().map(|a| &a["data"]).ok_or_else(incomplete)?;
+        let plaintext = plaintext_key(data).ok_or_else(incomplete)?;
+        let ciphertext = data["ciphertext"].as_str().ok_or_else(incomplete)?;
+        let version = key_version(ciphertext).ok_or_else(incomplete)?;
+        Ok(DataKey {
+            plaintext,
+            wrapped: ciphertext.as_bytes().to_vec(),
+            key_id: format!("{}{key}:v{version}", self.key_id_prefix()),
+        })
+    }
+}
+
+#[async_trait]
+impl KeyOpener for TransitKeys {
+    async fn unwrap_key(
+        &self,
+        key_id: &str,
+        wrapped: &[u8],
+        context: &KeyContext<'_>,
+    ) -> Result<Zeroizing<[u8; 32]>, KeyError> {
+        let wrong_key = || KeyError::WrongKey {
+            stored: key_id.to_owned(),
+            configured: self.name(),
+        };
+        let key = key_id
+            .strip_prefix(&self.key_id_prefix())
+            .and_then(|rest| rest.rsplit_once(":v"))
+            .map(|(key, _)| key)
+            .ok_or_else(wrong_key)?;
+        let unwrap_failed = || KeyError::Unwrap {
+            key_id: key_id.to_owned(),
+        };
+        let ciphertext = std::str::from_utf8(wrapped).map_err(|_| unwrap_failed())?;
+        let answer = self
+            .engine
+            .call(
+                Method::POST,
+                &format!("{}/decrypt/{key}", self.engine.settings.mount),
+                Some(&json!({"ciphertext": ciphertext, "context": context_b64(context)})),
+            )
+            .await
+            .map_err(|fault| match fault {
+                // A missing key is no damage of the version: the key must come back.
+                Fault::Status(StatusCode::BAD_REQUEST, ref why) if !why.contains("not found") => {
+                    unwrap_failed()
+                }
+                other => self.unavailable(&format!("decrypt {key}"))(other),
+            })?;
+        answer
+            .as_ref()
+            .and_then(|a| plaintext_key(&a["data"]))
+            .ok_or_else(unwrap_failed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_key_version_is_read_from_the_ciphertext() {
+        assert_eq!(key_version("vault:v1:abc"), Some(1));
+        assert_eq!(key_version("vault:v12:abc"), Some(12));
+        assert_eq!(key_version("vault:x1:abc"), None);
+        assert_eq!(key_version("v1:abc"), None);
+    }
+
+    #[test]
+    fn the_context_binds_org_and_state_apart() {
+        let a = context_b64(&KeyContext {
+            org: "ab",
+            state: "c",
+        });
+        let b = context_b64(&KeyContext {
+            org: "a",
+            state: "bc",
+        });
+        assert_ne!(a, b);
+    }
+}

@@ -1,0 +1,442 @@
+//! The Transit key backends against a real OpenBao (`bao server -dev`): a named backend, the
+//! internal OpenBao with a key per org, a derived key refusing another state's context, the
+//! engine sealed, stopped or refusing (503 with Retry-After, nothing written, never another
+//! key), a move from the platform key to Transit, and real Terraform through it all.
+
+use hegemony_state::adapters::transit::TransitKeys;
+use hegemony_state::ports::{KeyContext, KeyError, KeyOpener, KeyService};
+use hegemony_state::transit_settings::{TransitAuth, TransitSettings};
+use hegemony_state_blackbox::bao::Bao;
+use hegemony_state_blackbox::*;
+use serde_json::Value;
+
+fn serve(env: &[(String, String)]) -> Server {
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    Server::start_with(&env)
+}
+
+fn versions(api: &Api, token: &str, state: &str) -> Vec<Value> {
+    api.json("GET", &format!("/api/tf-states/{state}/versions"), token)["versions"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn content(api: &Api, token: &str, state: &str, version: u64) -> Response {
+    api.request(
+        "GET",
+        &format!("/api/tf-states/{state}/versions/{version}/content"),
+        Some(token),
+    )
+    .send()
+    .unwrap()
+}
+
+fn save(api: &Api, token: &str, state: &str, serial: u64) -> Response {
+    api.post_state(
+        token,
+        state,
+        None,
+        state_doc(serial, "l-1", &format!("v{serial}")),
+    )
+}
+
+/// A 503 the tools retry: `unavailable` with Retry-After.
+fn assert_retryable(r: Response) -> String {
+    assert_eq!(r.status(), 503);
+    assert!(r.headers().get("retry-after").is_some(), "no Retry-After");
+    let (code, message) = error_body(r).expect(503);
+    assert_eq!(code, "unavailable");
+    message
+}
+
+/// The log holds a WARNING line with `reason`.
+fn warned(server: &Server, reason: &str) -> bool {
+    eventually(std::time::Duration::from_secs(5), || {
+        server
+            .logs()
+            .lines()
+            .any(|l| l.contains("WARN") && l.contains(reason))
+    })
+}
+
+/// `transit:vault` wraps each version with the operator's key: the version records the
+/// engine, key and key version, the list and the audit say `transit`, and an org whose key
+/// the operator did not create is refused (never created, never another key).
+#[test]
+fn a_named_backend_wraps_each_version_and_the_list_shows_transit() {
+    let bao = Bao::start();
+    bao.create_key("state-acme");
+    let server = serve(&bao.named_env("vault", &bao.root_token_file(), "state-{org}"));
+    let (api, admin) = (Api::new(&server), server.token("acme", "root", "admin"));
+    assert_eq!(save(&api, &admin, "net", 1).status(), 200);
+    assert_eq!(save(&api, &admin, "net", 2).status(), 200);
+    let listed = versions(&api, &admin, "net");
+    assert_eq!(listed.len(), 2);
+    for v in &listed {
+        assert_eq!(v["key_backend"], "transit");
+        assert_eq!(v["key"], "transit:vault:state-acme:v1");
+    }
+    let got = api.get_state(&admin, "net");
+    assert_eq!(got.status(), 200);
+    assert_eq!(got.text().unwrap(), state_doc(2, "l-1", "v2"));
+    let audit = api.json("GET", "/api/tf-states/net/audit", &admin);
+    let created: Vec<&Value> = audit["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["action"] == "version.created")
+        .collect();
+    assert_eq!(created.len(), 2);
+    assert!(created
+        .iter()
+        .all(|e| e["detail"]["key_backend"] == "transit"));
+
+    let other = server.token("globex", "root", "admin");
+    let message = assert_retryable(save(&api, &other, "net", 1));
+    assert!(message.contains("state-globex does not exist"), "{message}");
+    assert!(!bao.keys().contains(&"state-globex".to_owned()));
+    assert!(warned(&server, "state-globex does not exist"));
+}
+
+/// An AppRole login with the policy the configuration page gives: the service logs in with
+/// the role id and secret id from their files, makes the org's key (internal OpenBao) and
+/// wraps and opens under it.
+#[test]
+fn an_approle_login_with_the_documented_policy_wraps_and_opens() {
+    let bao = Bao::start();
+    let (role, secret) = bao.approle_files(
+        "hegemony-state",
+        r#"
+path "transit/keys/hegemony-state-*"              { capabilities = ["read", "create", "update"] }
+path "transit/datakey/plaintext/hegemony-state-*" { capabilities = ["update"] }
+path "transit/decrypt/hegemony-state-*"           { capabilities = ["update"] }
+"#,
+    );
+    let server = serve(&[
+        ("HEGEMONY_OPENBAO_ADDR".into(), bao.addr.clone()),
+        ("HEGEMONY_OPENBAO_ROLE_ID_FILE".into(), role),
+        ("HEGEMONY_OPENBAO_SECRET_ID_FILE".into(), secret),
+    ]);
+    let (api, admin) = (Api::new(&server), server.token("acme", "root", "admin"));
+    let saved = save(&api, &admin, "net", 1);
+    assert_eq!(saved.status(), 200, "{}", server.logs());
+    assert_eq!(
+        api.get_state(&admin, "net").text().unwrap(),
+        state_doc(1, "l-1", "v1")
+    );
+    assert_eq!(bao.keys(), ["hegemony-state-acme"]);
+}
+
+/// With no key backend set, the internal OpenBao wraps: one key per org, created on first
+/// use, derived.
+#[test]
+fn the_internal_openbao_keeps_one_key_per_org_created_on_first_use() {
+    let bao = Bao::start();
+    let server = serve(&bao.internal_env(&bao.root_token_file()));
+    let api = Api::new(&server);
+    for org in ["acme", "globex"] {
+        let admin = server.token(org, "root", "admin");
+        assert_eq!(save(&api, &admin, "net", 1).status(), 200);
+        assert_eq!(save(&api, &admin, "net", 2).status(), 200);
+        let listed = versions(&api, &admin, "net");
+        assert_eq!(
+            listed[0]["key"],
+            format!("transit:internal:hegemony-state-{org}:v1")
+        );
+        assert_eq!(
+            api.get_state(&admin, "net").text().unwrap(),
+            state_doc(2, "l-1", "v2")
+        );
+    }
+    let mut keys = bao.keys();
+    keys.sort();
+    assert_eq!(keys, ["hegemony-state-acme", "hegemony-state-globex"]);
+    let key = bao.ok(&["read", "-format=json", "transit/keys/hegemony-state-acme"]);
+    let key: Value = serde_json::from_str(&key).unwrap();
+    assert_eq!(key["data"]["derived"], true);
+}
+
+fn adapter(bao: &Bao, create_keys: bool) -> TransitKeys {
+    TransitKeys::new(TransitSettings {
+        tag: "internal".into(),
+        addr: bao.addr.clone(),
+        auth: TransitAuth::Token {
+            file: bao.root_token_file().into(),
+        },
+        mount: "transit".into(),
+        key: "hegemony-state-{org}".into(),
+        namespace: None,
+        ca_pem: None,
+        create_keys,
+    })
+    .unwrap()
+}
+
+/// Two servers making the same org's key at once end with one key of one version, and both
+/// data keys open; a wrapped key does not open under another state's context.
+#[test]
+fn keys_are_created_once_and_a_wrapped_key_opens_for_its_own_state_only() {
+    let bao = Bao::start();
+    let (one, two) = (adapter(&bao, true), adapter(&bao, true));
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let net = KeyContext {
+        org: "acme",
+        state: "net",
+    };
+    let (a, b) = runtime.block_on(async { tokio::join!(one.data_key(&net), two.data_key(&net)) });
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert_eq!(bao.keys(), ["hegemony-state-acme"]);
+    assert_eq!(a.key_id, "transit:internal:hegemony-state-acme:v1");
+    assert_eq!(b.key_id, a.key_id);
+    runtime.block_on(async {
+        let back = two.unwrap_key(&a.key_id, &a.wrapped, &net).await.unwrap();
+        assert_eq!(*back, *a.plaintext);
+        let elsewhere = KeyContext {
+            org: "acme",
+            state: "dns",
+        };
+        let err = one
+            .unwrap_key(&a.key_id, &a.wrapped, &elsewhere)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, KeyError::Unwrap { .. }), "{err}");
+        let other_org = KeyContext {
+            org: "globex",
+            state: "net",
+        };
+        let err = one
+            .unwrap_key(&a.key_id, &a.wrapped, &other_org)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, KeyError::Unwrap { .. }), "{err}");
+    });
+}
+
+/// A sealed engine: saves and reads answer 503 with Retry-After, nothing is written, no
+/// other key wraps anything; once unsealed, the same save goes through under Transit.
+#[test]
+fn a_sealed_engine_answers_503_writes_nothing_and_the_retry_succeeds_after_unseal() {
+    let bao = Bao::start();
+    let key = PlatformKeyText::new();
+    let mut env = bao.internal_env(&bao.root_token_file());
+    env.push(("HEGEMONY_TF_STATE_ENCRYPTION_KEY".into(), key.0.clone()));
+    let server = serve(&env);
+    let (api, admin) = (Api::new(&server), server.token("acme", "root", "admin"));
+    assert_eq!(save(&api, &admin, "net", 1).status(), 200);
+    bao.seal();
+    let message = assert_retryable(save(&api, &admin, "net", 2));
+    assert!(message.contains("sealed"), "{message}");
+    assert_retryable(api.get_state(&admin, "net"));
+    assert!(warned(&server, "sealed"));
+    let listed = versions(&api, &admin, "net");
+    assert_eq!(listed.len(), 1, "nothing was written while sealed");
+    bao.unseal();
+    assert_eq!(save(&api, &admin, "net", 2).status(), 200);
+    let listed = versions(&api, &admin, "net");
+    assert_eq!(listed.len(), 2);
+    assert!(
+        listed.iter().all(|v| v["key_backend"] == "transit"),
+        "{listed:?}"
+    );
+    assert_eq!(
+        api.get_state(&admin, "net").text().unwrap(),
+        state_doc(2, "l-1", "v2")
+    );
+}
+
+/// A platform key as base64 text, for a server's setting.
+struct PlatformKeyText(String);
+
+impl PlatformKeyText {
+    fn new() -> Self {
+        Self(
+            hegemony_state::crypto::PlatformKey::generate()
+                .to_base64()
+                .to_string(),
+        )
+    }
+}
+
+/// The engine stopped: 503 with Retry-After and the reason logged, nothing written.
+#[test]
+fn a_stopped_engine_answers_503() {
+    let mut bao = Bao::start();
+    bao.create_key("state-acme");
+    let server = serve(&bao.named_env("vault", &bao.root_token_file(), "state-{org}"));
+    let (api, admin) = (Api::new(&server), server.token("acme", "root", "admin"));
+    assert_eq!(save(&api, &admin, "net", 1).status(), 200);
+    bao.stop();
+    let message = assert_retryable(save(&api, &admin, "net", 2));
+    assert!(message.contains("unreachable"), "{message}");
+    assert_retryable(api.get_state(&admin, "net"));
+    assert!(warned(&server, "unreachable"));
+    assert_eq!(versions(&api, &admin, "net").len(), 1);
+}
+
+/// A token whose policy lets it read the key but not make data keys: 503, and the log says
+/// the engine refused and why.
+#[test]
+fn a_token_whose_policy_refuses_answers_503_and_the_reason_is_logged() {
+    let bao = Bao::start();
+    bao.create_key("state-acme");
+    let token = bao.policy_token_file(
+        "read-only",
+        r#"path "transit/keys/*" { capabilities = ["read"] }"#,
+    );
+    let server = serve(&bao.named_env("vault", &token, "state-{org}"));
+    let (api, admin) = (Api::new(&server), server.token("acme", "root", "admin"));
+    let message = assert_retryable(save(&api, &admin, "net", 1));
+    assert!(message.contains("refused (403"), "{message}");
+    assert!(
+        warned(&server, "refused (403 permission denied)"),
+        "{}",
+        server.logs()
+    );
+    assert!(api.get_state(&admin, "net").status() != 200);
+    assert!(versions_or_none(&api, &admin, "net").is_none_or(|v| v.is_empty()));
+}
+
+fn versions_or_none(api: &Api, token: &str, state: &str) -> Option<Vec<Value>> {
+    let r = api
+        .request(
+            "GET",
+            &format!("/api/tf-states/{state}/versions"),
+            Some(token),
+        )
+        .send()
+        .unwrap();
+    (r.status() == 200).then(|| {
+        r.json::<Value>().unwrap()["versions"]
+            .as_array()
+            .unwrap()
+            .clone()
+    })
+}
+
+/// Versions written under the platform key (the key file) stay readable after the setting
+/// moves to Transit, which wraps everything new.
+#[test]
+fn moving_from_the_platform_key_to_transit_keeps_old_versions_readable() {
+    let bao = Bao::start();
+    bao.create_key("state-acme");
+    let server = Server::start();
+    let (api, admin) = (Api::new(&server), server.token("acme", "root", "admin"));
+    assert_eq!(save(&api, &admin, "net", 1).status(), 200);
+    let server = server.restart_with(bao.named_env("vault", &bao.root_token_file(), "state-{org}"));
+    let api = Api::new(&server);
+    assert_eq!(save(&api, &admin, "net", 2).status(), 200);
+    let listed = versions(&api, &admin, "net");
+    let backends: Vec<&str> = listed
+        .iter()
+        .map(|v| v["key_backend"].as_str().unwrap())
+        .collect();
+    assert_eq!(backends, ["transit", "platform"], "newest first");
+    let old = content(&api, &admin, "net", 1);
+    assert_eq!(old.status(), 200);
+    assert_eq!(old.text().unwrap(), state_doc(1, "l-1", "v1"));
+    assert_eq!(
+        api.get_state(&admin, "net").text().unwrap(),
+        state_doc(2, "l-1", "v2")
+    );
+}
+
+/// Real Terraform: init, apply, plan with no changes, through a Transit-backed server.
+#[test]
+fn terraform_applies_and_plans_through_a_transit_backed_server() {
+    let bao = Bao::start();
+    let server = serve(&bao.internal_env(&bao.root_token_file()));
+    let token = server.token("default", "alice", "admin");
+    let tf = Tf::new(TfVersion::V1_11, &server, "net", &token);
+    tf.init();
+    tf.ok(&["apply", "-auto-approve", "-no-color"]);
+    let plan = tf.run(&["plan", "-detailed-exitcode", "-no-color"]);
+    assert!(plan.ok, "no changes expected:\n{}", plan.output());
+    let api = Api::new(&server);
+    let listed = versions(&api, &token, "net");
+    assert_eq!(
+        listed[0]["key"],
+        "transit:internal:hegemony-state-default:v1"
+    );
+    assert_eq!(bao.keys(), ["hegemony-state-default"]);
+}
+
+/// An incomplete Transit setting stops `serve` at start, naming the variable to fix.
+#[test]
+fn an_incomplete_transit_setting_stops_the_server_naming_the_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(bin())
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path().join("data"))
+        .env("HEGEMONY_TF_STATE_KEY_BACKEND", "transit:vault")
+        .env(
+            "HEGEMONY_TRANSIT_VAULT_ADDR",
+            "https://bao.example.com:8200",
+        )
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("HEGEMONY_TRANSIT_VAULT_TOKEN_FILE"),
+        "{stderr}"
+    );
+}
+
+/// `HEGEMONY_TF_STATE_KEY_BACKEND=none` with the internal OpenBao still configured: the
+/// platform key wraps what is new, the internal OpenBao still opens what it wrapped.
+#[test]
+fn forcing_the_platform_key_keeps_the_internal_openbaos_versions_readable() {
+    let bao = Bao::start();
+    let internal = bao.internal_env(&bao.root_token_file());
+    let server = serve(&internal);
+    let (api, admin) = (Api::new(&server), server.token("acme", "root", "admin"));
+    assert_eq!(save(&api, &admin, "net", 1).status(), 200);
+    let mut forced = internal.clone();
+    forced.push(("HEGEMONY_TF_STATE_KEY_BACKEND".into(), "none".into()));
+    forced.push((
+        "HEGEMONY_TF_STATE_ENCRYPTION_KEY".into(),
+        PlatformKeyText::new().0,
+    ));
+    let server = server.restart_with(forced);
+    let api = Api::new(&server);
+    assert_eq!(save(&api, &admin, "net", 2).status(), 200);
+    let listed = versions(&api, &admin, "net");
+    let backends: Vec<&str> = listed
+        .iter()
+        .map(|v| v["key_backend"].as_str().unwrap())
+        .collect();
+    assert_eq!(backends, ["platform", "transit"]);
+    let old = content(&api, &admin, "net", 1);
+    assert_eq!(old.status(), 200);
+    assert_eq!(old.text().unwrap(), state_doc(1, "l-1", "v1"));
+}
+
+/// On the AWS store (moto), versions KMS wrapped stay readable after the setting moves to
+/// Transit: KMS opens them by the ARN they record.
+#[test]
+fn moving_from_kms_to_transit_on_the_aws_store_keeps_kms_versions_readable() {
+    let bao = Bao::start();
+    bao.create_key("state-acme");
+    let deployment = hegemony_state_blackbox::aws::Deployment::create();
+    let server = deployment.container(&[]);
+    let admin = deployment.token("acme", "root", "admin");
+    let api = Api::new(&server);
+    assert_eq!(save(&api, &admin, "net", 1).status(), 200);
+    let mut env = deployment.env();
+    // Later settings win: the key backend moves to Transit.
+    env.extend(bao.named_env("vault", &bao.root_token_file(), "state-{org}"));
+    let server = server.restart_with(env);
+    let api = Api::new(&server);
+    assert_eq!(save(&api, &admin, "net", 2).status(), 200);
+    let listed = versions(&api, &admin, "net");
+    let backends: Vec<&str> = listed
+        .iter()
+        .map(|v| v["key_backend"].as_str().unwrap())
+        .collect();
+    assert_eq!(backends, ["transit", "kms"]);
+    let old = content(&api, &admin, "net", 1);
+    assert_eq!(old.status(), 200);
+    assert_eq!(old.text().unwrap(), state_doc(1, "l-1", "v1"));
+}
