@@ -274,6 +274,20 @@ fn a_stopped_engine_answers_503() {
     assert_eq!(versions(&api, &admin, "net").len(), 1);
 }
 
+/// After a move of the key setting: `net`'s two versions name the backends that wrapped
+/// them (newest first), and the first, wrapped before the move, still reads byte for byte.
+fn assert_moved(api: &Api, admin: &str, backends: [&str; 2]) {
+    let listed = versions(api, admin, "net");
+    let named: Vec<&str> = listed
+        .iter()
+        .map(|v| v["key_backend"].as_str().unwrap())
+        .collect();
+    assert_eq!(named, backends, "newest first");
+    let old = content(api, admin, "net", 1);
+    assert_eq!(old.status(), 200);
+    assert_eq!(old.text().unwrap(), state_doc(1, "l-1", "v1"));
+}
+
 /// A token whose policy lets it read the key but not make data keys: 503, and the log says
 /// the engine refused and why.
 #[test]
@@ -326,15 +340,7 @@ fn moving_from_the_platform_key_to_transit_keeps_old_versions_readable() {
     let server = server.restart_with(bao.named_env("vault", &bao.root_token_file(), "state-{org}"));
     let api = Api::new(&server);
     assert_eq!(save(&api, &admin, "net", 2).status(), 200);
-    let listed = versions(&api, &admin, "net");
-    let backends: Vec<&str> = listed
-        .iter()
-        .map(|v| v["key_backend"].as_str().unwrap())
-        .collect();
-    assert_eq!(backends, ["transit", "platform"], "newest first");
-    let old = content(&api, &admin, "net", 1);
-    assert_eq!(old.status(), 200);
-    assert_eq!(old.text().unwrap(), state_doc(1, "l-1", "v1"));
+    assert_moved(&api, &admin, ["transit", "platform"]);
     assert_eq!(
         api.get_state(&admin, "net").text().unwrap(),
         state_doc(2, "l-1", "v2")
@@ -402,15 +408,7 @@ fn forcing_the_platform_key_keeps_the_internal_openbaos_versions_readable() {
     let server = server.restart_with(forced);
     let api = Api::new(&server);
     assert_eq!(save(&api, &admin, "net", 2).status(), 200);
-    let listed = versions(&api, &admin, "net");
-    let backends: Vec<&str> = listed
-        .iter()
-        .map(|v| v["key_backend"].as_str().unwrap())
-        .collect();
-    assert_eq!(backends, ["platform", "transit"]);
-    let old = content(&api, &admin, "net", 1);
-    assert_eq!(old.status(), 200);
-    assert_eq!(old.text().unwrap(), state_doc(1, "l-1", "v1"));
+    assert_moved(&api, &admin, ["platform", "transit"]);
 }
 
 /// On the AWS store (moto), versions KMS wrapped stay readable after the setting moves to
@@ -430,13 +428,5 @@ fn moving_from_kms_to_transit_on_the_aws_store_keeps_kms_versions_readable() {
     let server = server.restart_with(env);
     let api = Api::new(&server);
     assert_eq!(save(&api, &admin, "net", 2).status(), 200);
-    let listed = versions(&api, &admin, "net");
-    let backends: Vec<&str> = listed
-        .iter()
-        .map(|v| v["key_backend"].as_str().unwrap())
-        .collect();
-    assert_eq!(backends, ["transit", "kms"]);
-    let old = content(&api, &admin, "net", 1);
-    assert_eq!(old.status(), 200);
-    assert_eq!(old.text().unwrap(), state_doc(1, "l-1", "v1"));
+    assert_moved(&api, &admin, ["transit", "kms"]);
 }
