@@ -220,6 +220,7 @@ mod tests {
             },
             change: ChangeRecord::first_save(None, NOW),
             blob: "b".into(),
+            inline: false,
         }
     }
 

@@ -54,23 +54,24 @@ pub(super) async fn existing(app: &App, org: &str, name: &StateName) -> Result<S
         .ok_or_else(|| not_found(name))
 }
 
-/// Commits the new version `write` made over `snapshot`, with what a takeover adds.
+/// Commits the new version `write` made over `snapshot`, sealed as `sealed`, with what a
+/// takeover adds.
 async fn commit_version(
     app: &App,
     snapshot: &StateRecord,
     takeover: Takeover,
     write: WriteCommit,
+    sealed: &Sealed,
     audit: AuditEntry,
     now: Timestamp,
 ) -> Result<Attempt<VersionRecord>, Error> {
     let version = write.version.clone();
-    let changes = takeover.into_commit(Commit {
+    let changes = takeover.into_commit(sealed.into_commit(Commit {
         versions: vec![write.version],
-        committed_blobs: vec![version.blob.clone()],
         version_marks: app.prune_mark(&snapshot.incarnation, version.version),
         audit: vec![audit],
         ..Commit::over(snapshot, now, Some(write.state))
-    });
+    }));
     commit(app, changes, version).await
 }
 
@@ -120,8 +121,9 @@ pub async fn import(
             Origin::Import,
             now,
         );
+        let attempt = commit_version(app, &snapshot, takeover, write, &blob, audit, now).await;
         sealed.put(blob);
-        commit_version(app, &snapshot, takeover, write, audit, now).await
+        attempt
     })
     .await
 }
@@ -181,8 +183,9 @@ pub async fn rollback(
             Origin::Rollback { from: version },
             now,
         );
+        let attempt = commit_version(app, &snapshot, takeover, write, &blob, audit, now).await;
         sealed.put((blob, meta, content));
-        commit_version(app, &snapshot, takeover, write, audit, now).await
+        attempt
     })
     .await
 }

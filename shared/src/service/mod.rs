@@ -15,6 +15,7 @@ pub mod runs;
 pub mod state;
 pub mod sweep;
 pub mod tokens;
+mod work;
 
 use std::sync::Arc;
 

@@ -6,7 +6,7 @@ use sha2::{Digest, Sha256};
 
 use super::commit::{snapshot, take_over_dead_lock};
 use super::retry::{commit, until_done, Attempt, Carried};
-use super::{App, Error};
+use super::{work, App, Error};
 use crate::crypto::{self, Binding};
 use crate::domain::audit::AuditAction;
 use crate::domain::document::{sniff, StateMeta};
@@ -19,7 +19,7 @@ use crate::domain::write::{
 };
 use crate::domain::{Principal, Refusal, Timestamp};
 use crate::ids::{hex, new_id};
-use crate::ports::{key_backend, AuditEntry, Commit, KeyContext};
+use crate::ports::{key_backend, AuditEntry, Commit, InlineContent, KeyContext, INLINE_MAX_BYTES};
 
 /// What a write did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,7 +47,8 @@ fn binding<'a>(org: &'a str, incarnation: &'a str, version: u64, blob: &'a str) 
 }
 
 /// Reads the latest version's content, exactly as written. `None` when the state has no
-/// version. Reading works while the state is locked.
+/// version. Reading works while the state is locked. An inline latest version comes with its
+/// record in one catalog read.
 ///
 /// # Errors
 /// `Refused` without tf_state:read; `NoKey`, `WrongKey`, `Damaged` or `Unavailable` when
@@ -59,13 +60,23 @@ pub async fn read(
 ) -> Result<Option<Vec<u8>>, Error> {
     app.require(principal, Permission::Read).await?;
     let keys = app.keys()?;
-    let Some(record) = app.catalog.state(&principal.org, name.as_str()).await? else {
+    let Some((record, content)) = app
+        .catalog
+        .state_with_content(&principal.org, name.as_str())
+        .await?
+    else {
         return Ok(None);
     };
     let Some(latest) = &record.latest else {
         return Ok(None);
     };
-    open_version(app, keys, &record, latest).await.map(Some)
+    let object = match content {
+        Some(object) if latest.inline => object,
+        _ => sealed_object(app, &record, latest).await?,
+    };
+    open_object(keys, &record, latest, object, Vec::new())
+        .await
+        .map(Some)
 }
 
 pub(super) async fn open_version(
@@ -86,12 +97,46 @@ pub(super) async fn open_version_into(
     version: &VersionRecord,
     buffer: Vec<u8>,
 ) -> Result<Vec<u8>, Error> {
-    let object = app.blobs.get(&version.blob).await?.ok_or_else(|| {
+    let object = sealed_object(app, record, version).await?;
+    open_object(keys, record, version, object, buffer).await
+}
+
+/// A version's sealed bytes: from the catalog when inline, else from its blob.
+async fn sealed_object(
+    app: &App,
+    record: &StateRecord,
+    version: &VersionRecord,
+) -> Result<Vec<u8>, Error> {
+    let (object, place) = if version.inline {
+        let content = app
+            .catalog
+            .content(
+                &record.org,
+                &record.name,
+                &record.incarnation,
+                version.version,
+            )
+            .await?;
+        (content, "catalog")
+    } else {
+        (app.blobs.get(&version.blob).await?, "blob store")
+    };
+    object.ok_or_else(|| {
         Error::Damaged(format!(
-            "the content of version {} of state {} is missing from the blob store",
+            "the content of version {} of state {} is missing from the {place}",
             version.version, record.name
         ))
-    })?;
+    })
+}
+
+/// Decrypts a version's sealed bytes into `buffer`.
+async fn open_object(
+    keys: &dyn crate::ports::KeyService,
+    record: &StateRecord,
+    version: &VersionRecord,
+    object: Vec<u8>,
+    buffer: Vec<u8>,
+) -> Result<Vec<u8>, Error> {
     let header = crypto::read_header(&object).map_err(|e| Error::Damaged(e.to_string()))?;
     let context = KeyContext {
         org: &record.org,
@@ -106,38 +151,54 @@ pub(super) async fn open_version_into(
         version.blob.clone(),
     );
     let (number, size) = (version.version, version.size as usize);
-    tokio::task::spawn_blocking(move || {
+    work::run(size, "decryption", move || {
         let binding = binding(&org, &incarnation, number, &blob);
         crypto::open_into(&object, &header, &data_key, &binding, size, buffer)
     })
-    .await
-    .map_err(|e| Error::Unavailable(format!("decryption task failed: {e}")))?
+    .await?
     .map_err(|e| Error::Damaged(format!("version {number}: {e}")))
 }
 
-/// A sealed blob, remembered across compare-and-swap retries so the same decision does not
+/// Sealed content, remembered across compare-and-swap retries so the same decision does not
 /// encrypt and store the body twice.
 pub(super) struct Sealed {
     incarnation: String,
     version: u64,
     pub(super) blob: String,
     pub(super) key_id: String,
+    /// The sealed bytes of a version small enough to live inline in the catalog: the commit
+    /// carries them, and no blob was written. `None` for a blob version.
+    inline: Option<Arc<Vec<u8>>>,
 }
 
 impl Sealed {
-    /// What a commit records of this blob: the content's facts and where it is sealed.
+    /// What a commit records of this content: its facts and where it is sealed.
     pub(super) fn content(&self, size: usize, sha256: String) -> SealedContent {
         SealedContent {
             size: size as u64,
             sha256,
             key: self.key_id.clone(),
             blob: self.blob.clone(),
+            inline: self.inline.is_some(),
         }
     }
 
-    /// Whether this blob was sealed for `version` of the snapshot's incarnation.
+    /// Whether this was sealed for `version` of the snapshot's incarnation.
     pub(super) fn fits(&self, snapshot: &StateRecord, version: u64) -> bool {
         self.incarnation == snapshot.incarnation && self.version == version
+    }
+
+    /// Adds what storing this content needs to `commit`: the inline bytes for the catalog,
+    /// or the blob whose pending record goes.
+    pub(super) fn into_commit(&self, mut commit: Commit) -> Commit {
+        match &self.inline {
+            Some(sealed) => commit.contents.push(InlineContent {
+                version: self.version,
+                sealed: sealed.clone(),
+            }),
+            None => commit.committed_blobs.push(self.blob.clone()),
+        }
+        commit
     }
 }
 
@@ -197,14 +258,13 @@ pub async fn write(
         };
         let content = blob.content(body.len(), sha256.clone());
         let applied = apply_write(&snapshot, plan, content, principal, now);
-        let changes = takeover.into_commit(Commit {
+        let changes = takeover.into_commit(blob.into_commit(Commit {
             version_marks,
             versions: vec![applied.version],
-            committed_blobs: vec![blob.blob.clone()],
             doomed_blobs: applied.replaced_blob.into_iter().collect(),
             audit,
             ..Commit::over(&snapshot, now, Some(applied.state))
-        });
+        }));
         sealed.put(blob);
         commit(app, changes, outcome).await
     })
@@ -212,21 +272,22 @@ pub async fn write(
 }
 
 /// Validates a body as a state document and digests it: one pass each, off the async
-/// threads. The classification is kept, not raised, so it is reported in its turn.
+/// threads when the body is large. The classification is kept, not raised, so it is reported
+/// in its turn.
 pub(super) async fn examine(
     body: Vec<u8>,
 ) -> Result<(Arc<Vec<u8>>, Result<StateMeta, Refusal>, String), Error> {
-    tokio::task::spawn_blocking(move || {
+    work::run(body.len(), "validation", move || {
         let document = sniff(&body);
         let sha256 = hex(&Sha256::digest(&body));
         (Arc::new(body), document, sha256)
     })
     .await
-    .map_err(|e| Error::Unavailable(format!("validation task failed: {e}")))
 }
 
-/// Seals the body for one version under a fresh data key and stores it, pending until a
-/// commit names it.
+/// Seals the body for one version under a fresh data key. Sealed bytes up to
+/// [`INLINE_MAX_BYTES`] are kept for the commit to store inline; larger ones are stored as a
+/// blob, pending until a commit names it.
 pub(super) async fn seal(
     app: &App,
     keys: &dyn crate::ports::KeyService,
@@ -241,7 +302,6 @@ pub(super) async fn seal(
     };
     let data_key = keys.data_key(&context).await?;
     let blob = blob_key(&snapshot.org, &snapshot.incarnation, version, &new_id());
-    app.catalog.add_pending_blob(&blob, now).await?;
     let (body, org, incarnation, blob_for_task) = (
         body.clone(),
         snapshot.org.clone(),
@@ -249,7 +309,7 @@ pub(super) async fn seal(
         blob.clone(),
     );
     let key_id = data_key.key_id.clone();
-    let object = tokio::task::spawn_blocking(move || {
+    let object = work::run(body.len(), "encryption", move || {
         let binding = binding(&org, &incarnation, version, &blob_for_task);
         crypto::seal(
             &body,
@@ -259,13 +319,19 @@ pub(super) async fn seal(
             &binding,
         )
     })
-    .await
-    .map_err(|e| Error::Unavailable(format!("encryption task failed: {e}")))?;
-    app.blobs.put(&blob, object).await?;
+    .await?;
+    let inline = if object.len() <= INLINE_MAX_BYTES {
+        Some(Arc::new(object))
+    } else {
+        app.catalog.add_pending_blob(&blob, now).await?;
+        app.blobs.put(&blob, object).await?;
+        None
+    };
     Ok(Sealed {
         incarnation: snapshot.incarnation.clone(),
         version,
         blob,
         key_id,
+        inline,
     })
 }

@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem};
+use aws_sdk_dynamodb::primitives::Blob;
+use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
 use aws_sdk_dynamodb::Client;
 use sha2::{Digest, Sha256};
 
@@ -79,6 +80,59 @@ impl DynamoCatalog {
             .build()
             .expect("table and item are set");
         TransactWriteItem::builder().put(put).build()
+    }
+
+    /// A transaction item that writes the record `rec` (and revision `rev`) of the item at
+    /// `key`, creating it if need be, under `condition` if any. Its inline content is set to
+    /// `body` when given, else kept while `inline` and removed when not: an update, not a
+    /// put, so a commit that only closes a version or moves a lock keeps the content it does
+    /// not carry.
+    fn record_update(
+        &self,
+        key: Item,
+        rec: String,
+        rev: Option<u64>,
+        body: Option<&[u8]>,
+        inline: bool,
+        condition: Option<(
+            String,
+            Option<std::collections::HashMap<String, AttributeValue>>,
+        )>,
+    ) -> TransactWriteItem {
+        let mut set = vec!["#rec = :rec"];
+        let mut names = std::collections::HashMap::from([("#rec".to_owned(), REC.to_owned())]);
+        let (condition, mut values) = match condition {
+            Some((expression, values)) => (Some(expression), values.unwrap_or_default()),
+            None => (None, std::collections::HashMap::new()),
+        };
+        values.insert(":rec".into(), s(rec));
+        if let Some(rev) = rev {
+            set.push("#rev = :rev");
+            names.insert("#rev".into(), REV.into());
+            values.insert(":rev".into(), n(rev));
+        }
+        let expression = match body {
+            Some(body) => {
+                set.push("#body = :body");
+                values.insert(":body".into(), AttributeValue::B(Blob::new(body)));
+                format!("SET {}", set.join(", "))
+            }
+            None if inline => format!("SET {}", set.join(", ")),
+            None => format!("SET {} REMOVE #body", set.join(", ")),
+        };
+        if body.is_some() || !inline {
+            names.insert("#body".into(), BODY.into());
+        }
+        let update = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(key))
+            .update_expression(expression)
+            .set_condition_expression(condition)
+            .set_expression_attribute_names(Some(names))
+            .set_expression_attribute_values(Some(values))
+            .build()
+            .expect("table, key and expression are set");
+        TransactWriteItem::builder().update(update).build()
     }
 
     /// A transaction item that deletes the item at `key`.
@@ -261,20 +315,31 @@ impl DynamoCatalog {
             .then(|| std::collections::HashMap::from([(":expected".to_owned(), n(expected))]));
         match &commit.state {
             Some(record) => {
-                let mut item = record_item(org_pk(&commit.org), state_sk(&commit.name), record);
-                item.insert(REV.into(), n(record.revision));
-                let put = Put::builder()
-                    .table_name(&self.table)
-                    .set_item(Some(item))
-                    .condition_expression(condition)
-                    .set_expression_attribute_values(values)
-                    .build()
-                    .expect("table and item are set");
-                items.push(TransactWriteItem::builder().put(put).build());
+                // The state item holds the latest version's inline content too, so that a
+                // read of the state is one GetItem.
+                let latest = record.latest.as_ref();
+                items.push(
+                    self.record_update(
+                        state_key,
+                        to_json(record),
+                        Some(record.revision),
+                        latest
+                            .and_then(|l| commit.content_of(l.version))
+                            .map(|c| c.as_slice()),
+                        latest.is_some_and(|l| l.inline),
+                        Some((condition, values)),
+                    ),
+                );
                 for version in &commit.versions {
                     let pk = versions_pk(&commit.org, &commit.name, &record.incarnation);
-                    items
-                        .push(self.put(record_item(pk, number_sk(version.version), version), None));
+                    items.push(self.record_update(
+                        key(pk, number_sk(version.version)),
+                        to_json(version),
+                        None,
+                        commit.content_of(version.version).map(|c| c.as_slice()),
+                        version.inline,
+                        None,
+                    ));
                 }
             }
             None => {
@@ -338,6 +403,23 @@ impl StateCatalog for DynamoCatalog {
         self.get_record(key(org_pk(org), state_sk(name))).await
     }
 
+    async fn state_with_content(
+        &self,
+        org: &str,
+        name: &str,
+    ) -> Result<Option<(StateRecord, Option<Vec<u8>>)>, StoreError> {
+        let Some(item) = self.get(key(org_pk(org), state_sk(name))).await? else {
+            return Ok(None);
+        };
+        let record: StateRecord = record(&item)?;
+        let content = record
+            .latest
+            .as_ref()
+            .filter(|l| l.inline)
+            .and_then(|_| binary(&item, BODY));
+        Ok(Some((record, content)))
+    }
+
     async fn states(
         &self,
         org: &str,
@@ -355,6 +437,10 @@ impl StateCatalog for DynamoCatalog {
             .expression_attribute_values(":pk", s(org_pk(org)))
             .expression_attribute_values(":from", s(from.clone()))
             .expression_attribute_values(":to", s("STATE$"))
+            // The record alone: a listing has no use for the latest versions' content.
+            .projection_expression("#sk, #rec")
+            .expression_attribute_names("#sk", SK)
+            .expression_attribute_names("#rec", REC)
             .consistent_read(true)
             .limit(i32::try_from(limit.saturating_add(1)).unwrap_or(i32::MAX));
         let items = self.query_all(query, Some(limit.saturating_add(1))).await?;
@@ -377,6 +463,19 @@ impl StateCatalog for DynamoCatalog {
             .await
     }
 
+    async fn content(
+        &self,
+        org: &str,
+        name: &str,
+        incarnation: &str,
+        version: u64,
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        let item = self
+            .get(key(versions_pk(org, name, incarnation), number_sk(version)))
+            .await?;
+        Ok(item.and_then(|item| binary(&item, BODY)))
+    }
+
     async fn versions(
         &self,
         org: &str,
@@ -389,6 +488,8 @@ impl StateCatalog for DynamoCatalog {
             .table_name(&self.table)
             .key_condition_expression("pk = :pk")
             .expression_attribute_values(":pk", s(versions_pk(org, name, incarnation)))
+            .projection_expression("#rec")
+            .expression_attribute_names("#rec", REC)
             .scan_index_forward(false)
             .consistent_read(true);
         self.query_all(query, None)

@@ -1,6 +1,8 @@
 //! The catalog in SQLite, and its state records, versions and audit. A commit is one
 //! `BEGIN IMMEDIATE` transaction that checks the state record's revision first, so two
-//! processes on one folder never both win a compare-and-swap.
+//! processes on one folder never both win a compare-and-swap. Writes (each ending in an
+//! fsync) run on the blocking pool; point reads, one indexed lookup of microseconds, run in
+//! place on a second connection, which WAL lets read while a write is under way.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -23,6 +25,9 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Clone)]
 pub struct SqliteCatalog {
     opened: Arc<Mutex<Opened>>,
+    /// The connection point reads use in place, without a thread hand-off; `None` while the
+    /// catalog is served read-only, when reads take the writer's connection as writes do.
+    reader: Option<Arc<Mutex<Connection>>>,
 }
 
 /// The connection, and whether it is read-only for want of disk space.
@@ -67,9 +72,28 @@ impl SqliteCatalog {
             }
             Err(e) => return Err(fail(e)),
         };
+        let reader = match opened.read_only {
+            None => Some(Arc::new(Mutex::new(open_reader(path).map_err(fail)?))),
+            Some(_) => None,
+        };
         Ok(Self {
             opened: Arc::new(Mutex::new(opened)),
+            reader,
         })
+    }
+
+    /// Runs `f`, a point read (one indexed lookup: microseconds), in place on the reader
+    /// connection. In WAL mode a reader never waits for a writer's transaction or fsync, so
+    /// the only wait is another point read's.
+    pub(super) async fn read<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        match &self.reader {
+            // As for the writer: a panic inside `f` leaves nothing half done (it only reads).
+            Some(reader) => f(&reader.lock().unwrap_or_else(|e| e.into_inner())),
+            None => self.with(move |conn| f(conn)).await,
+        }
     }
 
     /// Runs `f` on the connection off the async threads.
@@ -147,6 +171,15 @@ fn open_current(path: &Path) -> Result<(Connection, i64), rusqlite::Error> {
     Ok((conn, version))
 }
 
+/// The connection for point reads, on a catalog already open for writing (so in WAL mode,
+/// its tables set up). `query_only`, so nothing can write through it by mistake.
+fn open_reader(path: &Path) -> Result<Connection, rusqlite::Error> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.pragma_update(None, "query_only", true)?;
+    Ok(conn)
+}
+
 /// Whether the catalog has a write-ahead log with commits the catalog file may lack yet.
 fn has_log(path: &Path) -> bool {
     let mut log = path.as_os_str().to_owned();
@@ -206,6 +239,7 @@ fn commit_in(conn: &mut Connection, commit: Commit) -> Result<(), StoreError> {
             )
             .map_err(sql_error)?;
             for v in &commit.versions {
+                let key = params![commit.org, commit.name, record.incarnation, v.version];
                 tx.execute(
                     "INSERT OR REPLACE INTO versions (org, name, incarnation, version, record)
                      VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -218,6 +252,29 @@ fn commit_in(conn: &mut Connection, commit: Commit) -> Result<(), StoreError> {
                     ],
                 )
                 .map_err(sql_error)?;
+                if let Some(sealed) = commit.content_of(v.version) {
+                    tx.execute(
+                        "INSERT OR REPLACE INTO contents (org, name, incarnation, version, sealed)
+                         VALUES (?1, ?2, ?3, ?4, ?5)",
+                        params![
+                            commit.org,
+                            commit.name,
+                            record.incarnation,
+                            v.version,
+                            sealed.as_slice()
+                        ],
+                    )
+                    .map_err(sql_error)?;
+                } else if !v.inline {
+                    // A version whose content moved to a blob (a replacing save too large to
+                    // be inline) leaves none behind.
+                    tx.execute(
+                        "DELETE FROM contents
+                         WHERE org = ?1 AND name = ?2 AND incarnation = ?3 AND version = ?4",
+                        key,
+                    )
+                    .map_err(sql_error)?;
+                }
             }
         }
         None => {
@@ -274,16 +331,41 @@ pub(super) fn insert_audit(conn: &Connection, entry: &AuditEntry) -> Result<(), 
 impl StateCatalog for SqliteCatalog {
     async fn state(&self, org: &str, name: &str) -> Result<Option<StateRecord>, StoreError> {
         let (org, name) = (org.to_owned(), name.to_owned());
-        self.with(move |conn| {
+        self.read(move |conn| {
             let text: Option<String> = conn
-                .query_row(
-                    "SELECT record FROM states WHERE org = ?1 AND name = ?2",
-                    params![org, name],
-                    |row| row.get(0),
-                )
+                .prepare_cached("SELECT record FROM states WHERE org = ?1 AND name = ?2")
+                .and_then(|mut stmt| stmt.query_row(params![org, name], |row| row.get(0)))
                 .optional()
                 .map_err(sql_error)?;
             text.as_deref().map(from_json).transpose()
+        })
+        .await
+    }
+
+    async fn state_with_content(
+        &self,
+        org: &str,
+        name: &str,
+    ) -> Result<Option<(StateRecord, Option<Vec<u8>>)>, StoreError> {
+        let (org, name) = (org.to_owned(), name.to_owned());
+        self.read(move |conn| {
+            // One statement, so the record and the content come from one snapshot of the
+            // catalog: the content found is the latest version's as that record names it.
+            let row: Option<(String, Option<Vec<u8>>)> = conn
+                .prepare_cached(
+                    "SELECT s.record, c.sealed FROM states s
+                     LEFT JOIN contents c ON c.org = s.org AND c.name = s.name
+                       AND c.incarnation = json_extract(s.record, '$.incarnation')
+                       AND c.version = json_extract(s.record, '$.latest.version')
+                     WHERE s.org = ?1 AND s.name = ?2",
+                )
+                .and_then(|mut stmt| {
+                    stmt.query_row(params![org, name], |row| Ok((row.get(0)?, row.get(1)?)))
+                })
+                .optional()
+                .map_err(sql_error)?;
+            row.map(|(text, content)| Ok((from_json(&text)?, content)))
+                .transpose()
         })
         .await
     }
@@ -324,7 +406,7 @@ impl StateCatalog for SqliteCatalog {
             return Ok(None);
         };
         let key = (org.to_owned(), name.to_owned(), incarnation.to_owned());
-        self.with(move |conn| {
+        self.read(move |conn| {
             let text: Option<String> = conn
                 .query_row(
                     "SELECT record FROM versions
@@ -335,6 +417,31 @@ impl StateCatalog for SqliteCatalog {
                 .optional()
                 .map_err(sql_error)?;
             text.as_deref().map(from_json).transpose()
+        })
+        .await
+    }
+
+    async fn content(
+        &self,
+        org: &str,
+        name: &str,
+        incarnation: &str,
+        version: u64,
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        // As for `version`: a number past SQLite's integers names nothing.
+        let Ok(version) = i64::try_from(version) else {
+            return Ok(None);
+        };
+        let key = (org.to_owned(), name.to_owned(), incarnation.to_owned());
+        self.read(move |conn| {
+            conn.query_row(
+                "SELECT sealed FROM contents
+                 WHERE org = ?1 AND name = ?2 AND incarnation = ?3 AND version = ?4",
+                params![key.0, key.1, key.2, version],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(sql_error)
         })
         .await
     }

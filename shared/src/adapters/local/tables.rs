@@ -1,6 +1,7 @@
 //! The catalog's tables and the codecs between records and rows, the counterpart of the AWS
 //! store's single-table layout. Records are stored as JSON beside the columns their lookups
 //! need; only what a lookup, a compare-and-swap or the sweeper sorts on is a column of its own.
+//! An inline version's sealed content is a row of `contents`, beside its record.
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -16,6 +17,10 @@ CREATE TABLE IF NOT EXISTS versions (
     org TEXT NOT NULL, name TEXT NOT NULL, incarnation TEXT NOT NULL, version INTEGER NOT NULL,
     record TEXT NOT NULL,
     PRIMARY KEY (org, name, incarnation, version)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS contents (
+    org TEXT NOT NULL, name TEXT NOT NULL, incarnation TEXT NOT NULL, version INTEGER NOT NULL,
+    sealed BLOB NOT NULL,
+    PRIMARY KEY (org, name, incarnation, version));
 CREATE TABLE IF NOT EXISTS pending_blobs (blob TEXT PRIMARY KEY, since INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS doomed_blobs (blob TEXT PRIMARY KEY, since INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS ended_runs (run TEXT PRIMARY KEY, since INTEGER NOT NULL);
@@ -39,11 +44,14 @@ CREATE TABLE IF NOT EXISTS run_items (
     run TEXT NOT NULL, token_id TEXT NOT NULL, org TEXT NOT NULL, state TEXT NOT NULL,
     PRIMARY KEY (run, token_id, org, state)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS orgs (org TEXT PRIMARY KEY, record TEXT NOT NULL);
-PRAGMA user_version = 2;
+PRAGMA user_version = 3;
 ";
 
 /// The `user_version` of a catalog that `SCHEMA` made: one at it needs no write to open.
-pub(super) const SCHEMA_VERSION: i64 = 2;
+/// 3 added `contents`, the sealed bytes of inline versions (a table of its own, not a column
+/// of `versions`, so an older catalog gains it without rewriting a row, and a version's
+/// record is replaced without touching its content).
+pub(super) const SCHEMA_VERSION: i64 = 3;
 
 /// A catalog fault: transient (clients retry a 503) only when it can pass, as a busy
 /// database, a full disk or an I/O error can; anything else is a fault of the stored data or
