@@ -60,7 +60,8 @@ test: tools lint web build web-test
 	$(CARGO) test --workspace
 
 ## The benchmark (release build): backend latencies by state size, save-path throughput, memory,
-## comparing two versions. BENCH=changes runs the comparison of versions alone.
+## comparing two versions. BENCH=changes runs the comparison of versions alone; BENCH=small
+## the backend latencies of 10 KiB and 100 KiB states alone.
 BENCH ?=
 bench: tools
 	$(CARGO) build --release -p hegemony-state-cli -p hegemony-state-functions

@@ -11,7 +11,8 @@
 //! to a plain download of both, and the server's peak memory growth while it compares.
 //!
 //! `cargo bench -p hegemony-state-blackbox --bench backend -- changes` (`make bench
-//! BENCH=changes`) runs the comparison alone.
+//! BENCH=changes`) runs the comparison alone; `BENCH=small` the backend latencies of the
+//! small states alone (10 KiB and 100 KiB, the sizes whose saves are inline).
 
 use std::time::{Duration, Instant};
 
@@ -89,11 +90,14 @@ fn rss_kib(pid: u32, field: &str) -> u64 {
 fn main() {
     // `cargo bench` passes its own flags (`--bench`); a plain word names one part.
     let part = std::env::args().skip(1).find(|a| !a.starts_with('-'));
-    match part.as_deref() {
-        None => {}
+    let sizes = match part.as_deref() {
+        None => SIZES,
         Some("changes") => return compare_versions(&client()),
-        Some(other) => panic!("no benchmark part named {other:?}; the one part is: changes"),
-    }
+        Some("small") => &SIZES[..2],
+        Some(other) => {
+            panic!("no benchmark part named {other:?}; the parts are: changes, small")
+        }
+    };
     // Built with the bench (release) profile, so `bin()` finds the release server.
     let server = Server::start();
     let token = server.token("bench", "bench", "operator");
@@ -104,7 +108,7 @@ fn main() {
         "state", "LOCK p50/p95", "GET p50/p95", "POST p50/p95", "UNLOCK p50/p95", "cycles"
     );
     let mut serial = 0u64;
-    for (label, size, cycles) in SIZES {
+    for (label, size, cycles) in sizes {
         let name = format!("bench-{size}");
         let (lock, unlock, state) = (
             server.url(&format!("/api/tf-states/{name}/lock")),
@@ -171,6 +175,9 @@ fn main() {
             "{label:>8}  {:>15}  {:>15}  {:>15}  {:>15}  {cycles:>7}",
             cells[0], cells[1], cells[2], cells[3]
         );
+    }
+    if part.is_some() {
+        return;
     }
 
     // The save path's CPU work, in-process, on a 32 MiB state.

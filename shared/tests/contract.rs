@@ -882,3 +882,54 @@ async fn two_local_catalogs_on_one_folder_share_one_truth() {
         Err(StoreError::Conflict)
     ));
 }
+
+/// A catalog made before inline content existed (schema 2: no `contents` table, records
+/// without `inline`) opens, gains the table, and reads its blob versions as before; new
+/// inline versions go beside them.
+#[tokio::test]
+async fn a_catalog_from_before_inline_content_opens_and_reads_as_before() {
+    use hegemony_state::ports::StateCatalog;
+    let dir = tempfile::tempdir().unwrap();
+    let mut record = StateRecord::fresh("acme", "net", "inc", NOW);
+    record.latest = Some(version(1, "b1"));
+    record.next_version = 2;
+    {
+        let (catalog, _) = local::open(dir.path()).unwrap();
+        catalog
+            .commit(commit(&record, 0, vec![version(1, "b1")]))
+            .await
+            .unwrap();
+    }
+    let file = dir.path().join(local::CATALOG_FILE);
+    let old = rusqlite::Connection::open(&file).unwrap();
+    old.execute_batch("DROP TABLE contents; PRAGMA user_version = 2;")
+        .unwrap();
+    let stored: String = old
+        .query_row("SELECT record FROM versions", [], |r| r.get(0))
+        .unwrap();
+    assert!(
+        !stored.contains("inline"),
+        "a blob version's record is as before: {stored}"
+    );
+    drop(old);
+    let (catalog, _) = local::open(dir.path()).unwrap();
+    let (read, content) = catalog
+        .state_with_content("acme", "net")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((read.latest, content), (Some(version(1, "b1")), None));
+    record.latest = Some(inline_version(2));
+    record.next_version = 3;
+    let mut c = commit(&record, 1, vec![inline_version(2)]);
+    c.contents.push(sealed(2, 100));
+    catalog.commit(c).await.unwrap();
+    assert_eq!(
+        catalog
+            .content("acme", "net", "inc", 2)
+            .await
+            .unwrap()
+            .map(|c| c.len()),
+        Some(100)
+    );
+}
