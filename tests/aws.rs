@@ -165,6 +165,47 @@ fn hex_state(size: usize) -> String {
     state_doc(1, "big", &pad)
 }
 
+/// Through the functions: a small state is saved inline in DynamoDB (no S3 object), a large
+/// one in S3; both read back byte for byte, and a small save replacing a large version keeps
+/// the large one's object for its version (the sweeper deletes it only once pruned).
+#[test]
+fn small_versions_live_in_dynamodb_and_large_ones_in_s3() {
+    let deployment = Deployment::create();
+    let admin = deployment.token("acme", "alice", "admin");
+    let gateway = Gateway::start(&deployment, &[]);
+    let api = Api::new(&gateway);
+    let small = state_doc(1, "small", "a few outputs");
+    assert_eq!(
+        api.post_state(&admin, "small", None, small.clone())
+            .status(),
+        StatusCode::OK
+    );
+    assert_eq!(deployment.objects(), 0, "a small save puts no object");
+    let large = hex_state(400 << 10);
+    assert_eq!(
+        api.post_state(&admin, "large", None, large.clone())
+            .status(),
+        StatusCode::OK
+    );
+    assert_eq!(deployment.objects(), 1, "a large save puts one");
+    assert_eq!(api.get_state(&admin, "small").text().unwrap(), small);
+    assert_eq!(api.get_state(&admin, "large").text().unwrap(), large);
+    let smaller = state_doc(2, "big", "small now");
+    assert_eq!(
+        api.post_state(&admin, "large", None, smaller.clone())
+            .status(),
+        StatusCode::OK
+    );
+    assert_eq!(api.get_state(&admin, "large").text().unwrap(), smaller);
+    let old = api
+        .request("GET", "/api/tf-states/large/versions/1/content", None)
+        .bearer_auth(&admin)
+        .send()
+        .unwrap();
+    assert_eq!(old.text().unwrap(), large, "the large version still reads");
+    assert_eq!(deployment.objects(), 1);
+}
+
 /// A version saved through the container door, larger than a function can return once
 /// base64-encoded: through the gateway it used to be API Gateway's bare 502. It is a 413
 /// naming the door; with the door configured, a 307 to it that serves the version; and
