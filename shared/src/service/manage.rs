@@ -66,7 +66,7 @@ async fn commit_version(
     now: Timestamp,
 ) -> Result<Attempt<VersionRecord>, Error> {
     let version = write.version.clone();
-    let changes = takeover.into_commit(sealed.into_commit(Commit {
+    let changes = takeover.into_commit(sealed.add_to(Commit {
         versions: vec![write.version],
         version_marks: app.prune_mark(&snapshot.incarnation, version.version),
         audit: vec![audit],

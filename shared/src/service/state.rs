@@ -190,7 +190,7 @@ impl Sealed {
 
     /// Adds what storing this content needs to `commit`: the inline bytes for the catalog,
     /// or the blob whose pending record goes.
-    pub(super) fn into_commit(&self, mut commit: Commit) -> Commit {
+    pub(super) fn add_to(&self, mut commit: Commit) -> Commit {
         match &self.inline {
             Some(sealed) => commit.contents.push(InlineContent {
                 version: self.version,
@@ -258,7 +258,7 @@ pub async fn write(
         };
         let content = blob.content(body.len(), sha256.clone());
         let applied = apply_write(&snapshot, plan, content, principal, now);
-        let changes = takeover.into_commit(blob.into_commit(Commit {
+        let changes = takeover.into_commit(blob.add_to(Commit {
             version_marks,
             versions: vec![applied.version],
             doomed_blobs: applied.replaced_blob.into_iter().collect(),

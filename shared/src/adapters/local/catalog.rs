@@ -83,8 +83,9 @@ impl SqliteCatalog {
     }
 
     /// Runs `f`, a point read (one indexed lookup: microseconds), in place on the reader
-    /// connection. In WAL mode a reader never waits for a writer's transaction or fsync, so
-    /// the only wait is another point read's.
+    /// connection. In WAL mode a reader never waits for a writer's transaction or fsync: it
+    /// waits only for another point read, or, rarely, for another process recovering the
+    /// log after a crash (within the busy timeout).
     pub(super) async fn read<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
