@@ -198,12 +198,27 @@ impl DynamoCatalog {
         }
     }
 
-    /// The record an item holds, read strongly consistently.
+    /// The record an item holds, read strongly consistently. Only the key and the record
+    /// travel: a state or version item may hold inline content too, which a lock, an
+    /// unlock or a save's snapshot has no use for.
     pub(super) async fn get_record<T: serde::de::DeserializeOwned>(
         &self,
         key: Item,
     ) -> Result<Option<T>, StoreError> {
-        self.get(key).await?.map(|item| record(&item)).transpose()
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key))
+            .consistent_read(true)
+            .projection_expression("#pk, #sk, #rec")
+            .expression_attribute_names("#pk", PK)
+            .expression_attribute_names("#sk", SK)
+            .expression_attribute_names("#rec", REC)
+            .send()
+            .await
+            .map_err(|e| StoreError::Unavailable(describe_failure("GetItem", &e)))?;
+        output.item.map(|item| record(&item)).transpose()
     }
 
     /// Puts `item` unless an item with its key exists; returns whether it was put.
