@@ -260,3 +260,16 @@ fn terraform_follows_the_functions_redirect_to_the_container_door() {
     let pad = &big[big.find("\"value\": \"").unwrap() + 10..][..64];
     assert!(pulled.contains(pad), "the state read through the door");
 }
+
+/// The AWS calls each backend operation makes, counted at the emulator's door through the
+/// container front door: a regression that adds a call fails here.
+#[test]
+fn aws_calls_per_operation() {
+    let deployment = Deployment::counted();
+    let server = deployment.container(&[]);
+    let admin = server.token("acme", "alice", "admin");
+    let counted = hegemony_state_blackbox::aws_calls::per_operation(&deployment, &server, &admin);
+    let table = hegemony_state_blackbox::aws_calls::table(&counted);
+    println!("{table}");
+    panic!("baseline");
+}
