@@ -7,6 +7,7 @@ pub mod auth;
 pub mod changes;
 mod commit;
 pub mod identity;
+pub mod key_cache;
 pub mod listing;
 pub mod lock;
 pub mod manage;
@@ -21,6 +22,8 @@ use std::sync::Arc;
 use crate::domain::permission::{Allocation, Permission};
 use crate::domain::version::prune_below;
 use crate::domain::{Principal, Refusal, Timestamp};
+use key_cache::KeyCache;
+
 use crate::ports::{BlobStore, Catalog, KeyError, KeyService, StoreError, VersionMark};
 
 /// The time, injectable so tests move it instead of sleeping.
@@ -57,6 +60,9 @@ pub struct App {
     pub blobs: Arc<dyn BlobStore>,
     /// `None` when no key is configured: managed state is then unavailable, and says why.
     pub keys: Option<Arc<dyn KeyService>>,
+    /// The data keys `keys` unwrapped lately, so reading a version again does not ask the
+    /// key service again (`HEGEMONY_TF_STATE_KEY_CACHE_*`).
+    pub key_cache: KeyCache,
     pub clock: Arc<dyn Clock>,
     pub limits: Limits,
     /// Where the links the service hands out point.

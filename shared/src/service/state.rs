@@ -6,6 +6,7 @@ use sha2::{Digest, Sha256};
 
 use super::commit::{snapshot, take_over_dead_lock};
 use super::retry::{commit, until_done, Attempt, Carried};
+use super::key_cache::KeySlot;
 use super::{App, Error};
 use crate::crypto::{self, Binding};
 use crate::domain::audit::AuditAction;
@@ -93,12 +94,17 @@ pub(super) async fn open_version_into(
         ))
     })?;
     let header = crypto::read_header(&object).map_err(|e| Error::Damaged(e.to_string()))?;
-    let context = KeyContext {
+    let slot = KeySlot {
         org: &record.org,
         state: &record.name,
+        incarnation: &record.incarnation,
+        version: version.version,
+        key_id: &header.key_id,
+        wrapped: &header.wrapped_key,
     };
-    let data_key = keys
-        .unwrap_key(&header.key_id, &header.wrapped_key, &context)
+    let data_key = app
+        .key_cache
+        .unwrap_key(keys, &slot, std::time::Instant::now())
         .await?;
     let (org, incarnation, blob) = (
         record.org.clone(),
