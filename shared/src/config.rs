@@ -426,7 +426,11 @@ mod tests {
         .unwrap();
         assert_eq!((off.key_cache_size, off.key_cache_seconds), (0, 0));
         for (variable, bad, range) in [
-            ("HEGEMONY_TF_STATE_KEY_CACHE_SIZE", "1000001", "0 to 1000000"),
+            (
+                "HEGEMONY_TF_STATE_KEY_CACHE_SIZE",
+                "1000001",
+                "0 to 1000000",
+            ),
             ("HEGEMONY_TF_STATE_KEY_CACHE_SIZE", "-1", "0 to 1000000"),
             ("HEGEMONY_TF_STATE_KEY_CACHE_SECONDS", "3601", "0 to 3600"),
             ("HEGEMONY_TF_STATE_KEY_CACHE_SECONDS", "5m", "0 to 3600"),

@@ -87,7 +87,11 @@ async fn relay(listener: TcpListener, upstream: String, calls: Arc<Mutex<Calls>>
             let service = service_fn(move |request: hyper::Request<Incoming>| {
                 let (client, upstream, calls) = (client.clone(), upstream.clone(), calls.clone());
                 async move {
-                    *calls.lock().unwrap().entry(operation(&request)).or_default() += 1;
+                    *calls
+                        .lock()
+                        .unwrap()
+                        .entry(operation(&request))
+                        .or_default() += 1;
                     Ok::<_, Infallible>(forward(&client, &upstream, request).await)
                 }
             });
@@ -156,23 +160,41 @@ pub fn per_operation(
             response.status()
         );
     };
-    ok("lock", api.lock(token, "counted", &crate::lock_doc("first")));
+    ok(
+        "lock",
+        api.lock(token, "counted", &crate::lock_doc("first")),
+    );
     ok(
         "save",
-        api.post_state(token, "counted", Some("first"), crate::state_doc(1, "c", "one")),
+        api.post_state(
+            token,
+            "counted",
+            Some("first"),
+            crate::state_doc(1, "c", "one"),
+        ),
     );
-    ok("unlock", api.unlock(token, "counted", &crate::lock_doc("first")));
+    ok(
+        "unlock",
+        api.unlock(token, "counted", &crate::lock_doc("first")),
+    );
     deployment.calls();
     let mut counted = Vec::new();
     let mut step = |name: &'static str, what: &dyn Fn() -> crate::Response| {
         ok(name, what());
         counted.push((name, deployment.calls()));
     };
-    step("LOCK", &|| api.lock(token, "counted", &crate::lock_doc("second")));
+    step("LOCK", &|| {
+        api.lock(token, "counted", &crate::lock_doc("second"))
+    });
     step("GET", &|| api.get_state(token, "counted"));
     step("GET again", &|| api.get_state(token, "counted"));
     step("POST", &|| {
-        api.post_state(token, "counted", Some("second"), crate::state_doc(2, "c", "two"))
+        api.post_state(
+            token,
+            "counted",
+            Some("second"),
+            crate::state_doc(2, "c", "two"),
+        )
     });
     step("UNLOCK", &|| {
         api.unlock(token, "counted", &crate::lock_doc("second"))

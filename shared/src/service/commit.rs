@@ -3,6 +3,7 @@
 //! opened. The use cases (`state`, `lock`, `manage`, `sweep`) build on it; it decides
 //! nothing itself (the rules are the domain's) and never commits.
 
+use super::retry::Carried;
 use super::{App, Error};
 use crate::domain::audit::AuditAction;
 use crate::domain::hold::Hold;
@@ -21,12 +22,58 @@ pub(super) async fn snapshot(
     name: &StateName,
     now: Timestamp,
 ) -> Result<StateRecord, Error> {
-    Ok(app
-        .catalog
-        .state(org, name.as_str())
-        .await?
+    let record = app.catalog.state(org, name.as_str()).await?;
+    Ok(snapshot_of(record, org, name, now))
+}
+
+/// [`snapshot`] of a record already read.
+fn snapshot_of(
+    record: Option<StateRecord>,
+    org: &str,
+    name: &StateName,
+    now: Timestamp,
+) -> StateRecord {
+    record
         .map(|r| r.reincarnated(&new_id(), now))
-        .unwrap_or_else(|| StateRecord::fresh(org, name.as_str(), &new_id(), now)))
+        .unwrap_or_else(|| StateRecord::fresh(org, name.as_str(), &new_id(), now))
+}
+
+/// The record read together with the permission check ([`App::require_with_state`]): the
+/// first attempt decides on it, so a backend request reads the catalog once before it
+/// commits; an attempt after a lost race reads the record again.
+pub(super) struct FirstRead(Carried<Option<StateRecord>>);
+
+impl FirstRead {
+    pub(super) fn new(record: Option<StateRecord>) -> Self {
+        let carried = Carried::default();
+        carried.put(record);
+        Self(carried)
+    }
+
+    /// The state's record: the one read first, once; afterwards read again.
+    pub(super) async fn record(
+        &self,
+        app: &App,
+        org: &str,
+        name: &StateName,
+    ) -> Result<Option<StateRecord>, Error> {
+        match self.0.take() {
+            Some(record) => Ok(record),
+            None => Ok(app.catalog.state(org, name.as_str()).await?),
+        }
+    }
+
+    /// [`snapshot`], from the record read first when it has not been used yet.
+    pub(super) async fn snapshot(
+        &self,
+        app: &App,
+        org: &str,
+        name: &StateName,
+        now: Timestamp,
+    ) -> Result<StateRecord, Error> {
+        let record = self.record(app, org, name).await?;
+        Ok(snapshot_of(record, org, name, now))
+    }
 }
 
 /// One version of a state: the latest from the record itself, older ones from the catalog.

@@ -211,10 +211,7 @@ mod tests {
     }
 
     async fn wrapped(keys: &Counting, org: &str, state: &str) -> DataKey {
-        keys.key
-            .data_key(&KeyContext { org, state })
-            .await
-            .unwrap()
+        keys.key.data_key(&KeyContext { org, state }).await.unwrap()
     }
 
     fn slot<'a>(key: &'a DataKey, org: &'a str, state: &'a str, version: u64) -> KeySlot<'a> {
@@ -256,10 +253,7 @@ mod tests {
         cache.unwrap_key(&keys, &cached, now).await.unwrap();
         for other in [slot(&key, "other", "net", 1), slot(&key, "acme", "db", 1)] {
             let refused = cache.unwrap_key(&keys, &other, now).await;
-            assert!(
-                matches!(refused, Err(KeyError::Unwrap { .. })),
-                "{other:?}"
-            );
+            assert!(matches!(refused, Err(KeyError::Unwrap { .. })), "{other:?}");
         }
         // Another incarnation or version of the same state opens under the same context:
         // it is unwrapped again rather than found, and kept under its own name.

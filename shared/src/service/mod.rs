@@ -19,9 +19,11 @@ pub mod tokens;
 
 use std::sync::Arc;
 
+use crate::domain::name::StateName;
 use crate::domain::permission::{Allocation, Permission};
 use crate::domain::version::prune_below;
 use crate::domain::{Principal, Refusal, Timestamp};
+use commit::FirstRead;
 use key_cache::KeyCache;
 
 use crate::ports::{BlobStore, Catalog, KeyError, KeyService, StoreError, VersionMark};
@@ -166,6 +168,23 @@ impl App {
             .await?
             .map(|o| o.allocation)
             .unwrap_or_default())
+    }
+
+    /// Checks that the caller holds `permission`, reading the state's record in the same
+    /// catalog read as the org's allocation; returns both, the record for the first attempt.
+    async fn require_with_state(
+        &self,
+        principal: &Principal,
+        permission: Permission,
+        name: &StateName,
+    ) -> Result<(Allocation, FirstRead), Error> {
+        let (org, state) = self
+            .catalog
+            .org_and_state(&principal.org, name.as_str())
+            .await?;
+        let allocation = org.map(|o| o.allocation).unwrap_or_default();
+        allocation.require(principal.role, permission)?;
+        Ok((allocation, FirstRead::new(state)))
     }
 
     /// Checks that the caller holds `permission`, returning the org's allocation.

@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use super::commit::{snapshot, take_over_dead_lock};
-use super::retry::{commit, until_done, Attempt, Carried};
+use super::commit::take_over_dead_lock;
 use super::key_cache::KeySlot;
+use super::retry::{commit, until_done, Attempt, Carried};
 use super::{App, Error};
 use crate::crypto::{self, Binding};
 use crate::domain::audit::AuditAction;
@@ -58,9 +58,11 @@ pub async fn read(
     principal: &Principal,
     name: &StateName,
 ) -> Result<Option<Vec<u8>>, Error> {
-    app.require(principal, Permission::Read).await?;
+    let (_, first) = app
+        .require_with_state(principal, Permission::Read, name)
+        .await?;
     let keys = app.keys()?;
-    let Some(record) = app.catalog.state(&principal.org, name.as_str()).await? else {
+    let Some(record) = first.record(app, &principal.org, name).await? else {
         return Ok(None);
     };
     let Some(latest) = &record.latest else {
@@ -159,7 +161,9 @@ pub async fn write(
     lock_id: Option<&str>,
     body: Vec<u8>,
 ) -> Result<WriteOutcome, Error> {
-    app.require(principal, Permission::Write).await?;
+    let (_, first) = app
+        .require_with_state(principal, Permission::Write, name)
+        .await?;
     let keys = app.keys()?;
     let (body, document, sha256) = examine(body).await?;
     let request = WriteRequest {
@@ -171,7 +175,7 @@ pub async fn write(
     let sealed: Carried<Sealed> = Carried::default();
     until_done(|| async {
         let now = app.clock.now();
-        let snapshot = snapshot(app, org, name, now).await?;
+        let snapshot = first.snapshot(app, org, name, now).await?;
         let (snapshot, takeover) =
             take_over_dead_lock(app, snapshot, &principal.actor, now).await?;
         let plan = match plan_write(&snapshot, &request, principal, now)? {

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use aws_config::SdkConfig;
 
 use super::{
-    assemble, key_cache, limits, links, opening_internal, platform_keys, transit_keys, warn_at_start,
-    FrontDoor,
+    assemble, key_cache, limits, links, opening_internal, platform_keys, transit_keys,
+    warn_at_start, FrontDoor,
 };
 use crate::adapters::aws::{store, AwsSettings, KmsKeys, KmsOpener};
 use crate::adapters::key_ring::KeyRing;
