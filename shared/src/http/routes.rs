@@ -76,7 +76,8 @@ pub enum Need {
     DeleteRecord,
     /// Read a range of records: a list, versions, an audit page, a run's items.
     QueryRecords,
-    /// Read many records by key at once: a run's tokens.
+    /// Read many records by key at once: a run's tokens; the org's settings with the state's
+    /// record, before a change to a state or a read of its content decides.
     BatchGetRecords,
     /// Read a stored blob.
     GetBlob,
@@ -98,15 +99,25 @@ const RECORD: &[Need] = &[GetRecord];
 const LOOKUP: &[Need] = &[GetRecord, QueryRecords];
 /// Changing records, never content.
 const RECORDS: &[Need] = &[GetRecord, PutRecord, DeleteRecord];
+/// Changing a state's record, never content: the org's settings read with the record.
+const CHANGE: &[Need] = &[GetRecord, BatchGetRecords, PutRecord, DeleteRecord];
 /// Opening the latest content.
-const OPEN: &[Need] = &[GetRecord, GetBlob, UnwrapKey];
+const OPEN: &[Need] = &[GetRecord, BatchGetRecords, GetBlob, UnwrapKey];
 /// Opening a version's content (or two, to compare them), audited.
-const OPEN_AUDITED: &[Need] = &[GetRecord, PutRecord, GetBlob, UnwrapKey];
+const OPEN_AUDITED: &[Need] = &[GetRecord, BatchGetRecords, PutRecord, GetBlob, UnwrapKey];
 /// Sealing and committing new content.
-const SEAL: &[Need] = &[GetRecord, PutRecord, DeleteRecord, PutBlob, NewDataKey];
+const SEAL: &[Need] = &[
+    GetRecord,
+    BatchGetRecords,
+    PutRecord,
+    DeleteRecord,
+    PutBlob,
+    NewDataKey,
+];
 /// Opening old content and sealing it again as a new version.
 const RESEAL: &[Need] = &[
     GetRecord,
+    BatchGetRecords,
     PutRecord,
     DeleteRecord,
     GetBlob,
@@ -171,10 +182,10 @@ pub static ROUTES: &[Route] = &[
     //    method    path                                                function       body    needs         handler
     route("GET",    "/api/tf-states/{name}/state",                      "state-read",  OneMib, OPEN,         Backend(&state::read)),
     route("POST",   "/api/tf-states/{name}/state",                      "state-write", State,  SEAL,         Backend(&state::write)),
-    route("POST",   "/api/tf-states/{name}/lock",                       "lock",        Lock,   RECORDS,      Backend(&lock::lock)),
-    local("LOCK",   "/api/tf-states/{name}/lock",                       "lock",        Lock,   RECORDS,      Backend(&lock::lock)),
-    route("DELETE", "/api/tf-states/{name}/lock",                       "lock",        Lock,   RECORDS,      Backend(&lock::unlock)),
-    local("UNLOCK", "/api/tf-states/{name}/lock",                       "lock",        Lock,   RECORDS,      Backend(&lock::unlock)),
+    route("POST",   "/api/tf-states/{name}/lock",                       "lock",        Lock,   CHANGE,       Backend(&lock::lock)),
+    local("LOCK",   "/api/tf-states/{name}/lock",                       "lock",        Lock,   CHANGE,       Backend(&lock::lock)),
+    route("DELETE", "/api/tf-states/{name}/lock",                       "lock",        Lock,   CHANGE,       Backend(&lock::unlock)),
+    local("UNLOCK", "/api/tf-states/{name}/lock",                       "lock",        Lock,   CHANGE,       Backend(&lock::unlock)),
     route("GET",    "/api/tf-states",                                   "list",        OneMib, LOOKUP,       Bearer(&list::list)),
     route("GET",    "/api/tf-states/",                                  "list",        OneMib, LOOKUP,       Bearer(&list::list)),
     route("GET",    "/api/tf-states/{name}",                            "list",        OneMib, LOOKUP,       Bearer(&list::show)),
@@ -183,8 +194,8 @@ pub static ROUTES: &[Route] = &[
     route("GET",    "/api/tf-states/{name}/versions/{version}/changes", "download",    OneMib, OPEN_AUDITED, Bearer(&manage::changes)),
     route("POST",   "/api/tf-states/{name}/import",                     "import",      State,  SEAL,         Bearer(&manage::import)),
     route("POST",   "/api/tf-states/{name}/rollback",                   "rollback",    OneMib, RESEAL,       Bearer(&manage::rollback)),
-    route("POST",   "/api/tf-states/{name}/force-unlock",               "admin",       OneMib, RECORDS,      Bearer(&manage::force_unlock)),
-    route("DELETE", "/api/tf-states/{name}",                            "admin",       OneMib, RECORDS,      Bearer(&manage::delete)),
+    route("POST",   "/api/tf-states/{name}/force-unlock",               "admin",       OneMib, CHANGE,       Bearer(&manage::force_unlock)),
+    route("DELETE", "/api/tf-states/{name}",                            "admin",       OneMib, CHANGE,       Bearer(&manage::delete)),
     route("GET",    "/api/tf-states/{name}/audit",                      "audit",       OneMib, LOOKUP,       Bearer(&admin::state_audit)),
     route("GET",    "/api/audit",                                       "audit",       OneMib, LOOKUP,       Bearer(&admin::org_audit)),
     route("GET",    "/api/org/permissions",                             "admin",       OneMib, RECORDS,      Bearer(&admin::permissions)),

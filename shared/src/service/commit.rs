@@ -1,6 +1,6 @@
-//! What the changes to a state share around their one commit: the snapshot they decide on,
-//! the takeover of a dead lock, and the release of a lock, each closing the version the lock
-//! opened. The use cases (`state`, `lock`, `manage`, `sweep`) build on it; it decides
+//! What the changes to a state share around their one commit: the snapshot they decide on
+//! (read with the permission check, once), the takeover of a dead lock, and the release of a
+//! lock, each closing the version the lock opened. The use cases (`state`, `lock`, `manage`, `sweep`) build on it; it decides
 //! nothing itself (the rules are the domain's) and never commits.
 
 use super::retry::Carried;
@@ -15,18 +15,7 @@ use crate::domain::{rfc3339, Actor, Principal, Timestamp};
 use crate::ids::new_id;
 use crate::ports::{AuditEntry, Commit};
 
-/// The state's record, or the record of a state not created yet.
-pub(super) async fn snapshot(
-    app: &App,
-    org: &str,
-    name: &StateName,
-    now: Timestamp,
-) -> Result<StateRecord, Error> {
-    let record = app.catalog.state(org, name.as_str()).await?;
-    Ok(snapshot_of(record, org, name, now))
-}
-
-/// [`snapshot`] of a record already read.
+/// The state's record as read, or the record of a state not created yet.
 fn snapshot_of(
     record: Option<StateRecord>,
     org: &str,
@@ -63,7 +52,8 @@ impl FirstRead {
         }
     }
 
-    /// [`snapshot`], from the record read first when it has not been used yet.
+    /// The snapshot a change decides on: the record read first when it has not been used
+    /// yet, or a state not created yet.
     pub(super) async fn snapshot(
         &self,
         app: &App,
