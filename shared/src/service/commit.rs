@@ -1,7 +1,8 @@
 //! What the changes to a state share around their one commit: the snapshot they decide on
 //! (read with the permission check, once), the takeover of a dead lock, and the release of a
-//! lock, each closing the version the lock opened. The use cases (`state`, `lock`, `manage`, `sweep`) build on it; it decides
-//! nothing itself (the rules are the domain's) and never commits.
+//! lock, each closing the version the lock opened. The use cases (`state`, `lock`, `manage`,
+//! `sweep`) build on it; it decides nothing itself (the rules are the domain's) and never
+//! commits.
 
 use super::retry::Carried;
 use super::{App, Error};
