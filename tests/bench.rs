@@ -11,7 +11,8 @@
 //! to a plain download of both, and the server's peak memory growth while it compares.
 //!
 //! `cargo bench -p hegemony-state-blackbox --bench backend -- changes` (`make bench
-//! BENCH=changes`) runs the comparison alone.
+//! BENCH=changes`) runs the comparison alone; `-- aws` (`make bench BENCH=aws`) the AWS store
+//! on the emulator alone.
 
 use std::time::{Duration, Instant};
 
@@ -93,7 +94,8 @@ fn main() {
     match part.as_deref() {
         None => {}
         Some("changes") => return compare_versions(&client()),
-        Some(other) => panic!("no benchmark part named {other:?}; the one part is: changes"),
+        Some("aws") => return aws_front_doors(&client()),
+        Some(other) => panic!("no benchmark part named {other:?}; the parts are: changes, aws"),
     }
     // Built with the bench (release) profile, so `bin()` finds the release server.
     let server = Server::start();
