@@ -17,7 +17,7 @@ pub const SAFE_RUN_END_GRACE_SECONDS: u64 = 480;
 /// The key cache's defaults: room for the versions a busy deployment reads within the age,
 /// and an age that bounds how long a revoked grant or a sealed Transit key goes unnoticed.
 pub const DEFAULT_KEY_CACHE_SIZE: u64 = 1024;
-pub const LIMIT_KEY_CACHE_SIZE: u64 = 1_000_000;
+pub const LIMIT_KEY_CACHE_SIZE: u64 = 100_000;
 pub const DEFAULT_KEY_CACHE_SECONDS: u64 = 300;
 pub const LIMIT_KEY_CACHE_SECONDS: u64 = 3600;
 
@@ -426,12 +426,8 @@ mod tests {
         .unwrap();
         assert_eq!((off.key_cache_size, off.key_cache_seconds), (0, 0));
         for (variable, bad, range) in [
-            (
-                "HEGEMONY_TF_STATE_KEY_CACHE_SIZE",
-                "1000001",
-                "0 to 1000000",
-            ),
-            ("HEGEMONY_TF_STATE_KEY_CACHE_SIZE", "-1", "0 to 1000000"),
+            ("HEGEMONY_TF_STATE_KEY_CACHE_SIZE", "100001", "0 to 100000"),
+            ("HEGEMONY_TF_STATE_KEY_CACHE_SIZE", "-1", "0 to 100000"),
             ("HEGEMONY_TF_STATE_KEY_CACHE_SECONDS", "3601", "0 to 3600"),
             ("HEGEMONY_TF_STATE_KEY_CACHE_SECONDS", "5m", "0 to 3600"),
         ] {

@@ -145,8 +145,9 @@ impl KeyCache {
         if entries.len() >= bounds.entries && !entries.contains_key(&slot) {
             entries.retain(|_, e| now.saturating_duration_since(e.at) < bounds.max_age);
             while entries.len() >= bounds.entries {
-                // Scanning for the oldest is a few microseconds at the largest size allowed,
-                // and only a read that misses on a full cache pays it.
+                // Scanning for the oldest takes well under a millisecond at the largest size
+                // allowed, and only a read that misses on a full cache pays it (against a
+                // key service's round trip).
                 let Some(oldest) = entries
                     .iter()
                     .min_by_key(|(_, e)| e.at)
