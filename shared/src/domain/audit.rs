@@ -19,6 +19,11 @@ pub enum AuditAction {
     TokenCreated,
     TokenRevoked,
     StepTokenMinted,
+    /// An app state's change sealed: by a seal, an unlock or a force-unlock.
+    AppSealed,
+    AppForceUnlocked,
+    AppArchiveDeleted,
+    AppFileDownloaded,
 }
 
 impl AuditAction {
@@ -35,6 +40,10 @@ impl AuditAction {
         AuditAction::TokenCreated,
         AuditAction::TokenRevoked,
         AuditAction::StepTokenMinted,
+        AuditAction::AppSealed,
+        AuditAction::AppForceUnlocked,
+        AuditAction::AppArchiveDeleted,
+        AuditAction::AppFileDownloaded,
     ];
 
     /// The name stored with the entry and used to filter the log.
@@ -52,6 +61,10 @@ impl AuditAction {
             AuditAction::TokenCreated => "token.created",
             AuditAction::TokenRevoked => "token.revoked",
             AuditAction::StepTokenMinted => "step_token.minted",
+            AuditAction::AppSealed => "app.sealed",
+            AuditAction::AppForceUnlocked => "app.force_unlocked",
+            AuditAction::AppArchiveDeleted => "app.archive_deleted",
+            AuditAction::AppFileDownloaded => "app.file_downloaded",
         }
     }
 }
