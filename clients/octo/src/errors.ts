@@ -22,9 +22,9 @@ export class OctoApiError extends Error {
   /** The error an answer carries; the status alone when its body is not the envelope. */
   static of(status: number, body: string): OctoApiError {
     try {
-      const parsed = JSON.parse(body) as { error?: { code?: unknown; message?: unknown }; lock?: LockSeen };
+      const parsed = JSON.parse(body) as { error?: { code?: unknown; message?: unknown; lock?: LockSeen } };
       if (parsed?.error && typeof parsed.error.message === 'string') {
-        return new OctoApiError(status, String(parsed.error.code ?? ''), parsed.error.message, parsed.lock ?? null);
+        return new OctoApiError(status, String(parsed.error.code ?? ''), parsed.error.message, parsed.error.lock ?? null);
       }
     } catch {
       // Not JSON (a proxy's page): the status is all there is.

@@ -65,7 +65,7 @@ describe('retries', () => {
 
   it('never retries a 4xx refusal, and carries its code, message and the holder of a lock', async () => {
     const lock = { commit_id: '1791692253600-5bbc6995', holder: { kind: 'user', user: 'alice' }, who: 'alice@laptop', info: '', since: '2026-10-01T12:30:53.600Z' };
-    script = [{ status: 423, body: JSON.stringify({ error: { code: 'app_locked', message: 'the app is locked by alice' }, lock }) }];
+    script = [{ status: 423, body: JSON.stringify({ error: { code: 'app_locked', message: 'the app is locked by alice', lock } }) }];
     arrivals = [];
     await assert.rejects(client().lock(), (e: unknown) => {
       assert.ok(e instanceof OctoApiError);

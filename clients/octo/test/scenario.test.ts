@@ -43,7 +43,8 @@ before(async () => {
     new AppStateClient({ baseUrl: server.base, token: server.token('acme', user, role), app: 'shop', retry: { baseDelayMs: 20 } });
   alice = client('alice', 'operator');
   bob = client('bob', 'operator');
-  reader = client('rita', 'viewer');
+  // Another app reading this one as a store: content needs tf_state:read (operator).
+  reader = client('rita', 'operator');
   dir = stateDir();
   // The app as it was before: one sealed change, with the checkout module's state at serial 1.
   const before = provider();
@@ -96,9 +97,9 @@ describe('one change, five commands', () => {
     assert.deepEqual(journals, [
       [`journal.${GENERATE}.generate.${MD5}.json`, 'generate'],
       [`journal.${GENERATE}.generate.json`, 'generate'],
-      [`journal.${LOCK}.lock.json`, 'lock'],
       [`journal.${VALIDATE}.validate.json`, 'validate'],
       [`journal.${VALIDATE}.validate.terraform.json`, 'validate'],
+      [`journal.${LOCK}.lock.json`, 'lock'],
     ]);
     // The state file validate saved unchanged was not sent again: it is the seal's.
     assert.equal(change.files.find((f) => f.name === 'checkout.tfstate')?.uploaded_in, first.commit_id);
