@@ -126,8 +126,8 @@ fn query(limit: usize) -> AuditQuery {
 mod app_cases;
 
 mod cases {
-    use super::*;
     pub use super::app_cases::*;
+    use super::*;
 
     pub async fn creating_twice_conflicts(f: Fixture) {
         let record = StateRecord::fresh("acme", "net", "inc", NOW);

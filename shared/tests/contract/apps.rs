@@ -114,10 +114,17 @@ pub async fn archives_are_stored_with_their_commit_and_listed_newest_first(f: Fi
         .unwrap();
     assert_eq!(page.len(), 1);
     assert_eq!(page[0].commit_id, "1001-bb");
-    let after = f.catalog.archive_after("acme", "shop", "1001-bb").await.unwrap();
+    let after = f
+        .catalog
+        .archive_after("acme", "shop", "1001-bb")
+        .await
+        .unwrap();
     assert_eq!(after.unwrap().commit_id, "1002-cc");
     assert_eq!(
-        f.catalog.archive_after("acme", "shop", "1003-dd").await.unwrap(),
+        f.catalog
+            .archive_after("acme", "shop", "1003-dd")
+            .await
+            .unwrap(),
         None
     );
     assert!(f
@@ -145,12 +152,25 @@ pub async fn deleting_an_archive_dooms_its_blobs_and_audits_in_the_same_commit(f
         detail: serde_json::json!({"app": "shop", "commit_id": "1000-aa"}),
     }];
     f.catalog.commit_app(c).await.unwrap();
-    assert_eq!(f.catalog.archive("acme", "shop", "1000-aa").await.unwrap(), None);
-    assert!(f.catalog.archive("acme", "shop", "1001-bb").await.unwrap().is_some());
+    assert_eq!(
+        f.catalog.archive("acme", "shop", "1000-aa").await.unwrap(),
+        None
+    );
+    assert!(f
+        .catalog
+        .archive("acme", "shop", "1001-bb")
+        .await
+        .unwrap()
+        .is_some());
     let later = NOW + time::Duration::hours(2);
     let doomed = f.catalog.doomed_blobs(later, 10).await.unwrap();
     assert_eq!(doomed, vec!["blob-1000-aa".to_string()]);
-    assert!(f.catalog.stale_pending_blobs(later, 10).await.unwrap().is_empty());
+    assert!(f
+        .catalog
+        .stale_pending_blobs(later, 10)
+        .await
+        .unwrap()
+        .is_empty());
     let audit = f.catalog.audit("acme", &query(10)).await.unwrap();
     assert_eq!(audit[0].entry.action, "app.archive_deleted");
 }
@@ -173,5 +193,8 @@ pub async fn app_states_list_in_name_order_by_page_within_one_org(f: Fixture) {
         names(f.catalog.apps("acme", Some("shop"), 2).await.unwrap()),
         vec!["web"]
     );
-    assert_eq!(names(f.catalog.apps("other", None, 10).await.unwrap()), vec!["shop"]);
+    assert_eq!(
+        names(f.catalog.apps("other", None, 10).await.unwrap()),
+        vec!["shop"]
+    );
 }
