@@ -562,3 +562,34 @@ async fn an_old_archive_is_deleted_never_the_newest_and_the_sweeper_removes_what
         1
     );
 }
+
+/// The spec's commit that fails before sealing: "the commit fails and the lock stays held,
+/// so running the commit again retries it". Another process holds the local catalog's write
+/// lock past the busy timeout, so the seal's one commit cannot happen: the client gets a
+/// 503 to retry, nothing is sealed, the lock is still held, and the retry seals.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seal_that_cannot_commit_seals_nothing_keeps_the_lock_and_its_retry_seals() {
+    use crate::support::{api::server_limits, Adapter};
+    let api = Api::on(Adapter::Local, server_limits());
+    let (_, alice) = org(&api).await;
+    let lock_id = locked(&api, &alice, "shop").await;
+    upload(&api, &alice, "shop", &lock_id, COMMIT, "{}").await;
+    let catalog = api.fx.data_dir().unwrap().join("catalog.sqlite");
+    let mut other = rusqlite::Connection::open(catalog).unwrap();
+    let writer = other
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .unwrap();
+    let r = end(&api, &alice, "shop", &lock_id, "seal").await;
+    assert_eq!(r.error().expect(503).0, "unavailable");
+    assert!(r.headers.contains_key("retry-after"));
+    writer.rollback().unwrap();
+    let shown = api.json("GET", "/api/apps/shop", &alice).await;
+    assert_eq!(
+        shown["lock"]["holder"]["user"], "alice",
+        "the lock stays held"
+    );
+    assert_eq!(shown["newest"], Value::Null, "nothing was sealed");
+    let r = end(&api, &alice, "shop", &lock_id, "seal").await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(names(&r.json()["files"]), vec![COMMIT]);
+}
