@@ -1,7 +1,8 @@
 // An Octo app's pages: the list of apps reached from the navigation, an app's archives newest
 // first (commit ID, how each change ended, who, when, its files with their sizes) beside the
-// lock of a change under way, whose uploads no page shows, and one archive's state files and
-// journal by command, with downloads for an operator (byte for byte) and none for a viewer.
+// lock of a change under way, whose uploads no page shows, paged 20 at a time, and one
+// archive's state files and journal by command, with downloads for an operator (byte for
+// byte) and none for a viewer.
 
 import { readFileSync } from 'node:fs';
 
@@ -22,16 +23,16 @@ const journal = (command: string, entries: number) =>
   JSON.stringify({ command, entries: Array.from({ length: entries }, (_, i) => ({ type: i ? 'ModuleEvent' : 'CommandStartedEvent', payload: {} })) });
 
 /** One change of the app `shop`: lock, upload `files`, then seal or give up (or leave it open). */
-async function change(files: Record<string, string>, end: 'seal' | 'unlock' | null, who: string): Promise<string> {
-  const lock = await call(server, operator, 'POST', '/api/apps/shop/lock', { who, info: 'receipts bucket' });
+async function change(files: Record<string, string>, end: 'seal' | 'unlock' | null, who: string, app = 'shop'): Promise<string> {
+  const lock = await call(server, operator, 'POST', `/api/apps/${app}/lock`, { who, info: 'receipts bucket' });
   expect(lock.status, lock.text).toBe(200);
   const { lock_id, commit_id } = lock.json();
   for (const [name, body] of Object.entries(files)) {
-    const put = await call(server, operator, 'PUT', `/api/apps/shop/locks/${lock_id}/files/${name}`, body);
+    const put = await call(server, operator, 'PUT', `/api/apps/${app}/locks/${lock_id}/files/${name}`, body);
     expect(put.status, `${name}: ${put.text}`).toBe(200);
   }
   if (end) {
-    const done = await call(server, operator, 'POST', `/api/apps/shop/locks/${lock_id}/${end}`);
+    const done = await call(server, operator, 'POST', `/api/apps/${app}/locks/${lock_id}/${end}`);
     expect(done.status, done.text).toBe(200);
   }
   return commit_id;
@@ -94,13 +95,14 @@ describe('an app’s archives', () => {
     const { context, page, problems } = await open(browser, server);
     await signIn(page, operator);
     await page.goto('/apps');
-    const row = page.locator('table.apps tbody tr');
+    const row = page.locator('table.apps tbody tr', { hasText: 'shop' });
     await row.first().waitFor();
     expect(await row.count()).toBe(1);
     const cells = await row.locator('th, td').allTextContents();
     expect(cells[0]).toBe('shop');
     expect(cells[1]).toContain(sealed[1]);
     expect(cells[1]).toContain('given up (unlock)');
+    expect(cells[2]).toMatch(/^5 files, \d+ B$/);
     expect(cells[3]).toBe('2');
     expect(cells[4]).toMatch(/^Locked by alice, /);
     await accessible(page, 'the list of apps');
@@ -133,6 +135,23 @@ describe('an app’s archives', () => {
     await screenshot(app.page, 'octo-archives');
     expect(app.problems).toEqual([]);
     await app.close();
+  });
+
+  it('pages through more archives than one page, newest first across pages', async () => {
+    const made: string[] = [];
+    for (let i = 0; i < 22; i++) made.push(await change({ 'models.json': JSON.stringify({ step: i }) }, 'seal', 'alice@ci', 'many'));
+    const { context, page } = await open(browser, server);
+    await signIn(page, operator);
+    await page.goto('/apps/many');
+    const ids = page.locator('table.archives tbody th a');
+    await ids.first().waitFor();
+    expect(await ids.allTextContents()).toEqual(made.slice(2).reverse());
+    await page.getByRole('link', { name: 'Next page' }).click();
+    await expect.poll(() => ids.allTextContents()).toEqual(made.slice(0, 2).reverse());
+    expect(await page.getByRole('link', { name: 'Next page' }).count()).toBe(0);
+    await page.getByRole('button', { name: 'Previous page' }).click();
+    await expect.poll(() => ids.count()).toBe(20);
+    await context.close();
   });
 });
 

@@ -69,7 +69,9 @@ export function AppsPage(props: { location: URL }) {
                     <span class="muted">none sealed yet</span>
                   )}
                 </td>
-                <td class="nowrap">{a.newest ? `${a.newest.files} · ${bytes(a.newest.size)}` : ''}</td>
+                <td class="nowrap">
+                  {a.newest ? `${a.newest.files} ${a.newest.files === 1 ? 'file' : 'files'}, ${bytes(a.newest.size)}` : ''}
+                </td>
                 <td>{a.archives}</td>
                 <td>
                   {a.lock ? (
