@@ -45,7 +45,7 @@ fn limit(call: &Call<'_>, default: usize, max: usize) -> Result<usize, HttpError
 /// `cursor` from the query: the `next_cursor` of the page before, a name or commit ID.
 fn cursor(call: &Call<'_>, kind: &'static str) -> Result<Option<String>, HttpError> {
     match call.req.query_string_parameters().first("cursor") {
-        None | Some("") => Ok(None),
+        None => Ok(None),
         Some(raw) => {
             check_name(kind, raw)?;
             Ok(Some(raw.to_owned()))
@@ -65,11 +65,18 @@ pub async fn show(call: Call<'_>, principal: &Principal) -> Answer {
     Ok(json_response(StatusCode::OK, &view))
 }
 
+/// A field that, when present, must be a string (not `null`).
+fn some_string<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    <String as serde::Deserialize>::deserialize(d).map(Some)
+}
+
 /// The lock body: optional, each field optional.
 fn lock_request(body: &[u8]) -> Result<LockRequest, HttpError> {
     #[derive(serde::Deserialize, Default)]
     #[serde(deny_unknown_fields)]
     struct Wanted {
+        /// Absent, or a string: `null` is refused, as the document's schema says.
+        #[serde(default, deserialize_with = "some_string")]
         lock_id: Option<String>,
         #[serde(default)]
         who: String,

@@ -121,7 +121,7 @@ pub async fn lock(
             LockDecision::Granted(next) => {
                 // `decide_lock` grants by setting the lock on the record it returns.
                 let lock = next.lock.clone().expect("a granted lock is set");
-                commit(app, commit_of(&snapshot, next, now), lock).await
+                commit(app, commit_of(&snapshot, *next, now), lock).await
             }
         }
     })
@@ -361,7 +361,7 @@ pub async fn seal(
         match decide_seal(&snapshot, lock_id, principal, ended, now)? {
             SealDecision::AlreadySealed(archive) => Ok(Attempt::Done(archive)),
             SealDecision::Seal(next, archive) => {
-                let changes = sealed_commit(principal, name, &snapshot, next, &archive, now);
+                let changes = sealed_commit(principal, name, &snapshot, *next, &archive, now);
                 commit(app, changes, archive).await
             }
         }

@@ -593,3 +593,41 @@ async fn a_seal_that_cannot_commit_seals_nothing_keeps_the_lock_and_its_retry_se
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(names(&r.json()["files"]), vec![COMMIT]);
 }
+
+#[tokio::test]
+async fn a_lock_body_or_cursor_outside_the_document_is_refused() {
+    let api = Api::new();
+    let (_, alice) = org(&api).await;
+    for body in [
+        json!({"lock_id": null}),
+        json!({"lock_id": 7}),
+        json!({"lock_id": "a/b"}),
+        json!({"who": null}),
+        json!({"other": "x"}),
+        json!({"who": "x".repeat(1025)}),
+    ] {
+        let r = api
+            .request("POST", "/api/apps/shop/lock")
+            .bearer(&alice)
+            .json(&body)
+            .send()
+            .await;
+        let (code, _) = r.error().expect(400);
+        assert!(
+            code == "invalid_request" || code == "invalid_name",
+            "{body}: {code}"
+        );
+    }
+    for path in [
+        "/api/apps?cursor=",
+        "/api/apps?limit=0",
+        "/api/apps/shop/archives?cursor=a%2Fb",
+    ] {
+        assert_eq!(get(&api, &alice, path).await.status, 400, "{path}");
+    }
+    assert_eq!(
+        get(&api, &alice, "/api/apps").await.json()["apps"],
+        json!([]),
+        "nothing was locked"
+    );
+}

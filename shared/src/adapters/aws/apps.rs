@@ -72,8 +72,8 @@ impl DynamoCatalog {
         items
     }
 
-    /// Archives of one app state in commit ID order (`forward`) or newest first, with the
-    /// key condition `condition` on the sort key.
+    /// Archives of one app state in commit ID order (`forward`) or newest first, those whose
+    /// commit ID stands in `bound`'s relation (`<`, `>`) to its commit ID when one is given.
     async fn query_archives(
         &self,
         org: &str,

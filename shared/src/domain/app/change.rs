@@ -24,7 +24,7 @@ pub struct LockRequest {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LockDecision {
     /// The lock is taken: the record to commit.
-    Granted(AppRecord),
+    Granted(Box<AppRecord>),
     /// The caller already holds this very lock (a retried request): nothing to commit.
     AlreadyYours(AppLock),
 }
@@ -87,7 +87,7 @@ pub fn decide_lock(
         since: now,
         uploads: Default::default(),
     });
-    Ok(LockDecision::Granted(next))
+    Ok(LockDecision::Granted(Box::new(next)))
 }
 
 fn locked(record: &AppRecord, lock: &AppLock) -> Refusal {
@@ -215,7 +215,7 @@ pub fn apply_upload(record: &AppRecord, file: FileRef) -> (AppRecord, Option<Str
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SealDecision {
     /// The record to commit (lock released, the archive its newest) and the archive.
-    Seal(AppRecord, ArchiveRecord),
+    Seal(Box<AppRecord>, ArchiveRecord),
     /// This lock's change is already the newest archive (a retried request).
     AlreadySealed(ArchiveRecord),
 }
@@ -239,7 +239,7 @@ pub fn decide_seal(
     }
     let lock = holders_lock(record, lock_id, principal)?;
     let (next, archive) = seal(record, lock, ended, &principal.actor, now);
-    Ok(SealDecision::Seal(next, archive))
+    Ok(SealDecision::Seal(Box::new(next), archive))
 }
 
 /// Seals `lock`'s change as the newest archive and releases the lock, in one record.

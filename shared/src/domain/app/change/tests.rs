@@ -23,7 +23,7 @@ fn locked_by(user: &str, lock_id: &str) -> AppRecord {
         ..LockRequest::default()
     };
     match decide_lock(&record, &request, &person(user), T0, "unused", "5bbc6995") {
-        Ok(LockDecision::Granted(r)) => r,
+        Ok(LockDecision::Granted(r)) => *r,
         other => panic!("{other:?}"),
     }
 }
@@ -51,7 +51,7 @@ fn upload(record: &AppRecord, f: FileRef) -> AppRecord {
 
 fn sealed(record: &AppRecord, user: &str, lock_id: &str) -> (AppRecord, ArchiveRecord) {
     match decide_seal(record, lock_id, &person(user), Ended::Sealed, T0) {
-        Ok(SealDecision::Seal(r, a)) => (r, a),
+        Ok(SealDecision::Seal(r, a)) => (*r, a),
         other => panic!("{other:?}"),
     }
 }
@@ -175,7 +175,7 @@ fn locked_by_again(record: &AppRecord, user: &str, lock_id: &str) -> AppRecord {
     };
     let later = T0 + time::Duration::minutes(1);
     match decide_lock(record, &request, &person(user), later, "x", "0000aaaa") {
-        Ok(LockDecision::Granted(r)) => r,
+        Ok(LockDecision::Granted(r)) => *r,
         other => panic!("{other:?}"),
     }
 }
