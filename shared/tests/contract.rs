@@ -74,6 +74,7 @@ fn version(n: u64, blob: &str) -> VersionRecord {
         sha256: format!("{n:064x}"),
         source: Source::Write,
         key: "platform:test".into(),
+        wrapped_key: Some(vec![n as u8; 60]),
         opentofu_encrypted: false,
         terraform_version: Some("1.11.4".into()),
         instances: Some(n * 3),
@@ -139,6 +140,36 @@ mod cases {
                 .revision,
             1
         );
+    }
+
+    /// A version's key slot (key id and wrapped key) reads back as stored, in the version and
+    /// the state's copy; a record without one (written before the slot was kept) reads back
+    /// without one.
+    pub async fn versions_keep_their_key_slot(f: Fixture) {
+        let record = StateRecord::fresh("acme", "net", "inc", NOW);
+        let mut slotted = version(2, "b2");
+        slotted.key = "transit:bao:tf-acme:v3".into();
+        slotted.wrapped_key = Some(b"vault:v3:\x00\xffwrapped".to_vec());
+        let mut older = version(1, "b1");
+        older.wrapped_key = None;
+        let mut stored = record.clone();
+        stored.latest = Some(slotted.clone());
+        f.catalog
+            .commit(commit(&stored, 0, vec![older.clone(), slotted.clone()]))
+            .await
+            .unwrap();
+        assert_eq!(
+            f.catalog.versions("acme", "net", "inc").await.unwrap(),
+            vec![slotted.clone(), older]
+        );
+        let latest = f
+            .catalog
+            .state("acme", "net")
+            .await
+            .unwrap()
+            .unwrap()
+            .latest;
+        assert_eq!(latest, Some(slotted));
     }
 
     /// The Terraform version and instance count read back as stored, and unknown ones
@@ -635,6 +666,7 @@ every_adapter!(
     a_stale_revision_conflicts_and_writes_nothing,
     versions_commit_with_their_state_under_its_incarnation,
     versions_keep_their_terraform_version_and_instance_count,
+    versions_keep_their_key_slot,
     a_record_can_be_removed_by_revision,
     states_list_in_name_order_by_page_within_one_org,
     audit_is_per_org_newest_first,
