@@ -8,7 +8,7 @@ use zeroize::Zeroizing;
 use crate::domain::actor::StepGrant;
 use crate::domain::permission::{Allocation, Role};
 use crate::domain::record::StateRecord;
-use crate::domain::version::VersionRecord;
+use crate::domain::version::{KeySlot, VersionRecord};
 use crate::domain::{Actor, Timestamp};
 
 /// Why storage could not do what was asked. A lost compare-and-swap is an expected outcome
@@ -154,6 +154,23 @@ pub trait StateCatalog: Send + Sync {
     /// # Errors
     /// `Conflict` when it is not (someone else committed first): re-read and decide again.
     async fn commit(&self, commit: Commit) -> Result<(), StoreError>;
+
+    /// Replaces one version's key slot if it is still `old` (a re-wrap), in the version's
+    /// record and, when it is the latest, in the state record's copy; the state record's
+    /// revision rises (see [`StateRecord::with_key_slot`]). One version per call, atomic.
+    ///
+    /// # Errors
+    /// `Conflict` when the version's slot is no longer `old`, the version is gone, or the
+    /// state is no longer at `incarnation`: nothing is written; re-read and decide again.
+    async fn replace_key_slot(
+        &self,
+        org: &str,
+        name: &str,
+        incarnation: &str,
+        version: u64,
+        old: &KeySlot,
+        new: &KeySlot,
+    ) -> Result<(), StoreError>;
 
     /// Appends an audit entry that goes with no state change (a download, a token).
     async fn append_audit(&self, entry: &AuditEntry) -> Result<(), StoreError>;

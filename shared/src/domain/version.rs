@@ -166,6 +166,30 @@ pub struct VersionRecord {
     pub blob: String,
 }
 
+/// A version's key slot: the key that wrapped its data key and the wrapped form (`None`: only
+/// the sealed object's header holds it, for versions recorded before the slot was kept).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeySlot {
+    pub key: String,
+    pub wrapped_key: Option<Vec<u8>>,
+}
+
+impl VersionRecord {
+    /// This version's key slot.
+    pub fn slot(&self) -> KeySlot {
+        KeySlot {
+            key: self.key.clone(),
+            wrapped_key: self.wrapped_key.clone(),
+        }
+    }
+
+    /// Puts `slot` in place of this version's.
+    pub fn set_slot(&mut self, slot: &KeySlot) {
+        self.key.clone_from(&slot.key);
+        self.wrapped_key.clone_from(&slot.wrapped_key);
+    }
+}
+
 /// The wrapped key as base64 text in the stored JSON (bytes as a number array would be four
 /// times their size).
 mod wrapped_key {
