@@ -388,6 +388,14 @@ pub struct DataKey {
     pub key_id: String,
 }
 
+/// A data key wrapped anew (a re-wrap, a move between backends): a version's new key slot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrappedKey {
+    /// What wrapped it, as [`DataKey::key_id`].
+    pub key_id: String,
+    pub wrapped: Vec<u8>,
+}
+
 /// Which kind of key service a recorded key id names: `transit`, `kms` or `platform`, as
 /// the versions list and the audit show it.
 pub fn key_backend(key_id: &str) -> &str {
@@ -419,8 +427,31 @@ pub trait KeyOpener: Send + Sync {
     ) -> Result<Zeroizing<[u8; 32]>, KeyError>;
 }
 
-/// Data keys: a new one per version, and unwrapping stored ones.
+/// Data keys: a new one per version, unwrapping stored ones, and re-wrapping them.
 #[async_trait]
 pub trait KeyService: KeyOpener {
     async fn data_key(&self, context: &KeyContext<'_>) -> Result<DataKey, KeyError>;
+
+    /// The key id a data key made now for `context` records (the newest version of the
+    /// key): where a re-wrap takes a version.
+    async fn current_key_id(&self, context: &KeyContext<'_>) -> Result<String, KeyError>;
+
+    /// Wraps a data key unwrapped elsewhere (a move from another backend) under the key
+    /// [`current_key_id`](Self::current_key_id) names.
+    async fn wrap_key(
+        &self,
+        plaintext: &[u8; 32],
+        context: &KeyContext<'_>,
+    ) -> Result<WrappedKey, KeyError>;
+
+    /// Re-wraps a stored data key under the key [`current_key_id`](Self::current_key_id)
+    /// names. Where the stored key is one the service holds, the data key never leaves it
+    /// (Transit `rewrap`, KMS `ReEncrypt`); otherwise it is unwrapped and wrapped again here,
+    /// in memory only. The content it seals is never touched.
+    async fn rewrap_key(
+        &self,
+        key_id: &str,
+        wrapped: &[u8],
+        context: &KeyContext<'_>,
+    ) -> Result<WrappedKey, KeyError>;
 }
