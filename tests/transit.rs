@@ -485,6 +485,17 @@ fn a_rotation_then_rewrap_moves_every_version_and_the_old_key_version_can_be_ret
         ]
     );
 
+    // The same report for the org's admins over the API, and for them only.
+    let api_report = api.json("GET", "/api/keys", &admin);
+    assert_eq!(api_report["org"], "acme");
+    assert_eq!(report_rows(api_report["states"].as_array().unwrap()), rows);
+    let operator = server.token("acme", "bob", "operator");
+    let refused = api
+        .request("GET", "/api/keys", Some(&operator))
+        .send()
+        .unwrap();
+    assert_eq!(refused.status(), 403);
+
     let dry = stdout_of(&server.keys(&["rewrap", "--dry-run"], &[]));
     assert!(
         dry.contains("4 versions would be re-wrapped, 1 are already"),
