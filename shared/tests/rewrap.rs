@@ -84,8 +84,8 @@ async fn a_rewrap_beside_a_live_writer_loses_nothing_and_the_old_key_can_go() {
             .await
             .unwrap();
     }
-    let ring =
-        KeyRing::new(new.clone(), new.key_id(), "platform:").opening(&old.key_id().to_owned(), old);
+    let old_id = old.key_id().to_owned();
+    let ring = KeyRing::new(new.clone(), new.key_id(), "platform:").opening(&old_id, old);
     let during = Arc::new(app(&store, Arc::new(ring)));
 
     // The writer saves under a lock (each save replaces the open version's content and key
@@ -180,8 +180,8 @@ async fn a_dry_run_counts_and_changes_nothing() {
             .await
             .unwrap();
     }
-    let ring =
-        KeyRing::new(new.clone(), new.key_id(), "platform:").opening(&old.key_id().to_owned(), old);
+    let old_id = old.key_id().to_owned();
+    let ring = KeyRing::new(new.clone(), new.key_id(), "platform:").opening(&old_id, old);
     let during = app(&store, Arc::new(ring));
     let record = store.state("acme", "net").await.unwrap().unwrap();
     let dry = rewrap_state(&during, &record, true, &|| {}).await.unwrap();

@@ -1,7 +1,8 @@
 //! Data keys from KMS (`HEGEMONY_TF_STATE_KEY_BACKEND=kms:<key id | arn | alias>`):
 //! `GenerateDataKey` for each new version and `Decrypt` to open one, both under the
 //! encryption context `{org, state}`. A version records the key ARN KMS answered with, so it
-//! stays readable after the setting moves to another key. A KMS failure is a transient fault
+//! stays readable after the setting moves to another key, and `ReEncrypt` (same context)
+//! moves it to the key in use when `keys rewrap` runs. A KMS failure is a transient fault
 //! (503, clients retry): never a switch to another key.
 
 use async_trait::async_trait;

@@ -4,9 +4,9 @@
 //! `decrypt` opens it, both under a derived key with a context binding org and state, so a
 //! wrapped key copied to another state does not open. Each version records
 //! `transit:<tag>:<key>:v<key version>`: the engine, the key and the key version that wrapped
-//! it (what a later `rewrap` moves to the key's newest version). A failure of the engine
-//! (sealed, unreachable, refused, throttled) is a transient fault: never a switch to another
-//! key.
+//! it (what `keys rewrap` moves to the key's newest version with Transit's `rewrap`; a move
+//! from another backend wraps with `encrypt`). A failure of the engine (sealed, unreachable,
+//! refused, throttled) is a transient fault: never a switch to another key.
 
 mod engine;
 
@@ -141,30 +141,24 @@ impl TransitKeys {
             })
     }
 
-    /// The key id of a ciphertext `call` answered under `key`.
+    /// The ciphertext `call` answered under `key`, with the key id naming its key version.
     fn key_id_of(
         &self,
         key: &str,
         call: &str,
         answer: Option<&Value>,
     ) -> Result<WrappedKey, KeyError> {
-        let ciphertext = answer
-            .and_then(|a| a["data"]["ciphertext"].as_str())
-            .filter(|c| key_version(c).is_some())
-            .ok_or_else(|| {
-                KeyError::Unavailable(format!(
-                    "{} {call}: the answer holds no ciphertext",
-                    self.name()
-                ))
-            })?;
-        Ok(WrappedKey {
-            key_id: format!(
-                "{}{key}:v{}",
-                self.key_id_prefix(),
-                key_version(ciphertext).unwrap_or(0)
-            ),
-            wrapped: ciphertext.as_bytes().to_vec(),
-        })
+        let ciphertext = answer.and_then(|a| a["data"]["ciphertext"].as_str());
+        match ciphertext.and_then(|c| Some((c, key_version(c)?))) {
+            Some((ciphertext, version)) => Ok(WrappedKey {
+                key_id: format!("{}{key}:v{version}", self.key_id_prefix()),
+                wrapped: ciphertext.as_bytes().to_vec(),
+            }),
+            None => Err(KeyError::Unavailable(format!(
+                "{} {call}: the answer holds no ciphertext",
+                self.name()
+            ))),
+        }
     }
 }
 
