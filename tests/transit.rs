@@ -630,7 +630,13 @@ fn a_rewrap_killed_half_way_continues_where_it_stopped() {
         "killed half way: {done} of {VERSIONS} moved"
     );
 
+    let started = std::time::Instant::now();
     let out = stdout_of(&server.keys(&["rewrap"], &[]));
+    eprintln!(
+        "the second re-wrap moved {} versions in {:?}",
+        VERSIONS - done,
+        started.elapsed()
+    );
     let expected = format!(
         "re-wrapped {} versions, {done} already on the key in use, 0 failed",
         VERSIONS - done

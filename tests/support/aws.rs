@@ -105,16 +105,6 @@ impl Deployment {
         })
     }
 
-    /// Disables a KMS key: nothing it wrapped decrypts any more.
-    pub fn disable_key(&self, arn: &str) {
-        block_on(async {
-            let kms = aws_sdk_kms::Client::new(&sdk(&self.endpoint).await);
-            // moto finds a key to disable by its id, not its ARN.
-            let id = arn.rsplit('/').next().unwrap();
-            kms.disable_key().key_id(id).send().await.unwrap();
-        });
-    }
-
     pub fn create() -> Deployment {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
