@@ -19,6 +19,8 @@ pub enum AuditAction {
     TokenCreated,
     TokenRevoked,
     StepTokenMinted,
+    /// A state's versions moved to the key in use by `keys rewrap`.
+    KeysRewrapped,
 }
 
 impl AuditAction {
@@ -35,6 +37,7 @@ impl AuditAction {
         AuditAction::TokenCreated,
         AuditAction::TokenRevoked,
         AuditAction::StepTokenMinted,
+        AuditAction::KeysRewrapped,
     ];
 
     /// The name stored with the entry and used to filter the log.
@@ -52,6 +55,7 @@ impl AuditAction {
             AuditAction::TokenCreated => "token.created",
             AuditAction::TokenRevoked => "token.revoked",
             AuditAction::StepTokenMinted => "step_token.minted",
+            AuditAction::KeysRewrapped => "keys.rewrapped",
         }
     }
 }
