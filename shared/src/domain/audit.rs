@@ -24,6 +24,8 @@ pub enum AuditAction {
     AppForceUnlocked,
     AppArchiveDeleted,
     AppFileDownloaded,
+    /// A state's versions moved to the key in use by `keys rewrap`.
+    KeysRewrapped,
 }
 
 impl AuditAction {
@@ -44,6 +46,7 @@ impl AuditAction {
         AuditAction::AppForceUnlocked,
         AuditAction::AppArchiveDeleted,
         AuditAction::AppFileDownloaded,
+        AuditAction::KeysRewrapped,
     ];
 
     /// The name stored with the entry and used to filter the log.
@@ -65,6 +68,7 @@ impl AuditAction {
             AuditAction::AppForceUnlocked => "app.force_unlocked",
             AuditAction::AppArchiveDeleted => "app.archive_deleted",
             AuditAction::AppFileDownloaded => "app.file_downloaded",
+            AuditAction::KeysRewrapped => "keys.rewrapped",
         }
     }
 }
