@@ -147,6 +147,7 @@ fn action(need: Need) -> &'static str {
         Need::PutBlob => "s3:PutObject",
         Need::UnwrapKey => "kms:Decrypt",
         Need::NewDataKey => "kms:GenerateDataKey",
+        Need::DescribeKey => "kms:DescribeKey",
     }
 }
 

@@ -8,6 +8,7 @@ mod body;
 mod changes;
 mod client;
 mod import;
+mod keys;
 mod pacing;
 mod server;
 mod stalled;
@@ -99,6 +100,12 @@ enum Command {
     },
     /// Import state files, and folders of them, as new states.
     Import(import::Options),
+    /// Key rotation on the local or the AWS store: which keys wrap the versions, and
+    /// re-wrapping them under the key in use.
+    Keys {
+        #[command(subcommand)]
+        command: keys::Command,
+    },
     /// Run one sweeper pass (the server runs one every minute; on AWS, a scheduled function).
     Sweep {
         #[command(flatten)]
@@ -226,6 +233,7 @@ fn main() -> ExitCode {
             Command::States { api, command } => states::run(&api, command).await,
             Command::Apps { api, command } => apps::run(&api, command).await,
             Command::Import(options) => import::run(options).await,
+            Command::Keys { command } => keys::run(command).await,
             Command::Sweep { store } => server::sweep_once(&store).await,
         }
     });

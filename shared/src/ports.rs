@@ -9,7 +9,7 @@ use crate::domain::actor::StepGrant;
 use crate::domain::app::{AppRecord, ArchiveRecord};
 use crate::domain::permission::{Allocation, Role};
 use crate::domain::record::StateRecord;
-use crate::domain::version::VersionRecord;
+use crate::domain::version::{KeySlot, VersionRecord};
 use crate::domain::{Actor, Timestamp};
 
 /// Why storage could not do what was asked. A lost compare-and-swap is an expected outcome
@@ -155,6 +155,23 @@ pub trait StateCatalog: Send + Sync {
     /// # Errors
     /// `Conflict` when it is not (someone else committed first): re-read and decide again.
     async fn commit(&self, commit: Commit) -> Result<(), StoreError>;
+
+    /// Replaces one version's key slot if it is still `old` (a re-wrap), in the version's
+    /// record and, when it is the latest, in the state record's copy; the state record's
+    /// revision rises (see [`StateRecord::with_key_slot`]). One version per call, atomic.
+    ///
+    /// # Errors
+    /// `Conflict` when the version's slot is no longer `old`, the version is gone, or the
+    /// state is no longer at `incarnation`: nothing is written; re-read and decide again.
+    async fn replace_key_slot(
+        &self,
+        org: &str,
+        name: &str,
+        incarnation: &str,
+        version: u64,
+        old: &KeySlot,
+        new: &KeySlot,
+    ) -> Result<(), StoreError>;
 
     /// Appends an audit entry that goes with no state change (a download, a token).
     async fn append_audit(&self, entry: &AuditEntry) -> Result<(), StoreError>;
@@ -440,6 +457,14 @@ pub struct DataKey {
     pub key_id: String,
 }
 
+/// A data key wrapped anew (a re-wrap, a move between backends): a version's new key slot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrappedKey {
+    /// What wrapped it, as [`DataKey::key_id`].
+    pub key_id: String,
+    pub wrapped: Vec<u8>,
+}
+
 /// Which kind of key service a recorded key id names: `transit`, `kms` or `platform`, as
 /// the versions list and the audit show it.
 pub fn key_backend(key_id: &str) -> &str {
@@ -471,8 +496,31 @@ pub trait KeyOpener: Send + Sync {
     ) -> Result<Zeroizing<[u8; 32]>, KeyError>;
 }
 
-/// Data keys: a new one per version, and unwrapping stored ones.
+/// Data keys: a new one per version, unwrapping stored ones, and re-wrapping them.
 #[async_trait]
 pub trait KeyService: KeyOpener {
     async fn data_key(&self, context: &KeyContext<'_>) -> Result<DataKey, KeyError>;
+
+    /// The key id a data key made now for `context` records (the newest version of the
+    /// key): where a re-wrap takes a version.
+    async fn current_key_id(&self, context: &KeyContext<'_>) -> Result<String, KeyError>;
+
+    /// Wraps a data key unwrapped elsewhere (a move from another backend) under the key
+    /// [`current_key_id`](Self::current_key_id) names.
+    async fn wrap_key(
+        &self,
+        plaintext: &[u8; 32],
+        context: &KeyContext<'_>,
+    ) -> Result<WrappedKey, KeyError>;
+
+    /// Re-wraps a stored data key under the key [`current_key_id`](Self::current_key_id)
+    /// names. Where the stored key is one the service holds, the data key never leaves it
+    /// (Transit `rewrap`, KMS `ReEncrypt`); otherwise it is unwrapped and wrapped again here,
+    /// in memory only. The content it seals is never touched.
+    async fn rewrap_key(
+        &self,
+        key_id: &str,
+        wrapped: &[u8],
+        context: &KeyContext<'_>,
+    ) -> Result<WrappedKey, KeyError>;
 }

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use crate::domain::app::{AppRecord, ArchiveRecord};
 use crate::domain::permission::Allocation;
 use crate::domain::record::StateRecord;
-use crate::domain::version::VersionRecord;
+use crate::domain::version::{KeySlot, VersionRecord};
 use crate::domain::Timestamp;
 use crate::ports::{
     AccessCatalog, AppCatalog, AppCommit, AuditEntry, AuditQuery, AuditRecord, BlobStore, Commit,
@@ -164,6 +164,39 @@ impl StateCatalog for MemoryStore {
             *below = (*below).max(mark.below);
         }
         inner.audit.extend(commit.audit);
+        Ok(())
+    }
+
+    async fn replace_key_slot(
+        &self,
+        org: &str,
+        name: &str,
+        incarnation: &str,
+        version: u64,
+        old: &KeySlot,
+        new: &KeySlot,
+    ) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        let skey = (org.to_owned(), name.to_owned());
+        let vkey = (
+            org.to_owned(),
+            name.to_owned(),
+            incarnation.to_owned(),
+            version,
+        );
+        let state = inner
+            .states
+            .get(&skey)
+            .filter(|r| r.incarnation == incarnation)
+            .ok_or(StoreError::Conflict)?
+            .with_key_slot(version, new);
+        let record = inner
+            .versions
+            .get_mut(&vkey)
+            .filter(|v| v.slot() == *old)
+            .ok_or(StoreError::Conflict)?;
+        record.set_slot(new);
+        inner.states.insert(skey, state);
         Ok(())
     }
 

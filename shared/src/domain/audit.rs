@@ -19,6 +19,8 @@ pub enum AuditAction {
     TokenCreated,
     TokenRevoked,
     StepTokenMinted,
+    /// A state's versions moved to the key in use by `keys rewrap`.
+    KeysRewrapped,
     /// An app state's change sealed: by a seal, an unlock or a force-unlock.
     AppSealed,
     AppForceUnlocked,
@@ -40,6 +42,7 @@ impl AuditAction {
         AuditAction::TokenCreated,
         AuditAction::TokenRevoked,
         AuditAction::StepTokenMinted,
+        AuditAction::KeysRewrapped,
         AuditAction::AppSealed,
         AuditAction::AppForceUnlocked,
         AuditAction::AppArchiveDeleted,
@@ -61,6 +64,7 @@ impl AuditAction {
             AuditAction::TokenCreated => "token.created",
             AuditAction::TokenRevoked => "token.revoked",
             AuditAction::StepTokenMinted => "step_token.minted",
+            AuditAction::KeysRewrapped => "keys.rewrapped",
             AuditAction::AppSealed => "app.sealed",
             AuditAction::AppForceUnlocked => "app.force_unlocked",
             AuditAction::AppArchiveDeleted => "app.archive_deleted",

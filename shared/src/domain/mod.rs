@@ -7,6 +7,7 @@ pub mod audit;
 pub mod changes;
 pub mod document;
 pub mod hold;
+pub mod keys;
 pub mod lock;
 pub mod locking;
 pub mod manage;

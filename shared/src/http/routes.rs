@@ -86,6 +86,8 @@ pub enum Need {
     UnwrapKey,
     /// Make a new data key, to seal new content.
     NewDataKey,
+    /// Read which key (and key version) wraps new data keys: the key report's "behind".
+    DescribeKey,
 }
 
 use Need::*;
@@ -96,6 +98,8 @@ const NOTHING: &[Need] = &[];
 const RECORD: &[Need] = &[GetRecord];
 /// Listing and reading records.
 const LOOKUP: &[Need] = &[GetRecord, QueryRecords];
+/// Counting versions by key, beside the key in use.
+const KEY_REPORT: &[Need] = &[GetRecord, QueryRecords, DescribeKey];
 /// Changing records, never content.
 const RECORDS: &[Need] = &[GetRecord, PutRecord, DeleteRecord];
 /// Opening the latest content.
@@ -190,6 +194,7 @@ pub static ROUTES: &[Route] = &[
     route("DELETE", "/api/tf-states/{name}",                            "admin",       OneMib, RECORDS,      Bearer(&manage::delete)),
     route("GET",    "/api/tf-states/{name}/audit",                      "audit",       OneMib, LOOKUP,       Bearer(&admin::state_audit)),
     route("GET",    "/api/audit",                                       "audit",       OneMib, LOOKUP,       Bearer(&admin::org_audit)),
+    route("GET",    "/api/keys",                                        "audit",       OneMib, KEY_REPORT,   Bearer(&admin::keys)),
     route("GET",    "/api/org/permissions",                             "admin",       OneMib, RECORDS,      Bearer(&admin::permissions)),
     route("PUT",    "/api/org/permissions",                             "admin",       OneMib, RECORDS,      Bearer(&admin::set_permissions)),
     route("GET",    "/api/whoami",                                      "list",        OneMib, RECORD,       Bearer(&identity::whoami)),

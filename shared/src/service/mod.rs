@@ -9,6 +9,7 @@ pub mod auth;
 pub mod changes;
 mod commit;
 pub mod identity;
+pub mod keys;
 pub mod listing;
 pub mod lock;
 pub mod manage;

@@ -97,9 +97,13 @@ pub(super) async fn open_version_into(
         org: &record.org,
         state: &record.name,
     };
-    let data_key = keys
-        .unwrap_key(&header.key_id, &header.wrapped_key, &context)
-        .await?;
+    // The record's key slot is the one a re-wrap replaces; the header's copy is the
+    // original wrapping, and the only one of a version recorded before the slot was kept.
+    let (key_id, wrapped) = match &version.wrapped_key {
+        Some(wrapped) => (version.key.as_str(), wrapped.as_slice()),
+        None => (header.key_id.as_str(), header.wrapped_key.as_slice()),
+    };
+    let data_key = keys.unwrap_key(key_id, wrapped, &context).await?;
     let (org, incarnation, blob) = (
         record.org.clone(),
         record.incarnation.clone(),
@@ -122,6 +126,7 @@ pub(super) struct Sealed {
     version: u64,
     pub(super) blob: String,
     pub(super) key_id: String,
+    wrapped_key: Vec<u8>,
 }
 
 impl Sealed {
@@ -131,6 +136,7 @@ impl Sealed {
             size: size as u64,
             sha256,
             key: self.key_id.clone(),
+            wrapped_key: self.wrapped_key.clone(),
             blob: self.blob.clone(),
         }
     }
@@ -248,7 +254,7 @@ pub(super) async fn seal(
         snapshot.incarnation.clone(),
         blob.clone(),
     );
-    let key_id = data_key.key_id.clone();
+    let (key_id, wrapped_key) = (data_key.key_id.clone(), data_key.wrapped.clone());
     let object = tokio::task::spawn_blocking(move || {
         let binding = binding(&org, &incarnation, version, &blob_for_task);
         crypto::seal(
@@ -267,5 +273,6 @@ pub(super) async fn seal(
         version,
         blob,
         key_id,
+        wrapped_key,
     })
 }
