@@ -2,13 +2,15 @@
 //! spec's (lock, uploads every interval and at the end, the commit's journal file, seal)
 //! over HTTP, a reader during the change seeing only the previous seal, and the
 //! `hegemony-state apps` commands an operator and an admin use: list, archives, files,
-//! download, force-unlock, delete an old archive. Then the same change through the container
-//! front door on the AWS stores (the emulator).
+//! download, force-unlock, delete an old archive. Then the same change on the AWS stores
+//! (the emulator): through the container front door, and through the `apps` Lambda
+//! function behind the API Gateway emulator.
 
 use std::process::Output;
 
 use hegemony_state_blackbox::aws::Deployment;
 use hegemony_state_blackbox::client::Api;
+use hegemony_state_blackbox::gateway::Gateway;
 use hegemony_state_blackbox::*;
 use serde_json::{json, Value};
 
@@ -194,4 +196,21 @@ fn a_change_goes_through_the_container_front_door_on_the_aws_stores() {
     let listed = api.json("GET", "/api/apps/shop/archives", &op);
     assert_eq!(listed["archives"][0]["commit_id"], second["commit_id"]);
     assert_eq!(listed["archives"][1]["files"].as_array().unwrap().len(), 5);
+}
+
+#[test]
+fn a_change_goes_through_the_apps_function_on_lambda() {
+    let deployment = Deployment::create();
+    let op = deployment.token("acme", "alice", "operator");
+    let gateway = Gateway::start(&deployment, &[]);
+    let api = Api::new(&gateway);
+    let sealed = one_change(&api, &op, &op, "shop", 1);
+    assert_eq!(sealed["files"].as_array().unwrap().len(), 5);
+    let (status, text) = read(&api, &op, "/api/apps/shop/files/checkout.tfstate");
+    assert_eq!(
+        (status, text),
+        (200, state_doc(3, "shop-lineage", "copy 2"))
+    );
+    let shown = api.json("GET", "/api/apps/shop", &op);
+    assert_eq!(shown["newest"]["commit_id"], sealed["commit_id"]);
 }

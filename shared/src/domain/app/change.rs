@@ -223,7 +223,8 @@ pub enum SealDecision {
 /// Decides a seal or an unlock (`ended`) of the caller's change.
 ///
 /// # Errors
-/// What [`holders_lock`] refuses, unless the lock's change is already the newest archive.
+/// What [`holders_lock`] refuses, unless the lock's change is already the newest archive,
+/// ended the way asked.
 pub fn decide_seal(
     record: &AppRecord,
     lock_id: &str,
@@ -232,8 +233,11 @@ pub fn decide_seal(
     now: Timestamp,
 ) -> Result<SealDecision, Refusal> {
     if let Some(newest) = &record.newest {
+        // Only the same ending again: a change force-unlocked meanwhile was not sealed by
+        // its holder, and a seal after a give-up (or the other way round) is another request.
         let released = record.lock.as_ref().is_none_or(|l| l.lock_id != lock_id);
-        if released && newest.lock_id == lock_id && newest.holder == principal.actor {
+        let same = newest.lock_id == lock_id && newest.ended == ended;
+        if released && same && newest.holder == principal.actor {
             return Ok(SealDecision::AlreadySealed(newest.clone()));
         }
     }

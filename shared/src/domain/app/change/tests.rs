@@ -229,6 +229,24 @@ fn a_retried_seal_is_answered_with_the_archive_it_sealed() {
         decide_seal(&record, "L1", &person("bob"), Ended::Sealed, T0),
         Err(Refusal::LockIdMismatch { .. })
     ));
+    assert!(
+        matches!(
+            decide_seal(&record, "L1", &person("alice"), Ended::GivenUp, T0),
+            Err(Refusal::LockIdMismatch { .. })
+        ),
+        "giving up a change already sealed is not a retry of its seal"
+    );
+}
+
+#[test]
+fn a_seal_after_a_force_unlock_is_refused_not_answered_with_the_forced_archive() {
+    let record = locked_by("alice", "L1");
+    let lock = record.lock.clone().unwrap();
+    let (forced, _) = seal(&record, &lock, Ended::ForceUnlocked, &Actor::Cli, T0);
+    assert!(matches!(
+        decide_seal(&forced, "L1", &person("alice"), Ended::Sealed, T0),
+        Err(Refusal::LockIdMismatch { current: None, .. })
+    ));
 }
 
 #[test]
