@@ -3,6 +3,7 @@
 //!
 //! Parses the command line, sets up logging, and hands each subcommand to its module.
 
+mod apps;
 mod body;
 mod changes;
 mod client;
@@ -88,6 +89,14 @@ enum Command {
         api: Api,
         #[command(subcommand)]
         command: states::Command,
+    },
+    /// App states (Octo's remote state) over the HTTP API: list, archives, files, download,
+    /// force-unlock, delete an old archive.
+    Apps {
+        #[command(flatten)]
+        api: Api,
+        #[command(subcommand)]
+        command: apps::Command,
     },
     /// Import state files, and folders of them, as new states.
     Import(import::Options),
@@ -222,6 +231,7 @@ fn main() -> ExitCode {
                 TokenCommand::Revoke { id, store } => token::revoke(&store, &id).await,
             },
             Command::States { api, command } => states::run(&api, command).await,
+            Command::Apps { api, command } => apps::run(&api, command).await,
             Command::Import(options) => import::run(options).await,
             Command::Keys { command } => keys::run(command).await,
             Command::Sweep { store } => server::sweep_once(&store).await,

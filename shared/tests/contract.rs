@@ -123,7 +123,11 @@ fn query(limit: usize) -> AuditQuery {
     }
 }
 
+#[path = "contract/apps.rs"]
+mod app_cases;
+
 mod cases {
+    pub use super::app_cases::*;
     use super::*;
 
     pub async fn creating_twice_conflicts(f: Fixture) {
@@ -722,6 +726,10 @@ every_adapter!(
     an_org_is_created_once,
     blobs_put_get_delete,
     marks_drop_versions_and_blobs_are_found_by_age,
+    an_app_state_is_created_once_and_swapped_on_its_revision,
+    archives_are_stored_with_their_commit_and_listed_newest_first,
+    deleting_an_archive_dooms_its_blobs_and_audits_in_the_same_commit,
+    app_states_list_in_name_order_by_page_within_one_org,
 );
 
 /// The folder holds state names, sizes and the audit log in the clear: a new one, its

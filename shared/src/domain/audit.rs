@@ -21,6 +21,11 @@ pub enum AuditAction {
     StepTokenMinted,
     /// A state's versions moved to the key in use by `keys rewrap`.
     KeysRewrapped,
+    /// An app state's change sealed: by a seal, an unlock or a force-unlock.
+    AppSealed,
+    AppForceUnlocked,
+    AppArchiveDeleted,
+    AppFileDownloaded,
 }
 
 impl AuditAction {
@@ -38,6 +43,10 @@ impl AuditAction {
         AuditAction::TokenRevoked,
         AuditAction::StepTokenMinted,
         AuditAction::KeysRewrapped,
+        AuditAction::AppSealed,
+        AuditAction::AppForceUnlocked,
+        AuditAction::AppArchiveDeleted,
+        AuditAction::AppFileDownloaded,
     ];
 
     /// The name stored with the entry and used to filter the log.
@@ -56,6 +65,10 @@ impl AuditAction {
             AuditAction::TokenRevoked => "token.revoked",
             AuditAction::StepTokenMinted => "step_token.minted",
             AuditAction::KeysRewrapped => "keys.rewrapped",
+            AuditAction::AppSealed => "app.sealed",
+            AuditAction::AppForceUnlocked => "app.force_unlocked",
+            AuditAction::AppArchiveDeleted => "app.archive_deleted",
+            AuditAction::AppFileDownloaded => "app.file_downloaded",
         }
     }
 }

@@ -2,6 +2,7 @@
 //! every decision is a function of (record, request, principal, now) that tests call directly.
 
 pub mod actor;
+pub mod app;
 pub mod audit;
 pub mod changes;
 pub mod document;

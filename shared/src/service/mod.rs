@@ -3,6 +3,8 @@
 //! lost race is never an error a client sees).
 
 pub mod admin;
+pub mod app_reads;
+pub mod apps;
 pub mod auth;
 pub mod changes;
 mod commit;
