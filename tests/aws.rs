@@ -150,6 +150,82 @@ fn a_save_while_kms_is_unreachable_is_retried_and_writes_nothing() {
     assert_eq!(read.status(), StatusCode::NOT_FOUND);
 }
 
+/// `keys rewrap --to kms:<another key>` on the AWS store: KMS's ReEncrypt moves each
+/// version's data key, under the same encryption context, to the other key; the report
+/// then shows none of that state behind (a state left out stays behind), and every moved
+/// version reads through a server on the other key. The emulator does not refuse a
+/// disabled key, but it does refuse a ciphertext of another key than the `KeyId` asked
+/// (the ARN the version records) and another encryption context: so the read proves the
+/// data key moved under the context it had.
+#[test]
+fn a_rewrap_to_another_kms_key_reencrypts_every_version() {
+    let deployment = Deployment::create();
+    let server = deployment.container(&[]);
+    let admin = server.token("acme", "alice", "admin");
+    let api = Api::new(&server);
+    for serial in 1..=3 {
+        let saved = api.post_state(&admin, "net", None, state_doc(serial, "l", "v"));
+        assert_eq!(saved.status(), StatusCode::OK);
+    }
+    let left = api.post_state(&admin, "left-out", None, state_doc(1, "l", "v"));
+    assert_eq!(left.status(), StatusCode::OK);
+    let other = deployment.create_key();
+    let to = format!("kms:{other}");
+    let scope = ["rewrap", "--org", "acme", "--state", "net", "--to", &to];
+    let out = server.keys(&scope, &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("re-wrapped 3 versions, 0 already"), "{text}");
+    let moved = [("HEGEMONY_TF_STATE_KEY_BACKEND".to_owned(), to.clone())];
+    let report = server.key_report(&moved);
+    let net = report.iter().find(|s| s["state"] == "net").unwrap();
+    assert_eq!(net["keys"].as_array().unwrap().len(), 1, "{report:?}");
+    assert_eq!(net["keys"][0]["key"], to.as_str());
+    assert_eq!(net["keys"][0]["behind"], false);
+    let left_out = report.iter().find(|s| s["state"] == "left-out").unwrap();
+    assert_eq!(left_out["keys"][0]["behind"], true, "{report:?}");
+
+    let server = server.restart_with(
+        deployment
+            .env()
+            .into_iter()
+            .chain(moved.iter().cloned())
+            .collect(),
+    );
+    let api = Api::new(&server);
+    for version in 1..=3u64 {
+        let got = api
+            .request(
+                "GET",
+                &format!("/api/tf-states/net/versions/{version}/content"),
+                Some(&admin),
+            )
+            .send()
+            .unwrap();
+        assert_eq!(
+            got.status(),
+            StatusCode::OK,
+            "v{version}: {}",
+            server.logs()
+        );
+        assert_eq!(got.text().unwrap(), state_doc(version, "l", "v"));
+    }
+    let listed = api.json("GET", "/api/tf-states/net/versions", &admin);
+    for v in listed["versions"].as_array().unwrap() {
+        assert_eq!(v["key"], to.as_str(), "{v}");
+    }
+    let unmoved = api.get_state(&admin, "left-out");
+    assert_eq!(
+        unmoved.status(),
+        StatusCode::OK,
+        "the first key still opens its own"
+    );
+}
+
 /// A state of `size` bytes that gzip about halves (hex of pseudo-random bytes), as a state
 /// full of ids and keys does.
 fn hex_state(size: usize) -> String {

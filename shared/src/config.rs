@@ -63,6 +63,9 @@ pub struct Config {
     /// where the functions send reads too large for them.
     pub container_url: Option<String>,
     pub key: KeySetting,
+    /// `HEGEMONY_TF_STATE_RETIRED_KEYS`: platform keys that open the versions they wrapped
+    /// and wrap nothing, kept until `keys rewrap` has moved those versions to the key in use.
+    pub retired_keys: Vec<PlatformKey>,
     /// The internal OpenBao (`HEGEMONY_OPENBAO_*`), when configured: it wraps new versions
     /// only with no key backend set, and opens the versions it wrapped whatever the setting.
     pub internal_openbao: Option<TransitSettings>,
@@ -288,6 +291,19 @@ impl Config {
             ),
             None => None,
         };
+        let retired_keys = env("HEGEMONY_TF_STATE_RETIRED_KEYS")
+            .unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .filter(|k| !k.is_empty())
+            .enumerate()
+            .map(|(n, text)| {
+                PlatformKey::from_base64(text).map_err(|why| ConfigError {
+                    variable: "HEGEMONY_TF_STATE_RETIRED_KEYS".into(),
+                    message: format!("key {} of the comma-separated list: {why}", n + 1),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let internal_openbao = env("HEGEMONY_OPENBAO_ADDR")
             .filter(|v| !v.trim().is_empty())
             .map(|_| transit(env, "HEGEMONY_OPENBAO_", INTERNAL_TAG, true))
@@ -367,6 +383,7 @@ impl Config {
             public_url,
             container_url,
             key,
+            retired_keys,
             internal_openbao,
             table: name("HEGEMONY_TF_STATE_TABLE"),
             bucket: name("HEGEMONY_TF_STATE_BUCKET"),
@@ -435,6 +452,20 @@ mod tests {
             assert_eq!(err.variable, variable);
             assert!(err.message.contains(range), "{err}");
         }
+    }
+
+    #[test]
+    fn retired_keys_are_a_comma_separated_list_and_a_bad_one_is_named_by_its_place() {
+        let (a, b) = (PlatformKey::generate(), PlatformKey::generate());
+        let list = format!("{}, {},", *a.to_base64(), *b.to_base64());
+        let c = config(&[("HEGEMONY_TF_STATE_RETIRED_KEYS", &list)]).unwrap();
+        let ids: Vec<&str> = c.retired_keys.iter().map(PlatformKey::key_id).collect();
+        assert_eq!(ids, [a.key_id(), b.key_id()]);
+        let bad = format!("{},AAAA", *a.to_base64());
+        let err = config(&[("HEGEMONY_TF_STATE_RETIRED_KEYS", &bad)]).unwrap_err();
+        assert_eq!(err.variable, "HEGEMONY_TF_STATE_RETIRED_KEYS");
+        assert!(err.message.starts_with("key 2 "), "{err}");
+        assert!(config(&[]).unwrap().retired_keys.is_empty());
     }
 
     #[test]

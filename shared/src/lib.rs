@@ -3,7 +3,8 @@
 //! # Layout
 //!
 //! - [`domain`]: pure types and rules (names, lock documents, state sniffing, records,
-//!   versions, the write checks, roles). No I/O, no clock, no status codes.
+//!   versions, the write checks, roles, app states' changes). No I/O, no clock, no status
+//!   codes.
 //! - [`ports`]: the traits storage provides: a catalog with compare-and-swap commits, a blob
 //!   store, a key service.
 //! - [`crypto`]: the envelope (zstd, AES-256-GCM STREAM segments, wrapped data keys) and the

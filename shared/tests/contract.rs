@@ -10,7 +10,7 @@ use std::sync::Arc;
 use hegemony_state::adapters::{local, memory::MemoryStore};
 use hegemony_state::domain::permission::{Allocation, Role};
 use hegemony_state::domain::record::StateRecord;
-use hegemony_state::domain::version::{ChangeRecord, Source, VersionRecord};
+use hegemony_state::domain::version::{ChangeRecord, KeySlot, Source, VersionRecord};
 use hegemony_state::domain::{Actor, Timestamp};
 use hegemony_state::ports::{
     AuditEntry, AuditQuery, BlobStore, Catalog, Commit, OrgRecord, StoreError, TokenKind,
@@ -74,6 +74,7 @@ fn version(n: u64, blob: &str) -> VersionRecord {
         sha256: format!("{n:064x}"),
         source: Source::Write,
         key: "platform:test".into(),
+        wrapped_key: Some(vec![n as u8; 60]),
         opentofu_encrypted: false,
         terraform_version: Some("1.11.4".into()),
         instances: Some(n * 3),
@@ -122,7 +123,11 @@ fn query(limit: usize) -> AuditQuery {
     }
 }
 
+#[path = "contract/apps.rs"]
+mod app_cases;
+
 mod cases {
+    pub use super::app_cases::*;
     use super::*;
 
     pub async fn creating_twice_conflicts(f: Fixture) {
@@ -139,6 +144,83 @@ mod cases {
                 .revision,
             1
         );
+    }
+
+    /// A version's key slot (key id and wrapped key) reads back as stored, in the version and
+    /// the state's copy; a record without one (written before the slot was kept) reads back
+    /// without one.
+    pub async fn versions_keep_their_key_slot(f: Fixture) {
+        let record = StateRecord::fresh("acme", "net", "inc", NOW);
+        let mut slotted = version(2, "b2");
+        slotted.key = "transit:bao:tf-acme:v3".into();
+        slotted.wrapped_key = Some(b"vault:v3:\x00\xffwrapped".to_vec());
+        let mut older = version(1, "b1");
+        older.wrapped_key = None;
+        let mut stored = record.clone();
+        stored.latest = Some(slotted.clone());
+        f.catalog
+            .commit(commit(&stored, 0, vec![older.clone(), slotted.clone()]))
+            .await
+            .unwrap();
+        assert_eq!(
+            f.catalog.versions("acme", "net", "inc").await.unwrap(),
+            vec![slotted.clone(), older]
+        );
+        let latest = f
+            .catalog
+            .state("acme", "net")
+            .await
+            .unwrap()
+            .unwrap()
+            .latest;
+        assert_eq!(latest, Some(slotted));
+    }
+
+    /// A key slot is replaced only while it is still the one the caller read: in the
+    /// version and the state's copy, with the state's revision raised (so a commit decided
+    /// before it conflicts); a stale `old`, a missing version or another incarnation
+    /// conflicts and writes nothing.
+    pub async fn a_key_slot_is_replaced_only_while_it_is_the_old_one(f: Fixture) {
+        let record = StateRecord::fresh("acme", "net", "inc", NOW);
+        let mut stored = record.clone();
+        stored.latest = Some(version(2, "b2"));
+        let c = commit(&stored, 0, vec![version(1, "b1"), version(2, "b2")]);
+        f.catalog.commit(c).await.unwrap();
+        let new = KeySlot {
+            key: "transit:bao:tf:v2".into(),
+            wrapped_key: Some(b"vault:v2:abc".to_vec()),
+        };
+        for n in [1, 2] {
+            let old = version(n, "").slot();
+            f.catalog
+                .replace_key_slot("acme", "net", "inc", n, &old, &new)
+                .await
+                .unwrap();
+            let again = f
+                .catalog
+                .replace_key_slot("acme", "net", "inc", n, &old, &new)
+                .await;
+            assert!(matches!(again, Err(StoreError::Conflict)), "{again:?}");
+            let back = f.catalog.version("acme", "net", "inc", n).await.unwrap();
+            assert_eq!(back.unwrap().slot(), new);
+        }
+        let state = f.catalog.state("acme", "net").await.unwrap().unwrap();
+        assert_eq!(state.revision, 3, "each replacement raises the revision");
+        assert_eq!(state.latest.unwrap().slot(), new);
+        let stale = commit(&stored, 1, Vec::new());
+        assert!(matches!(
+            f.catalog.commit(stale).await,
+            Err(StoreError::Conflict)
+        ));
+        for (incarnation, n) in [("inc", 9), ("other", 1)] {
+            let r = f
+                .catalog
+                .replace_key_slot("acme", "net", incarnation, n, &new, &new)
+                .await;
+            assert!(matches!(r, Err(StoreError::Conflict)), "{r:?}");
+        }
+        let first = f.catalog.version("acme", "net", "inc", 1).await.unwrap();
+        assert_eq!(first.unwrap().version, 1, "an untouched version stays");
     }
 
     /// The Terraform version and instance count read back as stored, and unknown ones
@@ -667,6 +749,8 @@ every_adapter!(
     a_stale_revision_conflicts_and_writes_nothing,
     versions_commit_with_their_state_under_its_incarnation,
     versions_keep_their_terraform_version_and_instance_count,
+    versions_keep_their_key_slot,
+    a_key_slot_is_replaced_only_while_it_is_the_old_one,
     a_record_can_be_removed_by_revision,
     states_list_in_name_order_by_page_within_one_org,
     audit_is_per_org_newest_first,
@@ -675,6 +759,10 @@ every_adapter!(
     an_org_and_its_state_read_together,
     blobs_put_get_delete,
     marks_drop_versions_and_blobs_are_found_by_age,
+    an_app_state_is_created_once_and_swapped_on_its_revision,
+    archives_are_stored_with_their_commit_and_listed_newest_first,
+    deleting_an_archive_dooms_its_blobs_and_audits_in_the_same_commit,
+    app_states_list_in_name_order_by_page_within_one_org,
 );
 
 /// The folder holds state names, sizes and the audit log in the clear: a new one, its

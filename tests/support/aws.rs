@@ -77,6 +77,27 @@ pub struct Deployment {
     calls: Option<CallCounter>,
 }
 
+/// Runs `future` to its end on a runtime of its own.
+fn block_on<T>(future: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(future)
+}
+
+/// The SDK settings of this process's moto.
+async fn sdk(endpoint: &str) -> aws_config::SdkConfig {
+    aws::loader()
+        .endpoint_url(endpoint)
+        .region(aws_config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
+            "testing", "testing", None, None, "moto",
+        ))
+        .load()
+        .await
+}
+
 impl Deployment {
     /// A deployment whose processes reach the emulator through a [`CallCounter`], so
     /// [`Deployment::calls`] says which AWS calls they made.
@@ -97,6 +118,15 @@ impl Deployment {
             .take()
     }
 
+    /// Another KMS key on this deployment's moto: its ARN.
+    pub fn create_key(&self) -> String {
+        block_on(async {
+            let kms = aws_sdk_kms::Client::new(&sdk(&self.endpoint).await);
+            let key = kms.create_key().send().await.unwrap();
+            key.key_metadata.unwrap().arn.unwrap()
+        })
+    }
+
     pub fn create() -> Deployment {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
@@ -105,19 +135,8 @@ impl Deployment {
         let bucket = format!("hegemony-states-{suffix}");
         let alias = format!("alias/hegemony-state-{suffix}");
         let endpoint = moto().endpoint.clone();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let key_arn = runtime.block_on(async {
-            let config = aws::loader()
-                .endpoint_url(&endpoint)
-                .region(aws_config::Region::new("us-east-1"))
-                .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
-                    "testing", "testing", None, None, "moto",
-                ))
-                .load()
-                .await;
+        let key_arn = block_on(async {
+            let config = sdk(&endpoint).await;
             aws::schema::create_table(&aws_sdk_dynamodb::Client::new(&config), &table)
                 .await
                 .unwrap();

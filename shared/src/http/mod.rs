@@ -6,6 +6,7 @@
 
 mod admin;
 mod admission;
+mod apps;
 mod credentials;
 mod error;
 pub mod gateway;

@@ -6,7 +6,7 @@
 //! all this file decides. `LOCK`/`UNLOCK` are local-only: API Gateway cannot route them.
 
 use super::handler::Handler;
-use super::{admin, identity, list, lock, manage, runs, state};
+use super::{admin, apps, identity, list, lock, manage, runs, state};
 use crate::domain::lock::MAX_LOCK_BYTES;
 use crate::service::Limits;
 
@@ -87,6 +87,8 @@ pub enum Need {
     UnwrapKey,
     /// Make a new data key, to seal new content.
     NewDataKey,
+    /// Read which key (and key version) wraps new data keys: the key report's "behind".
+    DescribeKey,
 }
 
 use Need::*;
@@ -97,6 +99,8 @@ const NOTHING: &[Need] = &[];
 const RECORD: &[Need] = &[GetRecord];
 /// Listing and reading records.
 const LOOKUP: &[Need] = &[GetRecord, QueryRecords];
+/// Counting versions by key, beside the key in use.
+const KEY_REPORT: &[Need] = &[GetRecord, QueryRecords, DescribeKey];
 /// Changing records, never content.
 const RECORDS: &[Need] = &[GetRecord, PutRecord, DeleteRecord];
 /// Changing a state's record, never content: the org's settings read with the record.
@@ -125,6 +129,9 @@ const RESEAL: &[Need] = &[
     UnwrapKey,
     NewDataKey,
 ];
+/// Changing records after reading a range of them: an app state's archive deletion reads its
+/// neighbours.
+const RECORDS_LOOKUP: &[Need] = &[GetRecord, PutRecord, DeleteRecord, QueryRecords];
 /// The runs API: runs, their tokens and holds.
 const RUNS: &[Need] = &[
     GetRecord,
@@ -198,10 +205,25 @@ pub static ROUTES: &[Route] = &[
     route("DELETE", "/api/tf-states/{name}",                            "admin",       OneMib, CHANGE,       Bearer(&manage::delete)),
     route("GET",    "/api/tf-states/{name}/audit",                      "audit",       OneMib, LOOKUP,       Bearer(&admin::state_audit)),
     route("GET",    "/api/audit",                                       "audit",       OneMib, LOOKUP,       Bearer(&admin::org_audit)),
+    route("GET",    "/api/keys",                                        "audit",       OneMib, KEY_REPORT,   Bearer(&admin::keys)),
     route("GET",    "/api/org/permissions",                             "admin",       OneMib, RECORDS,      Bearer(&admin::permissions)),
     route("PUT",    "/api/org/permissions",                             "admin",       OneMib, RECORDS,      Bearer(&admin::set_permissions)),
     route("GET",    "/api/whoami",                                      "list",        OneMib, RECORD,       Bearer(&identity::whoami)),
     route("GET",    "/api/openapi.json",                                "list",        OneMib, NOTHING,      Open),
+    route("GET",    "/api/apps",                                        "apps",        OneMib, LOOKUP,       Bearer(&apps::list)),
+    route("GET",    "/api/apps/{name}",                                 "apps",        OneMib, LOOKUP,       Bearer(&apps::show)),
+    route("POST",   "/api/apps/{name}/lock",                            "apps",        Lock,   RECORDS,      Bearer(&apps::lock)),
+    route("GET",    "/api/apps/{name}/locks/{lock_id}",                 "apps",        OneMib, RECORD,       Bearer(&apps::change)),
+    route("PUT",    "/api/apps/{name}/locks/{lock_id}/files/{file}",    "apps",        State,  SEAL,         Bearer(&apps::upload)),
+    route("GET",    "/api/apps/{name}/locks/{lock_id}/files/{file}",    "apps",        OneMib, OPEN_AUDITED, Bearer(&apps::change_file)),
+    route("POST",   "/api/apps/{name}/locks/{lock_id}/seal",            "apps",        OneMib, RECORDS,      Bearer(&apps::seal)),
+    route("POST",   "/api/apps/{name}/locks/{lock_id}/unlock",          "apps",        OneMib, RECORDS,      Bearer(&apps::unlock)),
+    route("GET",    "/api/apps/{name}/files/{file}",                    "apps",        OneMib, OPEN_AUDITED, Bearer(&apps::newest_file)),
+    route("GET",    "/api/apps/{name}/archives",                        "apps",        OneMib, LOOKUP,       Bearer(&apps::archives)),
+    route("GET",    "/api/apps/{name}/archives/{commit_id}",            "apps",        OneMib, RECORD,       Bearer(&apps::archive)),
+    route("GET",    "/api/apps/{name}/archives/{commit_id}/files/{file}", "apps",      OneMib, OPEN_AUDITED, Bearer(&apps::archive_file)),
+    route("DELETE", "/api/apps/{name}/archives/{commit_id}",            "apps",        OneMib, RECORDS_LOOKUP, Bearer(&apps::delete_archive)),
+    route("POST",   "/api/apps/{name}/force-unlock",                    "apps",        OneMib, RECORDS,      Bearer(&apps::force_unlock)),
     route("POST",   "/api/runs/{run}/tf-state-tokens",                  "runs",        OneMib, RUNS,         Platform(&runs::mint)),
     route("POST",   "/api/runs/{run}/end",                              "runs",        OneMib, RUNS,         Platform(&runs::end)),
     route("POST",   "/api/runs/{run}/steps/{step}/gone",                "runs",        OneMib, RUNS,         Platform(&runs::gone)),
@@ -343,7 +365,8 @@ mod tests {
     #[test]
     fn each_route_takes_the_credentials_design_gives_it() {
         for r in ROUTES {
-            let backend = r.path.ends_with("/state") || r.path.ends_with("/lock");
+            let backend = r.path.starts_with("/api/tf-states/")
+                && (r.path.ends_with("/state") || r.path.ends_with("/lock"));
             let runs = r.path.starts_with("/api/runs/");
             let expected = match (backend, runs, r.path) {
                 (_, _, "/api/openapi.json") => "Open",
@@ -356,13 +379,13 @@ mod tests {
         }
     }
 
-    /// A state's limit for the bodies that carry a state, 16 KiB for lock documents, 1 MiB
-    /// for every other body.
+    /// A state's limit for the bodies that carry a state or an app state's file, 16 KiB for
+    /// lock documents, 1 MiB for every other body.
     #[test]
     fn each_route_takes_the_body_limit_of_what_it_carries() {
         for r in ROUTES {
             let expected = match (r.method, r.path.rsplit('/').next()) {
-                ("POST", Some("state" | "import")) => BodyLimit::State,
+                ("POST", Some("state" | "import")) | ("PUT", Some("{file}")) => BodyLimit::State,
                 (_, Some("lock")) => BodyLimit::Lock,
                 _ => BodyLimit::OneMib,
             };

@@ -3,11 +3,14 @@
 //! lost race is never an error a client sees).
 
 pub mod admin;
+pub mod app_reads;
+pub mod apps;
 pub mod auth;
 pub mod changes;
 mod commit;
 pub mod identity;
 pub mod key_cache;
+pub mod keys;
 pub mod listing;
 pub mod lock;
 pub mod manage;

@@ -96,13 +96,20 @@ pub(super) async fn open_version_into(
         ))
     })?;
     let header = crypto::read_header(&object).map_err(|e| Error::Damaged(e.to_string()))?;
+    // The record's key slot is the one a re-wrap replaces; the header's copy is the
+    // original wrapping, and the only one of a version recorded before the slot was kept.
+    let (key_id, wrapped) = match &version.wrapped_key {
+        Some(wrapped) => (version.key.as_str(), wrapped.as_slice()),
+        None => (header.key_id.as_str(), header.wrapped_key.as_slice()),
+    };
+    // The slot as read: a re-wrapped key is another cache entry.
     let slot = KeySlot {
         org: &record.org,
         state: &record.name,
         incarnation: &record.incarnation,
         version: version.version,
-        key_id: &header.key_id,
-        wrapped: &header.wrapped_key,
+        key_id,
+        wrapped,
     };
     let data_key = app
         .key_cache
@@ -130,6 +137,7 @@ pub(super) struct Sealed {
     version: u64,
     pub(super) blob: String,
     pub(super) key_id: String,
+    wrapped_key: Vec<u8>,
 }
 
 impl Sealed {
@@ -139,6 +147,7 @@ impl Sealed {
             size: size as u64,
             sha256,
             key: self.key_id.clone(),
+            wrapped_key: self.wrapped_key.clone(),
             blob: self.blob.clone(),
         }
     }
@@ -258,7 +267,7 @@ pub(super) async fn seal(
         snapshot.incarnation.clone(),
         blob.clone(),
     );
-    let key_id = data_key.key_id.clone();
+    let (key_id, wrapped_key) = (data_key.key_id.clone(), data_key.wrapped.clone());
     let object = tokio::task::spawn_blocking(move || {
         let binding = binding(&org, &incarnation, version, &blob_for_task);
         crypto::seal(
@@ -277,5 +286,6 @@ pub(super) async fn seal(
         version,
         blob,
         key_id,
+        wrapped_key,
     })
 }

@@ -5,7 +5,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::{
-    assemble, key_cache, limits, links, platform_keys, transit_keys, warn_at_start, FrontDoor,
+    assemble, key_cache, limits, links, opening_retired, platform_keys, transit_keys,
+    warn_at_start, FrontDoor,
 };
 use crate::adapters::local;
 use crate::config::{Config, KeySetting};
@@ -33,7 +34,8 @@ pub fn app(config: Config, data_dir: &Path, key_file: Option<&Path>) -> Result<A
     let (keys, key_name): (Arc<dyn KeyService>, String) = match config.key {
         KeySetting::Platform(key) => {
             let name = key.key_id().to_owned();
-            (Arc::new(platform_keys(key, config.internal_openbao)?), name)
+            let ring = platform_keys(key, config.internal_openbao)?;
+            (Arc::new(opening_retired(ring, config.retired_keys)), name)
         }
         KeySetting::Kms { .. } => return Err(
             "HEGEMONY_TF_STATE_KEY_BACKEND=kms:... needs the AWS store (--store aws); the local store seals with Transit or a platform key".into()
@@ -45,12 +47,14 @@ pub fn app(config: Config, data_dir: &Path, key_file: Option<&Path>) -> Result<A
                 None if key_file.exists() => Some(local::key_file::read_or_create(&key_file, data_dir)?),
                 None => None,
             };
-            (Arc::new(transit_keys(backend, platform, config.internal_openbao)?), name)
+            let ring = transit_keys(backend, platform, config.internal_openbao)?;
+            (Arc::new(opening_retired(ring, config.retired_keys)), name)
         }
         KeySetting::Unset => {
             let key = local::key_file::read_or_create(&key_file, data_dir)?;
             let name = key.key_id().to_owned();
-            (Arc::new(platform_keys(key, config.internal_openbao)?), name)
+            let ring = platform_keys(key, config.internal_openbao)?;
+            (Arc::new(opening_retired(ring, config.retired_keys)), name)
         }
     };
     tracing::info!(

@@ -128,6 +128,16 @@ fn opening_internal(
     }
 }
 
+/// `ring`, also opening the versions the retired platform keys wrapped (each by its own
+/// fingerprint, so it wins over a `platform:` prefix), until a re-wrap has moved them.
+#[cfg_attr(not(any(feature = "local", feature = "aws")), allow(dead_code))]
+fn opening_retired(ring: KeyRing, retired: Vec<PlatformKey>) -> KeyRing {
+    retired.into_iter().fold(ring, |ring, key| {
+        let prefix = key.key_id().to_owned();
+        ring.opening(&prefix, Arc::new(key))
+    })
+}
+
 /// Where the links the app hands out point, from the settings.
 #[cfg_attr(not(any(feature = "local", feature = "aws")), allow(dead_code))]
 fn links(config: &Config) -> Links {

@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 use super::describe_failure;
 use super::items::*;
 use crate::domain::record::StateRecord;
-use crate::domain::version::VersionRecord;
+use crate::domain::version::{KeySlot, VersionRecord};
 use crate::domain::Timestamp;
 use crate::ports::{
     AuditEntry, AuditQuery, AuditRecord, Commit, OrgRecord, StateCatalog, StoreError,
@@ -479,6 +479,62 @@ impl StateCatalog for DynamoCatalog {
     async fn commit(&self, commit: Commit) -> Result<(), StoreError> {
         let token = request_token(&commit);
         self.transact(self.commit_items(&commit), Some(token)).await
+    }
+
+    /// Both items are read, then written in one transaction conditioned on the state's
+    /// revision and on the version item holding exactly the record read, so a slot changed
+    /// in between (another re-wrap, a commit) is a `Conflict`.
+    async fn replace_key_slot(
+        &self,
+        org: &str,
+        name: &str,
+        incarnation: &str,
+        version: u64,
+        old: &KeySlot,
+        new: &KeySlot,
+    ) -> Result<(), StoreError> {
+        let state_item = self.get(key(org_pk(org), state_sk(name))).await?;
+        let state: StateRecord = state_item
+            .as_ref()
+            .map(record)
+            .transpose()?
+            .ok_or(StoreError::Conflict)?;
+        let pk = versions_pk(org, name, incarnation);
+        let version_item = self.get(key(pk.clone(), number_sk(version))).await?;
+        let Some(version_item) = version_item else {
+            return Err(StoreError::Conflict);
+        };
+        let mut stored: VersionRecord = record(&version_item)?;
+        if state.incarnation != incarnation || stored.slot() != *old {
+            return Err(StoreError::Conflict);
+        }
+        stored.set_slot(new);
+        let state = state.with_key_slot(version, new);
+        let old_text = string(&version_item, REC)?.to_owned();
+        let put_version = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(record_item(pk, number_sk(version), &stored)))
+            .condition_expression(format!("{REC} = :old"))
+            .expression_attribute_values(":old", s(old_text))
+            .build()
+            .expect("table and item are set");
+        let mut state_item = record_item(org_pk(org), state_sk(name), &state);
+        state_item.insert(REV.into(), n(state.revision));
+        let put_state = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(state_item))
+            .condition_expression(format!("{REV} = :expected"))
+            .expression_attribute_values(":expected", n(state.revision - 1))
+            .build()
+            .expect("table and item are set");
+        self.transact(
+            vec![
+                TransactWriteItem::builder().put(put_version).build(),
+                TransactWriteItem::builder().put(put_state).build(),
+            ],
+            None,
+        )
+        .await
     }
 
     async fn append_audit(&self, entry: &AuditEntry) -> Result<(), StoreError> {

@@ -11,7 +11,7 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBeha
 
 use super::tables::{from_json, seconds, sql_error, to_json, SCHEMA, SCHEMA_VERSION};
 use crate::domain::record::StateRecord;
-use crate::domain::version::VersionRecord;
+use crate::domain::version::{KeySlot, VersionRecord};
 use crate::domain::Timestamp;
 use crate::ports::{
     AuditEntry, AuditQuery, AuditRecord, Commit, OrgRecord, StateCatalog, StoreError,
@@ -182,6 +182,57 @@ fn set_up(conn: &mut Connection) -> Result<(), rusqlite::Error> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     tx.execute_batch(SCHEMA)?;
     tx.commit()
+}
+
+/// [`StateCatalog::replace_key_slot`] in one transaction: the version's record and the state
+/// record are read and written under SQLite's one writer, so the slot compared is the one
+/// replaced.
+fn replace_key_slot_in(
+    conn: &mut Connection,
+    (org, name, incarnation): (&str, &str, &str),
+    version: i64,
+    old: &KeySlot,
+    new: &KeySlot,
+) -> Result<(), StoreError> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(sql_error)?;
+    let state: Option<String> = tx
+        .query_row(
+            "SELECT record FROM states WHERE org = ?1 AND name = ?2",
+            params![org, name],
+            |row| row.get(0),
+        )
+        .optional()
+        .map_err(sql_error)?;
+    let state: StateRecord = from_json(&state.ok_or(StoreError::Conflict)?)?;
+    let stored: Option<String> = tx
+        .query_row(
+            "SELECT record FROM versions
+             WHERE org = ?1 AND name = ?2 AND incarnation = ?3 AND version = ?4",
+            params![org, name, incarnation, version],
+            |row| row.get(0),
+        )
+        .optional()
+        .map_err(sql_error)?;
+    let mut record: VersionRecord = from_json(&stored.ok_or(StoreError::Conflict)?)?;
+    if state.incarnation != incarnation || record.slot() != *old {
+        return Err(StoreError::Conflict);
+    }
+    record.set_slot(new);
+    let state = state.with_key_slot(record.version, new);
+    tx.execute(
+        "UPDATE versions SET record = ?5
+         WHERE org = ?1 AND name = ?2 AND incarnation = ?3 AND version = ?4",
+        params![org, name, incarnation, version, to_json(&record)],
+    )
+    .map_err(sql_error)?;
+    tx.execute(
+        "UPDATE states SET revision = ?3, record = ?4 WHERE org = ?1 AND name = ?2",
+        params![org, name, state.revision, to_json(&state)],
+    )
+    .map_err(sql_error)?;
+    tx.commit().map_err(sql_error)
 }
 
 fn commit_in(conn: &mut Connection, commit: Commit) -> Result<(), StoreError> {
@@ -410,6 +461,26 @@ impl StateCatalog for SqliteCatalog {
 
     async fn commit(&self, commit: Commit) -> Result<(), StoreError> {
         self.with(move |conn| commit_in(conn, commit)).await
+    }
+
+    async fn replace_key_slot(
+        &self,
+        org: &str,
+        name: &str,
+        incarnation: &str,
+        version: u64,
+        old: &KeySlot,
+        new: &KeySlot,
+    ) -> Result<(), StoreError> {
+        let Ok(version) = i64::try_from(version) else {
+            return Err(StoreError::Conflict);
+        };
+        let (org, name, incarnation) = (org.to_owned(), name.to_owned(), incarnation.to_owned());
+        let (old, new) = (old.clone(), new.clone());
+        self.with(move |conn| {
+            replace_key_slot_in(conn, (&org, &name, &incarnation), version, &old, &new)
+        })
+        .await
     }
 
     async fn append_audit(&self, entry: &AuditEntry) -> Result<(), StoreError> {

@@ -3,11 +3,13 @@
 //! write is a `BEGIN IMMEDIATE` transaction with a busy timeout, and a 200 survives a power
 //! cut: blobs are fsynced before the commit that names them, and the commit itself is durable
 //! (WAL, `synchronous=FULL`). The catalog is split by port as the AWS store's is: `catalog`
-//! (states, versions, audit), `access` (tokens, orgs, runs), `sweep`, and `tables` (the
+//! (states, versions, audit), `access` (tokens, orgs, runs), `apps` (app states and their
+//! archives), `sweep`, and `tables` (the
 //! schema and row codecs); `key_file` keeps the platform key beside the folder when none is
 //! configured; `disk` makes its folders and files private and their entries durable.
 
 mod access;
+mod apps;
 mod blobs;
 mod catalog;
 mod disk;
