@@ -107,10 +107,14 @@ const RECORDS: &[Need] = &[GetRecord, PutRecord, DeleteRecord];
 const CHANGE: &[Need] = &[GetRecord, BatchGetRecords, PutRecord, DeleteRecord];
 /// Opening the latest content.
 const OPEN: &[Need] = &[GetRecord, BatchGetRecords, GetBlob, UnwrapKey];
-/// Opening a version's content (or two, to compare them), audited.
-const OPEN_AUDITED: &[Need] = &[GetRecord, BatchGetRecords, PutRecord, GetBlob, UnwrapKey];
+/// Opening content (or two, to compare them), audited.
+const OPEN_AUDITED: &[Need] = &[GetRecord, PutRecord, GetBlob, UnwrapKey];
+/// Opening a state's version, audited: the org's settings read with the record.
+const OPEN_VERSION: &[Need] = &[GetRecord, BatchGetRecords, PutRecord, GetBlob, UnwrapKey];
 /// Sealing and committing new content.
-const SEAL: &[Need] = &[
+const SEAL: &[Need] = &[GetRecord, PutRecord, DeleteRecord, PutBlob, NewDataKey];
+/// Sealing a state's new version: the org's settings read with the record.
+const SEAL_STATE: &[Need] = &[
     GetRecord,
     BatchGetRecords,
     PutRecord,
@@ -188,7 +192,7 @@ const fn local(
 pub static ROUTES: &[Route] = &[
     //    method    path                                                function       body    needs         handler
     route("GET",    "/api/tf-states/{name}/state",                      "state-read",  OneMib, OPEN,         Backend(&state::read)),
-    route("POST",   "/api/tf-states/{name}/state",                      "state-write", State,  SEAL,         Backend(&state::write)),
+    route("POST",   "/api/tf-states/{name}/state",                      "state-write", State,  SEAL_STATE,   Backend(&state::write)),
     route("POST",   "/api/tf-states/{name}/lock",                       "lock",        Lock,   CHANGE,       Backend(&lock::lock)),
     local("LOCK",   "/api/tf-states/{name}/lock",                       "lock",        Lock,   CHANGE,       Backend(&lock::lock)),
     route("DELETE", "/api/tf-states/{name}/lock",                       "lock",        Lock,   CHANGE,       Backend(&lock::unlock)),
@@ -197,9 +201,9 @@ pub static ROUTES: &[Route] = &[
     route("GET",    "/api/tf-states/",                                  "list",        OneMib, LOOKUP,       Bearer(&list::list)),
     route("GET",    "/api/tf-states/{name}",                            "list",        OneMib, LOOKUP,       Bearer(&list::show)),
     route("GET",    "/api/tf-states/{name}/versions",                   "versions",    OneMib, LOOKUP,       Bearer(&list::versions)),
-    route("GET",    "/api/tf-states/{name}/versions/{version}/content", "download",    OneMib, OPEN_AUDITED, Bearer(&manage::download)),
-    route("GET",    "/api/tf-states/{name}/versions/{version}/changes", "download",    OneMib, OPEN_AUDITED, Bearer(&manage::changes)),
-    route("POST",   "/api/tf-states/{name}/import",                     "import",      State,  SEAL,         Bearer(&manage::import)),
+    route("GET",    "/api/tf-states/{name}/versions/{version}/content", "download",    OneMib, OPEN_VERSION, Bearer(&manage::download)),
+    route("GET",    "/api/tf-states/{name}/versions/{version}/changes", "download",    OneMib, OPEN_VERSION, Bearer(&manage::changes)),
+    route("POST",   "/api/tf-states/{name}/import",                     "import",      State,  SEAL_STATE,   Bearer(&manage::import)),
     route("POST",   "/api/tf-states/{name}/rollback",                   "rollback",    OneMib, RESEAL,       Bearer(&manage::rollback)),
     route("POST",   "/api/tf-states/{name}/force-unlock",               "admin",       OneMib, CHANGE,       Bearer(&manage::force_unlock)),
     route("DELETE", "/api/tf-states/{name}",                            "admin",       OneMib, CHANGE,       Bearer(&manage::delete)),
