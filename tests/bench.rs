@@ -190,7 +190,7 @@ fn main() {
         sniff(doc.as_bytes()).unwrap();
         let _ = Sha256::digest(doc.as_bytes());
         sealed_len =
-            crypto::seal(doc.as_bytes(), &key, "platform:bench", &[0u8; 60], &binding).len();
+            crypto::seal(doc.as_bytes(), &key, &binding).len();
     }
     let per = t.elapsed().as_secs_f64() / rounds as f64;
     println!(

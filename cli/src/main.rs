@@ -10,6 +10,7 @@ mod import;
 mod pacing;
 mod server;
 mod stalled;
+mod streamed;
 mod states;
 mod store;
 mod table;

@@ -10,8 +10,11 @@ use hegemony_state::domain::version::Ended;
 use hegemony_state::domain::{Actor, Principal, Refusal};
 use hegemony_state::ports::{AuditQuery, BlobStore, Commit, StateCatalog};
 use hegemony_state::service::lock::{lock, unlock, UnlockOutcome};
-use hegemony_state::service::state::{read, write, WriteOutcome};
+use hegemony_state::service::state::{write, WriteOutcome};
 use hegemony_state::service::{App, Error, Limits, SystemClock};
+
+mod support;
+use support::read;
 
 fn app_with(store: Arc<MemoryStore>, key: Option<PlatformKey>) -> App {
     App {

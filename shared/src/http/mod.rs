@@ -6,6 +6,7 @@
 
 mod admin;
 mod admission;
+pub mod content;
 mod credentials;
 mod error;
 pub mod gateway;
