@@ -189,8 +189,7 @@ fn main() {
     for _ in 0..rounds {
         sniff(doc.as_bytes()).unwrap();
         let _ = Sha256::digest(doc.as_bytes());
-        sealed_len =
-            crypto::seal(doc.as_bytes(), &key, &binding).len();
+        sealed_len = crypto::seal(doc.as_bytes(), &key, &binding).len();
     }
     let per = t.elapsed().as_secs_f64() / rounds as f64;
     println!(

@@ -10,9 +10,9 @@ mod import;
 mod pacing;
 mod server;
 mod stalled;
-mod streamed;
 mod states;
 mod store;
+mod streamed;
 mod table;
 mod token;
 

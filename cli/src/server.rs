@@ -15,10 +15,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::bail;
+use hegemony_state::http::content::{StreamedBody, Streams};
 use hegemony_state::http::{self, find_route, Route, RouteMatch};
 use hegemony_state::service::sweep::{self, SweepReport};
 use hegemony_state::service::{tokens, App};
-use hegemony_state::http::content::{StreamedBody, Streams};
 use http_body_util::{Either, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper::server::conn::http1;
@@ -32,8 +32,8 @@ use tokio::task::JoinSet;
 use crate::body::Bodies;
 use crate::pacing::{Backoff, Throttle};
 use crate::stalled::WriteTimeout;
-use crate::streamed::Streamed;
 use crate::store::{Store, StoreKind};
+use crate::streamed::Streamed;
 
 /// The default cap on request bytes held at once: four of the largest states (128 MiB).
 pub const DEFAULT_BYTES_IN_FLIGHT: u64 = 512 * 1024 * 1024;

@@ -24,7 +24,9 @@ pub fn compress(plaintext: &[u8]) -> Vec<Vec<u8>> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let count = (plaintext.len() / PIECE_MIN).clamp(1, threads);
     let size = plaintext.len().div_ceil(count).max(1);
-    let starts: Vec<usize> = (0..count).map(|i| (i * size).min(plaintext.len())).collect();
+    let starts: Vec<usize> = (0..count)
+        .map(|i| (i * size).min(plaintext.len()))
+        .collect();
     let piece = |i: usize| {
         let start = starts[i];
         let end = starts.get(i + 1).copied().unwrap_or(plaintext.len());
@@ -39,7 +41,11 @@ pub fn compress(plaintext: &[u8]) -> Vec<Vec<u8>> {
             let mut pieces = vec![piece(0)];
             // A piece's thread only deflates into memory: it cannot panic short of a defect,
             // which would then be this request's panic, as if it had happened here.
-            pieces.extend(others.into_iter().map(|h| h.join().expect("deflate thread")));
+            pieces.extend(
+                others
+                    .into_iter()
+                    .map(|h| h.join().expect("deflate thread")),
+            );
             pieces
         })
     };
@@ -113,7 +119,9 @@ mod tests {
         let mut out = Vec::with_capacity(n);
         let mut i = 0u64;
         while out.len() < n {
-            out.extend_from_slice(format!("{{\"id\":\"r{i}\",\"x\":{}}},\n", i * 7919 % 1013).as_bytes());
+            out.extend_from_slice(
+                format!("{{\"id\":\"r{i}\",\"x\":{}}},\n", i * 7919 % 1013).as_bytes(),
+            );
             i += 1;
         }
         out.truncate(n);
@@ -144,6 +152,11 @@ mod tests {
         let mut one = flate2::write::GzEncoder::new(Vec::new(), Compression::new(LEVEL));
         one.write_all(&plain).unwrap();
         let one = one.finish().unwrap();
-        assert!(member.len() * 100 <= one.len() * 101, "{} vs {}", member.len(), one.len());
+        assert!(
+            member.len() * 100 <= one.len() * 101,
+            "{} vs {}",
+            member.len(),
+            one.len()
+        );
     }
 }

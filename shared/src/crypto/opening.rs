@@ -247,8 +247,16 @@ mod tests {
     fn roundtrip(plaintext: &[u8]) -> Vec<u8> {
         let sealed = seal(plaintext, &KEY, &binding(1));
         let header = read_header(&sealed).unwrap();
-        assert_eq!((header.compression, header.key.is_none()), (Compression::Gzip, true));
-        open_into(opening(&sealed, &KEY, 1).unwrap(), plaintext.len(), Vec::new()).unwrap()
+        assert_eq!(
+            (header.compression, header.key.is_none()),
+            (Compression::Gzip, true)
+        );
+        open_into(
+            opening(&sealed, &KEY, 1).unwrap(),
+            plaintext.len(),
+            Vec::new(),
+        )
+        .unwrap()
     }
 
     fn pseudo_random(n: usize) -> Vec<u8> {
@@ -348,10 +356,7 @@ mod tests {
         let header_len = 17;
         // Cut at a segment boundary: the new last segment was not sealed as last.
         let cut = &sealed[..header_len + SEGMENT_SIZE + TAG_SIZE];
-        assert!(matches!(
-            opening(cut, &KEY, 1),
-            Err(EnvelopeError::Damaged)
-        ));
+        assert!(matches!(opening(cut, &KEY, 1), Err(EnvelopeError::Damaged)));
         let cut = &sealed[..header_len + 2 * (SEGMENT_SIZE + TAG_SIZE)];
         assert!(matches!(
             drain(opening(cut, &KEY, 1).unwrap()),
@@ -419,23 +424,45 @@ mod tests {
         use crate::ports::{KeyContext, KeyOpener};
         use sha2::{Digest, Sha256};
         let object = include_bytes!("../../../tests/fixtures/format-1/data/blobs/orgs+default+states+eb27bf4dbc9a4d0ba7013e040d79ec41+1-3d76b21a88bcc4d5286f627acbf12728");
-        let key = PlatformKey::from_base64(include_str!("../../../tests/fixtures/format-1/data.key")).unwrap();
+        let key =
+            PlatformKey::from_base64(include_str!("../../../tests/fixtures/format-1/data.key"))
+                .unwrap();
         let header = read_header(object).unwrap();
         assert_eq!(header.compression, Compression::Zstd);
         let named = header.key.clone().unwrap();
         assert_eq!(named.key_id, key.key_id());
-        let context = KeyContext { org: "default", state: "net" };
-        let data_key = key.unwrap_key(&named.key_id, &named.wrapped, &context).await.unwrap();
+        let context = KeyContext {
+            org: "default",
+            state: "net",
+        };
+        let data_key = key
+            .unwrap_key(&named.key_id, &named.wrapped, &context)
+            .await
+            .unwrap();
         let blob = "orgs/default/states/eb27bf4dbc9a4d0ba7013e040d79ec41/1-3d76b21a88bcc4d5286f627acbf12728";
-        let at = |version| Binding { org: "default", incarnation: "eb27bf4dbc9a4d0ba7013e040d79ec41", version, blob_id: blob };
+        let at = |version| Binding {
+            org: "default",
+            incarnation: "eb27bf4dbc9a4d0ba7013e040d79ec41",
+            version,
+            blob_id: blob,
+        };
         let o = Opening::new(object.to_vec(), &header, &data_key, &at(1)).unwrap();
         let plain = open_into(o, 0, Vec::new()).unwrap();
-        let digest: String = Sha256::digest(&plain).iter().map(|b| format!("{b:02x}")).collect();
-        assert_eq!(digest, "b15a5c032f8fcabe580e4629c17a7042166501621f650c9c3ae4ac1ac64fe19a");
+        let digest: String = Sha256::digest(&plain)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(
+            digest,
+            "b15a5c032f8fcabe580e4629c17a7042166501621f650c9c3ae4ac1ac64fe19a"
+        );
         assert!(matches!(
             Opening::new(object.to_vec(), &header, &data_key, &at(2)),
             Err(EnvelopeError::Damaged)
         ));
-        assert!(Inflating::new(Opening::new(object.to_vec(), &header, &data_key, &at(1)).unwrap()).is_err());
+        assert!(
+            Inflating::new(Opening::new(object.to_vec(), &header, &data_key, &at(1)).unwrap())
+                .is_err()
+        );
     }
 }

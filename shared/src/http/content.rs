@@ -90,7 +90,10 @@ pub fn answer(content: Content, req: &Request) -> Result<Response<Body>, HttpErr
     let (length, chunks) = if gzip {
         (opening.opened_len(), Chunks::Gzip(opening))
     } else {
-        (size, Chunks::Plain(Inflating::new(opening).map_err(damaged)?))
+        (
+            size,
+            Chunks::Plain(Inflating::new(opening).map_err(damaged)?),
+        )
     };
     let mut response = builder
         .header(header::CONTENT_LENGTH, length)

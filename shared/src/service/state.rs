@@ -93,7 +93,9 @@ pub(super) async fn content(
             size: version.size,
         });
     }
-    open_whole(opening, version, Vec::new()).await.map(Content::Whole)
+    open_whole(opening, version, Vec::new())
+        .await
+        .map(Content::Whole)
 }
 
 pub(super) async fn open_version(
