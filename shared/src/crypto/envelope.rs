@@ -97,15 +97,16 @@ pub struct Header {
 /// Seals `plaintext` under `data_key` for `binding`, in format 2. The data key's wrapped
 /// form is not in the object: the caller keeps it in the version's key slot.
 ///
-/// Output grows with the compressed size only: the plaintext is compressed into gzip pieces
-/// (in parallel when large) and each piece encrypted into the object, then dropped.
+/// Memory grows with the compressed size only: the plaintext is deflated in pieces (on every
+/// core when large) and each piece encrypted into the object as it comes, then dropped. The
+/// object's buffer is reserved for the worst case (incompressible content) at once, so it is
+/// never copied by regrowth; what is never written of it is never touched, and costs nothing.
 pub fn seal(plaintext: &[u8], data_key: &[u8; 32], binding: &Binding<'_>) -> Vec<u8> {
     let mut nonce_prefix = [0u8; NONCE_PREFIX_SIZE];
     OsRng.fill_bytes(&mut nonce_prefix);
-    let parts = gzip::compress(plaintext);
-    let compressed: usize = parts.iter().map(Vec::len).sum();
-    let segments = compressed.div_ceil(SEGMENT_SIZE).max(1);
-    let mut out = Vec::with_capacity(32 + compressed + segments * TAG_SIZE);
+    // Deflate adds at most 5 bytes per 16 KiB stored; each segment a 16-byte tag.
+    let worst = plaintext.len() + plaintext.len() / 1024 + 4096;
+    let mut out = Vec::with_capacity(worst + worst.div_ceil(SEGMENT_SIZE) * TAG_SIZE);
     out.extend_from_slice(MAGIC);
     out.push(FORMAT_VERSION);
     out.push(COMPRESSION_GZIP);
@@ -121,9 +122,9 @@ pub fn seal(plaintext: &[u8], data_key: &[u8; 32], binding: &Binding<'_>) -> Vec
     };
     // Writing to memory cannot fail, and the only encryption error is a STREAM counter
     // overflow (2^32 segments of 64 KiB = 256 TiB), far beyond any state.
-    for part in parts {
-        sealer.write_all(&part).expect("sealing to memory");
-    }
+    gzip::compress(plaintext, |part| {
+        sealer.write_all(part).expect("sealing to memory");
+    });
     sealer.finish()
 }
 
