@@ -37,9 +37,9 @@ impl StreamedBody {
 /// A version's content, a piece at a time.
 pub enum Chunks {
     /// The gzip member, one opened segment at a time.
-    Gzip(Opening),
+    Gzip(Box<Opening>),
     /// The plaintext, inflated a segment's worth at a time.
-    Plain(Inflating),
+    Plain(Box<Inflating>),
 }
 
 impl Chunks {
@@ -81,7 +81,7 @@ pub fn answer(content: Content, req: &Request) -> Result<Response<Body>, HttpErr
         let bytes = if gzip {
             opening.into_opened()
         } else {
-            crypto::open_into(opening, size as usize, Vec::new())
+            crypto::open_into(*opening, size as usize, Vec::new())
         };
         return Ok(builder
             .body(Body::Binary(bytes.map_err(damaged)?))
@@ -90,10 +90,8 @@ pub fn answer(content: Content, req: &Request) -> Result<Response<Body>, HttpErr
     let (length, chunks) = if gzip {
         (opening.opened_len(), Chunks::Gzip(opening))
     } else {
-        (
-            size,
-            Chunks::Plain(Inflating::new(opening).map_err(damaged)?),
-        )
+        let inflating = Inflating::new(*opening).map_err(damaged)?;
+        (size, Chunks::Plain(Box::new(inflating)))
     };
     let mut response = builder
         .header(header::CONTENT_LENGTH, length)

@@ -53,7 +53,10 @@ pub enum Content {
     /// Sealed in format 2: its gzip member, opened segment by segment as it is sent (the
     /// first already, so a wrong key or a moved object fails before any byte), and the
     /// plaintext's recorded size.
-    Gzip { opening: crypto::Opening, size: u64 },
+    Gzip {
+        opening: Box<crypto::Opening>,
+        size: u64,
+    },
 }
 
 /// Reads the latest version's content, exactly as written. `None` when the state has no
@@ -89,7 +92,7 @@ pub(super) async fn content(
     let opening = opening(app, keys, record, version).await?;
     if opening.compression() == crypto::Compression::Gzip {
         return Ok(Content::Gzip {
-            opening,
+            opening: Box::new(opening),
             size: version.size,
         });
     }

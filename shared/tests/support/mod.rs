@@ -152,7 +152,7 @@ pub fn plaintext(content: hegemony_state::service::state::Content) -> Vec<u8> {
     match content {
         Content::Whole(bytes) => bytes,
         Content::Gzip { opening, size } => {
-            hegemony_state::crypto::open_into(opening, size as usize, Vec::new()).unwrap()
+            hegemony_state::crypto::open_into(*opening, size as usize, Vec::new()).unwrap()
         }
     }
 }
