@@ -272,14 +272,27 @@ pub async fn write(
     .await
 }
 
+/// Below this a body's two passes run one after the other: a thread costs more than it saves.
+const PARALLEL_PASSES: usize = 1 << 20;
+
 /// Validates a body as a state document and digests it: one pass each, off the async
-/// threads. The classification is kept, not raised, so it is reported in its turn.
+/// threads, side by side on two cores for a large body (sealing it then compresses on every
+/// core, so the passes would otherwise leave one idle). The classification is kept, not
+/// raised, so it is reported in its turn.
 pub(super) async fn examine(
     body: Vec<u8>,
 ) -> Result<(Arc<Vec<u8>>, Result<StateMeta, Refusal>, String), Error> {
     tokio::task::spawn_blocking(move || {
-        let document = sniff(&body);
-        let sha256 = hex(&Sha256::digest(&body));
+        let (document, sha256) = if body.len() < PARALLEL_PASSES {
+            (sniff(&body), hex(&Sha256::digest(&body)))
+        } else {
+            std::thread::scope(|scope| {
+                let digest = scope.spawn(|| hex(&Sha256::digest(&body)));
+                let document = sniff(&body);
+                // Digesting memory cannot fail; a panic there is a defect, raised here.
+                (document, digest.join().expect("digest thread"))
+            })
+        };
         (Arc::new(body), document, sha256)
     })
     .await
