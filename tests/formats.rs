@@ -234,3 +234,40 @@ fn a_store_written_in_format_1_reads_through_every_path() {
         "{formats:?}"
     );
 }
+
+/// A sealed object damaged in its first segment is refused before any byte is sent (500
+/// `damaged`); damaged further on, the answer stops short of its `Content-Length`, so the
+/// client sees a cut transfer, never altered content.
+#[test]
+fn a_damaged_object_is_refused_or_cut_short_never_sent_altered() {
+    let server = Server::start();
+    let api = Api::new(&server);
+    let t = server.token("acme", "alice", "operator");
+    let body = state_of_size(2 << 20);
+    assert_eq!(api.post_state(&t, "net", None, body.clone()).status(), 200);
+    let blob = std::fs::read_dir(server.data_dir().join("blobs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| std::fs::read(p).unwrap().starts_with(b"HGST\x02"))
+        .unwrap();
+    let sealed = std::fs::read(&blob).unwrap();
+    let mut late = sealed.clone();
+    let last = late.len() - 1;
+    late[last] ^= 1;
+    std::fs::write(&blob, &late).unwrap();
+    for encoding in ["gzip", "identity"] {
+        let r = api
+            .backend("GET", "/api/tf-states/net/state", &t)
+            .header("Accept-Encoding", encoding)
+            .send()
+            .unwrap();
+        assert_eq!(r.status(), 200, "{encoding}: the first segment opens");
+        assert!(r.bytes().is_err(), "{encoding}: the body is cut short");
+    }
+    assert!(server.logs().contains("cut short"), "{}", server.logs());
+    let mut early = sealed;
+    early[40] ^= 1;
+    std::fs::write(&blob, &early).unwrap();
+    let (code, _) = error_body(api.get_state(&t, "net")).expect(500);
+    assert_eq!(code, "damaged");
+}
