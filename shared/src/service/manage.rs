@@ -5,7 +5,7 @@ use super::commit::{
     find_version, force_unlock_entry, release, snapshot, take_over_dead_lock, Takeover,
 };
 use super::retry::{commit, until_done, Attempt, Carried};
-use super::state::{examine, open_version, seal, Sealed};
+use super::state::{content, examine, open_version, seal, Content, Sealed};
 use super::{App, Error};
 use crate::domain::audit::AuditAction;
 use crate::domain::document::{with_serial, StateMeta};
@@ -187,7 +187,7 @@ pub async fn rollback(
     .await
 }
 
-/// The content of one version, exactly as written. Audited.
+/// The content of one version, exactly as written (as a read gets it). Audited.
 ///
 /// # Errors
 /// `Refused`: without tf_state:read, `NotFound` (state or version).
@@ -196,7 +196,7 @@ pub async fn download(
     principal: &Principal,
     name: &StateName,
     version: u64,
-) -> Result<Vec<u8>, Error> {
+) -> Result<Content, Error> {
     app.require(principal, Permission::Read).await?;
     let keys = app.keys()?;
     let record = existing(app, &principal.org, name).await?;
@@ -205,7 +205,7 @@ pub async fn download(
         .ok_or_else(|| Refusal::NotFound {
             what: format!("version {version} of state {name}"),
         })?;
-    let bytes = open_version(app, keys, &record, &target).await?;
+    let bytes = content(app, keys, &record, &target).await?;
     let now = app.clock.now();
     let detail = serde_json::json!({"sha256": target.sha256});
     app.catalog
