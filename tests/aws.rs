@@ -242,6 +242,57 @@ fn hex_state(size: usize) -> String {
     state_doc(1, "big", &pad)
 }
 
+/// Through the functions (which gather a read into one payload) and the container door
+/// (which streams it), on the AWS stores: a state of several segments, deflated in pieces,
+/// reads back byte for byte, gzip'd as stored when accepted and inflated when not, on the
+/// backend GET and the download.
+#[test]
+fn reads_are_byte_exact_through_the_functions_and_the_container_door() {
+    use std::io::Read;
+    let deployment = Deployment::create();
+    let door = deployment.container(&[]);
+    let admin = door.token("acme", "alice", "admin");
+    let gateway = Gateway::start(&deployment, &[]);
+    let body = hex_state(3 << 20);
+    let api = Api::new(&gateway);
+    assert_eq!(
+        api.post_state(&admin, "net", None, body.clone()).status(),
+        StatusCode::OK
+    );
+    for api in [Api::new(&gateway), Api::new(&door)] {
+        for path in [
+            "/api/tf-states/net/state",
+            "/api/tf-states/net/versions/1/content",
+        ] {
+            let zipped = api
+                .request("GET", path, None)
+                .bearer_auth(&admin)
+                .header("accept-encoding", "gzip")
+                .send()
+                .unwrap();
+            assert_eq!(zipped.status(), StatusCode::OK, "{path}");
+            assert_eq!(zipped.headers()["content-encoding"], "gzip", "{path}");
+            let mut plain = String::new();
+            flate2::read::GzDecoder::new(&zipped.bytes().unwrap()[..])
+                .read_to_string(&mut plain)
+                .unwrap();
+            assert!(plain == body, "{path}: gzip'd, not byte-exact");
+            let plain = api
+                .request("GET", path, None)
+                .bearer_auth(&admin)
+                .header("accept-encoding", "identity")
+                .send()
+                .unwrap();
+            assert_eq!(plain.status(), StatusCode::OK, "{path}");
+            assert!(plain.headers().get("content-encoding").is_none(), "{path}");
+            assert!(
+                plain.text().unwrap() == body,
+                "{path}: plain, not byte-exact"
+            );
+        }
+    }
+}
+
 /// A version saved through the container door, larger than a function can return once
 /// base64-encoded: through the gateway it used to be API Gateway's bare 502. It is a 413
 /// naming the door; with the door configured, a 307 to it that serves the version; and

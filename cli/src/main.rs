@@ -14,6 +14,7 @@ mod server;
 mod stalled;
 mod states;
 mod store;
+mod streamed;
 mod table;
 mod token;
 

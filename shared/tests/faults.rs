@@ -21,9 +21,9 @@ use hegemony_state::key_template::KeyTemplate;
 use hegemony_state::ports::{
     BlobStore, Commit, KeyContext, KeyError, KeyOpener, KeyService, StateCatalog, StoreError,
 };
-use hegemony_state::service::state::{read, write};
+use hegemony_state::service::state::write;
 use hegemony_state::service::{App, Error, SystemClock};
-use support::{aws, limits, net, user};
+use support::{aws, limits, net, read, user};
 use time::macros::datetime;
 
 const KEY: &str = "arn:aws:kms:us-east-1:111122223333:key/test";

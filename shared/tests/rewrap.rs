@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use hegemony_state::adapters::key_ring::KeyRing;
 use hegemony_state::adapters::memory::MemoryStore;
-use hegemony_state::crypto::PlatformKey;
+use hegemony_state::crypto::{open_into, PlatformKey};
 use hegemony_state::domain::name::StateName;
 use hegemony_state::domain::permission::Role;
 use hegemony_state::domain::{Actor, Principal};
@@ -15,7 +15,7 @@ use hegemony_state::ports::{AuditQuery, KeyService, StateCatalog};
 use hegemony_state::service::keys::{org_states, rewrap_state, state_report};
 use hegemony_state::service::lock::{lock, unlock};
 use hegemony_state::service::manage::download;
-use hegemony_state::service::state::write;
+use hegemony_state::service::state::{write, Content};
 use hegemony_state::service::{App, Limits, SystemClock};
 
 fn app(store: &Arc<MemoryStore>, keys: Arc<dyn KeyService>) -> App {
@@ -72,7 +72,10 @@ async fn contents(app: &App) -> Vec<(u64, Vec<u8>)> {
         .unwrap();
     let mut out = Vec::new();
     for v in versions {
-        let bytes = download(app, &alice(), &net(), v.version).await.unwrap();
+        let bytes = match download(app, &alice(), &net(), v.version).await.unwrap() {
+            Content::Whole(bytes) => bytes,
+            Content::Gzip { opening, size } => open_into(*opening, size as usize, vec![]).unwrap(),
+        };
         out.push((v.version, bytes));
     }
     out

@@ -118,7 +118,7 @@ mod cases {
             "r1"
         ));
         assert!(
-            hegemony_state::service::state::read(&f.app, &alice, &net())
+            support::read(&f.app, &alice, &net())
                 .await
                 .unwrap()
                 .is_some(),

@@ -10,8 +10,11 @@ use hegemony_state::domain::version::Ended;
 use hegemony_state::domain::{Actor, Principal, Refusal};
 use hegemony_state::ports::{AuditQuery, BlobStore, Commit, StateCatalog};
 use hegemony_state::service::lock::{lock, unlock, UnlockOutcome};
-use hegemony_state::service::state::{read, write, WriteOutcome};
+use hegemony_state::service::state::{write, WriteOutcome};
 use hegemony_state::service::{App, Error, Limits, SystemClock};
+
+mod support;
+use support::read;
 
 fn app_with(store: Arc<MemoryStore>, key: Option<PlatformKey>) -> App {
     App {
@@ -236,11 +239,11 @@ async fn set_slot(store: &MemoryStore, wrapped_key: Option<Vec<u8>>) {
     store.commit(commit).await.unwrap();
 }
 
-/// Every new version records its key slot; the reader unwraps the slot, not the header's
-/// copy (a damaged slot does not open though the header's is intact), and a version recorded
-/// before the slot was kept opens by its header's wrapped key.
+/// Every new version records its key slot, and it is the only copy of a format-2 object's
+/// wrapped key: a damaged slot does not open, nor does a slot emptied. (A format-1 version
+/// recorded before the slot was kept opens by its header's copy: tests/formats.rs.)
 #[tokio::test]
-async fn the_record_key_slot_overrides_the_header_and_an_older_record_opens_by_its_header() {
+async fn the_record_key_slot_is_the_only_wrapped_key_of_a_new_version() {
     let store = Arc::new(MemoryStore::new());
     let app = app_with(store.clone(), Some(PlatformKey::generate()));
     let alice = who("alice", Role::Operator);
@@ -269,6 +272,12 @@ async fn the_record_key_slot_overrides_the_header_and_an_older_record_opens_by_i
     );
 
     set_slot(&store, None).await;
+    let err = read(&app, &alice, &net()).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::Damaged(why) if why.contains("no wrapped data key")),
+        "{err}"
+    );
+    set_slot(&store, Some(slot)).await;
     assert_eq!(read(&app, &alice, &net()).await.unwrap(), Some(doc(1, "x")));
 }
 

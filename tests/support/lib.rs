@@ -85,6 +85,11 @@ impl Server {
         Self::spawn(dir, env)
     }
 
+    /// A server on a data folder prepared beforehand: `dir/data`, its key file beside it.
+    pub fn start_in(dir: tempfile::TempDir) -> Server {
+        Self::spawn(dir, Vec::new())
+    }
+
     fn spawn(dir: tempfile::TempDir, env: Vec<(String, String)>) -> Server {
         let mut cmd = Command::new(bin());
         cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])

@@ -192,7 +192,7 @@ impl VersionRecord {
 
 /// The wrapped key as base64 text in the stored JSON (bytes as a number array would be four
 /// times their size).
-mod wrapped_key {
+pub(crate) mod wrapped_key {
     use base64::Engine;
     use serde::{Deserialize, Deserializer, Serializer};
 

@@ -7,6 +7,7 @@
 mod admin;
 mod admission;
 mod apps;
+pub mod content;
 mod credentials;
 mod error;
 pub mod gateway;

@@ -183,6 +183,7 @@ struct SealedFile {
     seq: u64,
     blob: String,
     key: String,
+    wrapped_key: Vec<u8>,
 }
 
 /// Seals `body` under a fresh data key and stores it, pending until a commit names it.
@@ -208,7 +209,7 @@ async fn seal_file(
         record.incarnation.clone(),
         blob.clone(),
     );
-    let key = data_key.key_id.clone();
+    let (key, wrapped_key) = (data_key.key_id.clone(), data_key.wrapped.clone());
     let object = tokio::task::spawn_blocking(move || {
         let binding = Binding {
             org: &org,
@@ -216,13 +217,7 @@ async fn seal_file(
             version: seq,
             blob_id: &blob_id,
         };
-        crypto::seal(
-            &body,
-            &data_key.plaintext,
-            &data_key.key_id,
-            &data_key.wrapped,
-            &binding,
-        )
+        crypto::seal(&body, &data_key.plaintext, &binding)
     })
     .await
     .map_err(|e| Error::Unavailable(format!("encryption task failed: {e}")))?;
@@ -232,6 +227,7 @@ async fn seal_file(
         seq,
         blob,
         key,
+        wrapped_key,
     })
 }
 
@@ -254,9 +250,19 @@ pub(super) async fn open_file(
         org: &record.org,
         state: &state,
     };
-    let data_key = keys
-        .unwrap_key(&header.key_id, &header.wrapped_key, &context)
-        .await?;
+    // The record's key slot, as for a version; a format-1 header's copy only for a file
+    // sealed before the slot was kept.
+    let (key_id, wrapped) = match (&file.wrapped_key, &header.key) {
+        (Some(wrapped), _) => (file.key.as_str(), wrapped.as_slice()),
+        (None, Some(key)) => (key.key_id.as_str(), key.wrapped.as_slice()),
+        (None, None) => {
+            return Err(Error::Damaged(format!(
+                "file {} of app state {} has no wrapped data key in its record",
+                file.name, record.name
+            )))
+        }
+    };
+    let data_key = keys.unwrap_key(key_id, wrapped, &context).await?;
     let (org, incarnation, blob, seq, size) = (
         record.org.clone(),
         record.incarnation.clone(),
@@ -272,7 +278,8 @@ pub(super) async fn open_file(
             version: seq,
             blob_id: &blob,
         };
-        crypto::open_into(&object, &header, &data_key, &binding, size, Vec::new())
+        let opening = crypto::Opening::new(object, &header, &data_key, &binding)?;
+        crypto::open_into(opening, size, Vec::new())
     })
     .await
     .map_err(|e| Error::Unavailable(format!("decryption task failed: {e}")))?
@@ -327,6 +334,7 @@ pub async fn upload(
             blob: blob.blob.clone(),
             seq: blob.seq,
             key: blob.key.clone(),
+            wrapped_key: Some(blob.wrapped_key.clone()),
         };
         let (next, replaced) = apply_upload(&snapshot, stored.clone());
         let changes = AppCommit {

@@ -252,5 +252,10 @@ async fn header_wrapped_key(app: &App, version: &VersionRecord) -> Result<Vec<u8
         ))
     })?;
     let header = crypto::read_header(&object).map_err(|e| Error::Damaged(e.to_string()))?;
-    Ok(header.wrapped_key)
+    header.key.map(|key| key.wrapped).ok_or_else(|| {
+        Error::Damaged(format!(
+            "version {} has no wrapped data key in its record",
+            version.version
+        ))
+    })
 }

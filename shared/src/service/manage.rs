@@ -3,7 +3,7 @@
 
 use super::commit::{find_version, force_unlock_entry, release, take_over_dead_lock, Takeover};
 use super::retry::{commit, until_done, Attempt, Carried};
-use super::state::{examine, open_version, seal, Sealed};
+use super::state::{content, examine, open_version, seal, Content, Sealed};
 use super::{App, Error};
 use crate::domain::audit::AuditAction;
 use crate::domain::document::{with_serial, StateMeta};
@@ -192,7 +192,7 @@ pub async fn rollback(
     .await
 }
 
-/// The content of one version, exactly as written. Audited.
+/// The content of one version, exactly as written (as a read gets it). Audited.
 ///
 /// # Errors
 /// `Refused`: without tf_state:read, `NotFound` (state or version).
@@ -201,7 +201,7 @@ pub async fn download(
     principal: &Principal,
     name: &StateName,
     version: u64,
-) -> Result<Vec<u8>, Error> {
+) -> Result<Content, Error> {
     let (_, first) = app
         .require_with_state(principal, Permission::Read, name)
         .await?;
@@ -212,7 +212,7 @@ pub async fn download(
         .ok_or_else(|| Refusal::NotFound {
             what: format!("version {version} of state {name}"),
         })?;
-    let bytes = open_version(app, keys, &record, &target).await?;
+    let bytes = content(app, keys, &record, &target).await?;
     let now = app.clock.now();
     let detail = serde_json::json!({"sha256": target.sha256});
     app.catalog

@@ -47,6 +47,19 @@ fn binding<'a>(org: &'a str, incarnation: &'a str, version: u64, blob: &'a str) 
     }
 }
 
+/// A version's content as a read gets it.
+pub enum Content {
+    /// Sealed in format 1 (zstd inside): the plaintext, opened whole.
+    Whole(Vec<u8>),
+    /// Sealed in format 2: its gzip member, opened segment by segment as it is sent (the
+    /// first already, so a wrong key or a moved object fails before any byte), and the
+    /// plaintext's recorded size.
+    Gzip {
+        opening: Box<crypto::Opening>,
+        size: u64,
+    },
+}
+
 /// Reads the latest version's content, exactly as written. `None` when the state has no
 /// version. Reading works while the state is locked.
 ///
@@ -57,7 +70,7 @@ pub async fn read(
     app: &App,
     principal: &Principal,
     name: &StateName,
-) -> Result<Option<Vec<u8>>, Error> {
+) -> Result<Option<Content>, Error> {
     let (_, first) = app
         .require_with_state(principal, Permission::Read, name)
         .await?;
@@ -68,7 +81,27 @@ pub async fn read(
     let Some(latest) = &record.latest else {
         return Ok(None);
     };
-    open_version(app, keys, &record, latest).await.map(Some)
+    content(app, keys, &record, latest).await.map(Some)
+}
+
+/// A version's content for a read: a format-2 object stays compressed, to be sent as it is
+/// or inflated as it goes; a format-1 object is opened whole, as it always was.
+pub(super) async fn content(
+    app: &App,
+    keys: &dyn crate::ports::KeyService,
+    record: &StateRecord,
+    version: &VersionRecord,
+) -> Result<Content, Error> {
+    let opening = opening(app, keys, record, version).await?;
+    if opening.compression() == crypto::Compression::Gzip {
+        return Ok(Content::Gzip {
+            opening: Box::new(opening),
+            size: version.size,
+        });
+    }
+    open_whole(opening, version, Vec::new())
+        .await
+        .map(Content::Whole)
 }
 
 pub(super) async fn open_version(
@@ -89,25 +122,57 @@ pub(super) async fn open_version_into(
     version: &VersionRecord,
     buffer: Vec<u8>,
 ) -> Result<Vec<u8>, Error> {
+    let opening = opening(app, keys, record, version).await?;
+    open_whole(opening, version, buffer).await
+}
+
+/// The whole plaintext, off the async threads: decompressing a large state takes a while.
+async fn open_whole(
+    opening: crypto::Opening,
+    version: &VersionRecord,
+    buffer: Vec<u8>,
+) -> Result<Vec<u8>, Error> {
+    let (number, size) = (version.version, version.size as usize);
+    tokio::task::spawn_blocking(move || crypto::open_into(opening, size, buffer))
+        .await
+        .map_err(|e| Error::Unavailable(format!("decryption task failed: {e}")))?
+        .map_err(|e| Error::Damaged(format!("version {number}: {e}")))
+}
+
+/// Fetches a version's sealed object, unwraps its data key and opens its first segment.
+async fn opening(
+    app: &App,
+    keys: &dyn crate::ports::KeyService,
+    record: &StateRecord,
+    version: &VersionRecord,
+) -> Result<crypto::Opening, Error> {
+    let number = version.version;
     let object = app.blobs.get(&version.blob).await?.ok_or_else(|| {
         Error::Damaged(format!(
-            "the content of version {} of state {} is missing from the blob store",
-            version.version, record.name
+            "the content of version {number} of state {} is missing from the blob store",
+            record.name
         ))
     })?;
     let header = crypto::read_header(&object).map_err(|e| Error::Damaged(e.to_string()))?;
-    // The record's key slot is the one a re-wrap replaces; the header's copy is the
-    // original wrapping, and the only one of a version recorded before the slot was kept.
-    let (key_id, wrapped) = match &version.wrapped_key {
-        Some(wrapped) => (version.key.as_str(), wrapped.as_slice()),
-        None => (header.key_id.as_str(), header.wrapped_key.as_slice()),
+    // The record's key slot is the one a re-wrap replaces, and the only place a format-2
+    // object's wrapped key is kept; a format-1 header's copy is the original wrapping, and
+    // the only one of a version recorded before the slot was kept.
+    let (key_id, wrapped) = match (&version.wrapped_key, &header.key) {
+        (Some(wrapped), _) => (version.key.as_str(), wrapped.as_slice()),
+        (None, Some(key)) => (key.key_id.as_str(), key.wrapped.as_slice()),
+        (None, None) => {
+            return Err(Error::Damaged(format!(
+                "version {number} of state {} has no wrapped data key in its record",
+                record.name
+            )))
+        }
     };
     // The slot as read: a re-wrapped key is another cache entry.
     let slot = KeySlot {
         org: &record.org,
         state: &record.name,
         incarnation: &record.incarnation,
-        version: version.version,
+        version: number,
         key_id,
         wrapped,
     };
@@ -115,19 +180,9 @@ pub(super) async fn open_version_into(
         .key_cache
         .unwrap_key(keys, &slot, std::time::Instant::now())
         .await?;
-    let (org, incarnation, blob) = (
-        record.org.clone(),
-        record.incarnation.clone(),
-        version.blob.clone(),
-    );
-    let (number, size) = (version.version, version.size as usize);
-    tokio::task::spawn_blocking(move || {
-        let binding = binding(&org, &incarnation, number, &blob);
-        crypto::open_into(&object, &header, &data_key, &binding, size, buffer)
-    })
-    .await
-    .map_err(|e| Error::Unavailable(format!("decryption task failed: {e}")))?
-    .map_err(|e| Error::Damaged(format!("version {number}: {e}")))
+    let binding = binding(&record.org, &record.incarnation, number, &version.blob);
+    crypto::Opening::new(object, &header, &data_key, &binding)
+        .map_err(|e| Error::Damaged(format!("version {number}: {e}")))
 }
 
 /// A sealed blob, remembered across compare-and-swap retries so the same decision does not
@@ -230,14 +285,27 @@ pub async fn write(
     .await
 }
 
+/// Below this a body's two passes run one after the other: a thread costs more than it saves.
+const PARALLEL_PASSES: usize = 1 << 20;
+
 /// Validates a body as a state document and digests it: one pass each, off the async
-/// threads. The classification is kept, not raised, so it is reported in its turn.
+/// threads, side by side on two cores for a large body (sealing it then compresses on every
+/// core, so the passes would otherwise leave one idle). The classification is kept, not
+/// raised, so it is reported in its turn.
 pub(super) async fn examine(
     body: Vec<u8>,
 ) -> Result<(Arc<Vec<u8>>, Result<StateMeta, Refusal>, String), Error> {
     tokio::task::spawn_blocking(move || {
-        let document = sniff(&body);
-        let sha256 = hex(&Sha256::digest(&body));
+        let (document, sha256) = if body.len() < PARALLEL_PASSES {
+            (sniff(&body), hex(&Sha256::digest(&body)))
+        } else {
+            std::thread::scope(|scope| {
+                let digest = scope.spawn(|| hex(&Sha256::digest(&body)));
+                let document = sniff(&body);
+                // Digesting memory cannot fail; a panic there is a defect, raised here.
+                (document, digest.join().expect("digest thread"))
+            })
+        };
         (Arc::new(body), document, sha256)
     })
     .await
@@ -270,13 +338,7 @@ pub(super) async fn seal(
     let (key_id, wrapped_key) = (data_key.key_id.clone(), data_key.wrapped.clone());
     let object = tokio::task::spawn_blocking(move || {
         let binding = binding(&org, &incarnation, version, &blob_for_task);
-        crypto::seal(
-            &body,
-            &data_key.plaintext,
-            &data_key.key_id,
-            &data_key.wrapped,
-            &binding,
-        )
+        crypto::seal(&body, &data_key.plaintext, &binding)
     })
     .await
     .map_err(|e| Error::Unavailable(format!("encryption task failed: {e}")))?;

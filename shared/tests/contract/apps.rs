@@ -27,6 +27,7 @@ fn file(name: &str, blob: &str) -> FileRef {
         blob: blob.into(),
         seq: 3,
         key: "platform:test".into(),
+        wrapped_key: Some(vec![0, 1, 2, 255]),
     }
 }
 

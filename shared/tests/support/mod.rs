@@ -145,3 +145,25 @@ macro_rules! every_adapter {
         }
     };
 }
+
+/// A version's plaintext from what a read or a download gives: a format-2 version comes
+/// back as its gzip member, which a client inflates.
+pub fn plaintext(content: hegemony_state::service::state::Content) -> Vec<u8> {
+    use hegemony_state::service::state::Content;
+    match content {
+        Content::Whole(bytes) => bytes,
+        Content::Gzip { opening, size } => {
+            hegemony_state::crypto::open_into(*opening, size as usize, Vec::new()).unwrap()
+        }
+    }
+}
+
+/// The latest version's plaintext, as `service::state::read` gives it.
+pub async fn read(
+    app: &App,
+    principal: &Principal,
+    name: &StateName,
+) -> Result<Option<Vec<u8>>, hegemony_state::service::Error> {
+    let content = hegemony_state::service::state::read(app, principal, name).await?;
+    Ok(content.map(plaintext))
+}

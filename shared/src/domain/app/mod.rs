@@ -48,6 +48,14 @@ pub struct FileRef {
     pub seq: u64,
     /// What wrapped its data key.
     pub key: String,
+    /// Its wrapped data key, beside `key`: the file's key slot, the only place a format-2
+    /// object's wrapped key is kept (`None` for a file sealed in format 1, whose header has it).
+    #[serde(
+        default,
+        with = "crate::domain::version::wrapped_key",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub wrapped_key: Option<Vec<u8>>,
 }
 
 /// An app state's lock and the change it opened.

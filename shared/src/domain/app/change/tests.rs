@@ -42,6 +42,7 @@ fn file(name: &str, blob: &str, serial: Option<u64>, change: &str) -> FileRef {
         blob: blob.into(),
         seq: 1,
         key: "platform:x".into(),
+        wrapped_key: None,
     }
 }
 
