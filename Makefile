@@ -70,7 +70,8 @@ test: tools lint web build web-test clients-test
 	$(CARGO) test --workspace
 
 ## The benchmark (release build): backend latencies by state size, save-path throughput, memory,
-## comparing two versions. BENCH=changes runs the comparison of versions alone.
+## comparing two versions. BENCH=changes runs the comparison of versions alone; BENCH=aws the
+## AWS store on the emulator alone (the functions' start-up, AWS calls per operation, latencies).
 BENCH ?=
 bench: tools
 	$(CARGO) build --release -p hegemony-state-cli -p hegemony-state-functions

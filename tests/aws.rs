@@ -5,6 +5,7 @@
 
 use hegemony_state::http::lambda::{MAX_STATE_BYTES, PAYLOAD_CEILING};
 use hegemony_state_blackbox::aws::Deployment;
+use hegemony_state_blackbox::aws_calls::{self, Calls};
 use hegemony_state_blackbox::gateway::Gateway;
 use hegemony_state_blackbox::*;
 
@@ -386,4 +387,78 @@ fn terraform_follows_the_functions_redirect_to_the_container_door() {
     let pulled = tf.ok(&["state", "pull"]).stdout;
     let pad = &big[big.find("\"value\": \"").unwrap() + 10..][..64];
     assert!(pulled.contains(pad), "the state read through the door");
+}
+
+/// The calls of `counted`, operation by operation, as `(operation, [(call, count)])`.
+fn calls(counted: &[(&str, Calls)]) -> Vec<(String, Vec<(String, u64)>)> {
+    counted
+        .iter()
+        .map(|(op, calls)| {
+            let each = calls.iter().map(|(c, n)| (c.clone(), *n)).collect();
+            (op.to_string(), each)
+        })
+        .collect()
+}
+
+/// `(operation, [(call, count)])` from a table of string slices.
+fn expected(table: &[(&str, &[(&str, u64)])]) -> Vec<(String, Vec<(String, u64)>)> {
+    table
+        .iter()
+        .map(|(op, each)| {
+            let each = each.iter().map(|(c, n)| (c.to_string(), *n)).collect();
+            (op.to_string(), each)
+        })
+        .collect()
+}
+
+/// The AWS calls each backend operation makes, counted at the emulator's door through the
+/// container front door: every request reads its token, then the org's settings and the
+/// state's record in one batch; a read of a version already read takes its data key from
+/// the cache instead of KMS. A change that adds a call fails here.
+#[test]
+fn aws_calls_per_operation() {
+    const GET: (&str, u64) = ("DynamoDB GetItem", 1);
+    const BATCH: (&str, u64) = ("DynamoDB BatchGetItem", 1);
+    const COMMIT: (&str, u64) = ("DynamoDB TransactWriteItems", 1);
+    let deployment = Deployment::counted();
+    let server = deployment.container(&[]);
+    let admin = server.token("acme", "alice", "admin");
+    let counted = aws_calls::per_operation(&deployment, &server, &admin);
+    println!("{}", aws_calls::table(&counted));
+    assert_eq!(
+        calls(&counted),
+        expected(&[
+            ("LOCK", &[BATCH, GET, COMMIT]),
+            (
+                "GET",
+                &[BATCH, GET, ("KMS Decrypt", 1), ("S3 GetObject", 1)]
+            ),
+            ("GET again", &[BATCH, GET, ("S3 GetObject", 1)]),
+            (
+                "POST",
+                &[
+                    BATCH,
+                    GET,
+                    ("DynamoDB PutItem", 1),
+                    COMMIT,
+                    ("KMS GenerateDataKey", 1),
+                    ("S3 PutObject", 1)
+                ]
+            ),
+            ("UNLOCK", &[BATCH, GET, COMMIT]),
+            ("list", &[GET, ("DynamoDB Query", 1)]),
+        ])
+    );
+}
+
+/// With the key cache turned off, every read of a version asks KMS again.
+#[test]
+fn with_the_key_cache_off_every_read_calls_kms() {
+    let deployment = Deployment::counted();
+    let server = deployment.container(&[("HEGEMONY_TF_STATE_KEY_CACHE_SECONDS", "0")]);
+    let admin = server.token("acme", "alice", "admin");
+    let counted = aws_calls::per_operation(&deployment, &server, &admin);
+    for (op, calls) in &counted[1..=2] {
+        assert_eq!(calls.get("KMS Decrypt"), Some(&1), "{op}: {calls:?}");
+    }
 }

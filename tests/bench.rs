@@ -5,8 +5,8 @@
 //! times LOCK, GET, POST and UNLOCK (p50/p95). Then measures the save path's CPU throughput
 //! in-process (validate + SHA-256 + compress + encrypt), and the server's peak memory growth
 //! during a 32 MiB save, body buffer included, against the state's size. Last, the AWS
-//! store on the emulator: the Lambda functions' start-up under the runtime API, and the
-//! backend routes' latency through the functions and the container next to the local store.
+//! store on the emulator: the Lambda functions' start-up under the runtime API, the AWS calls
+//! each backend operation makes, and the backend routes' latency through the functions and the container next to the local store.
 //! And the comparison of two 32 MiB versions that differ in a few instances: its time next
 //! to a plain download of both, and the server's peak memory growth while it compares.
 //!
@@ -15,13 +15,15 @@
 //! and the server's peak memory growth over a mix of 32 MiB saves and reads.
 //!
 //! `cargo bench -p hegemony-state-blackbox --bench backend -- changes` (`make bench
-//! BENCH=changes`) runs the comparison alone; `BENCH=reads` the reads against their floor.
+//! BENCH=changes`) runs the comparison alone; `BENCH=reads` the reads against their floor;
+//! `-- aws` (`make bench BENCH=aws`) the AWS store on the emulator alone.
 
 use std::time::{Duration, Instant};
 
 use hegemony_state::crypto::{self, Binding, Opening};
 use hegemony_state::domain::document::sniff;
 use hegemony_state_blackbox::aws::Deployment;
+use hegemony_state_blackbox::aws_calls;
 use hegemony_state_blackbox::gateway::Gateway;
 use hegemony_state_blackbox::*;
 use sha2::{Digest, Sha256};
@@ -96,8 +98,11 @@ fn main() {
     match part.as_deref() {
         None => {}
         Some("changes") => return compare_versions(&client()),
+        Some("aws") => return aws_front_doors(&client()),
         Some("reads") => return reads_against_their_floor(&client()),
-        Some(other) => panic!("no benchmark part named {other:?}; the parts are: changes, reads"),
+        Some(other) => {
+            panic!("no benchmark part named {other:?}; the parts are: changes, reads, aws")
+        }
     }
     // Built with the bench (release) profile, so `bin()` finds the release server.
     let server = Server::start();
@@ -480,7 +485,8 @@ fn cycle_p50(
 }
 
 /// The AWS store on the emulator (moto, one process, Python): how fast the functions start,
-/// and the backend routes through the functions and the container beside the local store.
+/// the AWS calls of each backend operation, and the backend routes through the functions and
+/// the container beside the local store.
 /// moto's own latency dominates the AWS figures; they compare doors, not clouds.
 fn aws_front_doors(http: &Client) {
     let deployment = Deployment::create();
@@ -490,6 +496,19 @@ fn aws_front_doors(http: &Client) {
     for (name, ready) in gateway.ready_times() {
         println!("  {name:>12}  {:>6.1} ms", ready.as_secs_f64() * 1000.0);
     }
+    // Counted on a deployment of their own: the relay that counts them adds a hop the
+    // timings below should not carry.
+    let counted = Deployment::counted();
+    let door = counted.container(&[]);
+    let counted_token = door.token("bench", "bench", "operator");
+    println!(
+        "\nAWS calls per backend operation (container front door; the functions make the same)"
+    );
+    print!(
+        "{}",
+        aws_calls::table(&aws_calls::per_operation(&counted, &door, &counted_token))
+    );
+    drop(door);
     let container = deployment.container(&[]);
     let local = Server::start();
     let local_token = local.token("bench", "bench", "operator");

@@ -122,6 +122,16 @@ pub trait StateCatalog: Send + Sync {
     /// The record of one state, read strongly consistently.
     async fn state(&self, org: &str, name: &str) -> Result<Option<StateRecord>, StoreError>;
 
+    /// The org's settings and the record of one of its states, both read strongly
+    /// consistently, together where the store can (one round trip on AWS): what a backend
+    /// request needs before it decides, the allocation its permission is checked against and
+    /// the record it decides on.
+    async fn org_and_state(
+        &self,
+        org: &str,
+        name: &str,
+    ) -> Result<(Option<OrgRecord>, Option<StateRecord>), StoreError>;
+
     /// Records of an org's states in name order, after `after`, at most `limit`.
     async fn states(
         &self,

@@ -488,6 +488,38 @@ mod cases {
         );
     }
 
+    /// The org's settings and a state's record read together are what each reads alone,
+    /// either one missing included, and never another org's or state's.
+    pub async fn an_org_and_its_state_read_together(f: Fixture) {
+        assert_eq!(
+            f.catalog.org_and_state("acme", "net").await.unwrap(),
+            (None, None)
+        );
+        let record = StateRecord::fresh("acme", "net", "inc", NOW);
+        f.catalog.commit(commit(&record, 0, vec![])).await.unwrap();
+        let (org, state) = f.catalog.org_and_state("acme", "net").await.unwrap();
+        assert_eq!(org, None);
+        assert_eq!(state.unwrap().revision, 1);
+        let settings = OrgRecord {
+            org: "acme".into(),
+            allocation: Allocation {
+                read: None,
+                ..Allocation::default()
+            },
+            created_at: NOW,
+        };
+        assert!(f.catalog.create_org(&settings).await.unwrap());
+        let (org, state) = f.catalog.org_and_state("acme", "net").await.unwrap();
+        assert_eq!(org, Some(settings.clone()));
+        assert_eq!(state, f.catalog.state("acme", "net").await.unwrap());
+        let (org, state) = f.catalog.org_and_state("acme", "db").await.unwrap();
+        assert_eq!((org, state), (Some(settings), None));
+        assert_eq!(
+            f.catalog.org_and_state("other", "net").await.unwrap(),
+            (None, None)
+        );
+    }
+
     pub async fn an_org_is_created_once(f: Fixture) {
         let org = OrgRecord {
             org: "acme".into(),
@@ -724,6 +756,7 @@ every_adapter!(
     audit_is_per_org_newest_first,
     tokens_are_found_by_hash,
     an_org_is_created_once,
+    an_org_and_its_state_read_together,
     blobs_put_get_delete,
     marks_drop_versions_and_blobs_are_found_by_age,
     an_app_state_is_created_once_and_swapped_on_its_revision,

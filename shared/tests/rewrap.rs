@@ -23,6 +23,11 @@ fn app(store: &Arc<MemoryStore>, keys: Arc<dyn KeyService>) -> App {
         catalog: store.clone(),
         blobs: store.clone(),
         keys: Some(keys),
+        // On, as in production: a re-wrapped slot must miss the key it replaced.
+        key_cache: hegemony_state::service::key_cache::KeyCache::new(
+            64,
+            std::time::Duration::from_secs(300),
+        ),
         clock: Arc::new(SystemClock),
         limits: Limits {
             max_state_bytes: 32 << 20,

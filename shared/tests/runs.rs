@@ -565,6 +565,7 @@ mod cases {
             keys: None,
             catalog: f.app.catalog.clone(),
             blobs: f.app.blobs.clone(),
+            key_cache: hegemony_state::service::key_cache::KeyCache::off(),
             clock: f.app.clock.clone(),
             limits: f.app.limits,
             links: Default::default(),

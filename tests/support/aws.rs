@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use hegemony_state::adapters::aws;
 
+use crate::aws_calls::{CallCounter, Calls};
 use crate::repo_root;
 
 /// The moto server of this test process: its endpoint, and the pipe whose closing (when
@@ -72,6 +73,8 @@ pub struct Deployment {
     pub bucket: String,
     pub alias: String,
     pub key_arn: String,
+    /// The relay counting this deployment's AWS calls, when it was made counted.
+    calls: Option<CallCounter>,
 }
 
 /// Runs `future` to its end on a runtime of its own.
@@ -96,6 +99,25 @@ async fn sdk(endpoint: &str) -> aws_config::SdkConfig {
 }
 
 impl Deployment {
+    /// A deployment whose processes reach the emulator through a [`CallCounter`], so
+    /// [`Deployment::calls`] says which AWS calls they made.
+    pub fn counted() -> Deployment {
+        let mut deployment = Deployment::create();
+        let counter = CallCounter::start(&deployment.endpoint);
+        deployment.endpoint = counter.endpoint.clone();
+        deployment.calls = Some(counter);
+        deployment
+    }
+
+    /// The AWS calls this deployment's processes made since the last call (a counted
+    /// deployment's only).
+    pub fn calls(&self) -> Calls {
+        self.calls
+            .as_ref()
+            .expect("a counted deployment (Deployment::counted)")
+            .take()
+    }
+
     /// Another KMS key on this deployment's moto: its ARN.
     pub fn create_key(&self) -> String {
         block_on(async {
@@ -145,6 +167,7 @@ impl Deployment {
             bucket,
             alias,
             key_arn,
+            calls: None,
         }
     }
 

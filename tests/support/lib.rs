@@ -11,6 +11,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub mod aws;
+pub mod aws_calls;
 pub mod bao;
 pub mod client;
 pub mod gateway;

@@ -73,6 +73,18 @@ impl StateCatalog for MemoryStore {
         Ok(self.lock().states.get(&(org.into(), name.into())).cloned())
     }
 
+    async fn org_and_state(
+        &self,
+        org: &str,
+        name: &str,
+    ) -> Result<(Option<OrgRecord>, Option<StateRecord>), StoreError> {
+        let inner = self.lock();
+        Ok((
+            inner.orgs.get(org).cloned(),
+            inner.states.get(&(org.into(), name.into())).cloned(),
+        ))
+    }
+
     async fn states(
         &self,
         org: &str,

@@ -76,7 +76,8 @@ pub enum Need {
     DeleteRecord,
     /// Read a range of records: a list, versions, an audit page, a run's items.
     QueryRecords,
-    /// Read many records by key at once: a run's tokens.
+    /// Read many records by key at once: a run's tokens; the org's settings with the state's
+    /// record, before a change to a state or a read of its content decides.
     BatchGetRecords,
     /// Read a stored blob.
     GetBlob,
@@ -102,15 +103,29 @@ const LOOKUP: &[Need] = &[GetRecord, QueryRecords];
 const KEY_REPORT: &[Need] = &[GetRecord, QueryRecords, DescribeKey];
 /// Changing records, never content.
 const RECORDS: &[Need] = &[GetRecord, PutRecord, DeleteRecord];
+/// Changing a state's record, never content: the org's settings read with the record.
+const CHANGE: &[Need] = &[GetRecord, BatchGetRecords, PutRecord, DeleteRecord];
 /// Opening the latest content.
-const OPEN: &[Need] = &[GetRecord, GetBlob, UnwrapKey];
-/// Opening a version's content (or two, to compare them), audited.
+const OPEN: &[Need] = &[GetRecord, BatchGetRecords, GetBlob, UnwrapKey];
+/// Opening content (or two, to compare them), audited.
 const OPEN_AUDITED: &[Need] = &[GetRecord, PutRecord, GetBlob, UnwrapKey];
+/// Opening a state's version, audited: the org's settings read with the record.
+const OPEN_VERSION: &[Need] = &[GetRecord, BatchGetRecords, PutRecord, GetBlob, UnwrapKey];
 /// Sealing and committing new content.
 const SEAL: &[Need] = &[GetRecord, PutRecord, DeleteRecord, PutBlob, NewDataKey];
+/// Sealing a state's new version: the org's settings read with the record.
+const SEAL_STATE: &[Need] = &[
+    GetRecord,
+    BatchGetRecords,
+    PutRecord,
+    DeleteRecord,
+    PutBlob,
+    NewDataKey,
+];
 /// Opening old content and sealing it again as a new version.
 const RESEAL: &[Need] = &[
     GetRecord,
+    BatchGetRecords,
     PutRecord,
     DeleteRecord,
     GetBlob,
@@ -177,21 +192,21 @@ const fn local(
 pub static ROUTES: &[Route] = &[
     //    method    path                                                function       body    needs         handler
     route("GET",    "/api/tf-states/{name}/state",                      "state-read",  OneMib, OPEN,         Backend(&state::read)),
-    route("POST",   "/api/tf-states/{name}/state",                      "state-write", State,  SEAL,         Backend(&state::write)),
-    route("POST",   "/api/tf-states/{name}/lock",                       "lock",        Lock,   RECORDS,      Backend(&lock::lock)),
-    local("LOCK",   "/api/tf-states/{name}/lock",                       "lock",        Lock,   RECORDS,      Backend(&lock::lock)),
-    route("DELETE", "/api/tf-states/{name}/lock",                       "lock",        Lock,   RECORDS,      Backend(&lock::unlock)),
-    local("UNLOCK", "/api/tf-states/{name}/lock",                       "lock",        Lock,   RECORDS,      Backend(&lock::unlock)),
+    route("POST",   "/api/tf-states/{name}/state",                      "state-write", State,  SEAL_STATE,   Backend(&state::write)),
+    route("POST",   "/api/tf-states/{name}/lock",                       "lock",        Lock,   CHANGE,       Backend(&lock::lock)),
+    local("LOCK",   "/api/tf-states/{name}/lock",                       "lock",        Lock,   CHANGE,       Backend(&lock::lock)),
+    route("DELETE", "/api/tf-states/{name}/lock",                       "lock",        Lock,   CHANGE,       Backend(&lock::unlock)),
+    local("UNLOCK", "/api/tf-states/{name}/lock",                       "lock",        Lock,   CHANGE,       Backend(&lock::unlock)),
     route("GET",    "/api/tf-states",                                   "list",        OneMib, LOOKUP,       Bearer(&list::list)),
     route("GET",    "/api/tf-states/",                                  "list",        OneMib, LOOKUP,       Bearer(&list::list)),
     route("GET",    "/api/tf-states/{name}",                            "list",        OneMib, LOOKUP,       Bearer(&list::show)),
     route("GET",    "/api/tf-states/{name}/versions",                   "versions",    OneMib, LOOKUP,       Bearer(&list::versions)),
-    route("GET",    "/api/tf-states/{name}/versions/{version}/content", "download",    OneMib, OPEN_AUDITED, Bearer(&manage::download)),
-    route("GET",    "/api/tf-states/{name}/versions/{version}/changes", "download",    OneMib, OPEN_AUDITED, Bearer(&manage::changes)),
-    route("POST",   "/api/tf-states/{name}/import",                     "import",      State,  SEAL,         Bearer(&manage::import)),
+    route("GET",    "/api/tf-states/{name}/versions/{version}/content", "download",    OneMib, OPEN_VERSION, Bearer(&manage::download)),
+    route("GET",    "/api/tf-states/{name}/versions/{version}/changes", "download",    OneMib, OPEN_VERSION, Bearer(&manage::changes)),
+    route("POST",   "/api/tf-states/{name}/import",                     "import",      State,  SEAL_STATE,   Bearer(&manage::import)),
     route("POST",   "/api/tf-states/{name}/rollback",                   "rollback",    OneMib, RESEAL,       Bearer(&manage::rollback)),
-    route("POST",   "/api/tf-states/{name}/force-unlock",               "admin",       OneMib, RECORDS,      Bearer(&manage::force_unlock)),
-    route("DELETE", "/api/tf-states/{name}",                            "admin",       OneMib, RECORDS,      Bearer(&manage::delete)),
+    route("POST",   "/api/tf-states/{name}/force-unlock",               "admin",       OneMib, CHANGE,       Bearer(&manage::force_unlock)),
+    route("DELETE", "/api/tf-states/{name}",                            "admin",       OneMib, CHANGE,       Bearer(&manage::delete)),
     route("GET",    "/api/tf-states/{name}/audit",                      "audit",       OneMib, LOOKUP,       Bearer(&admin::state_audit)),
     route("GET",    "/api/audit",                                       "audit",       OneMib, LOOKUP,       Bearer(&admin::org_audit)),
     route("GET",    "/api/keys",                                        "audit",       OneMib, KEY_REPORT,   Bearer(&admin::keys)),

@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use super::commit::{snapshot, take_over_dead_lock};
+use super::commit::take_over_dead_lock;
+use super::key_cache::KeySlot;
 use super::retry::{commit, until_done, Attempt, Carried};
 use super::{App, Error};
 use crate::crypto::{self, Binding};
@@ -70,9 +71,11 @@ pub async fn read(
     principal: &Principal,
     name: &StateName,
 ) -> Result<Option<Content>, Error> {
-    app.require(principal, Permission::Read).await?;
+    let (_, first) = app
+        .require_with_state(principal, Permission::Read, name)
+        .await?;
     let keys = app.keys()?;
-    let Some(record) = app.catalog.state(&principal.org, name.as_str()).await? else {
+    let Some(record) = first.record(app, &principal.org, name).await? else {
         return Ok(None);
     };
     let Some(latest) = &record.latest else {
@@ -151,10 +154,6 @@ async fn opening(
         ))
     })?;
     let header = crypto::read_header(&object).map_err(|e| Error::Damaged(e.to_string()))?;
-    let context = KeyContext {
-        org: &record.org,
-        state: &record.name,
-    };
     // The record's key slot is the one a re-wrap replaces, and the only place a format-2
     // object's wrapped key is kept; a format-1 header's copy is the original wrapping, and
     // the only one of a version recorded before the slot was kept.
@@ -168,7 +167,19 @@ async fn opening(
             )))
         }
     };
-    let data_key = keys.unwrap_key(key_id, wrapped, &context).await?;
+    // The slot as read: a re-wrapped key is another cache entry.
+    let slot = KeySlot {
+        org: &record.org,
+        state: &record.name,
+        incarnation: &record.incarnation,
+        version: number,
+        key_id,
+        wrapped,
+    };
+    let data_key = app
+        .key_cache
+        .unwrap_key(keys, &slot, std::time::Instant::now())
+        .await?;
     let binding = binding(&record.org, &record.incarnation, number, &version.blob);
     crypto::Opening::new(object, &header, &data_key, &binding)
         .map_err(|e| Error::Damaged(format!("version {number}: {e}")))
@@ -214,7 +225,9 @@ pub async fn write(
     lock_id: Option<&str>,
     body: Vec<u8>,
 ) -> Result<WriteOutcome, Error> {
-    app.require(principal, Permission::Write).await?;
+    let (_, first) = app
+        .require_with_state(principal, Permission::Write, name)
+        .await?;
     let keys = app.keys()?;
     let (body, document, sha256) = examine(body).await?;
     let request = WriteRequest {
@@ -226,7 +239,7 @@ pub async fn write(
     let sealed: Carried<Sealed> = Carried::default();
     until_done(|| async {
         let now = app.clock.now();
-        let snapshot = snapshot(app, org, name, now).await?;
+        let snapshot = first.snapshot(app, org, name, now).await?;
         let (snapshot, takeover) =
             take_over_dead_lock(app, snapshot, &principal.actor, now).await?;
         let plan = match plan_write(&snapshot, &request, principal, now)? {

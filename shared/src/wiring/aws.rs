@@ -7,8 +7,8 @@ use std::sync::Arc;
 use aws_config::SdkConfig;
 
 use super::{
-    assemble, limits, links, opening_internal, opening_retired, platform_keys, transit_keys,
-    warn_at_start, FrontDoor,
+    assemble, key_cache, limits, links, opening_internal, opening_retired, platform_keys,
+    transit_keys, warn_at_start, FrontDoor,
 };
 use crate::adapters::aws::{store, AwsSettings, KmsKeys, KmsOpener};
 use crate::adapters::key_ring::KeyRing;
@@ -46,6 +46,7 @@ pub fn app(config: Config, sdk: &SdkConfig, door: FrontDoor) -> Result<App, Conf
         variable: "HEGEMONY_TF_STATE_KEY_BACKEND".into(),
         message,
     };
+    let cache = key_cache(&config);
     let keys: Option<Arc<dyn KeyService>> = match config.key {
         KeySetting::Kms { key, platform } => {
             let name = format!("kms:{}", key.as_str());
@@ -72,6 +73,7 @@ pub fn app(config: Config, sdk: &SdkConfig, door: FrontDoor) -> Result<App, Conf
         // Every route then says why managed state is unavailable.
         KeySetting::Unset => None,
     };
+    let keys = keys.map(|keys| (keys, cache));
     Ok(assemble(catalog, blobs, keys, limits, links))
 }
 

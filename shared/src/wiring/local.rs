@@ -5,7 +5,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::{
-    assemble, limits, links, opening_retired, platform_keys, transit_keys, warn_at_start, FrontDoor,
+    assemble, key_cache, limits, links, opening_retired, platform_keys, transit_keys,
+    warn_at_start, FrontDoor,
 };
 use crate::adapters::local;
 use crate::config::{Config, KeySetting};
@@ -29,6 +30,7 @@ pub fn app(config: Config, data_dir: &Path, key_file: Option<&Path>) -> Result<A
         || local::key_file::default_key_file(data_dir),
         Path::to_owned,
     );
+    let cache = key_cache(&config);
     let (keys, key_name): (Arc<dyn KeyService>, String) = match config.key {
         KeySetting::Platform(key) => {
             let name = key.key_id().to_owned();
@@ -63,7 +65,7 @@ pub fn app(config: Config, data_dir: &Path, key_file: Option<&Path>) -> Result<A
         "local store"
     );
     let (catalog, blobs) = local::open(data_dir)?;
-    Ok(assemble(catalog, blobs, Some(keys), limits, links))
+    Ok(assemble(catalog, blobs, Some((keys, cache)), limits, links))
 }
 
 /// The sweeper's app on the local store in `data_dir`: no key, and no store created.

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem};
+use aws_sdk_dynamodb::types::{Delete, KeysAndAttributes, Put, TransactWriteItem};
 use aws_sdk_dynamodb::Client;
 use sha2::{Digest, Sha256};
 
@@ -16,7 +16,9 @@ use super::items::*;
 use crate::domain::record::StateRecord;
 use crate::domain::version::{KeySlot, VersionRecord};
 use crate::domain::Timestamp;
-use crate::ports::{AuditEntry, AuditQuery, AuditRecord, Commit, StateCatalog, StoreError};
+use crate::ports::{
+    AuditEntry, AuditQuery, AuditRecord, Commit, OrgRecord, StateCatalog, StoreError,
+};
 
 /// DynamoDB's limit on the items of one transaction.
 const MAX_TRANSACTION_ITEMS: usize = 100;
@@ -187,6 +189,44 @@ impl DynamoCatalog {
             .map_err(|e| StoreError::Unavailable(describe_failure("GetItem", &e)))?;
         Ok(output.item)
     }
+
+    /// The items at `keys` that exist, read strongly consistently in one `BatchGetItem`
+    /// (and again for any keys DynamoDB leaves unprocessed when throttled, a bounded number
+    /// of times, after which it is a transient fault).
+    pub(super) async fn get_many(&self, keys: Vec<Item>) -> Result<Vec<Item>, StoreError> {
+        const ROUNDS: usize = 5;
+        let mut wanted = KeysAndAttributes::builder()
+            .set_keys(Some(keys))
+            .consistent_read(true)
+            .build()
+            .expect("keys are set");
+        let mut found = Vec::new();
+        for _ in 0..ROUNDS {
+            let output = self
+                .client
+                .batch_get_item()
+                .request_items(&self.table, wanted)
+                .send()
+                .await
+                .map_err(|e| StoreError::Unavailable(describe_failure("BatchGetItem", &e)))?;
+            found.extend(
+                output
+                    .responses
+                    .and_then(|mut tables| tables.remove(&self.table))
+                    .unwrap_or_default(),
+            );
+            match output
+                .unprocessed_keys
+                .and_then(|mut tables| tables.remove(&self.table))
+            {
+                Some(rest) if !rest.keys.is_empty() => wanted = rest,
+                _ => return Ok(found),
+            }
+        }
+        Err(StoreError::Unavailable(format!(
+            "BatchGetItem left keys unprocessed {ROUNDS} times: the table is throttled"
+        )))
+    }
 }
 
 /// A random 16-bit number from the operating system.
@@ -336,6 +376,29 @@ pub(super) fn doomed_item(blob: &str, at: Timestamp) -> Item {
 impl StateCatalog for DynamoCatalog {
     async fn state(&self, org: &str, name: &str) -> Result<Option<StateRecord>, StoreError> {
         self.get_record(key(org_pk(org), state_sk(name))).await
+    }
+
+    async fn org_and_state(
+        &self,
+        org: &str,
+        name: &str,
+    ) -> Result<(Option<OrgRecord>, Option<StateRecord>), StoreError> {
+        let state = state_sk(name);
+        let items = self
+            .get_many(vec![
+                key(org_pk(org), SETTINGS_SK),
+                key(org_pk(org), state.clone()),
+            ])
+            .await?;
+        let find = |sk: &str| {
+            items
+                .iter()
+                .find(|item| string(item, SK).is_ok_and(|s| s == sk))
+        };
+        Ok((
+            find(SETTINGS_SK).map(record).transpose()?,
+            find(&state).map(record).transpose()?,
+        ))
     }
 
     async fn states(

@@ -13,7 +13,9 @@ use super::tables::{from_json, seconds, sql_error, to_json, SCHEMA, SCHEMA_VERSI
 use crate::domain::record::StateRecord;
 use crate::domain::version::{KeySlot, VersionRecord};
 use crate::domain::Timestamp;
-use crate::ports::{AuditEntry, AuditQuery, AuditRecord, Commit, StateCatalog, StoreError};
+use crate::ports::{
+    AuditEntry, AuditQuery, AuditRecord, Commit, OrgRecord, StateCatalog, StoreError,
+};
 
 /// How long a writer waits for another process's transaction before giving up (a 503 with
 /// `Retry-After`, which clients retry).
@@ -335,6 +337,38 @@ impl StateCatalog for SqliteCatalog {
                 .optional()
                 .map_err(sql_error)?;
             text.as_deref().map(from_json).transpose()
+        })
+        .await
+    }
+
+    async fn org_and_state(
+        &self,
+        org: &str,
+        name: &str,
+    ) -> Result<(Option<OrgRecord>, Option<StateRecord>), StoreError> {
+        let (org, name) = (org.to_owned(), name.to_owned());
+        // Both on one trip to the connection's thread.
+        self.with(move |conn| {
+            let settings: Option<String> = conn
+                .query_row(
+                    "SELECT record FROM orgs WHERE org = ?1",
+                    params![org],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(sql_error)?;
+            let state: Option<String> = conn
+                .query_row(
+                    "SELECT record FROM states WHERE org = ?1 AND name = ?2",
+                    params![org, name],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(sql_error)?;
+            Ok((
+                settings.as_deref().map(from_json).transpose()?,
+                state.as_deref().map(from_json).transpose()?,
+            ))
         })
         .await
     }
