@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: run test lint tools build bench lambdas web web-test screenshots
+.PHONY: run test lint tools build bench lambdas web web-test clients-test screenshots
 
 ## Build the web pages, then run the state server on ./.hegemony (its key beside it,
 ## ./.hegemony.key) with them at http://127.0.0.1:8080/. Without npm the server still runs,
@@ -31,6 +31,15 @@ web/dist/index.html: $(WEB_SOURCES)
 web-test:
 	cd web && npm test && npm run e2e
 
+## The TypeScript client for Octo (clients/octo): built with tsc, tested with Node's own test
+## runner against the debug server binary (make build first). npm ci runs only when the lock
+## file changed.
+clients-test:
+	@command -v npm >/dev/null 2>&1 || { echo "make clients-test needs Node.js 20 and npm" >&2; exit 1; }
+	@if [ ! -f clients/octo/node_modules/.package-lock.json ] || [ clients/octo/package-lock.json -nt clients/octo/node_modules/.package-lock.json ]; then \
+	  cd clients/octo && npm ci --no-audit --no-fund; fi
+	cd clients/octo && npm test
+
 ## Retake the screenshots in docs/images from the real pages (the browser tests take them).
 screenshots: web build
 	cd web && HEGEMONY_SCREENSHOTS=../docs/images npm run e2e
@@ -55,13 +64,16 @@ lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 ## Every test: unit, contract, service, protocol, durability, real Terraform 1.11 + 1.15, and
-## the web pages in Chromium. The pages are built first, so the binaries embed them.
-test: tools lint web build web-test
+## the web pages in Chromium, the Octo client against the server. The pages are built first,
+## so the binaries embed them.
+test: tools lint web build web-test clients-test
 	$(CARGO) test --workspace
 
 ## The benchmark (release build): backend latencies by state size, save-path throughput, memory,
 ## comparing two versions. BENCH=changes runs the comparison of versions alone; BENCH=small
-## the backend latencies of 10 KiB and 100 KiB states alone.
+## the backend latencies of 10 KiB and 100 KiB states alone; BENCH=reads the reads against
+## their floor; BENCH=aws the AWS store on the emulator alone (the functions' start-up, AWS
+## calls per operation, latencies).
 BENCH ?=
 bench: tools
 	$(CARGO) build --release -p hegemony-state-cli -p hegemony-state-functions

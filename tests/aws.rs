@@ -5,6 +5,7 @@
 
 use hegemony_state::http::lambda::{MAX_STATE_BYTES, PAYLOAD_CEILING};
 use hegemony_state_blackbox::aws::Deployment;
+use hegemony_state_blackbox::aws_calls::{self, Calls};
 use hegemony_state_blackbox::gateway::Gateway;
 use hegemony_state_blackbox::*;
 
@@ -149,6 +150,82 @@ fn a_save_while_kms_is_unreachable_is_retried_and_writes_nothing() {
     assert_eq!(read.status(), StatusCode::NOT_FOUND);
 }
 
+/// `keys rewrap --to kms:<another key>` on the AWS store: KMS's ReEncrypt moves each
+/// version's data key, under the same encryption context, to the other key; the report
+/// then shows none of that state behind (a state left out stays behind), and every moved
+/// version reads through a server on the other key. The emulator does not refuse a
+/// disabled key, but it does refuse a ciphertext of another key than the `KeyId` asked
+/// (the ARN the version records) and another encryption context: so the read proves the
+/// data key moved under the context it had.
+#[test]
+fn a_rewrap_to_another_kms_key_reencrypts_every_version() {
+    let deployment = Deployment::create();
+    let server = deployment.container(&[]);
+    let admin = server.token("acme", "alice", "admin");
+    let api = Api::new(&server);
+    for serial in 1..=3 {
+        let saved = api.post_state(&admin, "net", None, state_doc(serial, "l", "v"));
+        assert_eq!(saved.status(), StatusCode::OK);
+    }
+    let left = api.post_state(&admin, "left-out", None, state_doc(1, "l", "v"));
+    assert_eq!(left.status(), StatusCode::OK);
+    let other = deployment.create_key();
+    let to = format!("kms:{other}");
+    let scope = ["rewrap", "--org", "acme", "--state", "net", "--to", &to];
+    let out = server.keys(&scope, &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("re-wrapped 3 versions, 0 already"), "{text}");
+    let moved = [("HEGEMONY_TF_STATE_KEY_BACKEND".to_owned(), to.clone())];
+    let report = server.key_report(&moved);
+    let net = report.iter().find(|s| s["state"] == "net").unwrap();
+    assert_eq!(net["keys"].as_array().unwrap().len(), 1, "{report:?}");
+    assert_eq!(net["keys"][0]["key"], to.as_str());
+    assert_eq!(net["keys"][0]["behind"], false);
+    let left_out = report.iter().find(|s| s["state"] == "left-out").unwrap();
+    assert_eq!(left_out["keys"][0]["behind"], true, "{report:?}");
+
+    let server = server.restart_with(
+        deployment
+            .env()
+            .into_iter()
+            .chain(moved.iter().cloned())
+            .collect(),
+    );
+    let api = Api::new(&server);
+    for version in 1..=3u64 {
+        let got = api
+            .request(
+                "GET",
+                &format!("/api/tf-states/net/versions/{version}/content"),
+                Some(&admin),
+            )
+            .send()
+            .unwrap();
+        assert_eq!(
+            got.status(),
+            StatusCode::OK,
+            "v{version}: {}",
+            server.logs()
+        );
+        assert_eq!(got.text().unwrap(), state_doc(version, "l", "v"));
+    }
+    let listed = api.json("GET", "/api/tf-states/net/versions", &admin);
+    for v in listed["versions"].as_array().unwrap() {
+        assert_eq!(v["key"], to.as_str(), "{v}");
+    }
+    let unmoved = api.get_state(&admin, "left-out");
+    assert_eq!(
+        unmoved.status(),
+        StatusCode::OK,
+        "the first key still opens its own"
+    );
+}
+
 /// A state of `size` bytes that gzip about halves (hex of pseudo-random bytes), as a state
 /// full of ids and keys does.
 fn hex_state(size: usize) -> String {
@@ -204,6 +281,57 @@ fn small_versions_live_in_dynamodb_and_large_ones_in_s3() {
         .unwrap();
     assert_eq!(old.text().unwrap(), large, "the large version still reads");
     assert_eq!(deployment.objects(), 1);
+}
+
+/// Through the functions (which gather a read into one payload) and the container door
+/// (which streams it), on the AWS stores: a state of several segments, deflated in pieces,
+/// reads back byte for byte, gzip'd as stored when accepted and inflated when not, on the
+/// backend GET and the download.
+#[test]
+fn reads_are_byte_exact_through_the_functions_and_the_container_door() {
+    use std::io::Read;
+    let deployment = Deployment::create();
+    let door = deployment.container(&[]);
+    let admin = door.token("acme", "alice", "admin");
+    let gateway = Gateway::start(&deployment, &[]);
+    let body = hex_state(3 << 20);
+    let api = Api::new(&gateway);
+    assert_eq!(
+        api.post_state(&admin, "net", None, body.clone()).status(),
+        StatusCode::OK
+    );
+    for api in [Api::new(&gateway), Api::new(&door)] {
+        for path in [
+            "/api/tf-states/net/state",
+            "/api/tf-states/net/versions/1/content",
+        ] {
+            let zipped = api
+                .request("GET", path, None)
+                .bearer_auth(&admin)
+                .header("accept-encoding", "gzip")
+                .send()
+                .unwrap();
+            assert_eq!(zipped.status(), StatusCode::OK, "{path}");
+            assert_eq!(zipped.headers()["content-encoding"], "gzip", "{path}");
+            let mut plain = String::new();
+            flate2::read::GzDecoder::new(&zipped.bytes().unwrap()[..])
+                .read_to_string(&mut plain)
+                .unwrap();
+            assert!(plain == body, "{path}: gzip'd, not byte-exact");
+            let plain = api
+                .request("GET", path, None)
+                .bearer_auth(&admin)
+                .header("accept-encoding", "identity")
+                .send()
+                .unwrap();
+            assert_eq!(plain.status(), StatusCode::OK, "{path}");
+            assert!(plain.headers().get("content-encoding").is_none(), "{path}");
+            assert!(
+                plain.text().unwrap() == body,
+                "{path}: plain, not byte-exact"
+            );
+        }
+    }
 }
 
 /// A version saved through the container door, larger than a function can return once
@@ -300,4 +428,78 @@ fn terraform_follows_the_functions_redirect_to_the_container_door() {
     let pulled = tf.ok(&["state", "pull"]).stdout;
     let pad = &big[big.find("\"value\": \"").unwrap() + 10..][..64];
     assert!(pulled.contains(pad), "the state read through the door");
+}
+
+/// The calls of `counted`, operation by operation, as `(operation, [(call, count)])`.
+fn calls(counted: &[(&str, Calls)]) -> Vec<(String, Vec<(String, u64)>)> {
+    counted
+        .iter()
+        .map(|(op, calls)| {
+            let each = calls.iter().map(|(c, n)| (c.clone(), *n)).collect();
+            (op.to_string(), each)
+        })
+        .collect()
+}
+
+/// `(operation, [(call, count)])` from a table of string slices.
+fn expected(table: &[(&str, &[(&str, u64)])]) -> Vec<(String, Vec<(String, u64)>)> {
+    table
+        .iter()
+        .map(|(op, each)| {
+            let each = each.iter().map(|(c, n)| (c.to_string(), *n)).collect();
+            (op.to_string(), each)
+        })
+        .collect()
+}
+
+/// The AWS calls each backend operation makes, counted at the emulator's door through the
+/// container front door: every request reads its token, then the org's settings and the
+/// state's record in one batch; a read of a version already read takes its data key from
+/// the cache instead of KMS. A change that adds a call fails here.
+#[test]
+fn aws_calls_per_operation() {
+    const GET: (&str, u64) = ("DynamoDB GetItem", 1);
+    const BATCH: (&str, u64) = ("DynamoDB BatchGetItem", 1);
+    const COMMIT: (&str, u64) = ("DynamoDB TransactWriteItems", 1);
+    let deployment = Deployment::counted();
+    let server = deployment.container(&[]);
+    let admin = server.token("acme", "alice", "admin");
+    let counted = aws_calls::per_operation(&deployment, &server, &admin);
+    println!("{}", aws_calls::table(&counted));
+    assert_eq!(
+        calls(&counted),
+        expected(&[
+            ("LOCK", &[BATCH, GET, COMMIT]),
+            (
+                "GET",
+                &[BATCH, GET, ("KMS Decrypt", 1), ("S3 GetObject", 1)]
+            ),
+            ("GET again", &[BATCH, GET, ("S3 GetObject", 1)]),
+            (
+                "POST",
+                &[
+                    BATCH,
+                    GET,
+                    ("DynamoDB PutItem", 1),
+                    COMMIT,
+                    ("KMS GenerateDataKey", 1),
+                    ("S3 PutObject", 1)
+                ]
+            ),
+            ("UNLOCK", &[BATCH, GET, COMMIT]),
+            ("list", &[GET, ("DynamoDB Query", 1)]),
+        ])
+    );
+}
+
+/// With the key cache turned off, every read of a version asks KMS again.
+#[test]
+fn with_the_key_cache_off_every_read_calls_kms() {
+    let deployment = Deployment::counted();
+    let server = deployment.container(&[("HEGEMONY_TF_STATE_KEY_CACHE_SECONDS", "0")]);
+    let admin = server.token("acme", "alice", "admin");
+    let counted = aws_calls::per_operation(&deployment, &server, &admin);
+    for (op, calls) in &counted[1..=2] {
+        assert_eq!(calls.get("KMS Decrypt"), Some(&1), "{op}: {calls:?}");
+    }
 }

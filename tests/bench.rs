@@ -5,20 +5,27 @@
 //! times LOCK, GET, POST and UNLOCK (p50/p95). Then measures the save path's CPU throughput
 //! in-process (validate + SHA-256 + compress + encrypt), and the server's peak memory growth
 //! during a 32 MiB save, body buffer included, against the state's size. Last, the AWS
-//! store on the emulator: the Lambda functions' start-up under the runtime API, and the
-//! backend routes' latency through the functions and the container next to the local store.
+//! store on the emulator: the Lambda functions' start-up under the runtime API, the AWS calls
+//! each backend operation makes, and the backend routes' latency through the functions and the container next to the local store.
 //! And the comparison of two 32 MiB versions that differ in a few instances: its time next
 //! to a plain download of both, and the server's peak memory growth while it compares.
 //!
+//! Then reads against their floor: for 2, 8 and 32 MiB, the time to the last byte of a GET
+//! (gzip accepted) next to the time to read, decrypt and copy the stored bytes in-process,
+//! and the server's peak memory growth over a mix of 32 MiB saves and reads.
+//!
 //! `cargo bench -p hegemony-state-blackbox --bench backend -- changes` (`make bench
 //! BENCH=changes`) runs the comparison alone; `BENCH=small` the backend latencies of the
-//! small states alone (10 KiB and 100 KiB, the sizes whose saves are inline).
+//! small states alone (10 KiB and 100 KiB, the sizes whose saves are inline); `BENCH=reads`
+//! the reads against their floor; `-- aws` (`make bench BENCH=aws`) the AWS store on the
+//! emulator alone.
 
 use std::time::{Duration, Instant};
 
-use hegemony_state::crypto::{self, Binding};
+use hegemony_state::crypto::{self, Binding, Opening};
 use hegemony_state::domain::document::sniff;
 use hegemony_state_blackbox::aws::Deployment;
+use hegemony_state_blackbox::aws_calls;
 use hegemony_state_blackbox::gateway::Gateway;
 use hegemony_state_blackbox::*;
 use sha2::{Digest, Sha256};
@@ -93,9 +100,11 @@ fn main() {
     let sizes = match part.as_deref() {
         None => SIZES,
         Some("changes") => return compare_versions(&client()),
+        Some("aws") => return aws_front_doors(&client()),
+        Some("reads") => return reads_against_their_floor(&client()),
         Some("small") => &SIZES[..2],
         Some(other) => {
-            panic!("no benchmark part named {other:?}; the parts are: changes, small")
+            panic!("no benchmark part named {other:?}; the parts are: changes, small, reads, aws")
         }
     };
     // Built with the bench (release) profile, so `bin()` finds the release server.
@@ -196,12 +205,11 @@ fn main() {
     for _ in 0..rounds {
         sniff(doc.as_bytes()).unwrap();
         let _ = Sha256::digest(doc.as_bytes());
-        sealed_len =
-            crypto::seal(doc.as_bytes(), &key, "platform:bench", &[0u8; 60], &binding).len();
+        sealed_len = crypto::seal(doc.as_bytes(), &key, &binding).len();
     }
     let per = t.elapsed().as_secs_f64() / rounds as f64;
     println!(
-        "\nsave path CPU (validate + SHA-256 + zstd + AES-256-GCM), one core: {:.0} MiB/s of state ({:.1} MiB in {:.0} ms; sealed {:.1} MiB, ratio {:.1}x)",
+        "\nsave path CPU (validate + SHA-256 + gzip on every core + AES-256-GCM): {:.0} MiB/s of state ({:.1} MiB in {:.0} ms; sealed {:.1} MiB, ratio {:.1}x)",
         mib / per,
         mib,
         per * 1000.0,
@@ -214,6 +222,8 @@ fn main() {
     aws_front_doors(&http);
 
     compare_versions(&http);
+
+    reads_against_their_floor(&http);
 
     // Peak memory growth during one 32 MiB save, on a fresh server: one that already served
     // large requests keeps freed memory resident, which would hide the growth.
@@ -481,7 +491,8 @@ fn cycle_p50(
 }
 
 /// The AWS store on the emulator (moto, one process, Python): how fast the functions start,
-/// and the backend routes through the functions and the container beside the local store.
+/// the AWS calls of each backend operation, and the backend routes through the functions and
+/// the container beside the local store.
 /// moto's own latency dominates the AWS figures; they compare doors, not clouds.
 fn aws_front_doors(http: &Client) {
     let deployment = Deployment::create();
@@ -491,6 +502,19 @@ fn aws_front_doors(http: &Client) {
     for (name, ready) in gateway.ready_times() {
         println!("  {name:>12}  {:>6.1} ms", ready.as_secs_f64() * 1000.0);
     }
+    // Counted on a deployment of their own: the relay that counts them adds a hop the
+    // timings below should not carry.
+    let counted = Deployment::counted();
+    let door = counted.container(&[]);
+    let counted_token = door.token("bench", "bench", "operator");
+    println!(
+        "\nAWS calls per backend operation (container front door; the functions make the same)"
+    );
+    print!(
+        "{}",
+        aws_calls::table(&aws_calls::per_operation(&counted, &door, &counted_token))
+    );
+    drop(door);
     let container = deployment.container(&[]);
     let local = Server::start();
     let local_token = local.token("bench", "bench", "operator");
@@ -519,4 +543,125 @@ fn aws_front_doors(http: &Client) {
             );
         }
     }
+}
+
+/// For 2, 8 and 32 MiB: the time to the last byte of a GET that accepts gzip (p50, loopback,
+/// one persistent connection) beside its floor, the time to read the stored object, decrypt
+/// it and copy the opened bytes (p50, in-process, same run, same size sealed the same way),
+/// and the ratio. Then the server's peak memory growth over a mix of 32 MiB saves and reads.
+fn reads_against_their_floor(http: &Client) {
+    let server = Server::start();
+    let token = server.token("bench", "bench", "operator");
+    println!("\nreads (gzip accepted) against the floor (read + decrypt + copy the stored bytes):");
+    for (label, size, rounds) in [
+        ("2 MiB", 2 << 20, 30),
+        ("8 MiB", 8 << 20, 12),
+        ("32 MiB", 32 << 20, 6),
+    ] {
+        let name = format!("floor-{size}");
+        let doc = state_of_size(size, 1);
+        let r = http
+            .post(server.url(&format!("/api/tf-states/{name}/state")))
+            .basic_auth("u", Some(&token))
+            .body(doc.clone())
+            .send()
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        let state = server.url(&format!("/api/tf-states/{name}/state"));
+        let mut gets = Vec::new();
+        let mut sent = 0;
+        for _ in 0..rounds + 1 {
+            let t = Instant::now();
+            let r = http
+                .get(&state)
+                .basic_auth("u", Some(&token))
+                .header("Accept-Encoding", "gzip")
+                .send()
+                .unwrap();
+            sent = r.bytes().unwrap().len();
+            gets.push(t.elapsed());
+        }
+        gets.remove(0);
+        let (key, binding) = (
+            [7u8; 32],
+            Binding {
+                org: "bench",
+                incarnation: "inc",
+                version: 1,
+                blob_id: "b",
+            },
+        );
+        let stored = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(stored.path(), crypto::seal(doc.as_bytes(), &key, &binding)).unwrap();
+        let mut floors = Vec::new();
+        for _ in 0..rounds + 1 {
+            let t = Instant::now();
+            let object = std::fs::read(stored.path()).unwrap();
+            let header = crypto::read_header(&object).unwrap();
+            let mut opening = Opening::new(object, &header, &key, &binding).unwrap();
+            let mut copied = Vec::with_capacity(opening.opened_len() as usize);
+            while let Some(segment) = opening.next_segment().unwrap() {
+                copied.extend_from_slice(segment);
+            }
+            assert_eq!(copied.len(), sent, "the floor opens what the GET sends");
+            floors.push(t.elapsed());
+        }
+        floors.remove(0);
+        let (get, floor) = (percentile(&mut gets, 0.5), percentile(&mut floors, 0.5));
+        println!(
+            "{label:>8}  GET to last byte {get:.1} ms p50 ({:.1} MiB sent)  floor {floor:.1} ms p50  ratio {:.2}x",
+            sent as f64 / (1 << 20) as f64,
+            get / floor
+        );
+    }
+    drop(server);
+
+    // The mix on a fresh server, as Terraform makes it: each save followed by reads of it,
+    // gzip accepted, and one read by a client that refuses gzip.
+    let server = Server::start();
+    let token = server.token("bench", "bench", "operator");
+    let warm = http
+        .post(server.url("/api/tf-states/warm-up/state"))
+        .basic_auth("u", Some(&token))
+        .body(state_of_size(10 << 10, 1))
+        .send()
+        .unwrap();
+    assert_eq!(warm.status(), 200);
+    let docs: Vec<String> = (1..=3)
+        .map(|serial| state_of_size(32 << 20, serial))
+        .collect();
+    let mib = docs[0].len() as f64 / (1 << 20) as f64;
+    let pid = server.pid();
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").expect("reset the peak RSS");
+    let before = rss_kib(pid, "VmRSS:");
+    let state = server.url("/api/tf-states/bench-mix/state");
+    let mut saves = Vec::new();
+    for doc in &docs {
+        let t = Instant::now();
+        let r = http
+            .post(&state)
+            .basic_auth("u", Some(&token))
+            .body(doc.clone())
+            .send()
+            .unwrap();
+        saves.push(t.elapsed());
+        assert_eq!(r.status(), 200);
+        for encoding in ["gzip", "gzip", "gzip", "identity"] {
+            let r = http
+                .get(&state)
+                .basic_auth("u", Some(&token))
+                .header("Accept-Encoding", encoding)
+                .send()
+                .unwrap();
+            assert_eq!(r.status(), 200);
+            let _ = r.bytes().unwrap();
+        }
+    }
+    let peak = rss_kib(pid, "VmHWM:");
+    let growth_mib = peak.saturating_sub(before) as f64 / 1024.0;
+    println!(
+        "server peak memory growth over 3 saves of {mib:.1} MiB, each read 3 times with gzip and once without: {growth_mib:.1} MiB = {:.2}x the state (saves {:.0} ms p50)",
+        growth_mib / mib,
+        percentile(&mut saves, 0.5)
+    );
 }

@@ -147,6 +147,7 @@ fn action(need: Need) -> &'static str {
         Need::PutBlob => "s3:PutObject",
         Need::UnwrapKey => "kms:Decrypt",
         Need::NewDataKey => "kms:GenerateDataKey",
+        Need::DescribeKey => "kms:DescribeKey",
     }
 }
 
@@ -196,7 +197,7 @@ fn each_function_is_granted_exactly_what_its_routes_need() {
         assert_eq!(granted(&properties), needed, "function {name}");
     }
     let read_only = ["state-read", "list", "versions", "download", "audit", "web"];
-    let decrypting = ["state-read", "download", "rollback"];
+    let decrypting = ["state-read", "download", "rollback", "apps"];
     for (name, properties) in functions(&template) {
         let actions = granted(&properties);
         if read_only.contains(&name.as_str()) {

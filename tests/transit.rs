@@ -1,7 +1,9 @@
 //! The Transit key backends against a real OpenBao (`bao server -dev`): a named backend, the
 //! internal OpenBao with a key per org, a derived key refusing another state's context, the
 //! engine sealed, stopped or refusing (503 with Retry-After, nothing written, never another
-//! key), a move from the platform key to Transit, and real Terraform through it all.
+//! key), a move from the platform key to Transit, real Terraform through it all, and
+//! rotation: `keys rewrap` after a key rotation (the old key version then retired), a move
+//! to Transit with `--to` (the platform key then removed), and a re-wrap killed half way.
 
 use hegemony_state::adapters::transit::TransitKeys;
 use hegemony_state::ports::{KeyContext, KeyError, KeyOpener, KeyService};
@@ -429,4 +431,224 @@ fn moving_from_kms_to_transit_on_the_aws_store_keeps_kms_versions_readable() {
     let api = Api::new(&server);
     assert_eq!(save(&api, &admin, "net", 2).status(), 200);
     assert_moved(&api, &admin, ["transit", "kms"]);
+}
+
+/// Each state's key ids in a `keys report --json`, with how many versions and whether
+/// they are behind: `(state, key, versions, behind)`.
+fn report_rows(report: &[Value]) -> Vec<(String, String, u64, bool)> {
+    let mut rows = Vec::new();
+    for state in report {
+        for k in state["keys"].as_array().unwrap() {
+            rows.push((
+                state["state"].as_str().unwrap().to_owned(),
+                k["key"].as_str().unwrap().to_owned(),
+                k["versions"].as_u64().unwrap(),
+                k["behind"].as_bool().unwrap(),
+            ));
+        }
+    }
+    rows
+}
+
+fn stdout_of(out: &std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Rotate the Transit key, re-wrap while the server runs: the report shows every version
+/// on the latest key version, and once `min_decryption_version` retires the old one every
+/// version still reads.
+#[test]
+fn a_rotation_then_rewrap_moves_every_version_and_the_old_key_version_can_be_retired() {
+    let bao = Bao::start();
+    bao.create_key("state-acme");
+    let server = serve(&bao.named_env("vault", &bao.root_token_file(), "state-{org}"));
+    let (api, admin) = (Api::new(&server), server.token("acme", "root", "admin"));
+    for serial in 1..=3 {
+        assert_eq!(save(&api, &admin, "net", serial).status(), 200);
+    }
+    assert_eq!(save(&api, &admin, "dns", 1).status(), 200);
+    bao.ok(&["write", "-f", "transit/keys/state-acme/rotate"]);
+    assert_eq!(save(&api, &admin, "dns", 2).status(), 200);
+    let rows = report_rows(&server.key_report(&[]));
+    assert_eq!(
+        rows,
+        [
+            ("dns".into(), "transit:vault:state-acme:v1".into(), 1, true),
+            ("dns".into(), "transit:vault:state-acme:v2".into(), 1, false),
+            ("net".into(), "transit:vault:state-acme:v1".into(), 3, true),
+        ]
+    );
+
+    // The same report for the org's admins over the API, and for them only.
+    let api_report = api.json("GET", "/api/keys", &admin);
+    assert_eq!(api_report["org"], "acme");
+    assert_eq!(report_rows(api_report["states"].as_array().unwrap()), rows);
+    let operator = server.token("acme", "bob", "operator");
+    let refused = api
+        .request("GET", "/api/keys", Some(&operator))
+        .send()
+        .unwrap();
+    assert_eq!(refused.status(), 403);
+
+    let dry = stdout_of(&server.keys(&["rewrap", "--dry-run"], &[]));
+    assert!(
+        dry.contains("4 versions would be re-wrapped, 1 are already"),
+        "{dry}"
+    );
+    let out = stdout_of(&server.keys(&["rewrap"], &[]));
+    assert!(
+        out.contains("re-wrapped 4 versions, 1 already on the key in use, 0 failed"),
+        "{out}"
+    );
+    let rows = report_rows(&server.key_report(&[]));
+    assert_eq!(
+        rows,
+        [
+            ("dns".into(), "transit:vault:state-acme:v2".into(), 2, false),
+            ("net".into(), "transit:vault:state-acme:v2".into(), 3, false),
+        ]
+    );
+    assert_eq!(
+        versions(&api, &admin, "net")[0]["key"],
+        "transit:vault:state-acme:v2"
+    );
+
+    bao.ok(&[
+        "write",
+        "transit/keys/state-acme/config",
+        "min_decryption_version=2",
+    ]);
+    for (state, count) in [("net", 3), ("dns", 2)] {
+        for version in 1..=count {
+            let got = content(&api, &admin, state, version);
+            assert_eq!(got.status(), 200, "{state} v{version}");
+            assert_eq!(
+                got.text().unwrap(),
+                state_doc(version, "l-1", &format!("v{version}"))
+            );
+        }
+    }
+    let audit = api.json("GET", "/api/tf-states/net/audit", &admin);
+    let rewrapped: Vec<&Value> = audit["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["action"] == "keys.rewrapped")
+        .collect();
+    assert_eq!(rewrapped.len(), 1, "the dry run is not audited");
+    assert_eq!(rewrapped[0]["detail"]["rewrapped"], 3);
+}
+
+/// `--to transit:vault` moves the platform key's versions to Transit while the server still
+/// wraps with the platform key; then the server moves to Transit and the key file goes:
+/// every version reads without it.
+#[test]
+fn a_move_from_the_platform_key_to_transit_lets_the_platform_key_go() {
+    let bao = Bao::start();
+    bao.create_key("state-acme");
+    let server = Server::start();
+    let (api, admin) = (Api::new(&server), server.token("acme", "root", "admin"));
+    for serial in 1..=3 {
+        assert_eq!(save(&api, &admin, "net", serial).status(), 200);
+    }
+    let transit = bao.named_env("vault", &bao.root_token_file(), "state-{org}");
+    let settings: Vec<(String, String)> = transit
+        .iter()
+        .filter(|(k, _)| k != "HEGEMONY_TF_STATE_KEY_BACKEND")
+        .cloned()
+        .collect();
+    let out = stdout_of(&server.keys(&["rewrap", "--to", "transit:vault"], &settings));
+    assert!(out.contains("re-wrapped 3 versions, 0 already"), "{out}");
+    for v in versions(&api, &admin, "net") {
+        assert_eq!(v["key_backend"], "transit", "{v}");
+    }
+
+    let key_file = server.data_dir().with_extension("key");
+    assert!(key_file.exists(), "{}", key_file.display());
+    std::fs::remove_file(&key_file).unwrap();
+    let server = server.restart_with(transit);
+    let api = Api::new(&server);
+    for version in 1..=3 {
+        let got = content(&api, &admin, "net", version);
+        assert_eq!(got.status(), 200, "v{version}: {}", server.logs());
+        assert_eq!(
+            got.text().unwrap(),
+            state_doc(version, "l-1", &format!("v{version}"))
+        );
+    }
+    assert!(
+        !key_file.exists(),
+        "the Transit-backed server made no key file"
+    );
+}
+
+/// A re-wrap killed (SIGKILL) half way through many versions, then run again: the second
+/// run moves exactly those the first did not reach (none wrapped twice), and every version
+/// reads, with its content.
+#[test]
+fn a_rewrap_killed_half_way_continues_where_it_stopped() {
+    const VERSIONS: u64 = 400;
+    let bao = Bao::start();
+    bao.create_key("state-acme");
+    let mut env = bao.named_env("vault", &bao.root_token_file(), "state-{org}");
+    env.push(("HEGEMONY_TF_STATE_KEEP_VERSIONS".into(), "1000".into()));
+    let server = serve(&env);
+    let (api, admin) = (Api::new(&server), server.token("acme", "root", "admin"));
+    for serial in 1..=VERSIONS {
+        assert_eq!(save(&api, &admin, "net", serial).status(), 200);
+    }
+    bao.ok(&["write", "-f", "transit/keys/state-acme/rotate"]);
+    let moved = || -> u64 {
+        report_rows(&server.key_report(&[]))
+            .iter()
+            .filter(|r| !r.3)
+            .map(|r| r.2)
+            .sum()
+    };
+    let mut first = server
+        .keys_command(&["rewrap"], &[])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(
+        eventually(std::time::Duration::from_secs(60), || moved() > 0),
+        "the re-wrap never started"
+    );
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let done = moved();
+    eprintln!("the first re-wrap was killed after {done} of {VERSIONS} versions");
+    assert!(
+        done > 0 && done < VERSIONS,
+        "killed half way: {done} of {VERSIONS} moved"
+    );
+
+    let started = std::time::Instant::now();
+    let out = stdout_of(&server.keys(&["rewrap"], &[]));
+    eprintln!(
+        "the second re-wrap moved {} versions in {:?}",
+        VERSIONS - done,
+        started.elapsed()
+    );
+    let expected = format!(
+        "re-wrapped {} versions, {done} already on the key in use, 0 failed",
+        VERSIONS - done
+    );
+    assert!(out.contains(&expected), "{out}");
+    assert_eq!(moved(), VERSIONS);
+    for version in 1..=VERSIONS {
+        let got = content(&api, &admin, "net", version);
+        assert_eq!(got.status(), 200, "v{version}");
+        assert_eq!(
+            got.text().unwrap(),
+            state_doc(version, "l-1", &format!("v{version}"))
+        );
+    }
 }

@@ -3,15 +3,18 @@
 //!
 //! Parses the command line, sets up logging, and hands each subcommand to its module.
 
+mod apps;
 mod body;
 mod changes;
 mod client;
 mod import;
+mod keys;
 mod pacing;
 mod server;
 mod stalled;
 mod states;
 mod store;
+mod streamed;
 mod table;
 mod token;
 
@@ -88,8 +91,22 @@ enum Command {
         #[command(subcommand)]
         command: states::Command,
     },
+    /// App states (Octo's remote state) over the HTTP API: list, archives, files, download,
+    /// force-unlock, delete an old archive.
+    Apps {
+        #[command(flatten)]
+        api: Api,
+        #[command(subcommand)]
+        command: apps::Command,
+    },
     /// Import state files, and folders of them, as new states.
     Import(import::Options),
+    /// Key rotation on the local or the AWS store: which keys wrap the versions, and
+    /// re-wrapping them under the key in use.
+    Keys {
+        #[command(subcommand)]
+        command: keys::Command,
+    },
     /// Run one sweeper pass (the server runs one every minute; on AWS, a scheduled function).
     Sweep {
         #[command(flatten)]
@@ -215,7 +232,9 @@ fn main() -> ExitCode {
                 TokenCommand::Revoke { id, store } => token::revoke(&store, &id).await,
             },
             Command::States { api, command } => states::run(&api, command).await,
+            Command::Apps { api, command } => apps::run(&api, command).await,
             Command::Import(options) => import::run(options).await,
+            Command::Keys { command } => keys::run(command).await,
             Command::Sweep { store } => server::sweep_once(&store).await,
         }
     });

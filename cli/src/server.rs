@@ -15,10 +15,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::bail;
+use hegemony_state::http::content::{StreamedBody, Streams};
 use hegemony_state::http::{self, find_route, Route, RouteMatch};
 use hegemony_state::service::sweep::{self, SweepReport};
 use hegemony_state::service::{tokens, App};
-use http_body_util::Full;
+use http_body_util::{Either, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -32,6 +33,7 @@ use crate::body::Bodies;
 use crate::pacing::{Backoff, Throttle};
 use crate::stalled::WriteTimeout;
 use crate::store::{Store, StoreKind};
+use crate::streamed::Streamed;
 
 /// The default cap on request bytes held at once: four of the largest states (128 MiB).
 pub const DEFAULT_BYTES_IN_FLIGHT: u64 = 512 * 1024 * 1024;
@@ -347,7 +349,7 @@ async fn answer(
     app: Arc<App>,
     bodies: Arc<Bodies>,
     req: hyper::Request<Incoming>,
-) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
+) -> Result<hyper::Response<Either<Full<Bytes>, Streamed>>, Infallible> {
     let started = Instant::now();
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
@@ -371,11 +373,34 @@ async fn answer(
         ms = started.elapsed().as_millis() as u64,
         "request"
     );
-    Ok(response.map(|body| match body {
-        Body::Text(text) => Full::new(Bytes::from(text)),
-        Body::Binary(bytes) => Full::new(Bytes::from(bytes)),
-        other => Full::new(Bytes::copy_from_slice(other.as_ref())),
-    }))
+    Ok(into_hyper(response))
+}
+
+/// The response hyper sends: a streamed body as it is opened (its length is the
+/// `Content-Length` the handler set), any other as the bytes it holds.
+fn into_hyper(
+    response: lambda_http::Response<Body>,
+) -> hyper::Response<Either<Full<Bytes>, Streamed>> {
+    let streamed = response
+        .extensions()
+        .get::<StreamedBody>()
+        .and_then(StreamedBody::take);
+    let length = response
+        .headers()
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    match (streamed, length) {
+        (Some(chunks), Some(length)) => {
+            response.map(|_| Either::Right(Streamed::new(chunks, length)))
+        }
+        _ => response.map(|body| {
+            Either::Left(match body {
+                Body::Text(text) => Full::new(Bytes::from(text)),
+                Body::Binary(bytes) => Full::new(Bytes::from(bytes)),
+                other => Full::new(Bytes::copy_from_slice(other.as_ref())),
+            })
+        }),
+    }
 }
 
 /// Admits the request on its headers, then reads its body and answers it. A client refused
@@ -390,6 +415,8 @@ async fn routed(
 ) -> lambda_http::Response<Body> {
     let (parts, incoming) = req.into_parts();
     let mut request = http::gateway::request(route, parts, params, Vec::new());
+    // This server sends a version's content as it is opened, not gathered first.
+    request.extensions_mut().insert(Streams);
     let admitted = match http::admit(app, route, &request).await {
         Ok(admitted) => admitted,
         Err(refused) => return refused,

@@ -89,7 +89,7 @@ pub enum Command {
     },
 }
 
-fn text(v: &Value) -> String {
+pub(crate) fn text(v: &Value) -> String {
     match v {
         Value::Null => "-".into(),
         Value::String(s) => s.clone(),
@@ -97,7 +97,7 @@ fn text(v: &Value) -> String {
     }
 }
 
-fn actor(v: &Value) -> String {
+pub(crate) fn actor(v: &Value) -> String {
     match v["kind"].as_str() {
         Some("user") => text(&v["user"]),
         Some(kind) => kind.to_owned(),
@@ -117,13 +117,13 @@ fn lock_text(lock: &Value) -> String {
     )
 }
 
-fn print_json(v: &Value) -> anyhow::Result<()> {
+pub(crate) fn print_json(v: &Value) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string_pretty(v)?);
     Ok(())
 }
 
 /// Asks to confirm a destructive action on a terminal; without one, `--yes` is required.
-fn confirm(what: &str, yes: bool) -> anyhow::Result<()> {
+pub(crate) fn confirm(what: &str, yes: bool) -> anyhow::Result<()> {
     if yes {
         return Ok(());
     }

@@ -45,6 +45,15 @@ fn config() -> anyhow::Result<Config> {
     Ok(Config::from_env(&|name| std::env::var(name).ok())?)
 }
 
+/// The settings with `key_backend` in place of HEGEMONY_TF_STATE_KEY_BACKEND when given (a
+/// re-wrap's `--to`), checked as that variable is.
+fn config_with(key_backend: Option<&str>) -> anyhow::Result<Config> {
+    Ok(Config::from_env(&|name| match key_backend {
+        Some(backend) if name == "HEGEMONY_TF_STATE_KEY_BACKEND" => Some(backend.to_owned()),
+        _ => std::env::var(name).ok(),
+    })?)
+}
+
 impl Store {
     /// The catalog alone: what the token commands need (no key).
     pub async fn catalog(&self) -> anyhow::Result<Arc<dyn Catalog>> {
@@ -65,13 +74,23 @@ impl Store {
 
     /// The app that serves requests: on AWS, as the container front door.
     pub async fn app(&self, key_file: Option<&Path>) -> anyhow::Result<App> {
+        self.app_with_key_backend(key_file, None).await
+    }
+
+    /// [`Store::app`] wrapping new data keys with `key_backend` (as
+    /// HEGEMONY_TF_STATE_KEY_BACKEND takes it) when given, instead of the setting.
+    pub async fn app_with_key_backend(
+        &self,
+        key_file: Option<&Path>,
+        key_backend: Option<&str>,
+    ) -> anyhow::Result<App> {
+        let config = config_with(key_backend)?;
         match self.kind {
             StoreKind::Local => {
-                wiring::local::app(config()?, &self.data_dir, key_file).map_err(anyhow::Error::msg)
+                wiring::local::app(config, &self.data_dir, key_file).map_err(anyhow::Error::msg)
             }
             StoreKind::Aws => {
-                let app =
-                    wiring::aws::app(config()?, &aws::sdk_config().await, FrontDoor::Container)?;
+                let app = wiring::aws::app(config, &aws::sdk_config().await, FrontDoor::Container)?;
                 tracing::info!(
                     max_state_bytes = app.limits.max_state_bytes,
                     keep_versions = app.limits.keep_versions,

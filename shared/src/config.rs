@@ -14,6 +14,12 @@ pub const DEFAULT_RUN_END_GRACE_SECONDS: u64 = 600;
 /// Below this the grace can free a lock while the tool still runs: two minutes (heartbeat) +
 /// one sweep interval + the stop timeout (at most two minutes) + time for the API and Docker.
 pub const SAFE_RUN_END_GRACE_SECONDS: u64 = 480;
+/// The key cache's defaults: room for the versions a busy deployment reads within the age,
+/// and an age that bounds how long a revoked grant or a sealed Transit key goes unnoticed.
+pub const DEFAULT_KEY_CACHE_SIZE: u64 = 1024;
+pub const LIMIT_KEY_CACHE_SIZE: u64 = 100_000;
+pub const DEFAULT_KEY_CACHE_SECONDS: u64 = 300;
+pub const LIMIT_KEY_CACHE_SECONDS: u64 = 3600;
 
 /// Where data keys are wrapped.
 #[derive(Debug)]
@@ -45,6 +51,10 @@ pub struct Config {
     pub keep_versions: u64,
     /// How long a step's lock outlives its run's end.
     pub run_end_grace_seconds: u64,
+    /// `HEGEMONY_TF_STATE_KEY_CACHE_SIZE`: how many unwrapped data keys are kept (0: none).
+    pub key_cache_size: u64,
+    /// `HEGEMONY_TF_STATE_KEY_CACHE_SECONDS`: how long one is kept (0: not at all).
+    pub key_cache_seconds: u64,
     /// `HEGEMONY_RUN_URL_TEMPLATE`: a run's link, `{run}` replaced by its id.
     pub run_url_template: Option<String>,
     /// `HEGEMONY_PUBLIC_URL`: the API's public base, without a trailing slash.
@@ -53,6 +63,9 @@ pub struct Config {
     /// where the functions send reads too large for them.
     pub container_url: Option<String>,
     pub key: KeySetting,
+    /// `HEGEMONY_TF_STATE_RETIRED_KEYS`: platform keys that open the versions they wrapped
+    /// and wrap nothing, kept until `keys rewrap` has moved those versions to the key in use.
+    pub retired_keys: Vec<PlatformKey>,
     /// The internal OpenBao (`HEGEMONY_OPENBAO_*`), when configured: it wraps new versions
     /// only with no key backend set, and opens the versions it wrapped whatever the setting.
     pub internal_openbao: Option<TransitSettings>,
@@ -255,6 +268,18 @@ impl Config {
             DEFAULT_RUN_END_GRACE_SECONDS,
             0..=86_400,
         )?;
+        let key_cache_size = integer(
+            env,
+            "HEGEMONY_TF_STATE_KEY_CACHE_SIZE",
+            DEFAULT_KEY_CACHE_SIZE,
+            0..=LIMIT_KEY_CACHE_SIZE,
+        )?;
+        let key_cache_seconds = integer(
+            env,
+            "HEGEMONY_TF_STATE_KEY_CACHE_SECONDS",
+            DEFAULT_KEY_CACHE_SECONDS,
+            0..=LIMIT_KEY_CACHE_SECONDS,
+        )?;
         let platform = match env("HEGEMONY_TF_STATE_ENCRYPTION_KEY")
             .filter(|v| !v.trim().is_empty())
         {
@@ -266,6 +291,19 @@ impl Config {
             ),
             None => None,
         };
+        let retired_keys = env("HEGEMONY_TF_STATE_RETIRED_KEYS")
+            .unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .filter(|k| !k.is_empty())
+            .enumerate()
+            .map(|(n, text)| {
+                PlatformKey::from_base64(text).map_err(|why| ConfigError {
+                    variable: "HEGEMONY_TF_STATE_RETIRED_KEYS".into(),
+                    message: format!("key {} of the comma-separated list: {why}", n + 1),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let internal_openbao = env("HEGEMONY_OPENBAO_ADDR")
             .filter(|v| !v.trim().is_empty())
             .map(|_| transit(env, "HEGEMONY_OPENBAO_", INTERNAL_TAG, true))
@@ -339,10 +377,13 @@ impl Config {
             max_state_bytes,
             keep_versions,
             run_end_grace_seconds,
+            key_cache_size,
+            key_cache_seconds,
             run_url_template,
             public_url,
             container_url,
             key,
+            retired_keys,
             internal_openbao,
             table: name("HEGEMONY_TF_STATE_TABLE"),
             bucket: name("HEGEMONY_TF_STATE_BUCKET"),
@@ -389,6 +430,42 @@ mod tests {
         }
         let err = config(&[("HEGEMONY_TF_STATE_KEEP_VERSIONS", "0")]).unwrap_err();
         assert_eq!(err.variable, "HEGEMONY_TF_STATE_KEEP_VERSIONS");
+    }
+
+    #[test]
+    fn the_key_cache_is_on_by_default_off_at_zero_and_bounded() {
+        let c = config(&[]).unwrap();
+        assert_eq!((c.key_cache_size, c.key_cache_seconds), (1024, 300));
+        let off = config(&[
+            ("HEGEMONY_TF_STATE_KEY_CACHE_SIZE", "0"),
+            ("HEGEMONY_TF_STATE_KEY_CACHE_SECONDS", "0"),
+        ])
+        .unwrap();
+        assert_eq!((off.key_cache_size, off.key_cache_seconds), (0, 0));
+        for (variable, bad, range) in [
+            ("HEGEMONY_TF_STATE_KEY_CACHE_SIZE", "100001", "0 to 100000"),
+            ("HEGEMONY_TF_STATE_KEY_CACHE_SIZE", "-1", "0 to 100000"),
+            ("HEGEMONY_TF_STATE_KEY_CACHE_SECONDS", "3601", "0 to 3600"),
+            ("HEGEMONY_TF_STATE_KEY_CACHE_SECONDS", "5m", "0 to 3600"),
+        ] {
+            let err = config(&[(variable, bad)]).unwrap_err();
+            assert_eq!(err.variable, variable);
+            assert!(err.message.contains(range), "{err}");
+        }
+    }
+
+    #[test]
+    fn retired_keys_are_a_comma_separated_list_and_a_bad_one_is_named_by_its_place() {
+        let (a, b) = (PlatformKey::generate(), PlatformKey::generate());
+        let list = format!("{}, {},", *a.to_base64(), *b.to_base64());
+        let c = config(&[("HEGEMONY_TF_STATE_RETIRED_KEYS", &list)]).unwrap();
+        let ids: Vec<&str> = c.retired_keys.iter().map(PlatformKey::key_id).collect();
+        assert_eq!(ids, [a.key_id(), b.key_id()]);
+        let bad = format!("{},AAAA", *a.to_base64());
+        let err = config(&[("HEGEMONY_TF_STATE_RETIRED_KEYS", &bad)]).unwrap_err();
+        assert_eq!(err.variable, "HEGEMONY_TF_STATE_RETIRED_KEYS");
+        assert!(err.message.starts_with("key 2 "), "{err}");
+        assert!(config(&[]).unwrap().retired_keys.is_empty());
     }
 
     #[test]

@@ -3,10 +3,11 @@
 //! # Layout
 //!
 //! - [`domain`]: pure types and rules (names, lock documents, state sniffing, records,
-//!   versions, the write checks, roles). No I/O, no clock, no status codes.
+//!   versions, the write checks, roles, app states' changes). No I/O, no clock, no status
+//!   codes.
 //! - [`ports`]: the traits storage provides: a catalog with compare-and-swap commits, a blob
 //!   store, a key service.
-//! - [`crypto`]: the envelope (zstd, AES-256-GCM STREAM segments, wrapped data keys) and the
+//! - [`crypto`]: the envelope (gzip, AES-256-GCM STREAM segments, wrapped data keys) and the
 //!   platform key.
 //! - [`adapters`]: the ports on memory (tests), on the local embedded store (SQLite + files)
 //!   and on AWS (DynamoDB, S3, KMS). They know only ports, domain and crypto.

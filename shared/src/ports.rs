@@ -8,9 +8,10 @@ use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
 
 use crate::domain::actor::StepGrant;
+use crate::domain::app::{AppRecord, ArchiveRecord};
 use crate::domain::permission::{Allocation, Role};
 use crate::domain::record::StateRecord;
-use crate::domain::version::VersionRecord;
+use crate::domain::version::{KeySlot, VersionRecord};
 use crate::domain::{Actor, Timestamp};
 
 /// Why storage could not do what was asked. A lost compare-and-swap is an expected outcome
@@ -24,6 +25,10 @@ pub enum StoreError {
     #[error("stored data is damaged: {0}")]
     Corrupt(String),
 }
+
+/// An org's settings and one of its states' record with its latest version's inline sealed
+/// content (`None` for a blob version), as one read gives them.
+pub type OrgAndState = (Option<OrgRecord>, Option<(StateRecord, Option<Vec<u8>>)>);
 
 /// One mutation of a state, committed atomically: the state record (compare-and-swap on its
 /// revision), the version records it writes, the blobs it commits and dooms, its audit.
@@ -162,13 +167,24 @@ pub trait StateCatalog: Send + Sync {
     /// The record of one state, read strongly consistently.
     async fn state(&self, org: &str, name: &str) -> Result<Option<StateRecord>, StoreError>;
 
-    /// The record of one state and, when its latest version is inline, that version's sealed
-    /// content: what a read of the state needs, in one strongly consistent read.
-    async fn state_with_content(
+    /// The org's settings and the record of one of its states, both read strongly
+    /// consistently, together where the store can (one round trip on AWS): what a backend
+    /// request needs before it decides, the allocation its permission is checked against and
+    /// the record it decides on.
+    async fn org_and_state(
         &self,
         org: &str,
         name: &str,
-    ) -> Result<Option<(StateRecord, Option<Vec<u8>>)>, StoreError>;
+    ) -> Result<(Option<OrgRecord>, Option<StateRecord>), StoreError>;
+
+    /// As [`StateCatalog::org_and_state`], and, when the state's latest version is inline,
+    /// that version's sealed content, from the same consistent read: what a read of the
+    /// state needs, so a small read is one catalog read.
+    async fn org_and_state_with_content(
+        &self,
+        org: &str,
+        name: &str,
+    ) -> Result<OrgAndState, StoreError>;
 
     /// Records of an org's states in name order, after `after`, at most `limit`.
     async fn states(
@@ -212,6 +228,23 @@ pub trait StateCatalog: Send + Sync {
     /// # Errors
     /// `Conflict` when it is not (someone else committed first): re-read and decide again.
     async fn commit(&self, commit: Commit) -> Result<(), StoreError>;
+
+    /// Replaces one version's key slot if it is still `old` (a re-wrap), in the version's
+    /// record and, when it is the latest, in the state record's copy; the state record's
+    /// revision rises (see [`StateRecord::with_key_slot`]). One version per call, atomic.
+    ///
+    /// # Errors
+    /// `Conflict` when the version's slot is no longer `old`, the version is gone, or the
+    /// state is no longer at `incarnation`: nothing is written; re-read and decide again.
+    async fn replace_key_slot(
+        &self,
+        org: &str,
+        name: &str,
+        incarnation: &str,
+        version: u64,
+        old: &KeySlot,
+        new: &KeySlot,
+    ) -> Result<(), StoreError>;
 
     /// Appends an audit entry that goes with no state change (a download, a token).
     async fn append_audit(&self, entry: &AuditEntry) -> Result<(), StoreError>;
@@ -397,9 +430,77 @@ pub trait RunCatalog: Send + Sync {
     async fn run_tokens(&self, run: &str) -> Result<Vec<TokenRecord>, StoreError>;
 }
 
+/// One change to an app state, committed atomically: its record (compare-and-swap on its
+/// revision), the archive it seals or deletes, the blobs it commits and dooms, its audit.
+#[derive(Debug, Clone)]
+pub struct AppCommit {
+    /// The revision the decision was made on; 0 means the record must not exist yet.
+    pub expected_revision: u64,
+    /// When the decision was made: the time doomed blobs are listed with.
+    pub at: Timestamp,
+    /// The record to store (its revision is `expected_revision + 1`).
+    pub app: AppRecord,
+    /// An archive this commit seals.
+    pub sealed: Option<ArchiveRecord>,
+    /// The commit ID of an archive this commit deletes.
+    pub deleted: Option<String>,
+    /// Blobs this commit makes part of the app state: their pending records go.
+    pub committed_blobs: Vec<String>,
+    /// Blobs nothing holds any more: listed for deletion, which the sweeper carries out.
+    pub doomed_blobs: Vec<String>,
+    pub audit: Vec<AuditEntry>,
+}
+
+/// App states (Octo's remote state) and their archives, read strongly consistently. Their
+/// blobs' pending records are [`StateCatalog::add_pending_blob`]'s, and their doomed blobs
+/// go the way of every other ([`SweepCatalog`]).
+#[async_trait]
+pub trait AppCatalog: Send + Sync {
+    async fn app(&self, org: &str, name: &str) -> Result<Option<AppRecord>, StoreError>;
+
+    /// Records of an org's app states in name order, after `after`, at most `limit`.
+    async fn apps(
+        &self,
+        org: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<AppRecord>, StoreError>;
+
+    async fn archive(
+        &self,
+        org: &str,
+        name: &str,
+        commit_id: &str,
+    ) -> Result<Option<ArchiveRecord>, StoreError>;
+
+    /// Archives of an app state, newest first, with commit IDs before `before`, at most
+    /// `limit`.
+    async fn archives(
+        &self,
+        org: &str,
+        name: &str,
+        before: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<ArchiveRecord>, StoreError>;
+
+    /// The oldest archive of an app state with a commit ID after `after`.
+    async fn archive_after(
+        &self,
+        org: &str,
+        name: &str,
+        after: &str,
+    ) -> Result<Option<ArchiveRecord>, StoreError>;
+
+    /// Commits a change if the app state's revision is still `expected_revision`.
+    ///
+    /// # Errors
+    /// `Conflict` when it is not (someone else committed first): re-read and decide again.
+    async fn commit_app(&self, commit: AppCommit) -> Result<(), StoreError>;
+}
+
 /// Everything a catalog provides.
-pub trait Catalog: StateCatalog + AccessCatalog + SweepCatalog + RunCatalog {}
-impl<T: StateCatalog + AccessCatalog + SweepCatalog + RunCatalog> Catalog for T {}
+pub trait Catalog: StateCatalog + AccessCatalog + SweepCatalog + RunCatalog + AppCatalog {}
+impl<T: StateCatalog + AccessCatalog + SweepCatalog + RunCatalog + AppCatalog> Catalog for T {}
 
 /// Sealed state content by blob key. Keys are made of ids, never of state names.
 #[async_trait]
@@ -427,6 +528,14 @@ pub struct DataKey {
     /// What wrapped it: `platform:<fingerprint>`, `kms:<key arn>` or
     /// `transit:<tag>:<key>:v<key version>`.
     pub key_id: String,
+}
+
+/// A data key wrapped anew (a re-wrap, a move between backends): a version's new key slot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrappedKey {
+    /// What wrapped it, as [`DataKey::key_id`].
+    pub key_id: String,
+    pub wrapped: Vec<u8>,
 }
 
 /// Which kind of key service a recorded key id names: `transit`, `kms` or `platform`, as
@@ -460,8 +569,31 @@ pub trait KeyOpener: Send + Sync {
     ) -> Result<Zeroizing<[u8; 32]>, KeyError>;
 }
 
-/// Data keys: a new one per version, and unwrapping stored ones.
+/// Data keys: a new one per version, unwrapping stored ones, and re-wrapping them.
 #[async_trait]
 pub trait KeyService: KeyOpener {
     async fn data_key(&self, context: &KeyContext<'_>) -> Result<DataKey, KeyError>;
+
+    /// The key id a data key made now for `context` records (the newest version of the
+    /// key): where a re-wrap takes a version.
+    async fn current_key_id(&self, context: &KeyContext<'_>) -> Result<String, KeyError>;
+
+    /// Wraps a data key unwrapped elsewhere (a move from another backend) under the key
+    /// [`current_key_id`](Self::current_key_id) names.
+    async fn wrap_key(
+        &self,
+        plaintext: &[u8; 32],
+        context: &KeyContext<'_>,
+    ) -> Result<WrappedKey, KeyError>;
+
+    /// Re-wraps a stored data key under the key [`current_key_id`](Self::current_key_id)
+    /// names. Where the stored key is one the service holds, the data key never leaves it
+    /// (Transit `rewrap`, KMS `ReEncrypt`); otherwise it is unwrapped and wrapped again here,
+    /// in memory only. The content it seals is never touched.
+    async fn rewrap_key(
+        &self,
+        key_id: &str,
+        wrapped: &[u8],
+        context: &KeyContext<'_>,
+    ) -> Result<WrappedKey, KeyError>;
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use hegemony_state::adapters::{local, memory::MemoryStore};
 use hegemony_state::domain::permission::{Allocation, Role};
 use hegemony_state::domain::record::StateRecord;
-use hegemony_state::domain::version::{ChangeRecord, Source, VersionRecord};
+use hegemony_state::domain::version::{ChangeRecord, KeySlot, Source, VersionRecord};
 use hegemony_state::domain::{Actor, Timestamp};
 use hegemony_state::ports::{
     AuditEntry, AuditQuery, BlobStore, Catalog, Commit, InlineContent, OrgRecord, StoreError,
@@ -74,6 +74,7 @@ fn version(n: u64, blob: &str) -> VersionRecord {
         sha256: format!("{n:064x}"),
         source: Source::Write,
         key: "platform:test".into(),
+        wrapped_key: Some(vec![n as u8; 60]),
         opentofu_encrypted: false,
         terraform_version: Some("1.11.4".into()),
         instances: Some(n * 3),
@@ -140,7 +141,11 @@ fn query(limit: usize) -> AuditQuery {
     }
 }
 
+#[path = "contract/apps.rs"]
+mod app_cases;
+
 mod cases {
+    pub use super::app_cases::*;
     use super::*;
 
     pub async fn creating_twice_conflicts(f: Fixture) {
@@ -157,6 +162,116 @@ mod cases {
                 .revision,
             1
         );
+    }
+
+    /// A version's key slot (key id and wrapped key) reads back as stored, in the version and
+    /// the state's copy; a record without one (written before the slot was kept) reads back
+    /// without one.
+    pub async fn versions_keep_their_key_slot(f: Fixture) {
+        let record = StateRecord::fresh("acme", "net", "inc", NOW);
+        let mut slotted = version(2, "b2");
+        slotted.key = "transit:bao:tf-acme:v3".into();
+        slotted.wrapped_key = Some(b"vault:v3:\x00\xffwrapped".to_vec());
+        let mut older = version(1, "b1");
+        older.wrapped_key = None;
+        let mut stored = record.clone();
+        stored.latest = Some(slotted.clone());
+        f.catalog
+            .commit(commit(&stored, 0, vec![older.clone(), slotted.clone()]))
+            .await
+            .unwrap();
+        assert_eq!(
+            f.catalog.versions("acme", "net", "inc").await.unwrap(),
+            vec![slotted.clone(), older]
+        );
+        let latest = f
+            .catalog
+            .state("acme", "net")
+            .await
+            .unwrap()
+            .unwrap()
+            .latest;
+        assert_eq!(latest, Some(slotted));
+    }
+
+    /// A key slot is replaced only while it is still the one the caller read: in the
+    /// version and the state's copy, with the state's revision raised (so a commit decided
+    /// before it conflicts); a stale `old`, a missing version or another incarnation
+    /// conflicts and writes nothing.
+    pub async fn a_key_slot_is_replaced_only_while_it_is_the_old_one(f: Fixture) {
+        let record = StateRecord::fresh("acme", "net", "inc", NOW);
+        let mut stored = record.clone();
+        stored.latest = Some(version(2, "b2"));
+        let c = commit(&stored, 0, vec![version(1, "b1"), version(2, "b2")]);
+        f.catalog.commit(c).await.unwrap();
+        let new = KeySlot {
+            key: "transit:bao:tf:v2".into(),
+            wrapped_key: Some(b"vault:v2:abc".to_vec()),
+        };
+        for n in [1, 2] {
+            let old = version(n, "").slot();
+            f.catalog
+                .replace_key_slot("acme", "net", "inc", n, &old, &new)
+                .await
+                .unwrap();
+            let again = f
+                .catalog
+                .replace_key_slot("acme", "net", "inc", n, &old, &new)
+                .await;
+            assert!(matches!(again, Err(StoreError::Conflict)), "{again:?}");
+            let back = f.catalog.version("acme", "net", "inc", n).await.unwrap();
+            assert_eq!(back.unwrap().slot(), new);
+        }
+        let state = f.catalog.state("acme", "net").await.unwrap().unwrap();
+        assert_eq!(state.revision, 3, "each replacement raises the revision");
+        assert_eq!(state.latest.unwrap().slot(), new);
+        let stale = commit(&stored, 1, Vec::new());
+        assert!(matches!(
+            f.catalog.commit(stale).await,
+            Err(StoreError::Conflict)
+        ));
+        for (incarnation, n) in [("inc", 9), ("other", 1)] {
+            let r = f
+                .catalog
+                .replace_key_slot("acme", "net", incarnation, n, &new, &new)
+                .await;
+            assert!(matches!(r, Err(StoreError::Conflict)), "{r:?}");
+        }
+        let first = f.catalog.version("acme", "net", "inc", 1).await.unwrap();
+        assert_eq!(first.unwrap().version, 1, "an untouched version stays");
+    }
+
+    /// Re-wrapping an inline version's key changes only its slot: its content, beside the
+    /// version's record and (for the latest) the state's, reads back as it was.
+    pub async fn replacing_an_inline_versions_key_slot_keeps_its_content(f: Fixture) {
+        let mut stored = StateRecord::fresh("acme", "net", "inc", NOW);
+        stored.latest = Some(inline_version(2));
+        let mut c = commit(&stored, 0, vec![inline_version(1), inline_version(2)]);
+        c.contents.extend([sealed(1, 500), sealed(2, 700)]);
+        f.catalog.commit(c).await.unwrap();
+        let new = KeySlot {
+            key: "transit:bao:tf:v2".into(),
+            wrapped_key: Some(b"vault:v2:abc".to_vec()),
+        };
+        for n in [1, 2] {
+            let old = inline_version(n).slot();
+            f.catalog
+                .replace_key_slot("acme", "net", "inc", n, &old, &new)
+                .await
+                .unwrap();
+            let content = f.catalog.content("acme", "net", "inc", n).await.unwrap();
+            let len = if n == 1 { 500 } else { 700 };
+            assert_eq!(content, Some(sealed(n, len).sealed.to_vec()), "version {n}");
+        }
+        let (_, state) = f
+            .catalog
+            .org_and_state_with_content("acme", "net")
+            .await
+            .unwrap();
+        let (record, content) = state.unwrap();
+        let latest = record.latest.unwrap();
+        assert_eq!((latest.slot(), latest.inline), (new, true));
+        assert_eq!(content, Some(sealed(2, 700).sealed.to_vec()));
     }
 
     /// The Terraform version and instance count read back as stored, and unknown ones
@@ -424,6 +539,55 @@ mod cases {
         );
     }
 
+    /// The org's settings and a state's record read together are what each reads alone,
+    /// either one missing included, and never another org's or state's.
+    pub async fn an_org_and_its_state_read_together(f: Fixture) {
+        assert_eq!(
+            f.catalog.org_and_state("acme", "net").await.unwrap(),
+            (None, None)
+        );
+        let record = StateRecord::fresh("acme", "net", "inc", NOW);
+        f.catalog.commit(commit(&record, 0, vec![])).await.unwrap();
+        let (org, state) = f.catalog.org_and_state("acme", "net").await.unwrap();
+        assert_eq!(org, None);
+        assert_eq!(state.unwrap().revision, 1);
+        let settings = OrgRecord {
+            org: "acme".into(),
+            allocation: Allocation {
+                read: None,
+                ..Allocation::default()
+            },
+            created_at: NOW,
+        };
+        assert!(f.catalog.create_org(&settings).await.unwrap());
+        let (org, state) = f.catalog.org_and_state("acme", "net").await.unwrap();
+        assert_eq!(org, Some(settings.clone()));
+        assert_eq!(state, f.catalog.state("acme", "net").await.unwrap());
+        let (org, state) = f.catalog.org_and_state("acme", "db").await.unwrap();
+        assert_eq!((org, state), (Some(settings.clone()), None));
+        assert_eq!(
+            f.catalog.org_and_state("other", "net").await.unwrap(),
+            (None, None)
+        );
+        // The read that brings content brings the same records.
+        let with = |name: &'static str| {
+            let catalog = f.catalog.clone();
+            async move {
+                catalog
+                    .org_and_state_with_content("acme", name)
+                    .await
+                    .unwrap()
+            }
+        };
+        let (org, state) = with("net").await;
+        assert_eq!(org, Some(settings.clone()));
+        assert_eq!(
+            state,
+            Some((f.catalog.state("acme", "net").await.unwrap().unwrap(), None))
+        );
+        assert_eq!(with("db").await, (Some(settings), None));
+    }
+
     pub async fn an_org_is_created_once(f: Fixture) {
         let org = OrgRecord {
             org: "acme".into(),
@@ -586,9 +750,10 @@ mod cases {
             .unwrap();
         let (_, content) = f
             .catalog
-            .state_with_content("acme", "net")
+            .org_and_state_with_content("acme", "net")
             .await
             .unwrap()
+            .1
             .unwrap();
         assert_eq!(
             content, None,
@@ -601,9 +766,10 @@ mod cases {
         f.catalog.commit(c).await.unwrap();
         let (read, content) = f
             .catalog
-            .state_with_content("acme", "net")
+            .org_and_state_with_content("acme", "net")
             .await
             .unwrap()
+            .1
             .unwrap();
         assert_eq!(read.latest, Some(inline_version(2)));
         assert_eq!(content.as_deref(), Some(sealed(2, 1000).sealed.as_slice()));
@@ -624,9 +790,10 @@ mod cases {
         assert_eq!(listed, [inline_version(2), version(1, "b1")]);
         assert!(f
             .catalog
-            .state_with_content("acme", "none")
+            .org_and_state_with_content("acme", "none")
             .await
             .unwrap()
+            .1
             .is_none());
         let listing = f.catalog.states("acme", None, 10).await.unwrap();
         assert_eq!(listing[0].latest, Some(inline_version(2)));
@@ -646,9 +813,10 @@ mod cases {
             let catalog = f.catalog.clone();
             async move {
                 let (_, latest) = catalog
-                    .state_with_content("acme", "net")
+                    .org_and_state_with_content("acme", "net")
                     .await
                     .unwrap()
+                    .1
                     .unwrap();
                 let by_version = catalog.content("acme", "net", "inc", 1).await.unwrap();
                 (latest.map(|c| c.len()), by_version.map(|c| c.len()))
@@ -730,9 +898,10 @@ mod cases {
         f.catalog.commit(c).await.unwrap();
         let (_, content) = f
             .catalog
-            .state_with_content("acme", "net")
+            .org_and_state_with_content("acme", "net")
             .await
             .unwrap()
+            .1
             .unwrap();
         assert_eq!(content.map(|c| c.len()), Some(INLINE_MAX_BYTES));
     }
@@ -816,17 +985,25 @@ every_adapter!(
     a_stale_revision_conflicts_and_writes_nothing,
     versions_commit_with_their_state_under_its_incarnation,
     versions_keep_their_terraform_version_and_instance_count,
+    versions_keep_their_key_slot,
+    a_key_slot_is_replaced_only_while_it_is_the_old_one,
     a_record_can_be_removed_by_revision,
     states_list_in_name_order_by_page_within_one_org,
     audit_is_per_org_newest_first,
     tokens_are_found_by_hash,
     an_org_is_created_once,
+    an_org_and_its_state_read_together,
     blobs_put_get_delete,
     marks_drop_versions_and_blobs_are_found_by_age,
     inline_content_reads_back_with_the_record_and_by_version,
+    replacing_an_inline_versions_key_slot_keeps_its_content,
     rewriting_a_record_keeps_its_content_until_it_is_a_blob,
     marks_drop_inline_versions_without_listing_a_blob,
     the_largest_inline_version_fits_beside_a_large_record,
+    an_app_state_is_created_once_and_swapped_on_its_revision,
+    archives_are_stored_with_their_commit_and_listed_newest_first,
+    deleting_an_archive_dooms_its_blobs_and_audits_in_the_same_commit,
+    app_states_list_in_name_order_by_page_within_one_org,
 );
 
 /// The folder holds state names, sizes and the audit log in the clear: a new one, its
@@ -883,11 +1060,20 @@ async fn two_local_catalogs_on_one_folder_share_one_truth() {
     ));
 }
 
-/// A catalog made before inline content existed (schema 2: no `contents` table, records
-/// without `inline`) opens, gains the table, and reads its blob versions as before; new
-/// inline versions go beside them.
+/// A catalog made before inline content existed opens, gains the `contents` table, and reads
+/// its blob versions as before; new inline versions go beside them. Both older schemas: 2
+/// (before app states and inline content) and 3 (app states, no `contents`).
 #[tokio::test]
 async fn a_catalog_from_before_inline_content_opens_and_reads_as_before() {
+    for older in [
+        "DROP TABLE contents; DROP TABLE apps; DROP TABLE archives; PRAGMA user_version = 2;",
+        "DROP TABLE contents; PRAGMA user_version = 3;",
+    ] {
+        an_older_catalog_opens_and_reads_as_before(older).await;
+    }
+}
+
+async fn an_older_catalog_opens_and_reads_as_before(older: &str) {
     use hegemony_state::ports::StateCatalog;
     let dir = tempfile::tempdir().unwrap();
     let mut record = StateRecord::fresh("acme", "net", "inc", NOW);
@@ -902,8 +1088,7 @@ async fn a_catalog_from_before_inline_content_opens_and_reads_as_before() {
     }
     let file = dir.path().join(local::CATALOG_FILE);
     let old = rusqlite::Connection::open(&file).unwrap();
-    old.execute_batch("DROP TABLE contents; PRAGMA user_version = 2;")
-        .unwrap();
+    old.execute_batch(older).unwrap();
     let stored: String = old
         .query_row("SELECT record FROM versions", [], |r| r.get(0))
         .unwrap();
@@ -913,12 +1098,16 @@ async fn a_catalog_from_before_inline_content_opens_and_reads_as_before() {
     );
     drop(old);
     let (catalog, _) = local::open(dir.path()).unwrap();
-    let (read, content) = catalog
-        .state_with_content("acme", "net")
+    let (_, state) = catalog
+        .org_and_state_with_content("acme", "net")
         .await
-        .unwrap()
         .unwrap();
-    assert_eq!((read.latest, content), (Some(version(1, "b1")), None));
+    let (read, content) = state.unwrap();
+    assert_eq!(
+        (read.latest, content),
+        (Some(version(1, "b1")), None),
+        "{older}"
+    );
     record.latest = Some(inline_version(2));
     record.next_version = 3;
     let mut c = commit(&record, 1, vec![inline_version(2)]);
@@ -932,4 +1121,9 @@ async fn a_catalog_from_before_inline_content_opens_and_reads_as_before() {
             .map(|c| c.len()),
         Some(100)
     );
+    let version: i64 = rusqlite::Connection::open(&file)
+        .unwrap()
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 4, "brought up to date from: {older}");
 }

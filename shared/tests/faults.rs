@@ -21,9 +21,9 @@ use hegemony_state::key_template::KeyTemplate;
 use hegemony_state::ports::{
     BlobStore, Commit, KeyContext, KeyError, KeyOpener, KeyService, StateCatalog, StoreError,
 };
-use hegemony_state::service::state::{read, write};
+use hegemony_state::service::state::write;
 use hegemony_state::service::{App, Error, SystemClock};
-use support::{aws, limits, net, user};
+use support::{aws, limits, net, read, user};
 use time::macros::datetime;
 
 const KEY: &str = "arn:aws:kms:us-east-1:111122223333:key/test";
@@ -198,6 +198,7 @@ async fn a_save_while_kms_is_down_writes_nothing() {
             KeyTemplate::parse(KEY).unwrap(),
             None,
         ))),
+        key_cache: hegemony_state::service::key_cache::KeyCache::off(),
         clock: Arc::new(SystemClock),
         limits: limits(5),
         links: Default::default(),
@@ -244,6 +245,7 @@ async fn a_version_stays_readable_after_the_key_setting_changes() {
         catalog: catalog.clone(),
         blobs: blobs.clone(),
         keys: Some(Arc::new(keys)),
+        key_cache: hegemony_state::service::key_cache::KeyCache::off(),
         clock: Arc::new(SystemClock),
         limits: limits(5),
         links: Default::default(),

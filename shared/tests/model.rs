@@ -29,7 +29,7 @@ use time::Duration;
 
 mod support;
 
-use support::{fixture, net, user, Adapter, Fixture};
+use support::{fixture, net, plaintext, user, Adapter, Fixture};
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -269,9 +269,11 @@ impl World {
                             && before.as_ref().is_none_or(|r| r.live_lock(now).is_none()),
                         "a rollback got through a lock or hold: {op:?}"
                     );
-                    let bytes = download(&self.f.app, &self.admin, &net(), v.version)
-                        .await
-                        .unwrap();
+                    let bytes = plaintext(
+                        download(&self.f.app, &self.admin, &net(), v.version)
+                            .await
+                            .unwrap(),
+                    );
                     self.seen.acknowledged.insert(v.version, bytes);
                 }
             }
@@ -321,9 +323,11 @@ impl World {
             }
         }
         for (version, body) in &self.seen.acknowledged {
-            let stored = download(&self.f.app, &self.admin, &net(), *version)
-                .await
-                .unwrap();
+            let stored = plaintext(
+                download(&self.f.app, &self.admin, &net(), *version)
+                    .await
+                    .unwrap(),
+            );
             assert_eq!(
                 &stored, body,
                 "acknowledged version {version} was lost or changed"

@@ -118,7 +118,7 @@ mod cases {
             "r1"
         ));
         assert!(
-            hegemony_state::service::state::read(&f.app, &alice, &net())
+            support::read(&f.app, &alice, &net())
                 .await
                 .unwrap()
                 .is_some(),
@@ -565,6 +565,7 @@ mod cases {
             keys: None,
             catalog: f.app.catalog.clone(),
             blobs: f.app.blobs.clone(),
+            key_cache: hegemony_state::service::key_cache::KeyCache::off(),
             clock: f.app.clock.clone(),
             limits: f.app.limits,
             links: Default::default(),

@@ -8,13 +8,13 @@ use hegemony_state::domain::permission::Role;
 use hegemony_state::domain::Principal;
 use hegemony_state::ports::INLINE_MAX_BYTES;
 use hegemony_state::service::manage::{delete, download};
-use hegemony_state::service::state::{read, write};
+use hegemony_state::service::state::write;
 use hegemony_state::service::sweep::sweep;
 use time::Duration;
 
 mod support;
 
-use support::{net, user, Fixture};
+use support::{net, plaintext, read, user, Fixture};
 
 fn alice() -> Principal {
     user("alice", Role::Admin)
@@ -100,7 +100,7 @@ mod cases {
         assert_eq!(report.blobs_deleted, size.blobs(3));
         for v in [4, 5, 6] {
             assert_eq!(
-                download(&f.app, &alice(), &net(), v).await.unwrap(),
+                plaintext(download(&f.app, &alice(), &net(), v).await.unwrap()),
                 doc(v),
                 "kept version {v} still reads"
             );

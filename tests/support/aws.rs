@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use hegemony_state::adapters::aws;
 
+use crate::aws_calls::{CallCounter, Calls};
 use crate::repo_root;
 
 /// The moto server of this test process: its endpoint, and the pipe whose closing (when
@@ -72,9 +73,60 @@ pub struct Deployment {
     pub bucket: String,
     pub alias: String,
     pub key_arn: String,
+    /// The relay counting this deployment's AWS calls, when it was made counted.
+    calls: Option<CallCounter>,
+}
+
+/// Runs `future` to its end on a runtime of its own.
+fn block_on<T>(future: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(future)
+}
+
+/// The SDK settings of this process's moto.
+async fn sdk(endpoint: &str) -> aws_config::SdkConfig {
+    aws::loader()
+        .endpoint_url(endpoint)
+        .region(aws_config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
+            "testing", "testing", None, None, "moto",
+        ))
+        .load()
+        .await
 }
 
 impl Deployment {
+    /// A deployment whose processes reach the emulator through a [`CallCounter`], so
+    /// [`Deployment::calls`] says which AWS calls they made.
+    pub fn counted() -> Deployment {
+        let mut deployment = Deployment::create();
+        let counter = CallCounter::start(&deployment.endpoint);
+        deployment.endpoint = counter.endpoint.clone();
+        deployment.calls = Some(counter);
+        deployment
+    }
+
+    /// The AWS calls this deployment's processes made since the last call (a counted
+    /// deployment's only).
+    pub fn calls(&self) -> Calls {
+        self.calls
+            .as_ref()
+            .expect("a counted deployment (Deployment::counted)")
+            .take()
+    }
+
+    /// Another KMS key on this deployment's moto: its ARN.
+    pub fn create_key(&self) -> String {
+        block_on(async {
+            let kms = aws_sdk_kms::Client::new(&sdk(&self.endpoint).await);
+            let key = kms.create_key().send().await.unwrap();
+            key.key_metadata.unwrap().arn.unwrap()
+        })
+    }
+
     pub fn create() -> Deployment {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
@@ -83,19 +135,8 @@ impl Deployment {
         let bucket = format!("hegemony-states-{suffix}");
         let alias = format!("alias/hegemony-state-{suffix}");
         let endpoint = moto().endpoint.clone();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let key_arn = runtime.block_on(async {
-            let config = aws::loader()
-                .endpoint_url(&endpoint)
-                .region(aws_config::Region::new("us-east-1"))
-                .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
-                    "testing", "testing", None, None, "moto",
-                ))
-                .load()
-                .await;
+        let key_arn = block_on(async {
+            let config = sdk(&endpoint).await;
             aws::schema::create_table(&aws_sdk_dynamodb::Client::new(&config), &table)
                 .await
                 .unwrap();
@@ -126,6 +167,7 @@ impl Deployment {
             bucket,
             alias,
             key_arn,
+            calls: None,
         }
     }
 

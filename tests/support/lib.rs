@@ -11,6 +11,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub mod aws;
+pub mod aws_calls;
 pub mod bao;
 pub mod client;
 pub mod gateway;
@@ -82,6 +83,11 @@ impl Server {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         Self::spawn(dir, env)
+    }
+
+    /// A server on a data folder prepared beforehand: `dir/data`, its key file beside it.
+    pub fn start_in(dir: tempfile::TempDir) -> Server {
+        Self::spawn(dir, Vec::new())
     }
 
     fn spawn(dir: tempfile::TempDir, env: Vec<(String, String)>) -> Server {
@@ -195,6 +201,36 @@ impl Server {
             .stdin(Stdio::null())
             .output()
             .unwrap()
+    }
+
+    /// `hegemony-state keys ARGS` on this server's store, with its settings and `extra`
+    /// ones: not yet run, so a test can wait for it or kill it.
+    pub fn keys_command(&self, args: &[&str], extra: &[(String, String)]) -> Command {
+        let mut cmd = Command::new(bin());
+        cmd.arg("keys")
+            .args(args)
+            .env_remove("HEGEMONY_TF_STATE_ENCRYPTION_KEY")
+            .envs(self.env.iter().cloned())
+            .envs(extra.iter().cloned())
+            .env("HEGEMONY_TF_STATE_DATA_DIR", self.data_dir())
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// Runs `hegemony-state keys ARGS` on this server's store to its end.
+    pub fn keys(&self, args: &[&str], extra: &[(String, String)]) -> std::process::Output {
+        self.keys_command(args, extra).output().unwrap()
+    }
+
+    /// `keys report --json` on this server's store: each state's entry.
+    pub fn key_report(&self, extra: &[(String, String)]) -> Vec<serde_json::Value> {
+        let out = self.keys(&["report", "--json"], extra);
+        assert!(
+            out.status.success(),
+            "keys report: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
     }
 
     /// Asks the server to stop (SIGTERM), as a container runtime or service manager does.

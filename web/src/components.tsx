@@ -1,6 +1,6 @@
 // Small pieces the pages share: links that stay in the application, times with the exact
-// value on hover, a copy button, the confirmation dialog, a lock's summary. Every value is
-// rendered as text (never as HTML).
+// value on hover, a copy button, the confirmation dialog, a lock's summary, a download.
+// Every value is rendered as text (never as HTML).
 
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
@@ -178,4 +178,16 @@ export function ErrorText(props: { error: string | null }) {
       {props.error}
     </p>
   );
+}
+
+/** Saves `blob` as a file named `name`, as a download. */
+export function save(blob: Blob, name: string) {
+  const url = URL.createObjectURL(blob);
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }

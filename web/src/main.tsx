@@ -7,6 +7,9 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, currentToken, forgetToken, whenUnauthenticated } from './api';
 import { Link } from './components';
 import { actor } from './format';
+import { AppsPage } from './pages/Apps';
+import { AppStatePage } from './pages/AppState';
+import { ArchivePage } from './pages/Archive';
 import { AuditPage } from './pages/Audit';
 import { ImportPage } from './pages/Import';
 import { PermissionsPage } from './pages/Permissions';
@@ -50,6 +53,9 @@ function App() {
       import: 'Import state',
       audit: 'Audit log',
       permissions: 'Permissions',
+      apps: 'Octo apps',
+      app: page.page === 'app' ? page.name : '',
+      archive: page.page === 'archive' ? `${page.commitId} · ${page.name}` : '',
       missing: 'Not found',
     };
     document.title = `${titles[page.page]} · Hegemony State`;
@@ -107,6 +113,9 @@ function App() {
               <Link href="/import">Import state</Link>
             </li>
           )}
+          <li aria-current={here('apps') ?? here('app') ?? here('archive')}>
+            <Link href="/apps">Octo apps</Link>
+          </li>
         </ul>
         {(me.allowed_actions.audit || me.allowed_actions.permissions) && (
           <>
@@ -132,6 +141,9 @@ function App() {
         {page.page === 'import' && <ImportPage me={me} />}
         {page.page === 'audit' && <AuditPage me={me} location={location} />}
         {page.page === 'permissions' && <PermissionsPage me={me} />}
+        {page.page === 'apps' && <AppsPage location={location} />}
+        {page.page === 'app' && <AppStatePage name={page.name} location={location} />}
+        {page.page === 'archive' && <ArchivePage me={me} name={page.name} commitId={page.commitId} />}
         {page.page === 'missing' && (
           <>
             <h1>Not found</h1>

@@ -34,6 +34,9 @@ export type Page =
   | { page: 'import' }
   | { page: 'audit' }
   | { page: 'permissions' }
+  | { page: 'apps' }
+  | { page: 'app'; name: string }
+  | { page: 'archive'; name: string; commitId: string }
   | { page: 'missing' };
 
 export function pageOf(path: string): Page {
@@ -42,6 +45,16 @@ export function pageOf(path: string): Page {
   if (path === '/import') return { page: 'import' };
   if (path === '/audit') return { page: 'audit' };
   if (path === '/permissions') return { page: 'permissions' };
+  if (path === '/apps' || path === '/apps/') return { page: 'apps' };
+  const app = /^\/apps\/([^/]+)(?:\/archives\/([^/]+))?$/.exec(path);
+  if (app) {
+    try {
+      const name = decodeURIComponent(app[1]);
+      return app[2] === undefined ? { page: 'app', name } : { page: 'archive', name, commitId: decodeURIComponent(app[2]) };
+    } catch {
+      return { page: 'missing' };
+    }
+  }
   const state = /^\/states\/([^/]+)$/.exec(path);
   if (state) {
     // A mistyped address (`%E0`, a lone `%`) is a missing page, not an exception that

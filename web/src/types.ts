@@ -169,3 +169,68 @@ export interface Changes {
   resources: { added: InstanceRef[]; changed: ChangedInstance[]; removed: InstanceRef[] };
   outputs: { added: OutputRef[]; changed: ChangedOutput[]; removed: OutputRef[] };
 }
+
+/** An app state's lock, as everyone but its holder sees it (docs/octo.md). */
+export interface AppLock {
+  commit_id: string;
+  holder: Actor;
+  who: string;
+  info: string;
+  since: string;
+}
+
+/** One file of an archive: never its content. */
+export interface AppFile {
+  name: string;
+  kind: 'tfstate' | 'journal' | 'json';
+  command?: string | null;
+  size: number;
+  sha256: string;
+  uploaded_in: string;
+  uploaded_at: string;
+  lineage?: string | null;
+  serial?: number | null;
+}
+
+export type ArchiveEnded = 'sealed' | 'given_up' | 'force_unlocked';
+
+/** A sealed change of an app. */
+export interface AppArchive {
+  commit_id: string;
+  ended: ArchiveEnded;
+  holder: Actor;
+  who: string;
+  info: string;
+  locked_at: string;
+  sealed_at: string;
+  sealed_by: Actor;
+  size: number;
+  files: AppFile[];
+}
+
+export interface AppItem {
+  name: string;
+  lock: AppLock | null;
+  newest: { commit_id: string; ended: ArchiveEnded; sealed_at: string; size: number; files: number } | null;
+  archives: number;
+}
+
+export interface AppList {
+  org: string;
+  apps: AppItem[];
+  next_cursor: string | null;
+}
+
+export interface AppView {
+  name: string;
+  lock: AppLock | null;
+  newest: AppArchive | null;
+  archives: number;
+  allowed_actions: { download: boolean; force_unlock: boolean; delete_archive: boolean };
+}
+
+export interface ArchiveList {
+  app: string;
+  archives: AppArchive[];
+  next_cursor: string | null;
+}

@@ -6,13 +6,15 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
+use crate::domain::app::{AppRecord, ArchiveRecord};
 use crate::domain::permission::Allocation;
 use crate::domain::record::StateRecord;
-use crate::domain::version::VersionRecord;
+use crate::domain::version::{KeySlot, VersionRecord};
 use crate::domain::Timestamp;
 use crate::ports::{
-    AccessCatalog, AuditEntry, AuditQuery, AuditRecord, BlobStore, Commit, OrgRecord, RunCatalog,
-    RunItem, RunRecord, StateCatalog, StoreError, SweepCatalog, TokenRecord,
+    AccessCatalog, AppCatalog, AppCommit, AuditEntry, AuditQuery, AuditRecord, BlobStore, Commit,
+    OrgAndState, OrgRecord, RunCatalog, RunItem, RunRecord, StateCatalog, StoreError, SweepCatalog,
+    TokenRecord,
 };
 
 /// A catalog and blob store in memory.
@@ -41,6 +43,9 @@ struct Inner {
     run_items: Vec<RunItem>,
     orgs: HashMap<String, OrgRecord>,
     blobs: HashMap<String, Vec<u8>>,
+    apps: BTreeMap<(String, String), AppRecord>,
+    /// (org, app, commit ID) -> archive: in commit ID order, which is the changes' order.
+    archives: BTreeMap<(String, String, String), ArchiveRecord>,
 }
 
 impl MemoryStore {
@@ -71,25 +76,37 @@ impl StateCatalog for MemoryStore {
         Ok(self.lock().states.get(&(org.into(), name.into())).cloned())
     }
 
-    async fn state_with_content(
+    async fn org_and_state(
         &self,
         org: &str,
         name: &str,
-    ) -> Result<Option<(StateRecord, Option<Vec<u8>>)>, StoreError> {
+    ) -> Result<(Option<OrgRecord>, Option<StateRecord>), StoreError> {
         let inner = self.lock();
-        let Some(record) = inner.states.get(&(org.into(), name.into())) else {
-            return Ok(None);
-        };
-        let content = record.latest.as_ref().filter(|l| l.inline).and_then(|l| {
-            let key = (
-                org.into(),
-                name.into(),
-                record.incarnation.clone(),
-                l.version,
-            );
-            inner.contents.get(&key).map(|c| c.to_vec())
+        Ok((
+            inner.orgs.get(org).cloned(),
+            inner.states.get(&(org.into(), name.into())).cloned(),
+        ))
+    }
+
+    async fn org_and_state_with_content(
+        &self,
+        org: &str,
+        name: &str,
+    ) -> Result<OrgAndState, StoreError> {
+        let inner = self.lock();
+        let state = inner.states.get(&(org.into(), name.into())).map(|record| {
+            let content = record.latest.as_ref().filter(|l| l.inline).and_then(|l| {
+                let key = (
+                    org.into(),
+                    name.into(),
+                    record.incarnation.clone(),
+                    l.version,
+                );
+                inner.contents.get(&key).map(|c| c.to_vec())
+            });
+            (record.clone(), content)
         });
-        Ok(Some((record.clone(), content)))
+        Ok((inner.orgs.get(org).cloned(), state))
     }
 
     async fn states(
@@ -206,6 +223,39 @@ impl StateCatalog for MemoryStore {
         Ok(())
     }
 
+    async fn replace_key_slot(
+        &self,
+        org: &str,
+        name: &str,
+        incarnation: &str,
+        version: u64,
+        old: &KeySlot,
+        new: &KeySlot,
+    ) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        let skey = (org.to_owned(), name.to_owned());
+        let vkey = (
+            org.to_owned(),
+            name.to_owned(),
+            incarnation.to_owned(),
+            version,
+        );
+        let state = inner
+            .states
+            .get(&skey)
+            .filter(|r| r.incarnation == incarnation)
+            .ok_or(StoreError::Conflict)?
+            .with_key_slot(version, new);
+        let record = inner
+            .versions
+            .get_mut(&vkey)
+            .filter(|v| v.slot() == *old)
+            .ok_or(StoreError::Conflict)?;
+        record.set_slot(new);
+        inner.states.insert(skey, state);
+        Ok(())
+    }
+
     async fn append_audit(&self, entry: &AuditEntry) -> Result<(), StoreError> {
         self.lock().audit.push(entry.clone());
         Ok(())
@@ -234,6 +284,105 @@ impl StateCatalog for MemoryStore {
                 entry: e.clone(),
             })
             .collect())
+    }
+}
+
+#[async_trait]
+impl AppCatalog for MemoryStore {
+    async fn app(&self, org: &str, name: &str) -> Result<Option<AppRecord>, StoreError> {
+        Ok(self.lock().apps.get(&(org.into(), name.into())).cloned())
+    }
+
+    async fn apps(
+        &self,
+        org: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<AppRecord>, StoreError> {
+        let inner = self.lock();
+        Ok(inner
+            .apps
+            .range((org.to_owned(), after.unwrap_or("").to_owned())..)
+            .take_while(|((o, _), _)| o == org)
+            .filter(|((_, n), _)| after.is_none_or(|a| n.as_str() > a))
+            .take(limit)
+            .map(|(_, r)| r.clone())
+            .collect())
+    }
+
+    async fn archive(
+        &self,
+        org: &str,
+        name: &str,
+        commit_id: &str,
+    ) -> Result<Option<ArchiveRecord>, StoreError> {
+        let key = (org.to_owned(), name.to_owned(), commit_id.to_owned());
+        Ok(self.lock().archives.get(&key).cloned())
+    }
+
+    async fn archives(
+        &self,
+        org: &str,
+        name: &str,
+        before: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<ArchiveRecord>, StoreError> {
+        let inner = self.lock();
+        let from = (org.to_owned(), name.to_owned(), String::new());
+        Ok(inner
+            .archives
+            .range(from..)
+            .take_while(|((o, n, _), _)| o == org && n == name)
+            .filter(|((_, _, c), _)| before.is_none_or(|b| c.as_str() < b))
+            .map(|(_, a)| a.clone())
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .take(limit)
+            .collect())
+    }
+
+    async fn archive_after(
+        &self,
+        org: &str,
+        name: &str,
+        after: &str,
+    ) -> Result<Option<ArchiveRecord>, StoreError> {
+        let inner = self.lock();
+        let from = (org.to_owned(), name.to_owned(), after.to_owned());
+        Ok(inner
+            .archives
+            .range(from..)
+            .take_while(|((o, n, _), _)| o == org && n == name)
+            .find(|((_, _, c), _)| c.as_str() > after)
+            .map(|(_, a)| a.clone()))
+    }
+
+    async fn commit_app(&self, commit: AppCommit) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        let key = (commit.app.org.clone(), commit.app.name.clone());
+        let current = inner.apps.get(&key).map_or(0, |r| r.revision);
+        if current != commit.expected_revision {
+            return Err(StoreError::Conflict);
+        }
+        if let Some(archive) = commit.sealed {
+            let akey = (key.0.clone(), key.1.clone(), archive.commit_id.clone());
+            inner.archives.insert(akey, archive);
+        }
+        if let Some(commit_id) = commit.deleted {
+            inner
+                .archives
+                .remove(&(key.0.clone(), key.1.clone(), commit_id));
+        }
+        inner.apps.insert(key, commit.app);
+        for blob in &commit.committed_blobs {
+            inner.pending.remove(blob);
+        }
+        for blob in commit.doomed_blobs {
+            inner.doomed.entry(blob).or_insert(commit.at);
+        }
+        inner.audit.extend(commit.audit);
+        Ok(())
     }
 }
 

@@ -10,7 +10,7 @@ use base64::Engine;
 use sha2::{Digest, Sha256};
 use zeroize::Zeroizing;
 
-use crate::ports::{DataKey, KeyContext, KeyError, KeyOpener, KeyService};
+use crate::ports::{DataKey, KeyContext, KeyError, KeyOpener, KeyService, WrappedKey};
 
 const NONCE_SIZE: usize = 12;
 
@@ -92,11 +92,9 @@ fn wrap_aad(context: &KeyContext<'_>) -> Vec<u8> {
     aad
 }
 
-#[async_trait]
-impl KeyService for PlatformKey {
-    async fn data_key(&self, context: &KeyContext<'_>) -> Result<DataKey, KeyError> {
-        let mut plaintext = Zeroizing::new([0u8; 32]);
-        OsRng.fill_bytes(&mut *plaintext);
+impl PlatformKey {
+    /// `plaintext` wrapped under this key for `context`: nonce || AES-256-GCM.
+    fn wrap(&self, plaintext: &[u8; 32], context: &KeyContext<'_>) -> Vec<u8> {
         let mut nonce = [0u8; NONCE_SIZE];
         OsRng.fill_bytes(&mut nonce);
         let aad = wrap_aad(context);
@@ -106,17 +104,53 @@ impl KeyService for PlatformKey {
             .encrypt(
                 Nonce::from_slice(&nonce),
                 Payload {
-                    msg: &*plaintext,
+                    msg: plaintext,
                     aad: &aad,
                 },
             )
             .expect("wrapping a data key");
         let mut wrapped = nonce.to_vec();
         wrapped.extend_from_slice(&sealed);
+        wrapped
+    }
+}
+
+#[async_trait]
+impl KeyService for PlatformKey {
+    async fn data_key(&self, context: &KeyContext<'_>) -> Result<DataKey, KeyError> {
+        let mut plaintext = Zeroizing::new([0u8; 32]);
+        OsRng.fill_bytes(&mut *plaintext);
+        let wrapped = self.wrap(&plaintext, context);
         Ok(DataKey {
             plaintext,
             wrapped,
             key_id: self.key_id.clone(),
+        })
+    }
+
+    async fn current_key_id(&self, _context: &KeyContext<'_>) -> Result<String, KeyError> {
+        Ok(self.key_id.clone())
+    }
+
+    /// Only this key's own wrapped keys (a ring holding retired keys opens the others).
+    async fn rewrap_key(
+        &self,
+        key_id: &str,
+        wrapped: &[u8],
+        context: &KeyContext<'_>,
+    ) -> Result<WrappedKey, KeyError> {
+        let plaintext = self.unwrap_key(key_id, wrapped, context).await?;
+        self.wrap_key(&plaintext, context).await
+    }
+
+    async fn wrap_key(
+        &self,
+        plaintext: &[u8; 32],
+        context: &KeyContext<'_>,
+    ) -> Result<WrappedKey, KeyError> {
+        Ok(WrappedKey {
+            key_id: self.key_id.clone(),
+            wrapped: self.wrap(plaintext, context),
         })
     }
 }
@@ -183,6 +217,17 @@ mod tests {
             key.unwrap_key(&dk.key_id, &dk.wrapped, &other).await,
             Err(KeyError::Unwrap { .. })
         ));
+    }
+
+    /// A re-wrap gives the same data key under a fresh nonce; the context still binds it.
+    #[tokio::test]
+    async fn a_rewrapped_key_is_the_same_data_key() {
+        let key = PlatformKey::generate();
+        let dk = key.data_key(&CTX).await.unwrap();
+        let again = key.rewrap_key(&dk.key_id, &dk.wrapped, &CTX).await.unwrap();
+        assert_ne!(again.wrapped, dk.wrapped);
+        let back = key.unwrap_key(&again.key_id, &again.wrapped, &CTX).await;
+        assert_eq!(*back.unwrap(), *dk.plaintext);
     }
 
     #[tokio::test]

@@ -19,6 +19,13 @@ pub enum AuditAction {
     TokenCreated,
     TokenRevoked,
     StepTokenMinted,
+    /// A state's versions moved to the key in use by `keys rewrap`.
+    KeysRewrapped,
+    /// An app state's change sealed: by a seal, an unlock or a force-unlock.
+    AppSealed,
+    AppForceUnlocked,
+    AppArchiveDeleted,
+    AppFileDownloaded,
 }
 
 impl AuditAction {
@@ -35,6 +42,11 @@ impl AuditAction {
         AuditAction::TokenCreated,
         AuditAction::TokenRevoked,
         AuditAction::StepTokenMinted,
+        AuditAction::KeysRewrapped,
+        AuditAction::AppSealed,
+        AuditAction::AppForceUnlocked,
+        AuditAction::AppArchiveDeleted,
+        AuditAction::AppFileDownloaded,
     ];
 
     /// The name stored with the entry and used to filter the log.
@@ -52,6 +64,11 @@ impl AuditAction {
             AuditAction::TokenCreated => "token.created",
             AuditAction::TokenRevoked => "token.revoked",
             AuditAction::StepTokenMinted => "step_token.minted",
+            AuditAction::KeysRewrapped => "keys.rewrapped",
+            AuditAction::AppSealed => "app.sealed",
+            AuditAction::AppForceUnlocked => "app.force_unlocked",
+            AuditAction::AppArchiveDeleted => "app.archive_deleted",
+            AuditAction::AppFileDownloaded => "app.file_downloaded",
         }
     }
 }

@@ -211,6 +211,7 @@ mod tests {
             sha256: "x".into(),
             source: Source::Write,
             key: "platform:k".into(),
+            wrapped_key: None,
             opentofu_encrypted: encrypted,
             terraform_version: None,
             instances: None,

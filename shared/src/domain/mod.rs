@@ -2,10 +2,12 @@
 //! every decision is a function of (record, request, principal, now) that tests call directly.
 
 pub mod actor;
+pub mod app;
 pub mod audit;
 pub mod changes;
 pub mod document;
 pub mod hold;
+pub mod keys;
 pub mod lock;
 pub mod locking;
 pub mod manage;

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::hold::Hold;
 use super::lock::Lock;
-use super::version::VersionRecord;
+use super::version::{KeySlot, VersionRecord};
 use super::Timestamp;
 
 /// A state's record as the catalog stores it.
@@ -71,6 +71,18 @@ impl StateRecord {
             deleted_at: None,
             ..self
         }
+    }
+
+    /// This record once `version`'s key slot is `slot`: its copy of the latest version takes
+    /// it when that is the one, and the revision rises either way, so a commit decided on
+    /// the record before (which may write that version's record back) re-decides.
+    pub fn with_key_slot(&self, version: u64, slot: &KeySlot) -> Self {
+        let mut record = self.clone();
+        record.revision += 1;
+        if let Some(latest) = record.latest.as_mut().filter(|l| l.version == version) {
+            latest.set_slot(slot);
+        }
+        record
     }
 
     /// The lock, if it is live at `now`: a lock past its `live_until` reads as unlocked.

@@ -83,6 +83,30 @@ pub enum Refusal {
     #[error("run {run} belongs to another organization")]
     RunOrgMismatch { run: String },
 
+    /// An app state's file name outside the rules of docs/octo.md.
+    #[error("invalid file name: {reason}")]
+    InvalidFileName { reason: String },
+
+    /// An app state's file that must be JSON and is not.
+    #[error("{name} is not JSON: {reason}")]
+    NotJson { name: String, reason: String },
+
+    /// Someone else holds an app state's lock; `lock` is shown with the refusal.
+    #[error("app state {app} is locked by {holder}")]
+    AppLocked {
+        app: String,
+        lock: Box<crate::domain::app::PublicLock>,
+        holder: String,
+    },
+
+    /// An upload past an archive's files or a change's bytes.
+    #[error("the change is too large: {reason}")]
+    ChangeTooLarge { reason: String },
+
+    /// The newest archive is an app state's sealed state.
+    #[error("archive {commit_id} is the newest: it is the sealed state every reader reads, so it is never deleted; delete older archives, or seal a newer change first")]
+    NewestArchive { commit_id: String },
+
     /// Releasing a lock the caller does not hold is a force unlock.
     #[error("the lock is held by {holder}; releasing someone else's lock is a force unlock, which needs tf_state:manage")]
     NotYourLock { holder: String, lock_id: String },

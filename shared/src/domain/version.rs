@@ -141,8 +141,14 @@ pub struct VersionRecord {
     /// Hex SHA-256 of the plaintext.
     pub sha256: String,
     pub source: Source,
-    /// The key that wrapped the data key: `platform:<fingerprint>` or `kms:<key arn>`.
+    /// The key that wrapped the data key: `platform:<fingerprint>`, `kms:<key arn>` or
+    /// `transit:<tag>:<key>:v<key version>`. With `wrapped_key`, the version's key slot.
     pub key: String,
+    /// The data key as `key` wrapped it: the slot a re-wrap replaces, which a reader unwraps
+    /// in place of the sealed object's header's copy. `None` for versions recorded before
+    /// the record kept it: their header's wrapped key is the only one.
+    #[serde(default, with = "wrapped_key", skip_serializing_if = "Option::is_none")]
+    pub wrapped_key: Option<Vec<u8>>,
     pub opentofu_encrypted: bool,
     /// The state's `terraform_version`, from the write's validation pass; `None` when it
     /// has none, and for versions recorded before it was kept.
@@ -164,6 +170,52 @@ pub struct VersionRecord {
     /// content existed have none, and read as blob versions.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub inline: bool,
+}
+
+/// A version's key slot: the key that wrapped its data key and the wrapped form (`None`: only
+/// the sealed object's header holds it, for versions recorded before the slot was kept).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeySlot {
+    pub key: String,
+    pub wrapped_key: Option<Vec<u8>>,
+}
+
+impl VersionRecord {
+    /// This version's key slot.
+    pub fn slot(&self) -> KeySlot {
+        KeySlot {
+            key: self.key.clone(),
+            wrapped_key: self.wrapped_key.clone(),
+        }
+    }
+
+    /// Puts `slot` in place of this version's.
+    pub fn set_slot(&mut self, slot: &KeySlot) {
+        self.key.clone_from(&slot.key);
+        self.wrapped_key.clone_from(&slot.wrapped_key);
+    }
+}
+
+/// The wrapped key as base64 text in the stored JSON (bytes as a number array would be four
+/// times their size).
+pub(crate) mod wrapped_key {
+    use base64::Engine;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
+
+    pub fn serialize<S: Serializer>(bytes: &Option<Vec<u8>>, s: S) -> Result<S::Ok, S::Error> {
+        match bytes {
+            Some(bytes) => s.serialize_some(&B64.encode(bytes)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<u8>>, D::Error> {
+        Option::<String>::deserialize(d)?
+            .map(|text| B64.decode(text).map_err(serde::de::Error::custom))
+            .transpose()
+    }
 }
 
 #[cfg(test)]
@@ -189,5 +241,20 @@ mod tests {
         let record: VersionRecord = serde_json::from_str(stored).unwrap();
         assert_eq!((record.terraform_version, record.instances), (None, None));
         assert!(!record.inline, "an older record's content is a blob");
+        assert_eq!(
+            record.wrapped_key, None,
+            "no slot: the header's wrapped key opens it"
+        );
+    }
+
+    /// The key slot's wrapped key is stored as base64 text and reads back as the same bytes.
+    #[test]
+    fn the_wrapped_key_round_trips_as_base64() {
+        let stored = r#"{"version":3,"serial":3,"lineage":"l","size":10,"sha256":"00","source":"write","key":"platform:k","wrapped_key":"AAEC/w==","opentofu_encrypted":false,"created_at":"2026-11-30T01:00:00Z","writer":{"kind":"user","user":"alice"},"change":{"lock":null,"locked_at":null,"released_at":null,"saves":1,"first_save_at":"2026-11-30T01:00:00Z","last_save_at":"2026-11-30T01:00:00Z","ended":"unlocked_write","rolled_back_from":null},"blob":"b"}"#;
+        let record: VersionRecord = serde_json::from_str(stored).unwrap();
+        assert_eq!(record.wrapped_key.as_deref(), Some(&[0u8, 1, 2, 255][..]));
+        let again = serde_json::to_string(&record).unwrap();
+        assert!(again.contains(r#""wrapped_key":"AAEC/w==""#), "{again}");
+        assert!(serde_json::from_str::<VersionRecord>(&stored.replace("AAEC/w==", "!")).is_err());
     }
 }

@@ -132,6 +132,8 @@ pub struct SealedContent {
     pub size: u64,
     pub sha256: String,
     pub key: String,
+    /// The data key as `key` wrapped it: the version's key slot.
+    pub wrapped_key: Vec<u8>,
     pub blob: String,
     /// Whether the sealed bytes go into the catalog with the commit instead of a blob.
     pub inline: bool,
@@ -185,6 +187,7 @@ pub fn apply_write(
     version.size = content.size;
     version.sha256 = content.sha256;
     version.key = content.key;
+    version.wrapped_key = Some(content.wrapped_key);
     version.opentofu_encrypted = plan.meta.opentofu_encrypted;
     version.terraform_version = plan.meta.terraform_version;
     version.instances = plan.meta.instances;
@@ -243,6 +246,7 @@ pub fn create_version(
         sha256: content.sha256,
         source,
         key: content.key,
+        wrapped_key: Some(content.wrapped_key),
         opentofu_encrypted: meta.opentofu_encrypted,
         terraform_version: meta.terraform_version,
         instances: meta.instances,
@@ -324,6 +328,7 @@ mod tests {
             size: body.len() as u64,
             sha256: sha,
             key: "platform:test".into(),
+            wrapped_key: vec![7; 40],
             blob: format!("blob-{}", record.revision),
             inline: false,
         };
@@ -400,6 +405,7 @@ mod tests {
                 size: body.len() as u64,
                 sha256: sha.clone(),
                 key: "platform:test".into(),
+                wrapped_key: vec![7; 40],
                 blob: format!("blob-{serial}"),
                 inline,
             };

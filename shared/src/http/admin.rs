@@ -1,4 +1,5 @@
-//! `GET .../audit`, `GET /api/audit`, `GET`/`PUT /api/org/permissions`: the admin role's.
+//! `GET .../audit`, `GET /api/audit`, `GET /api/keys`, `GET`/`PUT /api/org/permissions`: the
+//! admin role's.
 
 use lambda_http::http::StatusCode;
 use lambda_http::{Request, RequestExt};
@@ -30,6 +31,16 @@ pub async fn org_audit(call: Call<'_>, principal: &Principal) -> Answer {
     let query = audit_query(None, &call.req)?;
     let page = admin::audit(call.app, principal, query).await?;
     Ok(json_response(StatusCode::OK, &page))
+}
+
+/// `GET /api/keys`: how the org's versions spread over keys, and which are behind the key
+/// in use (what `hegemony-state keys report` shows for one org).
+pub async fn keys(call: Call<'_>, principal: &Principal) -> Answer {
+    let states = crate::service::keys::report(call.app, principal).await?;
+    Ok(json_response(
+        StatusCode::OK,
+        &serde_json::json!({"org": principal.org, "states": states}),
+    ))
 }
 
 fn audit_query(state: Option<&StateName>, req: &Request) -> Result<AuditQuery, HttpError> {

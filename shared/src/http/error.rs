@@ -68,6 +68,10 @@ error_codes! {
     InvalidUnlock = "invalid_unlock", BAD_REQUEST, refused [Refusal::InvalidUnlock { .. }];
     /// A write whose body is not a Terraform or OpenTofu state.
     NotAState = "not_a_state", BAD_REQUEST, refused [Refusal::NotAState { .. }];
+    /// An app state's file name outside its rules.
+    InvalidFileName = "invalid_file_name", BAD_REQUEST, refused [Refusal::InvalidFileName { .. }];
+    /// An app state's file that must be JSON and is not.
+    NotJson = "not_json", BAD_REQUEST, refused [Refusal::NotJson { .. }];
     /// A malformed query parameter, management body or unreadable body.
     InvalidRequest = "invalid_request", BAD_REQUEST,
         refused [Refusal::InvalidRequest { .. }], raised [HttpError::InvalidRequest(_)];
@@ -103,6 +107,8 @@ error_codes! {
     CannotCompare = "cannot_compare", CONFLICT, refused [Refusal::CannotCompare { .. }];
     /// A rollback of a state whose serial is already the largest number there is.
     SerialExhausted = "serial_exhausted", CONFLICT, refused [Refusal::SerialExhausted { .. }];
+    /// Deleting an app state's newest archive.
+    NewestArchive = "newest_archive", CONFLICT, refused [Refusal::NewestArchive { .. }];
     /// A mint for a run the platform reported ended.
     RunEnded = "run_ended", CONFLICT, refused [Refusal::RunEnded { .. }];
     /// A mint for a run bound to another org.
@@ -110,6 +116,8 @@ error_codes! {
     /// A body over its route's limit.
     TooLarge = "too_large", PAYLOAD_TOO_LARGE,
         refused [Refusal::BodyTooLarge { .. }], raised [HttpError::TooLarge { .. }];
+    /// An upload past an archive's files or a change's bytes.
+    ChangeTooLarge = "change_too_large", PAYLOAD_TOO_LARGE, refused [Refusal::ChangeTooLarge { .. }];
     /// On Lambda, a read whose answer would pass the function's response ceiling.
     TooLargeForFunctions = "too_large_for_functions", PAYLOAD_TOO_LARGE,
         raised [HttpError::TooLargeForFunctions { .. }];
@@ -118,6 +126,8 @@ error_codes! {
         raised [HttpError::UnsupportedMediaType(_)];
     /// Someone else's live lock (answered with the holder's lock document).
     Locked = "locked", LOCKED, refused [Refusal::Locked { .. }];
+    /// Someone else holds an app state's lock (the body names the holder).
+    AppLocked = "app_locked", LOCKED, refused [Refusal::AppLocked { .. }];
     /// A transient fault; the tools retry.
     Unavailable = "unavailable", SERVICE_UNAVAILABLE,
         raised [HttpError::Service(Error::Unavailable(_)), HttpError::Service(Error::StorageFault(_))];
@@ -259,7 +269,14 @@ pub fn error_response(err: &HttpError, ctx: &LogContext) -> Response<Body> {
         }
         _ => err.to_string(),
     };
-    let mut response = error_body(code, &message);
+    let mut response = match err {
+        // Octo's client names the holder and since when: the lock goes with the refusal.
+        HttpError::Service(Error::Refused(Refusal::AppLocked { lock, .. })) => json_response(
+            status,
+            &serde_json::json!({"error": {"code": code.as_str(), "message": message, "lock": lock}}),
+        ),
+        _ => error_body(code, &message),
+    };
     if code == ErrorCode::Unavailable {
         response.headers_mut().insert(
             header::RETRY_AFTER,

@@ -237,6 +237,7 @@ mod tests {
             catalog: store.clone(),
             blobs: store,
             keys: None,
+            key_cache: crate::service::key_cache::KeyCache::off(),
             clock: std::sync::Arc::new(crate::service::SystemClock),
             limits: clamp(Limits {
                 max_state_bytes: 1 << 20,
@@ -317,6 +318,7 @@ mod tests {
             catalog: store.clone(),
             blobs: store.clone(),
             keys: Some(key.clone()),
+            key_cache: crate::service::key_cache::KeyCache::off(),
             clock: std::sync::Arc::new(crate::service::SystemClock),
             limits,
             links: Default::default(),

@@ -8,7 +8,7 @@ use lambda_http::{Body, Request, RequestExt, Response};
 use super::error::HttpError;
 use super::handler::{Answer, Call};
 use super::number::whole_u64;
-use super::response::{accepts_gzip, content_response, json_response};
+use super::response::json_response;
 use super::state::into_bytes;
 use crate::domain::Principal;
 use crate::service::listing::{HoldView, LockView, VersionView};
@@ -31,8 +31,8 @@ fn version_number(raw: Option<&str>) -> Result<u64, HttpError> {
 pub async fn download(call: Call<'_>, principal: &Principal) -> Answer {
     let version = version_number(call.param("version").as_deref())?;
     let name = call.state()?;
-    let bytes = manage::download(call.app, principal, &name, version).await?;
-    let mut response = content_response(bytes, accepts_gzip(call.req.headers()));
+    let content = manage::download(call.app, principal, &name, version).await?;
+    let mut response = super::content::answer(content, &call.req)?;
     if let Ok(value) = format!("attachment; filename=\"{name}-v{version}.tfstate\"").parse() {
         response
             .headers_mut()

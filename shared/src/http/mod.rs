@@ -6,6 +6,8 @@
 
 mod admin;
 mod admission;
+mod apps;
+pub mod content;
 mod credentials;
 mod error;
 pub mod gateway;

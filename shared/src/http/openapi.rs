@@ -26,6 +26,9 @@ const DESCRIBED: &str = include_str!("openapi.json");
 /// starting with `.` (the length is the schema's `maxLength`).
 const NAME_PATTERN: &str = "^[A-Za-z0-9_-][A-Za-z0-9._-]*$";
 
+/// An app state's file name: the naming rule, ending in `.json` or `.tfstate`.
+const FILE_PATTERN: &str = "^[A-Za-z0-9_-][A-Za-z0-9._-]*\\.(json|tfstate)$";
+
 /// The document, as served: built on first use, the same bytes ever after.
 pub fn document() -> &'static str {
     static DOCUMENT: OnceLock<String> = OnceLock::new();
@@ -108,7 +111,7 @@ fn merge_row(op: &mut Map<String, Value>, route: &Route) {
         responses.insert(key, json!({ "description": text }));
     }
     for (status, response) in responses.iter_mut() {
-        if let Some(content) = error_content(status) {
+        if let Some(content) = error_content(status, route.path) {
             response["content"] = content;
         }
         if status == "503" {
@@ -167,10 +170,12 @@ fn generated_reasons(route: &Route, limit: &str) -> Vec<(u16, String)> {
     reasons
 }
 
-/// The body an error status answers with: the holder's lock document for 423, the error
-/// envelope for every other; `None` for a success.
-fn error_content(status: &str) -> Option<Value> {
+/// The body an error status answers with: the holder's lock document for a state's 423, the
+/// error envelope with the holder's lock for an app state's, the error envelope for every
+/// other; `None` for a success.
+fn error_content(status: &str, path: &str) -> Option<Value> {
     let schema = match status {
+        "423" if path.starts_with("/api/apps/") => "AppLockedError",
         "423" => "LockDocument",
         s if s.starts_with('4') || s.starts_with('5') => "Error",
         _ => return None,
@@ -202,7 +207,17 @@ fn path_parameters(path: &'static str) -> impl Iterator<Item = &'static str> {
 fn path_parameter(name: &str) -> Option<Value> {
     match name {
         "name" => Some(json!({"$ref": "#/components/schemas/StateName"})),
-        "run" | "step" => Some(json!({"$ref": "#/components/schemas/Name"})),
+        "run" | "step" | "lock_id" | "commit_id" => {
+            Some(json!({"$ref": "#/components/schemas/Name"}))
+        }
+        // An app state's file: a name that ends in `.json` or `.tfstate` (docs/octo.md).
+        "file" => Some(json!({
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_NAME_LEN,
+            "pattern": FILE_PATTERN,
+            "description": "A file's name: <moduleId>.tfstate, journal.<id>.<command>[.terraform|.<md5>].json or another <name>.json (docs/octo.md)",
+        })),
         // Any positive whole number a u64 holds; one past the stored ones names no version.
         "version" => Some(json!({"type": "integer", "minimum": 1, "maximum": u64::MAX})),
         _ => None,
@@ -420,9 +435,14 @@ mod tests {
                 );
             }
             if let Some(locked) = responses.get("423") {
+                let expected = if route.path.starts_with("/api/apps/") {
+                    "#/components/schemas/AppLockedError"
+                } else {
+                    "#/components/schemas/LockDocument"
+                };
                 assert_eq!(
                     locked["content"]["application/json"]["schema"]["$ref"],
-                    "#/components/schemas/LockDocument"
+                    expected
                 );
             }
             assert!(responses["503"]["headers"]["Retry-After"].is_object());
@@ -489,6 +509,11 @@ mod tests {
             ("/api/tf-states/", MAX_PAGE),
             ("/api/audit", MAX_AUDIT_PAGE),
             ("/api/tf-states/{name}/audit", MAX_AUDIT_PAGE),
+            ("/api/apps", crate::service::app_reads::MAX_APPS_PAGE),
+            (
+                "/api/apps/{name}/archives",
+                crate::service::app_reads::MAX_ARCHIVES_PAGE,
+            ),
         ] {
             let params = doc["paths"][path]["get"]["parameters"].as_array().unwrap();
             let limit = params.iter().find(|p| p["name"] == "limit").unwrap();

@@ -6,7 +6,7 @@
 //! all this file decides. `LOCK`/`UNLOCK` are local-only: API Gateway cannot route them.
 
 use super::handler::Handler;
-use super::{admin, identity, list, lock, manage, runs, state};
+use super::{admin, apps, identity, list, lock, manage, runs, state};
 use crate::domain::lock::MAX_LOCK_BYTES;
 use crate::service::Limits;
 
@@ -76,7 +76,8 @@ pub enum Need {
     DeleteRecord,
     /// Read a range of records: a list, versions, an audit page, a run's items.
     QueryRecords,
-    /// Read many records by key at once: a run's tokens.
+    /// Read many records by key at once: a run's tokens; the org's settings with the state's
+    /// record, before a change to a state or a read of its content decides.
     BatchGetRecords,
     /// Read a stored blob.
     GetBlob,
@@ -86,6 +87,8 @@ pub enum Need {
     UnwrapKey,
     /// Make a new data key, to seal new content.
     NewDataKey,
+    /// Read which key (and key version) wraps new data keys: the key report's "behind".
+    DescribeKey,
 }
 
 use Need::*;
@@ -96,17 +99,33 @@ const NOTHING: &[Need] = &[];
 const RECORD: &[Need] = &[GetRecord];
 /// Listing and reading records.
 const LOOKUP: &[Need] = &[GetRecord, QueryRecords];
+/// Counting versions by key, beside the key in use.
+const KEY_REPORT: &[Need] = &[GetRecord, QueryRecords, DescribeKey];
 /// Changing records, never content.
 const RECORDS: &[Need] = &[GetRecord, PutRecord, DeleteRecord];
+/// Changing a state's record, never content: the org's settings read with the record.
+const CHANGE: &[Need] = &[GetRecord, BatchGetRecords, PutRecord, DeleteRecord];
 /// Opening the latest content.
-const OPEN: &[Need] = &[GetRecord, GetBlob, UnwrapKey];
-/// Opening a version's content (or two, to compare them), audited.
+const OPEN: &[Need] = &[GetRecord, BatchGetRecords, GetBlob, UnwrapKey];
+/// Opening content (or two, to compare them), audited.
 const OPEN_AUDITED: &[Need] = &[GetRecord, PutRecord, GetBlob, UnwrapKey];
+/// Opening a state's version, audited: the org's settings read with the record.
+const OPEN_VERSION: &[Need] = &[GetRecord, BatchGetRecords, PutRecord, GetBlob, UnwrapKey];
 /// Sealing and committing new content.
 const SEAL: &[Need] = &[GetRecord, PutRecord, DeleteRecord, PutBlob, NewDataKey];
+/// Sealing a state's new version: the org's settings read with the record.
+const SEAL_STATE: &[Need] = &[
+    GetRecord,
+    BatchGetRecords,
+    PutRecord,
+    DeleteRecord,
+    PutBlob,
+    NewDataKey,
+];
 /// Opening old content and sealing it again as a new version.
 const RESEAL: &[Need] = &[
     GetRecord,
+    BatchGetRecords,
     PutRecord,
     DeleteRecord,
     GetBlob,
@@ -114,6 +133,9 @@ const RESEAL: &[Need] = &[
     UnwrapKey,
     NewDataKey,
 ];
+/// Changing records after reading a range of them: an app state's archive deletion reads its
+/// neighbours.
+const RECORDS_LOOKUP: &[Need] = &[GetRecord, PutRecord, DeleteRecord, QueryRecords];
 /// The runs API: runs, their tokens and holds.
 const RUNS: &[Need] = &[
     GetRecord,
@@ -170,27 +192,42 @@ const fn local(
 pub static ROUTES: &[Route] = &[
     //    method    path                                                function       body    needs         handler
     route("GET",    "/api/tf-states/{name}/state",                      "state-read",  OneMib, OPEN,         Backend(&state::read)),
-    route("POST",   "/api/tf-states/{name}/state",                      "state-write", State,  SEAL,         Backend(&state::write)),
-    route("POST",   "/api/tf-states/{name}/lock",                       "lock",        Lock,   RECORDS,      Backend(&lock::lock)),
-    local("LOCK",   "/api/tf-states/{name}/lock",                       "lock",        Lock,   RECORDS,      Backend(&lock::lock)),
-    route("DELETE", "/api/tf-states/{name}/lock",                       "lock",        Lock,   RECORDS,      Backend(&lock::unlock)),
-    local("UNLOCK", "/api/tf-states/{name}/lock",                       "lock",        Lock,   RECORDS,      Backend(&lock::unlock)),
+    route("POST",   "/api/tf-states/{name}/state",                      "state-write", State,  SEAL_STATE,   Backend(&state::write)),
+    route("POST",   "/api/tf-states/{name}/lock",                       "lock",        Lock,   CHANGE,       Backend(&lock::lock)),
+    local("LOCK",   "/api/tf-states/{name}/lock",                       "lock",        Lock,   CHANGE,       Backend(&lock::lock)),
+    route("DELETE", "/api/tf-states/{name}/lock",                       "lock",        Lock,   CHANGE,       Backend(&lock::unlock)),
+    local("UNLOCK", "/api/tf-states/{name}/lock",                       "lock",        Lock,   CHANGE,       Backend(&lock::unlock)),
     route("GET",    "/api/tf-states",                                   "list",        OneMib, LOOKUP,       Bearer(&list::list)),
     route("GET",    "/api/tf-states/",                                  "list",        OneMib, LOOKUP,       Bearer(&list::list)),
     route("GET",    "/api/tf-states/{name}",                            "list",        OneMib, LOOKUP,       Bearer(&list::show)),
     route("GET",    "/api/tf-states/{name}/versions",                   "versions",    OneMib, LOOKUP,       Bearer(&list::versions)),
-    route("GET",    "/api/tf-states/{name}/versions/{version}/content", "download",    OneMib, OPEN_AUDITED, Bearer(&manage::download)),
-    route("GET",    "/api/tf-states/{name}/versions/{version}/changes", "download",    OneMib, OPEN_AUDITED, Bearer(&manage::changes)),
-    route("POST",   "/api/tf-states/{name}/import",                     "import",      State,  SEAL,         Bearer(&manage::import)),
+    route("GET",    "/api/tf-states/{name}/versions/{version}/content", "download",    OneMib, OPEN_VERSION, Bearer(&manage::download)),
+    route("GET",    "/api/tf-states/{name}/versions/{version}/changes", "download",    OneMib, OPEN_VERSION, Bearer(&manage::changes)),
+    route("POST",   "/api/tf-states/{name}/import",                     "import",      State,  SEAL_STATE,   Bearer(&manage::import)),
     route("POST",   "/api/tf-states/{name}/rollback",                   "rollback",    OneMib, RESEAL,       Bearer(&manage::rollback)),
-    route("POST",   "/api/tf-states/{name}/force-unlock",               "admin",       OneMib, RECORDS,      Bearer(&manage::force_unlock)),
-    route("DELETE", "/api/tf-states/{name}",                            "admin",       OneMib, RECORDS,      Bearer(&manage::delete)),
+    route("POST",   "/api/tf-states/{name}/force-unlock",               "admin",       OneMib, CHANGE,       Bearer(&manage::force_unlock)),
+    route("DELETE", "/api/tf-states/{name}",                            "admin",       OneMib, CHANGE,       Bearer(&manage::delete)),
     route("GET",    "/api/tf-states/{name}/audit",                      "audit",       OneMib, LOOKUP,       Bearer(&admin::state_audit)),
     route("GET",    "/api/audit",                                       "audit",       OneMib, LOOKUP,       Bearer(&admin::org_audit)),
+    route("GET",    "/api/keys",                                        "audit",       OneMib, KEY_REPORT,   Bearer(&admin::keys)),
     route("GET",    "/api/org/permissions",                             "admin",       OneMib, RECORDS,      Bearer(&admin::permissions)),
     route("PUT",    "/api/org/permissions",                             "admin",       OneMib, RECORDS,      Bearer(&admin::set_permissions)),
     route("GET",    "/api/whoami",                                      "list",        OneMib, RECORD,       Bearer(&identity::whoami)),
     route("GET",    "/api/openapi.json",                                "list",        OneMib, NOTHING,      Open),
+    route("GET",    "/api/apps",                                        "apps",        OneMib, LOOKUP,       Bearer(&apps::list)),
+    route("GET",    "/api/apps/{name}",                                 "apps",        OneMib, LOOKUP,       Bearer(&apps::show)),
+    route("POST",   "/api/apps/{name}/lock",                            "apps",        Lock,   RECORDS,      Bearer(&apps::lock)),
+    route("GET",    "/api/apps/{name}/locks/{lock_id}",                 "apps",        OneMib, RECORD,       Bearer(&apps::change)),
+    route("PUT",    "/api/apps/{name}/locks/{lock_id}/files/{file}",    "apps",        State,  SEAL,         Bearer(&apps::upload)),
+    route("GET",    "/api/apps/{name}/locks/{lock_id}/files/{file}",    "apps",        OneMib, OPEN_AUDITED, Bearer(&apps::change_file)),
+    route("POST",   "/api/apps/{name}/locks/{lock_id}/seal",            "apps",        OneMib, RECORDS,      Bearer(&apps::seal)),
+    route("POST",   "/api/apps/{name}/locks/{lock_id}/unlock",          "apps",        OneMib, RECORDS,      Bearer(&apps::unlock)),
+    route("GET",    "/api/apps/{name}/files/{file}",                    "apps",        OneMib, OPEN_AUDITED, Bearer(&apps::newest_file)),
+    route("GET",    "/api/apps/{name}/archives",                        "apps",        OneMib, LOOKUP,       Bearer(&apps::archives)),
+    route("GET",    "/api/apps/{name}/archives/{commit_id}",            "apps",        OneMib, RECORD,       Bearer(&apps::archive)),
+    route("GET",    "/api/apps/{name}/archives/{commit_id}/files/{file}", "apps",      OneMib, OPEN_AUDITED, Bearer(&apps::archive_file)),
+    route("DELETE", "/api/apps/{name}/archives/{commit_id}",            "apps",        OneMib, RECORDS_LOOKUP, Bearer(&apps::delete_archive)),
+    route("POST",   "/api/apps/{name}/force-unlock",                    "apps",        OneMib, RECORDS,      Bearer(&apps::force_unlock)),
     route("POST",   "/api/runs/{run}/tf-state-tokens",                  "runs",        OneMib, RUNS,         Platform(&runs::mint)),
     route("POST",   "/api/runs/{run}/end",                              "runs",        OneMib, RUNS,         Platform(&runs::end)),
     route("POST",   "/api/runs/{run}/steps/{step}/gone",                "runs",        OneMib, RUNS,         Platform(&runs::gone)),
@@ -332,7 +369,8 @@ mod tests {
     #[test]
     fn each_route_takes_the_credentials_design_gives_it() {
         for r in ROUTES {
-            let backend = r.path.ends_with("/state") || r.path.ends_with("/lock");
+            let backend = r.path.starts_with("/api/tf-states/")
+                && (r.path.ends_with("/state") || r.path.ends_with("/lock"));
             let runs = r.path.starts_with("/api/runs/");
             let expected = match (backend, runs, r.path) {
                 (_, _, "/api/openapi.json") => "Open",
@@ -345,13 +383,13 @@ mod tests {
         }
     }
 
-    /// A state's limit for the bodies that carry a state, 16 KiB for lock documents, 1 MiB
-    /// for every other body.
+    /// A state's limit for the bodies that carry a state or an app state's file, 16 KiB for
+    /// lock documents, 1 MiB for every other body.
     #[test]
     fn each_route_takes_the_body_limit_of_what_it_carries() {
         for r in ROUTES {
             let expected = match (r.method, r.path.rsplit('/').next()) {
-                ("POST", Some("state" | "import")) => BodyLimit::State,
+                ("POST", Some("state" | "import")) | ("PUT", Some("{file}")) => BodyLimit::State,
                 (_, Some("lock")) => BodyLimit::Lock,
                 _ => BodyLimit::OneMib,
             };

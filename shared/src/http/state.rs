@@ -4,7 +4,7 @@ use lambda_http::{Body, RequestExt};
 
 use super::error::{error_body, ErrorCode};
 use super::handler::{Answer, Call};
-use super::response::{accepts_gzip, content_response, ok_empty};
+use super::response::ok_empty;
 use crate::domain::Principal;
 use crate::service::state;
 
@@ -13,7 +13,7 @@ use crate::service::state;
 pub async fn read(call: Call<'_>, principal: &Principal) -> Answer {
     let name = call.state()?;
     match state::read(call.app, principal, &name).await? {
-        Some(bytes) => Ok(content_response(bytes, accepts_gzip(call.req.headers()))),
+        Some(content) => super::content::answer(content, &call.req),
         None => Ok(error_body(
             ErrorCode::NotFound,
             &format!("state {name} has no version yet"),

@@ -14,7 +14,7 @@ use crate::ports::{AuditEntry, AuditQuery, StoreError};
 /// The most audit entries one page holds.
 pub const MAX_AUDIT_PAGE: usize = 500;
 
-fn require_admin(principal: &Principal, what: &str) -> Result<(), Error> {
+pub(super) fn require_admin(principal: &Principal, what: &str) -> Result<(), Error> {
     if principal.role == Role::Admin {
         return Ok(());
     }

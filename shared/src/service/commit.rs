@@ -1,8 +1,10 @@
-//! What the changes to a state share around their one commit: the snapshot they decide on,
-//! the takeover of a dead lock, and the release of a lock, each closing the version the lock
-//! opened. The use cases (`state`, `lock`, `manage`, `sweep`) build on it; it decides
-//! nothing itself (the rules are the domain's) and never commits.
+//! What the changes to a state share around their one commit: the snapshot they decide on
+//! (read with the permission check, once), the takeover of a dead lock, and the release of a
+//! lock, each closing the version the lock opened. The use cases (`state`, `lock`, `manage`,
+//! `sweep`) build on it; it decides nothing itself (the rules are the domain's) and never
+//! commits.
 
+use super::retry::Carried;
 use super::{App, Error};
 use crate::domain::audit::AuditAction;
 use crate::domain::hold::Hold;
@@ -14,19 +16,55 @@ use crate::domain::{rfc3339, Actor, Principal, Timestamp};
 use crate::ids::new_id;
 use crate::ports::{AuditEntry, Commit};
 
-/// The state's record, or the record of a state not created yet.
-pub(super) async fn snapshot(
-    app: &App,
+/// The state's record as read, or the record of a state not created yet.
+fn snapshot_of(
+    record: Option<StateRecord>,
     org: &str,
     name: &StateName,
     now: Timestamp,
-) -> Result<StateRecord, Error> {
-    Ok(app
-        .catalog
-        .state(org, name.as_str())
-        .await?
+) -> StateRecord {
+    record
         .map(|r| r.reincarnated(&new_id(), now))
-        .unwrap_or_else(|| StateRecord::fresh(org, name.as_str(), &new_id(), now)))
+        .unwrap_or_else(|| StateRecord::fresh(org, name.as_str(), &new_id(), now))
+}
+
+/// The record read together with the permission check ([`App::require_with_state`]): the
+/// first attempt decides on it, so a backend request reads the catalog once before it
+/// commits; an attempt after a lost race reads the record again.
+pub(super) struct FirstRead(Carried<Option<StateRecord>>);
+
+impl FirstRead {
+    pub(super) fn new(record: Option<StateRecord>) -> Self {
+        let carried = Carried::default();
+        carried.put(record);
+        Self(carried)
+    }
+
+    /// The state's record: the one read first, once; afterwards read again.
+    pub(super) async fn record(
+        &self,
+        app: &App,
+        org: &str,
+        name: &StateName,
+    ) -> Result<Option<StateRecord>, Error> {
+        match self.0.take() {
+            Some(record) => Ok(record),
+            None => Ok(app.catalog.state(org, name.as_str()).await?),
+        }
+    }
+
+    /// The snapshot a change decides on: the record read first when it has not been used
+    /// yet, or a state not created yet.
+    pub(super) async fn snapshot(
+        &self,
+        app: &App,
+        org: &str,
+        name: &StateName,
+        now: Timestamp,
+    ) -> Result<StateRecord, Error> {
+        let record = self.record(app, org, name).await?;
+        Ok(snapshot_of(record, org, name, now))
+    }
 }
 
 /// One version of a state: the latest from the record itself, older ones from the catalog.

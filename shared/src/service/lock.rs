@@ -1,6 +1,6 @@
 //! Locking and unlocking a state: the backend protocol's LOCK and UNLOCK.
 
-use super::commit::{force_unlock_entry, release, snapshot, take_over_dead_lock};
+use super::commit::{force_unlock_entry, release, take_over_dead_lock};
 use super::retry::{commit, until_done, Attempt};
 use super::{App, Error};
 use crate::domain::hold::{hold_set_by, Hold};
@@ -37,12 +37,14 @@ pub async fn lock(
     name: &StateName,
     body: &[u8],
 ) -> Result<(), Error> {
-    app.require(principal, Permission::Write).await?;
+    let (_, first) = app
+        .require_with_state(principal, Permission::Write, name)
+        .await?;
     app.keys()?;
     let document = parse_lock(body)?;
     until_done(|| async {
         let now = app.clock.now();
-        let snapshot = snapshot(app, &principal.org, name, now).await?;
+        let snapshot = first.snapshot(app, &principal.org, name, now).await?;
         let (snapshot, takeover) =
             take_over_dead_lock(app, snapshot, &principal.actor, now).await?;
         let lock = match decide_lock(&snapshot, document.clone(), principal, now)? {
@@ -86,12 +88,14 @@ pub async fn unlock(
     name: &StateName,
     body: &[u8],
 ) -> Result<UnlockOutcome, Error> {
-    let allocation = app.require(principal, Permission::Write).await?;
+    let (allocation, first) = app
+        .require_with_state(principal, Permission::Write, name)
+        .await?;
     app.keys()?;
     let request = parse_unlock(body)?;
     until_done(|| async {
         let now = app.clock.now();
-        let Some(snapshot) = app.catalog.state(&principal.org, name.as_str()).await? else {
+        let Some(snapshot) = first.record(app, &principal.org, name).await? else {
             return Ok(Attempt::Done(UnlockOutcome::NotLocked));
         };
         let (lock, end_hold, forced) =

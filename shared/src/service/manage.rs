@@ -1,11 +1,9 @@
 //! Managing states beyond the backend protocol: import, rollback, download, force unlock,
 //! delete. Each is snapshot -> decide -> write blobs -> one compare-and-swap commit.
 
-use super::commit::{
-    find_version, force_unlock_entry, release, snapshot, take_over_dead_lock, Takeover,
-};
+use super::commit::{find_version, force_unlock_entry, release, take_over_dead_lock, Takeover};
 use super::retry::{commit, until_done, Attempt, Carried};
-use super::state::{examine, open_version, seal, Sealed};
+use super::state::{content, examine, open_version, seal, Content, Sealed};
 use super::{App, Error};
 use crate::domain::audit::AuditAction;
 use crate::domain::document::{with_serial, StateMeta};
@@ -47,9 +45,12 @@ fn not_found(name: &StateName) -> Error {
 
 /// The visible record of a state, or `NotFound`.
 pub(super) async fn existing(app: &App, org: &str, name: &StateName) -> Result<StateRecord, Error> {
-    app.catalog
-        .state(org, name.as_str())
-        .await?
+    visible(app.catalog.state(org, name.as_str()).await?, name)
+}
+
+/// `record` if it is a visible state's, or `NotFound`.
+fn visible(record: Option<StateRecord>, name: &StateName) -> Result<StateRecord, Error> {
+    record
         .filter(StateRecord::is_visible)
         .ok_or_else(|| not_found(name))
 }
@@ -87,13 +88,15 @@ pub async fn import(
     name: &StateName,
     body: Vec<u8>,
 ) -> Result<VersionRecord, Error> {
-    app.require(principal, Permission::Write).await?;
+    let (_, first) = app
+        .require_with_state(principal, Permission::Write, name)
+        .await?;
     let keys = app.keys()?;
     let (body, document, sha256) = examine(body).await?;
     let sealed: Carried<Sealed> = Carried::default();
     until_done(|| async {
         let now = app.clock.now();
-        let snapshot = snapshot(app, &principal.org, name, now).await?;
+        let snapshot = first.snapshot(app, &principal.org, name, now).await?;
         let (snapshot, takeover) =
             take_over_dead_lock(app, snapshot, &principal.actor, now).await?;
         let version = check_import(&snapshot, now)?;
@@ -140,12 +143,14 @@ pub async fn rollback(
     name: &StateName,
     version: u64,
 ) -> Result<VersionRecord, Error> {
-    app.require(principal, Permission::Write).await?;
+    let (_, first) = app
+        .require_with_state(principal, Permission::Write, name)
+        .await?;
     let keys = app.keys()?;
     let sealed: Carried<(Sealed, StateMeta, SealedContent)> = Carried::default();
     until_done(|| async {
         let now = app.clock.now();
-        let snapshot = existing(app, &principal.org, name).await?;
+        let snapshot = visible(first.record(app, &principal.org, name).await?, name)?;
         let (snapshot, takeover) =
             take_over_dead_lock(app, snapshot, &principal.actor, now).await?;
         let target = find_version(app, &snapshot, version).await?;
@@ -190,7 +195,7 @@ pub async fn rollback(
     .await
 }
 
-/// The content of one version, exactly as written. Audited.
+/// The content of one version, exactly as written (as a read gets it). Audited.
 ///
 /// # Errors
 /// `Refused`: without tf_state:read, `NotFound` (state or version).
@@ -199,16 +204,18 @@ pub async fn download(
     principal: &Principal,
     name: &StateName,
     version: u64,
-) -> Result<Vec<u8>, Error> {
-    app.require(principal, Permission::Read).await?;
+) -> Result<Content, Error> {
+    let (_, first) = app
+        .require_with_state(principal, Permission::Read, name)
+        .await?;
     let keys = app.keys()?;
-    let record = existing(app, &principal.org, name).await?;
+    let record = visible(first.record(app, &principal.org, name).await?, name)?;
     let target = find_version(app, &record, version)
         .await?
         .ok_or_else(|| Refusal::NotFound {
             what: format!("version {version} of state {name}"),
         })?;
-    let bytes = open_version(app, keys, &record, &target).await?;
+    let bytes = content(app, keys, &record, &target, None).await?;
     let now = app.clock.now();
     let detail = serde_json::json!({"sha256": target.sha256});
     app.catalog
@@ -241,12 +248,13 @@ pub async fn force_unlock(
     principal: &Principal,
     name: &StateName,
 ) -> Result<Released, Error> {
-    app.require(principal, Permission::Manage).await?;
+    let (_, first) = app
+        .require_with_state(principal, Permission::Manage, name)
+        .await?;
     until_done(|| async {
         let now = app.clock.now();
-        let snapshot = app
-            .catalog
-            .state(&principal.org, name.as_str())
+        let snapshot = first
+            .record(app, &principal.org, name)
             .await?
             .filter(|r| r.is_visible() || r.live_lock(now).is_some() || r.hold.is_some())
             .ok_or_else(|| not_found(name))?;
@@ -273,12 +281,13 @@ pub async fn force_unlock(
 /// # Errors
 /// `Refused`: without tf_state:manage, `NotFound`, `Locked`.
 pub async fn delete(app: &App, principal: &Principal, name: &StateName) -> Result<(), Error> {
-    app.require(principal, Permission::Manage).await?;
+    let (_, first) = app
+        .require_with_state(principal, Permission::Manage, name)
+        .await?;
     until_done(|| async {
         let now = app.clock.now();
-        let snapshot = app
-            .catalog
-            .state(&principal.org, name.as_str())
+        let snapshot = first
+            .record(app, &principal.org, name)
             .await?
             .ok_or_else(|| not_found(name))?;
         let (snapshot, takeover) =

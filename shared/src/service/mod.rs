@@ -3,10 +3,14 @@
 //! lost race is never an error a client sees).
 
 pub mod admin;
+pub mod app_reads;
+pub mod apps;
 pub mod auth;
 pub mod changes;
 mod commit;
 pub mod identity;
+pub mod key_cache;
+pub mod keys;
 pub mod listing;
 pub mod lock;
 pub mod manage;
@@ -19,9 +23,14 @@ mod work;
 
 use std::sync::Arc;
 
+use crate::domain::name::StateName;
 use crate::domain::permission::{Allocation, Permission};
+use crate::domain::record::StateRecord;
 use crate::domain::version::prune_below;
 use crate::domain::{Principal, Refusal, Timestamp};
+use commit::FirstRead;
+use key_cache::KeyCache;
+
 use crate::ports::{BlobStore, Catalog, KeyError, KeyService, StoreError, VersionMark};
 
 /// The time, injectable so tests move it instead of sleeping.
@@ -58,6 +67,9 @@ pub struct App {
     pub blobs: Arc<dyn BlobStore>,
     /// `None` when no key is configured: managed state is then unavailable, and says why.
     pub keys: Option<Arc<dyn KeyService>>,
+    /// The data keys `keys` unwrapped lately, so reading a version again does not ask the
+    /// key service again (`HEGEMONY_TF_STATE_KEY_CACHE_*`).
+    pub key_cache: KeyCache,
     pub clock: Arc<dyn Clock>,
     pub limits: Limits,
     /// Where the links the service hands out point.
@@ -161,6 +173,40 @@ impl App {
             .await?
             .map(|o| o.allocation)
             .unwrap_or_default())
+    }
+
+    /// Checks that the caller holds `permission`, reading the state's record in the same
+    /// catalog read as the org's allocation; returns both, the record for the first attempt.
+    async fn require_with_state(
+        &self,
+        principal: &Principal,
+        permission: Permission,
+        name: &StateName,
+    ) -> Result<(Allocation, FirstRead), Error> {
+        let (org, state) = self
+            .catalog
+            .org_and_state(&principal.org, name.as_str())
+            .await?;
+        let allocation = org.map(|o| o.allocation).unwrap_or_default();
+        allocation.require(principal.role, permission)?;
+        Ok((allocation, FirstRead::new(state)))
+    }
+
+    /// Checks that the caller holds `permission`, reading the state's record, and its latest
+    /// version's inline content, in the same catalog read as the org's allocation.
+    async fn require_with_content(
+        &self,
+        principal: &Principal,
+        permission: Permission,
+        name: &StateName,
+    ) -> Result<Option<(StateRecord, Option<Vec<u8>>)>, Error> {
+        let (org, state) = self
+            .catalog
+            .org_and_state_with_content(&principal.org, name.as_str())
+            .await?;
+        let allocation = org.map(|o| o.allocation).unwrap_or_default();
+        allocation.require(principal.role, permission)?;
+        Ok(state)
     }
 
     /// Checks that the caller holds `permission`, returning the org's allocation.

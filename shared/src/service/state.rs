@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use super::commit::{snapshot, take_over_dead_lock};
+use super::commit::take_over_dead_lock;
+use super::key_cache::KeySlot;
 use super::retry::{commit, until_done, Attempt, Carried};
 use super::{work, App, Error};
 use crate::crypto::{self, Binding};
@@ -46,6 +47,19 @@ fn binding<'a>(org: &'a str, incarnation: &'a str, version: u64, blob: &'a str) 
     }
 }
 
+/// A version's content as a read gets it.
+pub enum Content {
+    /// Sealed in format 1 (zstd inside): the plaintext, opened whole.
+    Whole(Vec<u8>),
+    /// Sealed in format 2: its gzip member, opened segment by segment as it is sent (the
+    /// first already, so a wrong key or a moved object fails before any byte), and the
+    /// plaintext's recorded size.
+    Gzip {
+        opening: Box<crypto::Opening>,
+        size: u64,
+    },
+}
+
 /// Reads the latest version's content, exactly as written. `None` when the state has no
 /// version. Reading works while the state is locked. An inline latest version comes with its
 /// record in one catalog read.
@@ -57,26 +71,44 @@ pub async fn read(
     app: &App,
     principal: &Principal,
     name: &StateName,
-) -> Result<Option<Vec<u8>>, Error> {
-    app.require(principal, Permission::Read).await?;
+) -> Result<Option<Content>, Error> {
+    let state = app
+        .require_with_content(principal, Permission::Read, name)
+        .await?;
     let keys = app.keys()?;
-    let Some((record, content)) = app
-        .catalog
-        .state_with_content(&principal.org, name.as_str())
-        .await?
-    else {
+    let Some((record, inline)) = state else {
         return Ok(None);
     };
     let Some(latest) = &record.latest else {
         return Ok(None);
     };
-    let object = match content {
-        Some(object) if latest.inline => object,
-        _ => sealed_object(app, &record, latest).await?,
+    content(app, keys, &record, latest, inline).await.map(Some)
+}
+
+/// A version's content for a read: a format-2 object stays compressed, to be sent as it is
+/// or inflated as it goes; a format-1 object is opened whole, as it always was. `inline` is
+/// an inline version's sealed bytes when the read that found the record brought them.
+pub(super) async fn content(
+    app: &App,
+    keys: &dyn crate::ports::KeyService,
+    record: &StateRecord,
+    version: &VersionRecord,
+    inline: Option<Vec<u8>>,
+) -> Result<Content, Error> {
+    let object = match inline {
+        Some(object) if version.inline => object,
+        _ => sealed_object(app, record, version).await?,
     };
-    open_object(keys, &record, latest, object, Vec::new())
+    let opening = opening(app, keys, record, version, object).await?;
+    if opening.compression() == crypto::Compression::Gzip {
+        return Ok(Content::Gzip {
+            opening: Box::new(opening),
+            size: version.size,
+        });
+    }
+    open_whole(opening, version, Vec::new())
         .await
-        .map(Some)
+        .map(Content::Whole)
 }
 
 pub(super) async fn open_version(
@@ -98,7 +130,23 @@ pub(super) async fn open_version_into(
     buffer: Vec<u8>,
 ) -> Result<Vec<u8>, Error> {
     let object = sealed_object(app, record, version).await?;
-    open_object(keys, record, version, object, buffer).await
+    let opening = opening(app, keys, record, version, object).await?;
+    open_whole(opening, version, buffer).await
+}
+
+/// The whole plaintext, off the async threads when it is large: decompressing a large state
+/// takes a while.
+async fn open_whole(
+    opening: crypto::Opening,
+    version: &VersionRecord,
+    buffer: Vec<u8>,
+) -> Result<Vec<u8>, Error> {
+    let (number, size) = (version.version, version.size as usize);
+    work::run(size, "decryption", move || {
+        crypto::open_into(opening, size, buffer)
+    })
+    .await?
+    .map_err(|e| Error::Damaged(format!("version {number}: {e}")))
 }
 
 /// A version's sealed bytes: from the catalog when inline, else from its blob.
@@ -129,34 +177,45 @@ async fn sealed_object(
     })
 }
 
-/// Decrypts a version's sealed bytes into `buffer`.
-async fn open_object(
+/// Unwraps a version's data key and opens the first segment of its sealed bytes.
+async fn opening(
+    app: &App,
     keys: &dyn crate::ports::KeyService,
     record: &StateRecord,
     version: &VersionRecord,
     object: Vec<u8>,
-    buffer: Vec<u8>,
-) -> Result<Vec<u8>, Error> {
+) -> Result<crypto::Opening, Error> {
+    let number = version.version;
     let header = crypto::read_header(&object).map_err(|e| Error::Damaged(e.to_string()))?;
-    let context = KeyContext {
+    // The record's key slot is the one a re-wrap replaces, and the only place a format-2
+    // object's wrapped key is kept; a format-1 header's copy is the original wrapping, and
+    // the only one of a version recorded before the slot was kept.
+    let (key_id, wrapped) = match (&version.wrapped_key, &header.key) {
+        (Some(wrapped), _) => (version.key.as_str(), wrapped.as_slice()),
+        (None, Some(key)) => (key.key_id.as_str(), key.wrapped.as_slice()),
+        (None, None) => {
+            return Err(Error::Damaged(format!(
+                "version {number} of state {} has no wrapped data key in its record",
+                record.name
+            )))
+        }
+    };
+    // The slot as read: a re-wrapped key is another cache entry.
+    let slot = KeySlot {
         org: &record.org,
         state: &record.name,
+        incarnation: &record.incarnation,
+        version: number,
+        key_id,
+        wrapped,
     };
-    let data_key = keys
-        .unwrap_key(&header.key_id, &header.wrapped_key, &context)
+    let data_key = app
+        .key_cache
+        .unwrap_key(keys, &slot, std::time::Instant::now())
         .await?;
-    let (org, incarnation, blob) = (
-        record.org.clone(),
-        record.incarnation.clone(),
-        version.blob.clone(),
-    );
-    let (number, size) = (version.version, version.size as usize);
-    work::run(size, "decryption", move || {
-        let binding = binding(&org, &incarnation, number, &blob);
-        crypto::open_into(&object, &header, &data_key, &binding, size, buffer)
-    })
-    .await?
-    .map_err(|e| Error::Damaged(format!("version {number}: {e}")))
+    let binding = binding(&record.org, &record.incarnation, number, &version.blob);
+    crypto::Opening::new(object, &header, &data_key, &binding)
+        .map_err(|e| Error::Damaged(format!("version {number}: {e}")))
 }
 
 /// Sealed content, remembered across compare-and-swap retries so the same decision does not
@@ -169,6 +228,7 @@ pub(super) struct Sealed {
     /// The sealed bytes of a version small enough to live inline in the catalog: the commit
     /// carries them, and no blob was written. `None` for a blob version.
     inline: Option<Arc<Vec<u8>>>,
+    wrapped_key: Vec<u8>,
 }
 
 impl Sealed {
@@ -178,6 +238,7 @@ impl Sealed {
             size: size as u64,
             sha256,
             key: self.key_id.clone(),
+            wrapped_key: self.wrapped_key.clone(),
             blob: self.blob.clone(),
             inline: self.inline.is_some(),
         }
@@ -214,7 +275,9 @@ pub async fn write(
     lock_id: Option<&str>,
     body: Vec<u8>,
 ) -> Result<WriteOutcome, Error> {
-    app.require(principal, Permission::Write).await?;
+    let (_, first) = app
+        .require_with_state(principal, Permission::Write, name)
+        .await?;
     let keys = app.keys()?;
     let (body, document, sha256) = examine(body).await?;
     let request = WriteRequest {
@@ -226,7 +289,7 @@ pub async fn write(
     let sealed: Carried<Sealed> = Carried::default();
     until_done(|| async {
         let now = app.clock.now();
-        let snapshot = snapshot(app, org, name, now).await?;
+        let snapshot = first.snapshot(app, org, name, now).await?;
         let (snapshot, takeover) =
             take_over_dead_lock(app, snapshot, &principal.actor, now).await?;
         let plan = match plan_write(&snapshot, &request, principal, now)? {
@@ -271,15 +334,27 @@ pub async fn write(
     .await
 }
 
+/// Below this a body's two passes run one after the other: a thread costs more than it saves.
+const PARALLEL_PASSES: usize = 1 << 20;
+
 /// Validates a body as a state document and digests it: one pass each, off the async
-/// threads when the body is large. The classification is kept, not raised, so it is reported
-/// in its turn.
+/// threads when the body is large, side by side on two cores for a very large one (sealing it
+/// then compresses on every core, so the passes would otherwise leave one idle). The
+/// classification is kept, not raised, so it is reported in its turn.
 pub(super) async fn examine(
     body: Vec<u8>,
 ) -> Result<(Arc<Vec<u8>>, Result<StateMeta, Refusal>, String), Error> {
     work::run(body.len(), "validation", move || {
-        let document = sniff(&body);
-        let sha256 = hex(&Sha256::digest(&body));
+        let (document, sha256) = if body.len() < PARALLEL_PASSES {
+            (sniff(&body), hex(&Sha256::digest(&body)))
+        } else {
+            std::thread::scope(|scope| {
+                let digest = scope.spawn(|| hex(&Sha256::digest(&body)));
+                let document = sniff(&body);
+                // Digesting memory cannot fail; a panic there is a defect, raised here.
+                (document, digest.join().expect("digest thread"))
+            })
+        };
         (Arc::new(body), document, sha256)
     })
     .await
@@ -308,16 +383,10 @@ pub(super) async fn seal(
         snapshot.incarnation.clone(),
         blob.clone(),
     );
-    let key_id = data_key.key_id.clone();
+    let (key_id, wrapped_key) = (data_key.key_id.clone(), data_key.wrapped.clone());
     let object = work::run(body.len(), "encryption", move || {
         let binding = binding(&org, &incarnation, version, &blob_for_task);
-        crypto::seal(
-            &body,
-            &data_key.plaintext,
-            &data_key.key_id,
-            &data_key.wrapped,
-            &binding,
-        )
+        crypto::seal(&body, &data_key.plaintext, &binding)
     })
     .await?;
     let inline = if object.len() <= INLINE_MAX_BYTES {
@@ -333,5 +402,6 @@ pub(super) async fn seal(
         blob,
         key_id,
         inline,
+        wrapped_key,
     })
 }

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use aws_config::SdkConfig;
 
 use super::{
-    assemble, limits, links, opening_internal, platform_keys, transit_keys, warn_at_start,
-    FrontDoor,
+    assemble, key_cache, limits, links, opening_internal, opening_retired, platform_keys,
+    transit_keys, warn_at_start, FrontDoor,
 };
 use crate::adapters::aws::{store, AwsSettings, KmsKeys, KmsOpener};
 use crate::adapters::key_ring::KeyRing;
@@ -46,6 +46,7 @@ pub fn app(config: Config, sdk: &SdkConfig, door: FrontDoor) -> Result<App, Conf
         variable: "HEGEMONY_TF_STATE_KEY_BACKEND".into(),
         message,
     };
+    let cache = key_cache(&config);
     let keys: Option<Arc<dyn KeyService>> = match config.key {
         KeySetting::Kms { key, platform } => {
             let name = format!("kms:{}", key.as_str());
@@ -54,22 +55,25 @@ pub fn app(config: Config, sdk: &SdkConfig, door: FrontDoor) -> Result<App, Conf
             // OpenBao's.
             let ring = KeyRing::new(Arc::new(kms), &name, "");
             let ring = opening_internal(ring, config.internal_openbao, &name).map_err(refuse)?;
-            Some(Arc::new(ring))
+            Some(Arc::new(opening_retired(ring, config.retired_keys)))
         }
         // KMS, always at hand on AWS, opens what it wrapped before a move away from it.
-        KeySetting::Transit { backend, platform } => Some(Arc::new(
+        KeySetting::Transit { backend, platform } => Some(Arc::new(opening_retired(
             transit_keys(backend, platform, config.internal_openbao)
                 .map_err(refuse)?
                 .opening("kms:", Arc::new(KmsOpener::new(kms_client(sdk)))),
-        )),
-        KeySetting::Platform(key) => Some(Arc::new(
+            config.retired_keys,
+        ))),
+        KeySetting::Platform(key) => Some(Arc::new(opening_retired(
             platform_keys(key, config.internal_openbao)
                 .map_err(refuse)?
                 .opening("kms:", Arc::new(KmsOpener::new(kms_client(sdk)))),
-        )),
+            config.retired_keys,
+        ))),
         // Every route then says why managed state is unavailable.
         KeySetting::Unset => None,
     };
+    let keys = keys.map(|keys| (keys, cache));
     Ok(assemble(catalog, blobs, keys, limits, links))
 }
 

@@ -4,7 +4,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{assemble, limits, links, platform_keys, transit_keys, warn_at_start, FrontDoor};
+use super::{
+    assemble, key_cache, limits, links, opening_retired, platform_keys, transit_keys,
+    warn_at_start, FrontDoor,
+};
 use crate::adapters::local;
 use crate::config::{Config, KeySetting};
 use crate::ports::KeyService;
@@ -27,10 +30,12 @@ pub fn app(config: Config, data_dir: &Path, key_file: Option<&Path>) -> Result<A
         || local::key_file::default_key_file(data_dir),
         Path::to_owned,
     );
+    let cache = key_cache(&config);
     let (keys, key_name): (Arc<dyn KeyService>, String) = match config.key {
         KeySetting::Platform(key) => {
             let name = key.key_id().to_owned();
-            (Arc::new(platform_keys(key, config.internal_openbao)?), name)
+            let ring = platform_keys(key, config.internal_openbao)?;
+            (Arc::new(opening_retired(ring, config.retired_keys)), name)
         }
         KeySetting::Kms { .. } => return Err(
             "HEGEMONY_TF_STATE_KEY_BACKEND=kms:... needs the AWS store (--store aws); the local store seals with Transit or a platform key".into()
@@ -42,12 +47,14 @@ pub fn app(config: Config, data_dir: &Path, key_file: Option<&Path>) -> Result<A
                 None if key_file.exists() => Some(local::key_file::read_or_create(&key_file, data_dir)?),
                 None => None,
             };
-            (Arc::new(transit_keys(backend, platform, config.internal_openbao)?), name)
+            let ring = transit_keys(backend, platform, config.internal_openbao)?;
+            (Arc::new(opening_retired(ring, config.retired_keys)), name)
         }
         KeySetting::Unset => {
             let key = local::key_file::read_or_create(&key_file, data_dir)?;
             let name = key.key_id().to_owned();
-            (Arc::new(platform_keys(key, config.internal_openbao)?), name)
+            let ring = platform_keys(key, config.internal_openbao)?;
+            (Arc::new(opening_retired(ring, config.retired_keys)), name)
         }
     };
     tracing::info!(
@@ -58,7 +65,7 @@ pub fn app(config: Config, data_dir: &Path, key_file: Option<&Path>) -> Result<A
         "local store"
     );
     let (catalog, blobs) = local::open(data_dir)?;
-    Ok(assemble(catalog, blobs, Some(keys), limits, links))
+    Ok(assemble(catalog, blobs, Some((keys, cache)), limits, links))
 }
 
 /// The sweeper's app on the local store in `data_dir`: no key, and no store created.

@@ -5,6 +5,7 @@
 //! runs per request, and no other module assembles an `App`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::adapters::key_ring::KeyRing;
 use crate::adapters::transit::TransitKeys;
@@ -12,6 +13,7 @@ use crate::config::Config;
 use crate::crypto::PlatformKey;
 use crate::http::lambda::{MAX_STATE_BYTES, PAYLOAD_CEILING};
 use crate::ports::{BlobStore, Catalog, KeyService};
+use crate::service::key_cache::KeyCache;
 use crate::service::{App, Limits, Links, SystemClock};
 use crate::transit_settings::TransitSettings;
 
@@ -126,6 +128,16 @@ fn opening_internal(
     }
 }
 
+/// `ring`, also opening the versions the retired platform keys wrapped (each by its own
+/// fingerprint, so it wins over a `platform:` prefix), until a re-wrap has moved them.
+#[cfg_attr(not(any(feature = "local", feature = "aws")), allow(dead_code))]
+fn opening_retired(ring: KeyRing, retired: Vec<PlatformKey>) -> KeyRing {
+    retired.into_iter().fold(ring, |ring, key| {
+        let prefix = key.key_id().to_owned();
+        ring.opening(&prefix, Arc::new(key))
+    })
+}
+
 /// Where the links the app hands out point, from the settings.
 #[cfg_attr(not(any(feature = "local", feature = "aws")), allow(dead_code))]
 fn links(config: &Config) -> Links {
@@ -136,19 +148,34 @@ fn links(config: &Config) -> Links {
     }
 }
 
+/// The key cache the settings ask for.
+#[cfg_attr(not(any(feature = "local", feature = "aws")), allow(dead_code))]
+fn key_cache(config: &Config) -> KeyCache {
+    KeyCache::new(
+        // At most LIMIT_KEY_CACHE_SIZE, checked with the settings: it fits any usize.
+        usize::try_from(config.key_cache_size).unwrap_or(usize::MAX),
+        Duration::from_secs(config.key_cache_seconds),
+    )
+}
+
 /// The one place an `App` is assembled; every deployment reads the system clock.
 #[cfg_attr(not(any(feature = "local", feature = "aws")), allow(dead_code))]
 fn assemble(
     catalog: impl Catalog + 'static,
     blobs: impl BlobStore + 'static,
-    keys: Option<Arc<dyn KeyService>>,
+    keys: Option<(Arc<dyn KeyService>, KeyCache)>,
     limits: Limits,
     links: Links,
 ) -> App {
+    let (keys, key_cache) = match keys {
+        Some((keys, cache)) => (Some(keys), cache),
+        None => (None, KeyCache::off()),
+    };
     App {
         catalog: Arc::new(catalog),
         blobs: Arc::new(blobs),
         keys,
+        key_cache,
         clock: Arc::new(SystemClock),
         limits,
         links,

@@ -13,6 +13,7 @@
 mod support;
 
 mod access;
+mod apps;
 mod audit;
 mod authorization;
 mod backend;

@@ -97,6 +97,7 @@ pub fn fixture(adapter: Adapter, limits: Limits) -> Fixture {
         catalog: catalog.clone(),
         blobs: blobs.clone(),
         keys: Some(keys),
+        key_cache: hegemony_state::service::key_cache::KeyCache::off(),
         clock: clock.clone(),
         limits,
         links: Default::default(),
@@ -143,4 +144,26 @@ macro_rules! every_adapter {
             async fn $case() { cases::$case(support::fixture(support::Adapter::Aws, $limits)).await })*
         }
     };
+}
+
+/// A version's plaintext from what a read or a download gives: a format-2 version comes
+/// back as its gzip member, which a client inflates.
+pub fn plaintext(content: hegemony_state::service::state::Content) -> Vec<u8> {
+    use hegemony_state::service::state::Content;
+    match content {
+        Content::Whole(bytes) => bytes,
+        Content::Gzip { opening, size } => {
+            hegemony_state::crypto::open_into(*opening, size as usize, Vec::new()).unwrap()
+        }
+    }
+}
+
+/// The latest version's plaintext, as `service::state::read` gives it.
+pub async fn read(
+    app: &App,
+    principal: &Principal,
+    name: &StateName,
+) -> Result<Option<Vec<u8>>, hegemony_state::service::Error> {
+    let content = hegemony_state::service::state::read(app, principal, name).await?;
+    Ok(content.map(plaintext))
 }

@@ -9,7 +9,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, fetchContent, seg } from '../api';
 import { backendHcl } from '../backend';
 import { SizeChart } from '../chart';
-import { Confirm, CopyButton, ErrorText, Hcl, Holder, Link, RunLink, Time } from '../components';
+import { Confirm, CopyButton, ErrorText, Hcl, Holder, Link, RunLink, save, Time } from '../components';
 import { countsText, countsWords, versionParam } from '../changes';
 import { actor, bytes, ended, exact, shortSha } from '../format';
 import { navigate } from '../router';
@@ -17,18 +17,6 @@ import type { ChangeCounts, Identity, StateView, Version } from '../types';
 import { VersionChanges } from '../versionChanges';
 
 type Dialog = { kind: 'rollback'; version: Version } | { kind: 'unlock' } | { kind: 'delete' } | null;
-
-/** Saves `blob` as a file named `name`, as a download. */
-function save(blob: Blob, name: string) {
-  const url = URL.createObjectURL(blob);
-  const a = document.createElement('a');
-  a.href = url;
-  a.download = name;
-  document.body.appendChild(a);
-  a.click();
-  a.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 10_000);
-}
 
 export function StatePage(props: { me: Identity; name: string; location: URL }) {
   const { me, name } = props;

@@ -8,16 +8,20 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::primitives::Blob;
-use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{
+    AttributeValue, Delete, KeysAndAttributes, Put, TransactWriteItem, Update,
+};
 use aws_sdk_dynamodb::Client;
 use sha2::{Digest, Sha256};
 
 use super::describe_failure;
 use super::items::*;
 use crate::domain::record::StateRecord;
-use crate::domain::version::VersionRecord;
+use crate::domain::version::{KeySlot, VersionRecord};
 use crate::domain::Timestamp;
-use crate::ports::{AuditEntry, AuditQuery, AuditRecord, Commit, StateCatalog, StoreError};
+use crate::ports::{
+    AuditEntry, AuditQuery, AuditRecord, Commit, OrgAndState, OrgRecord, StateCatalog, StoreError,
+};
 
 /// DynamoDB's limit on the items of one transaction.
 const MAX_TRANSACTION_ITEMS: usize = 100;
@@ -256,6 +260,98 @@ impl DynamoCatalog {
             .map_err(|e| StoreError::Unavailable(describe_failure("GetItem", &e)))?;
         Ok(output.item)
     }
+
+    /// The items at `keys` that exist, read strongly consistently in one `BatchGetItem`
+    /// (and again for any keys DynamoDB leaves unprocessed when throttled, a bounded number
+    /// of times, after which it is a transient fault). Only the key and the record travel,
+    /// and the inline content when `with_body`.
+    pub(super) async fn get_many(
+        &self,
+        keys: Vec<Item>,
+        with_body: bool,
+    ) -> Result<Vec<Item>, StoreError> {
+        const ROUNDS: usize = 5;
+        let mut wanted = KeysAndAttributes::builder()
+            .set_keys(Some(keys))
+            .consistent_read(true)
+            .projection_expression(if with_body {
+                "#pk, #sk, #rec, #body"
+            } else {
+                "#pk, #sk, #rec"
+            })
+            .expression_attribute_names("#pk", PK)
+            .expression_attribute_names("#sk", SK)
+            .expression_attribute_names("#rec", REC);
+        if with_body {
+            wanted = wanted.expression_attribute_names("#body", BODY);
+        }
+        let mut wanted = wanted.build().expect("keys are set");
+        let mut found = Vec::new();
+        for _ in 0..ROUNDS {
+            let output = self
+                .client
+                .batch_get_item()
+                .request_items(&self.table, wanted)
+                .send()
+                .await
+                .map_err(|e| StoreError::Unavailable(describe_failure("BatchGetItem", &e)))?;
+            found.extend(
+                output
+                    .responses
+                    .and_then(|mut tables| tables.remove(&self.table))
+                    .unwrap_or_default(),
+            );
+            match output
+                .unprocessed_keys
+                .and_then(|mut tables| tables.remove(&self.table))
+            {
+                Some(rest) if !rest.keys.is_empty() => wanted = rest,
+                _ => return Ok(found),
+            }
+        }
+        Err(StoreError::Unavailable(format!(
+            "BatchGetItem left keys unprocessed {ROUNDS} times: the table is throttled"
+        )))
+    }
+
+    /// The org's settings and one state's record, in one `BatchGetItem`; with the latest
+    /// version's inline content when `with_body` and that version is inline (the state item
+    /// holds it beside the record).
+    async fn org_and_state_items(
+        &self,
+        org: &str,
+        name: &str,
+        with_body: bool,
+    ) -> Result<OrgAndState, StoreError> {
+        let state = state_sk(name);
+        let items = self
+            .get_many(
+                vec![
+                    key(org_pk(org), SETTINGS_SK),
+                    key(org_pk(org), state.clone()),
+                ],
+                with_body,
+            )
+            .await?;
+        let find = |sk: &str| {
+            items
+                .iter()
+                .find(|item| string(item, SK).is_ok_and(|s| s == sk))
+        };
+        let settings = find(SETTINGS_SK).map(record).transpose()?;
+        let state = find(&state)
+            .map(|item| {
+                let record: StateRecord = record(item)?;
+                let content = record
+                    .latest
+                    .as_ref()
+                    .filter(|l| with_body && l.inline)
+                    .and_then(|_| binary(item, BODY));
+                Ok::<_, StoreError>((record, content))
+            })
+            .transpose()?;
+        Ok((settings, state))
+    }
 }
 
 /// A random 16-bit number from the operating system.
@@ -418,21 +514,21 @@ impl StateCatalog for DynamoCatalog {
         self.get_record(key(org_pk(org), state_sk(name))).await
     }
 
-    async fn state_with_content(
+    async fn org_and_state(
         &self,
         org: &str,
         name: &str,
-    ) -> Result<Option<(StateRecord, Option<Vec<u8>>)>, StoreError> {
-        let Some(item) = self.get(key(org_pk(org), state_sk(name))).await? else {
-            return Ok(None);
-        };
-        let record: StateRecord = record(&item)?;
-        let content = record
-            .latest
-            .as_ref()
-            .filter(|l| l.inline)
-            .and_then(|_| binary(&item, BODY));
-        Ok(Some((record, content)))
+    ) -> Result<(Option<OrgRecord>, Option<StateRecord>), StoreError> {
+        let (org, state) = self.org_and_state_items(org, name, false).await?;
+        Ok((org, state.map(|(state, _)| state)))
+    }
+
+    async fn org_and_state_with_content(
+        &self,
+        org: &str,
+        name: &str,
+    ) -> Result<OrgAndState, StoreError> {
+        self.org_and_state_items(org, name, true).await
     }
 
     async fn states(
@@ -532,6 +628,70 @@ impl StateCatalog for DynamoCatalog {
     async fn commit(&self, commit: Commit) -> Result<(), StoreError> {
         let token = request_token(&commit);
         self.transact(self.commit_items(&commit), Some(token)).await
+    }
+
+    /// Both items are read, then written in one transaction conditioned on the state's
+    /// revision and on the version item holding exactly the record read, so a slot changed
+    /// in between (another re-wrap, a commit) is a `Conflict`.
+    async fn replace_key_slot(
+        &self,
+        org: &str,
+        name: &str,
+        incarnation: &str,
+        version: u64,
+        old: &KeySlot,
+        new: &KeySlot,
+    ) -> Result<(), StoreError> {
+        let state_item = self.get(key(org_pk(org), state_sk(name))).await?;
+        let state: StateRecord = state_item
+            .as_ref()
+            .map(record)
+            .transpose()?
+            .ok_or(StoreError::Conflict)?;
+        let pk = versions_pk(org, name, incarnation);
+        let version_item = self.get(key(pk.clone(), number_sk(version))).await?;
+        let Some(version_item) = version_item else {
+            return Err(StoreError::Conflict);
+        };
+        let mut stored: VersionRecord = record(&version_item)?;
+        if state.incarnation != incarnation || stored.slot() != *old {
+            return Err(StoreError::Conflict);
+        }
+        stored.set_slot(new);
+        let state = state.with_key_slot(version, new);
+        let old_text = string(&version_item, REC)?.to_owned();
+        // Updates, not puts: an inline version's content, on its item and (for the latest)
+        // the state's, stays as it is; a re-wrap changes only the slot.
+        let update_version = self.record_update(
+            key(pk, number_sk(version)),
+            to_json(&stored),
+            None,
+            None,
+            stored.inline,
+            Some((
+                format!("{REC} = :old"),
+                Some(std::collections::HashMap::from([(
+                    ":old".to_owned(),
+                    s(old_text),
+                )])),
+            )),
+        );
+        let update_state = self.record_update(
+            key(org_pk(org), state_sk(name)),
+            to_json(&state),
+            Some(state.revision),
+            None,
+            state.latest.as_ref().is_some_and(|l| l.inline),
+            Some((
+                format!("{REV} = :expected"),
+                Some(std::collections::HashMap::from([(
+                    ":expected".to_owned(),
+                    n(state.revision - 1),
+                )])),
+            )),
+        );
+        self.transact(vec![update_version, update_state], None)
+            .await
     }
 
     async fn append_audit(&self, entry: &AuditEntry) -> Result<(), StoreError> {

@@ -6,6 +6,8 @@
 //! | record        | pk                                | sk                    | index  |
 //! |---------------|-----------------------------------|-----------------------|--------|
 //! | state         | `ORG#<org>`                       | `STATE#<name>`        |        |
+//! | app state     | `ORG#<org>`                       | `APP#<name>`          |        |
+//! | archive       | `APPARC#<org>/<name>`             | commit ID             |        |
 //! | org settings  | `ORG#<org>`                       | `SETTINGS`            |        |
 //! | version       | `VER#<org>/<name>/<incarnation>`  | version, 20 digits    |        |
 //! | audit entry   | `AUDIT#<org>`                     | sequence, 20 digits   |        |

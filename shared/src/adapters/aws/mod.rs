@@ -4,6 +4,7 @@
 //! emulators and tests; deployments create the table with the SAM template).
 
 mod access;
+mod apps;
 mod blobs;
 mod catalog;
 mod items;

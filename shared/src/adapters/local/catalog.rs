@@ -13,9 +13,11 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBeha
 
 use super::tables::{from_json, seconds, sql_error, to_json, SCHEMA, SCHEMA_VERSION};
 use crate::domain::record::StateRecord;
-use crate::domain::version::VersionRecord;
+use crate::domain::version::{KeySlot, VersionRecord};
 use crate::domain::Timestamp;
-use crate::ports::{AuditEntry, AuditQuery, AuditRecord, Commit, StateCatalog, StoreError};
+use crate::ports::{
+    AuditEntry, AuditQuery, AuditRecord, Commit, OrgAndState, OrgRecord, StateCatalog, StoreError,
+};
 
 /// How long a writer waits for another process's transaction before giving up (a 503 with
 /// `Retry-After`, which clients retry).
@@ -112,6 +114,45 @@ impl SqliteCatalog {
         })
         .await
         .map_err(|e| StoreError::Unavailable(format!("catalog task failed: {e}")))?
+    }
+
+    /// The org's settings and one state's record, and with `with_content` the latest
+    /// version's inline content: one statement, a point read, so all of it comes from one
+    /// snapshot of the catalog (the content found is the latest version's as that record
+    /// names it).
+    async fn org_and_state_rows(
+        &self,
+        org: &str,
+        name: &str,
+        with_content: bool,
+    ) -> Result<OrgAndState, StoreError> {
+        let (org, name) = (org.to_owned(), name.to_owned());
+        self.read(move |conn| {
+            let sql = if with_content {
+                "SELECT (SELECT record FROM orgs WHERE org = ?1), s.record, c.sealed
+                 FROM (SELECT 1) LEFT JOIN states s ON s.org = ?1 AND s.name = ?2
+                 LEFT JOIN contents c ON c.org = s.org AND c.name = s.name
+                   AND c.incarnation = json_extract(s.record, '$.incarnation')
+                   AND c.version = json_extract(s.record, '$.latest.version')"
+            } else {
+                "SELECT (SELECT record FROM orgs WHERE org = ?1), s.record, NULL
+                 FROM (SELECT 1) LEFT JOIN states s ON s.org = ?1 AND s.name = ?2"
+            };
+            type Row = (Option<String>, Option<String>, Option<Vec<u8>>);
+            let (settings, state, content): Row = conn
+                .prepare_cached(sql)
+                .and_then(|mut stmt| {
+                    stmt.query_row(params![org, name], |row| {
+                        Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                    })
+                })
+                .map_err(sql_error)?;
+            let state = state
+                .map(|text| Ok::<_, StoreError>((from_json::<StateRecord>(&text)?, content)))
+                .transpose()?;
+            Ok((settings.as_deref().map(from_json).transpose()?, state))
+        })
+        .await
     }
 }
 
@@ -214,6 +255,57 @@ fn set_up(conn: &mut Connection) -> Result<(), rusqlite::Error> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     tx.execute_batch(SCHEMA)?;
     tx.commit()
+}
+
+/// [`StateCatalog::replace_key_slot`] in one transaction: the version's record and the state
+/// record are read and written under SQLite's one writer, so the slot compared is the one
+/// replaced.
+fn replace_key_slot_in(
+    conn: &mut Connection,
+    (org, name, incarnation): (&str, &str, &str),
+    version: i64,
+    old: &KeySlot,
+    new: &KeySlot,
+) -> Result<(), StoreError> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(sql_error)?;
+    let state: Option<String> = tx
+        .query_row(
+            "SELECT record FROM states WHERE org = ?1 AND name = ?2",
+            params![org, name],
+            |row| row.get(0),
+        )
+        .optional()
+        .map_err(sql_error)?;
+    let state: StateRecord = from_json(&state.ok_or(StoreError::Conflict)?)?;
+    let stored: Option<String> = tx
+        .query_row(
+            "SELECT record FROM versions
+             WHERE org = ?1 AND name = ?2 AND incarnation = ?3 AND version = ?4",
+            params![org, name, incarnation, version],
+            |row| row.get(0),
+        )
+        .optional()
+        .map_err(sql_error)?;
+    let mut record: VersionRecord = from_json(&stored.ok_or(StoreError::Conflict)?)?;
+    if state.incarnation != incarnation || record.slot() != *old {
+        return Err(StoreError::Conflict);
+    }
+    record.set_slot(new);
+    let state = state.with_key_slot(record.version, new);
+    tx.execute(
+        "UPDATE versions SET record = ?5
+         WHERE org = ?1 AND name = ?2 AND incarnation = ?3 AND version = ?4",
+        params![org, name, incarnation, version, to_json(&record)],
+    )
+    .map_err(sql_error)?;
+    tx.execute(
+        "UPDATE states SET revision = ?3, record = ?4 WHERE org = ?1 AND name = ?2",
+        params![org, name, state.revision, to_json(&state)],
+    )
+    .map_err(sql_error)?;
+    tx.commit().map_err(sql_error)
 }
 
 fn commit_in(conn: &mut Connection, commit: Commit) -> Result<(), StoreError> {
@@ -343,32 +435,21 @@ impl StateCatalog for SqliteCatalog {
         .await
     }
 
-    async fn state_with_content(
+    async fn org_and_state(
         &self,
         org: &str,
         name: &str,
-    ) -> Result<Option<(StateRecord, Option<Vec<u8>>)>, StoreError> {
-        let (org, name) = (org.to_owned(), name.to_owned());
-        self.read(move |conn| {
-            // One statement, so the record and the content come from one snapshot of the
-            // catalog: the content found is the latest version's as that record names it.
-            let row: Option<(String, Option<Vec<u8>>)> = conn
-                .prepare_cached(
-                    "SELECT s.record, c.sealed FROM states s
-                     LEFT JOIN contents c ON c.org = s.org AND c.name = s.name
-                       AND c.incarnation = json_extract(s.record, '$.incarnation')
-                       AND c.version = json_extract(s.record, '$.latest.version')
-                     WHERE s.org = ?1 AND s.name = ?2",
-                )
-                .and_then(|mut stmt| {
-                    stmt.query_row(params![org, name], |row| Ok((row.get(0)?, row.get(1)?)))
-                })
-                .optional()
-                .map_err(sql_error)?;
-            row.map(|(text, content)| Ok((from_json(&text)?, content)))
-                .transpose()
-        })
-        .await
+    ) -> Result<(Option<OrgRecord>, Option<StateRecord>), StoreError> {
+        let (org, state) = self.org_and_state_rows(org, name, false).await?;
+        Ok((org, state.map(|(state, _)| state)))
+    }
+
+    async fn org_and_state_with_content(
+        &self,
+        org: &str,
+        name: &str,
+    ) -> Result<OrgAndState, StoreError> {
+        self.org_and_state_rows(org, name, true).await
     }
 
     async fn states(
@@ -484,6 +565,26 @@ impl StateCatalog for SqliteCatalog {
 
     async fn commit(&self, commit: Commit) -> Result<(), StoreError> {
         self.with(move |conn| commit_in(conn, commit)).await
+    }
+
+    async fn replace_key_slot(
+        &self,
+        org: &str,
+        name: &str,
+        incarnation: &str,
+        version: u64,
+        old: &KeySlot,
+        new: &KeySlot,
+    ) -> Result<(), StoreError> {
+        let Ok(version) = i64::try_from(version) else {
+            return Err(StoreError::Conflict);
+        };
+        let (org, name, incarnation) = (org.to_owned(), name.to_owned(), incarnation.to_owned());
+        let (old, new) = (old.clone(), new.clone());
+        self.with(move |conn| {
+            replace_key_slot_in(conn, (&org, &name, &incarnation), version, &old, &new)
+        })
+        .await
     }
 
     async fn append_audit(&self, entry: &AuditEntry) -> Result<(), StoreError> {

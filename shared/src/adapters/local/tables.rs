@@ -44,14 +44,22 @@ CREATE TABLE IF NOT EXISTS run_items (
     run TEXT NOT NULL, token_id TEXT NOT NULL, org TEXT NOT NULL, state TEXT NOT NULL,
     PRIMARY KEY (run, token_id, org, state)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS orgs (org TEXT PRIMARY KEY, record TEXT NOT NULL);
-PRAGMA user_version = 3;
+CREATE TABLE IF NOT EXISTS apps (
+    org TEXT NOT NULL, name TEXT NOT NULL, revision INTEGER NOT NULL, record TEXT NOT NULL,
+    PRIMARY KEY (org, name)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS archives (
+    org TEXT NOT NULL, name TEXT NOT NULL, commit_id TEXT NOT NULL, record TEXT NOT NULL,
+    PRIMARY KEY (org, name, commit_id)) WITHOUT ROWID;
+PRAGMA user_version = 4;
 ";
 
 /// The `user_version` of a catalog that `SCHEMA` made: one at it needs no write to open.
-/// 3 added `contents`, the sealed bytes of inline versions (a table of its own, not a column
-/// of `versions`, so an older catalog gains it without rewriting a row, and a version's
-/// record is replaced without touching its content).
-pub(super) const SCHEMA_VERSION: i64 = 3;
+/// 3 added `apps` and `archives`, the app states; 4 added `contents`, the sealed bytes of
+/// inline versions (a table of its own, not a column of `versions`, so an older catalog gains
+/// it without rewriting a row, and a version's record is replaced without touching its
+/// content). Every table is created if missing, so a catalog of any older version gains all
+/// it lacks in one pass.
+pub(super) const SCHEMA_VERSION: i64 = 4;
 
 /// A catalog fault: transient (clients retry a 503) only when it can pass, as a busy
 /// database, a full disk or an I/O error can; anything else is a fault of the stored data or

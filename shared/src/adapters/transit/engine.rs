@@ -1,6 +1,6 @@
 //! The HTTP calls to one Transit engine (Vault's API, which OpenBao keeps): log in, read and
-//! create a key, make a data key, decrypt one. Every failure says which engine, which call
-//! and why, in words an operator can act on; tokens never appear in them.
+//! create a key, make a data key, decrypt, re-wrap or encrypt one. Every failure says which
+//! engine, which call and why, in words an operator can act on; tokens never appear in them.
 
 use reqwest::{Method, StatusCode};
 use serde_json::Value;

@@ -4,9 +4,9 @@
 //! `decrypt` opens it, both under a derived key with a context binding org and state, so a
 //! wrapped key copied to another state does not open. Each version records
 //! `transit:<tag>:<key>:v<key version>`: the engine, the key and the key version that wrapped
-//! it (what a later `rewrap` moves to the key's newest version). A failure of the engine
-//! (sealed, unreachable, refused, throttled) is a transient fault: never a switch to another
-//! key.
+//! it (what `keys rewrap` moves to the key's newest version with Transit's `rewrap`; a move
+//! from another backend wraps with `encrypt`). A failure of the engine (sealed, unreachable,
+//! refused, throttled) is a transient fault: never a switch to another key.
 
 mod engine;
 
@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 use tokio::sync::Mutex;
 use zeroize::Zeroizing;
 
-use crate::ports::{DataKey, KeyContext, KeyError, KeyOpener, KeyService};
+use crate::ports::{DataKey, KeyContext, KeyError, KeyOpener, KeyService, WrappedKey};
 use crate::transit_settings::TransitSettings;
 use engine::{Engine, Fault};
 
@@ -128,6 +128,40 @@ impl TransitKeys {
     }
 }
 
+impl TransitKeys {
+    /// The key name of a key id this engine recorded.
+    fn key_of<'a>(&self, key_id: &'a str) -> Result<&'a str, KeyError> {
+        key_id
+            .strip_prefix(&self.key_id_prefix())
+            .and_then(|rest| rest.rsplit_once(":v"))
+            .map(|(key, _)| key)
+            .ok_or_else(|| KeyError::WrongKey {
+                stored: key_id.to_owned(),
+                configured: self.name(),
+            })
+    }
+
+    /// The ciphertext `call` answered under `key`, with the key id naming its key version.
+    fn key_id_of(
+        &self,
+        key: &str,
+        call: &str,
+        answer: Option<&Value>,
+    ) -> Result<WrappedKey, KeyError> {
+        let ciphertext = answer.and_then(|a| a["data"]["ciphertext"].as_str());
+        match ciphertext.and_then(|c| Some((c, key_version(c)?))) {
+            Some((ciphertext, version)) => Ok(WrappedKey {
+                key_id: format!("{}{key}:v{version}", self.key_id_prefix()),
+                wrapped: ciphertext.as_bytes().to_vec(),
+            }),
+            None => Err(KeyError::Unavailable(format!(
+                "{} {call}: the answer holds no ciphertext",
+                self.name()
+            ))),
+        }
+    }
+}
+
 fn plaintext_key(data: &Value) -> Option<Zeroizing<[u8; 32]>> {
     let bytes = Zeroizing::new(b64().decode(data["plaintext"].as_str()?).ok()?);
     let key: [u8; 32] = bytes.as_slice().try_into().ok()?;
@@ -165,6 +199,89 @@ impl KeyService for TransitKeys {
             key_id: format!("{}{key}:v{version}", self.key_id_prefix()),
         })
     }
+
+    async fn current_key_id(&self, context: &KeyContext<'_>) -> Result<String, KeyError> {
+        let key = self.engine.settings.key_for(context.org);
+        self.ensure_key(&key).await?;
+        let call = format!("read key {key}");
+        let info = self
+            .engine
+            .call(
+                Method::GET,
+                &format!("{}/keys/{key}", self.engine.settings.mount),
+                None,
+            )
+            .await
+            .map_err(self.unavailable(&call))?;
+        let latest = info
+            .as_ref()
+            .and_then(|i| i["data"]["latest_version"].as_u64())
+            .ok_or_else(|| {
+                KeyError::Unavailable(format!(
+                    "{} {call}: the answer has no latest_version",
+                    self.name()
+                ))
+            })?;
+        Ok(format!("{}{key}:v{latest}", self.key_id_prefix()))
+    }
+
+    async fn wrap_key(
+        &self,
+        plaintext: &[u8; 32],
+        context: &KeyContext<'_>,
+    ) -> Result<WrappedKey, KeyError> {
+        let key = self.engine.settings.key_for(context.org);
+        self.ensure_key(&key).await?;
+        let call = format!("encrypt {key}");
+        let body = json!({"plaintext": b64().encode(plaintext), "context": context_b64(context)});
+        let answer = self
+            .engine
+            .call(
+                Method::POST,
+                &format!("{}/encrypt/{key}", self.engine.settings.mount),
+                Some(&body),
+            )
+            .await
+            .map_err(self.unavailable(&call))?;
+        self.key_id_of(&key, &call, answer.as_ref())
+    }
+
+    /// Transit's `rewrap` when the version's key is the one new data keys get (a rotation):
+    /// the data key never leaves the engine. A version of another key of this engine (the
+    /// key name setting changed) is decrypted and encrypted under the current one.
+    async fn rewrap_key(
+        &self,
+        key_id: &str,
+        wrapped: &[u8],
+        context: &KeyContext<'_>,
+    ) -> Result<WrappedKey, KeyError> {
+        let key = self.key_of(key_id)?;
+        if key != self.engine.settings.key_for(context.org) {
+            let plaintext = self.unwrap_key(key_id, wrapped, context).await?;
+            return self.wrap_key(&plaintext, context).await;
+        }
+        let ciphertext = std::str::from_utf8(wrapped).map_err(|_| KeyError::Unwrap {
+            key_id: key_id.to_owned(),
+        })?;
+        let call = format!("rewrap {key}");
+        let answer = self
+            .engine
+            .call(
+                Method::POST,
+                &format!("{}/rewrap/{key}", self.engine.settings.mount),
+                Some(&json!({"ciphertext": ciphertext, "context": context_b64(context)})),
+            )
+            .await
+            .map_err(|fault| match fault {
+                Fault::Status(StatusCode::BAD_REQUEST, ref why) if !why.contains("not found") => {
+                    KeyError::Unwrap {
+                        key_id: key_id.to_owned(),
+                    }
+                }
+                other => self.unavailable(&call)(other),
+            })?;
+        self.key_id_of(key, &call, answer.as_ref())
+    }
 }
 
 #[async_trait]
@@ -175,15 +292,7 @@ impl KeyOpener for TransitKeys {
         wrapped: &[u8],
         context: &KeyContext<'_>,
     ) -> Result<Zeroizing<[u8; 32]>, KeyError> {
-        let wrong_key = || KeyError::WrongKey {
-            stored: key_id.to_owned(),
-            configured: self.name(),
-        };
-        let key = key_id
-            .strip_prefix(&self.key_id_prefix())
-            .and_then(|rest| rest.rsplit_once(":v"))
-            .map(|(key, _)| key)
-            .ok_or_else(wrong_key)?;
+        let key = self.key_of(key_id)?;
         let unwrap_failed = || KeyError::Unwrap {
             key_id: key_id.to_owned(),
         };

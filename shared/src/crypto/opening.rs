@@ -1,0 +1,468 @@
+//! Opening a sealed object (either format) once its data key is unwrapped: segment by
+//! segment in the object's own buffer, so a read holds the sealed bytes and nothing more. A
+//! format-2 object's opened segments are its gzip member, sent as they are; [`Inflating`]
+//! turns them into the plaintext for a client that refuses gzip; [`open_into`] gives the
+//! whole plaintext of either format.
+
+use std::io::Write;
+
+use aes_gcm::aead::{AeadInPlace, KeyInit};
+use aes_gcm::{Aes256Gcm, Nonce, Tag};
+
+use super::envelope::{
+    associated_data, Binding, Compression, EnvelopeError, Header, NONCE_PREFIX_SIZE, TAG_SIZE,
+};
+
+/// A sealed object being opened. The first segment is opened when this is made, so a wrong
+/// key, an edited header or an object moved to another binding fails before anything is
+/// sent; a later segment that fails authentication stops the opening there.
+pub struct Opening {
+    object: Vec<u8>,
+    cipher: Aes256Gcm,
+    nonce_prefix: [u8; NONCE_PREFIX_SIZE],
+    aad: Vec<u8>,
+    compression: Compression,
+    /// A sealed segment's size (the last may be shorter).
+    sealed: usize,
+    /// Where the next sealed segment starts.
+    at: usize,
+    position: u32,
+    /// The opened first segment, not yet handed out.
+    first: Option<(usize, usize)>,
+    done: bool,
+    /// Where the segments start.
+    header_len: usize,
+}
+
+impl Opening {
+    /// Starts opening `object` (whose header is `header`) with `data_key` for `binding`.
+    ///
+    /// # Errors
+    /// `Damaged` when the first segment does not authenticate.
+    pub fn new(
+        object: Vec<u8>,
+        header: &Header,
+        data_key: &[u8; 32],
+        binding: &Binding<'_>,
+    ) -> Result<Self, EnvelopeError> {
+        let aad = associated_data(header.format(), &object[..header.len], binding);
+        let mut opening = Opening {
+            cipher: Aes256Gcm::new(data_key.into()),
+            nonce_prefix: header.nonce_prefix,
+            aad,
+            compression: header.compression,
+            sealed: header.segment_size + TAG_SIZE,
+            at: header.len,
+            position: 0,
+            first: None,
+            done: false,
+            header_len: header.len,
+            object,
+        };
+        opening.first = opening.open_segment()?;
+        Ok(opening)
+    }
+
+    /// How the opened bytes are compressed.
+    pub fn compression(&self) -> Compression {
+        self.compression
+    }
+
+    /// How many bytes the segments hold once opened (the compressed plaintext's length),
+    /// known before any is opened past the first: what a gzip answer's Content-Length says.
+    pub fn opened_len(&self) -> u64 {
+        let rest = self.object.len() - self.header_len;
+        let segments = rest.div_ceil(self.sealed).max(1);
+        rest.saturating_sub(segments * TAG_SIZE) as u64
+    }
+
+    /// Opens the next segment in the object's buffer and returns its bytes; `None` after
+    /// the last.
+    ///
+    /// # Errors
+    /// `Damaged` when the segment does not authenticate; the opening ends there.
+    pub fn next_segment(&mut self) -> Result<Option<&[u8]>, EnvelopeError> {
+        let range = match self.first.take() {
+            Some(range) => Some(range),
+            None => self.open_segment()?,
+        };
+        Ok(range.map(|(start, end)| &self.object[start..end]))
+    }
+
+    /// Decrypts the segment at `at` in place: the range of its plaintext, `None` when the
+    /// last is done.
+    fn open_segment(&mut self) -> Result<Option<(usize, usize)>, EnvelopeError> {
+        if self.done {
+            return Ok(None);
+        }
+        let rest = self.object.len() - self.at;
+        let last = rest <= self.sealed;
+        let len = if last { rest } else { self.sealed };
+        if len < TAG_SIZE {
+            self.done = true;
+            return Err(EnvelopeError::Damaged);
+        }
+        let mut nonce = [0u8; 12];
+        nonce[..NONCE_PREFIX_SIZE].copy_from_slice(&self.nonce_prefix);
+        nonce[NONCE_PREFIX_SIZE..11].copy_from_slice(&self.position.to_be_bytes());
+        nonce[11] = u8::from(last);
+        let start = self.at;
+        let (body, tag) = self.object[start..start + len].split_at_mut(len - TAG_SIZE);
+        let tag = Tag::clone_from_slice(tag);
+        let opened =
+            self.cipher
+                .decrypt_in_place_detached(Nonce::from_slice(&nonce), &self.aad, body, &tag);
+        if opened.is_err() {
+            self.done = true;
+            return Err(EnvelopeError::Damaged);
+        }
+        self.at += len;
+        self.done = last;
+        // Past 2^32 segments (256 TiB) STREAM's counter would repeat: no object is that large.
+        self.position = self.position.checked_add(1).ok_or(EnvelopeError::Damaged)?;
+        Ok(Some((start, start + len - TAG_SIZE)))
+    }
+
+    /// Every opened byte, gathered in the object's own buffer (each segment moved down over
+    /// the header and the tags before it): the whole compressed plaintext with no second
+    /// buffer.
+    ///
+    /// # Errors
+    /// `Damaged` as [`Opening::next_segment`].
+    pub fn into_opened(mut self) -> Result<Vec<u8>, EnvelopeError> {
+        let mut out = 0;
+        loop {
+            let range = match self.first.take() {
+                Some(range) => Some(range),
+                None => self.open_segment()?,
+            };
+            let Some((start, end)) = range else { break };
+            self.object.copy_within(start..end, out);
+            out += end - start;
+        }
+        self.object.truncate(out);
+        Ok(std::mem::take(&mut self.object))
+    }
+}
+
+/// A format-2 opening turned back into the plaintext, a segment's worth at a time: for a
+/// client that does not accept gzip.
+pub struct Inflating {
+    opening: Opening,
+    decoder: Option<flate2::write::GzDecoder<Vec<u8>>>,
+}
+
+impl Inflating {
+    /// # Errors
+    /// `Decompress` when the opening is not of a gzip (format-2) object.
+    pub fn new(opening: Opening) -> Result<Self, EnvelopeError> {
+        if opening.compression != Compression::Gzip {
+            return Err(EnvelopeError::Decompress("not a gzip object".into()));
+        }
+        Ok(Self {
+            opening,
+            decoder: Some(flate2::write::GzDecoder::new(Vec::new())),
+        })
+    }
+
+    /// The next piece of plaintext (possibly empty while the decoder holds it back);
+    /// `None` once all is given.
+    ///
+    /// # Errors
+    /// `Damaged` or `Decompress`; the stream ends there.
+    pub fn next_chunk(&mut self) -> Result<Option<Vec<u8>>, EnvelopeError> {
+        let Some(decoder) = self.decoder.as_mut() else {
+            return Ok(None);
+        };
+        let decompress = |e: std::io::Error| EnvelopeError::Decompress(e.to_string());
+        match self.opening.next_segment()? {
+            Some(segment) => {
+                decoder.write_all(segment).map_err(decompress)?;
+                Ok(Some(std::mem::take(decoder.get_mut())))
+            }
+            None => {
+                let decoder = self.decoder.take().expect("checked above");
+                Ok(Some(decoder.finish().map_err(decompress)?))
+            }
+        }
+    }
+}
+
+/// Opens the whole plaintext (either format) into `out`, emptied first: opening several
+/// objects one after another into one buffer reuses its memory. `size_hint` (the recorded
+/// plaintext size) sizes the output once, so a large state is never copied by regrowth.
+///
+/// # Errors
+/// `Damaged` when any segment fails authentication (tampering, truncation, reordering, an
+/// object moved to another binding); `Decompress` if authenticated content does not
+/// decompress.
+pub fn open_into(
+    mut opening: Opening,
+    size_hint: usize,
+    mut out: Vec<u8>,
+) -> Result<Vec<u8>, EnvelopeError> {
+    out.clear();
+    out.reserve(size_hint);
+    let decompress = |e: std::io::Error| EnvelopeError::Decompress(e.to_string());
+    match opening.compression {
+        Compression::Zstd => {
+            let mut decoder = zstd::stream::write::Decoder::new(out).map_err(decompress)?;
+            while let Some(segment) = opening.next_segment()? {
+                decoder.write_all(segment).map_err(decompress)?;
+            }
+            decoder.flush().map_err(decompress)?;
+            Ok(decoder.into_inner())
+        }
+        Compression::Gzip => {
+            let mut decoder = flate2::write::GzDecoder::new(out);
+            while let Some(segment) = opening.next_segment()? {
+                decoder.write_all(segment).map_err(decompress)?;
+            }
+            decoder.finish().map_err(decompress)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crypto::envelope::{read_header, seal, SEGMENT_SIZE};
+
+    const KEY: [u8; 32] = [7u8; 32];
+
+    fn binding(version: u64) -> Binding<'static> {
+        Binding {
+            org: "acme",
+            incarnation: "inc",
+            version,
+            blob_id: "b1",
+        }
+    }
+
+    fn opening(object: &[u8], key: &[u8; 32], version: u64) -> Result<Opening, EnvelopeError> {
+        let header = read_header(object)?;
+        Opening::new(object.to_vec(), &header, key, &binding(version))
+    }
+
+    fn roundtrip(plaintext: &[u8]) -> Vec<u8> {
+        let sealed = seal(plaintext, &KEY, &binding(1));
+        let header = read_header(&sealed).unwrap();
+        assert_eq!(
+            (header.compression, header.key.is_none()),
+            (Compression::Gzip, true)
+        );
+        open_into(
+            opening(&sealed, &KEY, 1).unwrap(),
+            plaintext.len(),
+            Vec::new(),
+        )
+        .unwrap()
+    }
+
+    fn pseudo_random(n: usize) -> Vec<u8> {
+        let mut x = 0x2545F4914F6CDD1Du64;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    }
+
+    fn gunzip(member: &[u8]) -> Vec<u8> {
+        use std::io::Read;
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(member)
+            .read_to_end(&mut out)
+            .unwrap();
+        out
+    }
+
+    #[test]
+    fn roundtrips_empty_small_and_multi_segment_content() {
+        assert_eq!(roundtrip(b""), b"");
+        assert_eq!(roundtrip(b"{\"version\":4}"), b"{\"version\":4}");
+        // Incompressible data spans many segments, including an exact multiple, and a large
+        // one is deflated on several threads.
+        for n in [SEGMENT_SIZE * 3, SEGMENT_SIZE * 3 + 17, 3_000_000] {
+            let data = pseudo_random(n);
+            assert_eq!(roundtrip(&data), data);
+        }
+    }
+
+    /// What a gzip read sends: the opened segments, one by one or gathered in place, are
+    /// one gzip member of the plaintext, as long as `opened_len` said.
+    #[test]
+    fn the_opened_segments_are_the_gzip_member_of_the_plaintext() {
+        let data = pseudo_random(SEGMENT_SIZE * 5 + 99);
+        let sealed = seal(&data, &KEY, &binding(1));
+        let mut streamed = Vec::new();
+        let mut o = opening(&sealed, &KEY, 1).unwrap();
+        let declared = o.opened_len();
+        while let Some(segment) = o.next_segment().unwrap() {
+            streamed.extend_from_slice(segment);
+        }
+        assert_eq!(streamed.len() as u64, declared);
+        assert_eq!(gunzip(&streamed), data);
+        let gathered = opening(&sealed, &KEY, 1).unwrap().into_opened().unwrap();
+        assert_eq!(gathered, streamed);
+        let mut inflating = Inflating::new(opening(&sealed, &KEY, 1).unwrap()).unwrap();
+        let mut plain = Vec::new();
+        while let Some(chunk) = inflating.next_chunk().unwrap() {
+            plain.extend_from_slice(&chunk);
+        }
+        assert_eq!(plain, data);
+    }
+
+    #[test]
+    fn opening_into_a_used_buffer_gives_only_the_new_plaintext() {
+        let sealed = seal(b"small", &KEY, &binding(1));
+        let used = pseudo_random(200_000);
+        let reused = open_into(opening(&sealed, &KEY, 1).unwrap(), 5, used).unwrap();
+        assert_eq!(reused, b"small");
+    }
+
+    #[test]
+    fn plaintext_never_appears_in_the_object() {
+        let secret = b"{\"outputs\":{\"password\":\"hunter2-very-secret\"}}";
+        let sealed = seal(secret, &KEY, &binding(1));
+        assert!(!sealed.windows(10).any(|w| w == b"hunter2-ve"));
+    }
+
+    #[test]
+    fn another_binding_or_key_does_not_open_and_says_so_before_any_byte() {
+        let sealed = seal(b"state", &KEY, &binding(1));
+        assert!(matches!(
+            opening(&sealed, &KEY, 2),
+            Err(EnvelopeError::Damaged)
+        ));
+        assert!(matches!(
+            opening(&sealed, &[8u8; 32], 1),
+            Err(EnvelopeError::Damaged)
+        ));
+    }
+
+    fn drain(mut o: Opening) -> Result<(), EnvelopeError> {
+        while o.next_segment()?.is_some() {}
+        Ok(())
+    }
+
+    #[test]
+    fn truncation_tampering_and_header_edits_are_caught() {
+        let data = pseudo_random(SEGMENT_SIZE * 2 + 5);
+        let sealed = seal(&data, &KEY, &binding(1));
+        let header_len = 17;
+        // Cut at a segment boundary: the new last segment was not sealed as last.
+        let cut = &sealed[..header_len + SEGMENT_SIZE + TAG_SIZE];
+        assert!(matches!(opening(cut, &KEY, 1), Err(EnvelopeError::Damaged)));
+        let cut = &sealed[..header_len + 2 * (SEGMENT_SIZE + TAG_SIZE)];
+        assert!(matches!(
+            drain(opening(cut, &KEY, 1).unwrap()),
+            Err(EnvelopeError::Damaged)
+        ));
+        let mut flipped = sealed.clone();
+        let last = flipped.len() - 1;
+        flipped[last] ^= 1;
+        let o = opening(&flipped, &KEY, 1).unwrap();
+        assert!(matches!(o.into_opened(), Err(EnvelopeError::Damaged)));
+        // Swapped segments: each is authenticated at its own position.
+        let mut swapped = sealed.clone();
+        let (a, b) = (header_len, header_len + SEGMENT_SIZE + TAG_SIZE);
+        let first = swapped[a..b].to_vec();
+        swapped.copy_within(b..b + (b - a), a);
+        swapped[b..b + first.len()].copy_from_slice(&first);
+        assert!(matches!(
+            opening(&swapped, &KEY, 1),
+            Err(EnvelopeError::Damaged)
+        ));
+        let mut edited = sealed.clone();
+        edited[8] ^= 1; // inside the segment size
+        let h = read_header(&edited).unwrap();
+        assert!(matches!(
+            Opening::new(edited.clone(), &h, &KEY, &binding(1)),
+            Err(EnvelopeError::Damaged)
+        ));
+    }
+
+    #[test]
+    fn a_foreign_or_future_object_is_named_as_such() {
+        assert!(matches!(
+            read_header(b"PK\x03\x04..."),
+            Err(EnvelopeError::NotAnEnvelope)
+        ));
+        let mut sealed = seal(b"x", &KEY, &binding(1));
+        sealed[4] = 9;
+        assert!(matches!(
+            read_header(&sealed),
+            Err(EnvelopeError::UnsupportedFormat(9))
+        ));
+        // Format 2 with format 1's compression is no format this code wrote.
+        sealed[4] = 2;
+        sealed[5] = 1;
+        assert!(matches!(
+            read_header(&sealed),
+            Err(EnvelopeError::UnsupportedFormat(2))
+        ));
+        assert!(matches!(
+            read_header(b"HGST\x02\x02\x00"),
+            Err(EnvelopeError::TruncatedHeader)
+        ));
+        assert!(matches!(
+            read_header(b"HGST\x01\x01\x00"),
+            Err(EnvelopeError::TruncatedHeader)
+        ));
+    }
+
+    /// A version sealed in format 1 by the server before format 2 (tests/fixtures/format-1):
+    /// its header still names the key, the platform key still unwraps it, and it opens to
+    /// the plaintext the catalog recorded; moved to another version, it does not.
+    #[tokio::test]
+    async fn a_format_1_object_written_before_format_2_still_opens() {
+        use crate::crypto::PlatformKey;
+        use crate::ports::{KeyContext, KeyOpener};
+        use sha2::{Digest, Sha256};
+        let object = include_bytes!("../../../tests/fixtures/format-1/data/blobs/orgs+default+states+eb27bf4dbc9a4d0ba7013e040d79ec41+1-3d76b21a88bcc4d5286f627acbf12728");
+        let key =
+            PlatformKey::from_base64(include_str!("../../../tests/fixtures/format-1/data.key"))
+                .unwrap();
+        let header = read_header(object).unwrap();
+        assert_eq!(header.compression, Compression::Zstd);
+        let named = header.key.clone().unwrap();
+        assert_eq!(named.key_id, key.key_id());
+        let context = KeyContext {
+            org: "default",
+            state: "net",
+        };
+        let data_key = key
+            .unwrap_key(&named.key_id, &named.wrapped, &context)
+            .await
+            .unwrap();
+        let blob = "orgs/default/states/eb27bf4dbc9a4d0ba7013e040d79ec41/1-3d76b21a88bcc4d5286f627acbf12728";
+        let at = |version| Binding {
+            org: "default",
+            incarnation: "eb27bf4dbc9a4d0ba7013e040d79ec41",
+            version,
+            blob_id: blob,
+        };
+        let o = Opening::new(object.to_vec(), &header, &data_key, &at(1)).unwrap();
+        let plain = open_into(o, 0, Vec::new()).unwrap();
+        let digest: String = Sha256::digest(&plain)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(
+            digest,
+            "b15a5c032f8fcabe580e4629c17a7042166501621f650c9c3ae4ac1ac64fe19a"
+        );
+        assert!(matches!(
+            Opening::new(object.to_vec(), &header, &data_key, &at(2)),
+            Err(EnvelopeError::Damaged)
+        ));
+        assert!(
+            Inflating::new(Opening::new(object.to_vec(), &header, &data_key, &at(1)).unwrap())
+                .is_err()
+        );
+    }
+}
