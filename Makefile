@@ -70,8 +70,10 @@ test: tools lint web build web-test clients-test
 	$(CARGO) test --workspace
 
 ## The benchmark (release build): backend latencies by state size, save-path throughput, memory,
-## comparing two versions. BENCH=changes runs the comparison of versions alone; BENCH=aws the
-## AWS store on the emulator alone (the functions' start-up, AWS calls per operation, latencies).
+## comparing two versions. BENCH=changes runs the comparison of versions alone; BENCH=small
+## the backend latencies of 10 KiB and 100 KiB states alone; BENCH=reads the reads against
+## their floor; BENCH=aws the AWS store on the emulator alone (the functions' start-up, AWS
+## calls per operation, latencies).
 BENCH ?=
 bench: tools
 	$(CARGO) build --release -p hegemony-state-cli -p hegemony-state-functions

@@ -15,8 +15,10 @@
 //! and the server's peak memory growth over a mix of 32 MiB saves and reads.
 //!
 //! `cargo bench -p hegemony-state-blackbox --bench backend -- changes` (`make bench
-//! BENCH=changes`) runs the comparison alone; `BENCH=reads` the reads against their floor;
-//! `-- aws` (`make bench BENCH=aws`) the AWS store on the emulator alone.
+//! BENCH=changes`) runs the comparison alone; `BENCH=small` the backend latencies of the
+//! small states alone (10 KiB and 100 KiB, the sizes whose saves are inline); `BENCH=reads`
+//! the reads against their floor; `-- aws` (`make bench BENCH=aws`) the AWS store on the
+//! emulator alone.
 
 use std::time::{Duration, Instant};
 
@@ -95,15 +97,16 @@ fn rss_kib(pid: u32, field: &str) -> u64 {
 fn main() {
     // `cargo bench` passes its own flags (`--bench`); a plain word names one part.
     let part = std::env::args().skip(1).find(|a| !a.starts_with('-'));
-    match part.as_deref() {
-        None => {}
+    let sizes = match part.as_deref() {
+        None => SIZES,
         Some("changes") => return compare_versions(&client()),
         Some("aws") => return aws_front_doors(&client()),
         Some("reads") => return reads_against_their_floor(&client()),
+        Some("small") => &SIZES[..2],
         Some(other) => {
-            panic!("no benchmark part named {other:?}; the parts are: changes, reads, aws")
+            panic!("no benchmark part named {other:?}; the parts are: changes, small, reads, aws")
         }
-    }
+    };
     // Built with the bench (release) profile, so `bin()` finds the release server.
     let server = Server::start();
     let token = server.token("bench", "bench", "operator");
@@ -114,7 +117,7 @@ fn main() {
         "state", "LOCK p50/p95", "GET p50/p95", "POST p50/p95", "UNLOCK p50/p95", "cycles"
     );
     let mut serial = 0u64;
-    for (label, size, cycles) in SIZES {
+    for (label, size, cycles) in sizes {
         let name = format!("bench-{size}");
         let (lock, unlock, state) = (
             server.url(&format!("/api/tf-states/{name}/lock")),
@@ -181,6 +184,9 @@ fn main() {
             "{label:>8}  {:>15}  {:>15}  {:>15}  {:>15}  {cycles:>7}",
             cells[0], cells[1], cells[2], cells[3]
         );
+    }
+    if part.is_some() {
+        return;
     }
 
     // The save path's CPU work, in-process, on a 32 MiB state.

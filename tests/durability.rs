@@ -12,7 +12,8 @@ use std::time::Duration;
 use hegemony_state_blackbox::*;
 use serde_json::Value;
 
-/// A state of about 200 KB, so a kill lands in the middle of writing one.
+/// A state of about 200 KB that compresses to almost nothing: its sealed form is small
+/// enough to live inline in the catalog, so its save is one SQLite transaction.
 fn big_doc(serial: u64) -> String {
     state_doc(
         serial,
@@ -21,11 +22,26 @@ fn big_doc(serial: u64) -> String {
     )
 }
 
-/// Every write that got a 200 is readable after a kill -9 and a restart, and decrypts; no
-/// torn or half-written version is visible (only the acknowledged one, or the one in
-/// flight when the kill landed).
-#[test]
-fn every_acknowledged_write_survives_kill_9() {
+/// A state of about 200 KB of noise, whose sealed form (about 100 KB) is too large to be
+/// inline: its save writes a blob file before the commit, so a kill lands in the middle of
+/// writing one.
+fn noisy_doc(serial: u64) -> String {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15 ^ serial;
+    let noise: String = (0..200_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            char::from_digit((x % 16) as u32, 16).unwrap()
+        })
+        .collect();
+    state_doc(serial, "crash-lineage", &format!("{serial}-{noise}"))
+}
+
+/// Every write of `doc` that got a 200 is readable after a kill -9 and a restart, and
+/// decrypts; no torn or half-written version is visible (only the acknowledged one, or the
+/// one in flight when the kill landed). Returns the server, still running.
+fn acknowledged_writes_survive_kill_9(doc: fn(u64) -> String) -> Server {
     let mut server = Server::start();
     let token = server.token("acme", "alice", "operator");
     let mut acked = 0u64;
@@ -38,7 +54,7 @@ fn every_acknowledged_write_survives_kill_9() {
                     // A failed send is the kill landing: the writer stops there.
                     match api
                         .backend("POST", "/api/tf-states/crash/state", &token)
-                        .body(big_doc(serial))
+                        .body(doc(serial))
                         .send()
                     {
                         Ok(r) if r.status() == 200 => last_ok.store(serial, Ordering::SeqCst),
@@ -68,11 +84,31 @@ fn every_acknowledged_write_survives_kill_9() {
         );
         assert_eq!(
             text,
-            big_doc(serial),
+            doc(serial),
             "the stored version is exactly what was sent"
         );
         acked = serial;
     }
+    server
+}
+
+/// Small saves, inline in the catalog: an acknowledged one survives a kill -9, and none
+/// wrote a blob file.
+#[test]
+fn every_acknowledged_small_save_survives_kill_9() {
+    let server = acknowledged_writes_survive_kill_9(big_doc);
+    let blobs = server.data_dir().join("blobs");
+    assert!(
+        files_under(&blobs).is_empty(),
+        "inline saves write no blob file"
+    );
+}
+
+/// Large saves, in blob files: the same.
+#[test]
+fn every_acknowledged_large_save_survives_kill_9() {
+    let server = acknowledged_writes_survive_kill_9(noisy_doc);
+    assert!(!files_under(&server.data_dir().join("blobs")).is_empty());
 }
 
 fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
@@ -97,15 +133,24 @@ fn nothing_secret_is_stored_in_plaintext() {
     let token = server.token("acme", "alice", "operator");
     let secret = "planted-secret-9f8e7d6c5b4a";
     let api = Api::new(&server);
-    let doc = state_doc(1, "lin", secret);
-    let r = api.post_state(&token, "secrets", None, doc.clone());
-    assert_eq!(r.status(), 200);
-    let r = api.get_state(&token, "secrets");
-    assert_eq!(
-        r.text().unwrap(),
-        doc,
-        "the secret is there for those who may read it"
-    );
+    // One state small enough to be inline in the catalog, one large enough for a blob.
+    let docs = [
+        ("secrets", state_doc(1, "lin", secret)),
+        (
+            "large",
+            noisy_doc(1).replacen("1-", &format!("1-{secret}"), 1),
+        ),
+    ];
+    for (name, doc) in &docs {
+        let r = api.post_state(&token, name, None, doc.clone());
+        assert_eq!(r.status(), 200);
+        let r = api.get_state(&token, name);
+        assert_eq!(
+            &r.text().unwrap(),
+            doc,
+            "the secret is there for those who may read it"
+        );
+    }
     let files = files_under(&server.data_dir());
     assert!(files.iter().any(|f| f.to_string_lossy().contains("blobs")));
     for file in &files {

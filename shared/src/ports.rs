@@ -1,6 +1,8 @@
 //! The ports: what storage must provide, as few and as narrow traits as the use cases need.
 //! Adapters (memory, local, AWS) implement them and pass one contract suite.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
@@ -24,6 +26,10 @@ pub enum StoreError {
     Corrupt(String),
 }
 
+/// An org's settings and one of its states' record with its latest version's inline sealed
+/// content (`None` for a blob version), as one read gives them.
+pub type OrgAndState = (Option<OrgRecord>, Option<(StateRecord, Option<Vec<u8>>)>);
+
 /// One mutation of a state, committed atomically: the state record (compare-and-swap on its
 /// revision), the version records it writes, the blobs it commits and dooms, its audit.
 #[derive(Debug, Clone)]
@@ -38,6 +44,11 @@ pub struct Commit {
     pub state: Option<StateRecord>,
     /// Version records to insert or replace, under `state`'s incarnation.
     pub versions: Vec<VersionRecord>,
+    /// The sealed content of the inline versions among `versions` (a small save writes no
+    /// blob): stored with their records, replacing what an earlier save of the same version
+    /// stored. A version written without content here keeps the content it has, unless its
+    /// record says it is not inline, which drops it.
+    pub contents: Vec<InlineContent>,
     /// Blobs this commit makes part of a version: their pending records go.
     pub committed_blobs: Vec<String>,
     /// Blobs no committed version uses any more: listed for deletion.
@@ -49,6 +60,31 @@ pub struct Commit {
     /// incarnation a delete retires.
     pub version_marks: Vec<VersionMark>,
     pub audit: Vec<AuditEntry>,
+}
+
+/// The largest sealed version kept inline in the catalog, in bytes; larger ones go to the
+/// blob store. Chosen by measurement (docs/performance.md): below it a save is one catalog
+/// transaction (one fsync on the local store, no S3 PUT on AWS), and it keeps a DynamoDB state
+/// item, which holds the latest version's content beside its record, well under the 400 KB
+/// item limit whatever the record holds.
+pub const INLINE_MAX_BYTES: usize = 64 * 1024;
+
+/// The sealed bytes of one inline version, as a commit carries them. Shared, so retries of a
+/// commit and the commit itself do not copy them.
+#[derive(Clone)]
+pub struct InlineContent {
+    pub version: u64,
+    pub sealed: Arc<Vec<u8>>,
+}
+
+impl std::fmt::Debug for InlineContent {
+    /// The length, not the (encrypted, but long) bytes.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InlineContent")
+            .field("version", &self.version)
+            .field("bytes", &self.sealed.len())
+            .finish()
+    }
 }
 
 /// A sparse record for the sweeper: the versions of `incarnation` numbered below `below` are
@@ -75,12 +111,21 @@ impl Commit {
             at,
             state,
             versions: Vec::new(),
+            contents: Vec::new(),
             committed_blobs: Vec::new(),
             doomed_blobs: Vec::new(),
             run_items: Vec::new(),
             version_marks: Vec::new(),
             audit: Vec::new(),
         }
+    }
+
+    /// The inline content this commit stores for `version`, if any.
+    pub fn content_of(&self, version: u64) -> Option<&Arc<Vec<u8>>> {
+        self.contents
+            .iter()
+            .find(|c| c.version == version)
+            .map(|c| &c.sealed)
     }
 }
 
@@ -132,6 +177,15 @@ pub trait StateCatalog: Send + Sync {
         name: &str,
     ) -> Result<(Option<OrgRecord>, Option<StateRecord>), StoreError>;
 
+    /// As [`StateCatalog::org_and_state`], and, when the state's latest version is inline,
+    /// that version's sealed content, from the same consistent read: what a read of the
+    /// state needs, so a small read is one catalog read.
+    async fn org_and_state_with_content(
+        &self,
+        org: &str,
+        name: &str,
+    ) -> Result<OrgAndState, StoreError>;
+
     /// Records of an org's states in name order, after `after`, at most `limit`.
     async fn states(
         &self,
@@ -148,6 +202,15 @@ pub trait StateCatalog: Send + Sync {
         incarnation: &str,
         version: u64,
     ) -> Result<Option<VersionRecord>, StoreError>;
+
+    /// The sealed content of an inline version; `None` when the catalog holds none for it.
+    async fn content(
+        &self,
+        org: &str,
+        name: &str,
+        incarnation: &str,
+        version: u64,
+    ) -> Result<Option<Vec<u8>>, StoreError>;
 
     /// Every version of one incarnation of a state, newest first.
     async fn versions(
@@ -271,8 +334,8 @@ pub trait AccessCatalog: Send + Sync {
 /// blobs), never a scan of every state or blob.
 #[async_trait]
 pub trait SweepCatalog: Send + Sync {
-    /// Drops up to `limit` versions below their marks, listing their blobs for deletion at
-    /// `at` in the same transaction; a mark with nothing left below it goes. Returns how many
+    /// Drops up to `limit` versions below their marks, with their inline content, listing
+    /// their blobs (those not inline) for deletion at `at` in the same transaction; a mark with nothing left below it goes. Returns how many
     /// versions were dropped.
     async fn drop_marked_versions(&self, limit: usize, at: Timestamp) -> Result<usize, StoreError>;
 

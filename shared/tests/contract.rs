@@ -13,8 +13,8 @@ use hegemony_state::domain::record::StateRecord;
 use hegemony_state::domain::version::{ChangeRecord, KeySlot, Source, VersionRecord};
 use hegemony_state::domain::{Actor, Timestamp};
 use hegemony_state::ports::{
-    AuditEntry, AuditQuery, BlobStore, Catalog, Commit, OrgRecord, StoreError, TokenKind,
-    TokenRecord, VersionMark,
+    AuditEntry, AuditQuery, BlobStore, Catalog, Commit, InlineContent, OrgRecord, StoreError,
+    TokenKind, TokenRecord, VersionMark, INLINE_MAX_BYTES,
 };
 use time::macros::datetime;
 
@@ -82,6 +82,23 @@ fn version(n: u64, blob: &str) -> VersionRecord {
         writer: user(),
         change: ChangeRecord::first_save(None, NOW),
         blob: blob.into(),
+        inline: false,
+    }
+}
+
+/// A version whose sealed content is inline in the catalog.
+fn inline_version(n: u64) -> VersionRecord {
+    VersionRecord {
+        inline: true,
+        ..version(n, &format!("i{n}"))
+    }
+}
+
+/// Sealed bytes as an inline version carries them (opaque to storage).
+fn sealed(n: u64, len: usize) -> InlineContent {
+    InlineContent {
+        version: n,
+        sealed: Arc::new((0..len).map(|i| (i as u64 * 31 + n) as u8).collect()),
     }
 }
 
@@ -108,6 +125,7 @@ fn commit(record: &StateRecord, expected: u64, versions: Vec<VersionRecord>) -> 
         at: NOW,
         state: Some(stored),
         versions,
+        contents: Vec::new(),
         committed_blobs: Vec::new(),
         doomed_blobs: Vec::new(),
         run_items: Vec::new(),
@@ -221,6 +239,39 @@ mod cases {
         }
         let first = f.catalog.version("acme", "net", "inc", 1).await.unwrap();
         assert_eq!(first.unwrap().version, 1, "an untouched version stays");
+    }
+
+    /// Re-wrapping an inline version's key changes only its slot: its content, beside the
+    /// version's record and (for the latest) the state's, reads back as it was.
+    pub async fn replacing_an_inline_versions_key_slot_keeps_its_content(f: Fixture) {
+        let mut stored = StateRecord::fresh("acme", "net", "inc", NOW);
+        stored.latest = Some(inline_version(2));
+        let mut c = commit(&stored, 0, vec![inline_version(1), inline_version(2)]);
+        c.contents.extend([sealed(1, 500), sealed(2, 700)]);
+        f.catalog.commit(c).await.unwrap();
+        let new = KeySlot {
+            key: "transit:bao:tf:v2".into(),
+            wrapped_key: Some(b"vault:v2:abc".to_vec()),
+        };
+        for n in [1, 2] {
+            let old = inline_version(n).slot();
+            f.catalog
+                .replace_key_slot("acme", "net", "inc", n, &old, &new)
+                .await
+                .unwrap();
+            let content = f.catalog.content("acme", "net", "inc", n).await.unwrap();
+            let len = if n == 1 { 500 } else { 700 };
+            assert_eq!(content, Some(sealed(n, len).sealed.to_vec()), "version {n}");
+        }
+        let (_, state) = f
+            .catalog
+            .org_and_state_with_content("acme", "net")
+            .await
+            .unwrap();
+        let (record, content) = state.unwrap();
+        let latest = record.latest.unwrap();
+        assert_eq!((latest.slot(), latest.inline), (new, true));
+        assert_eq!(content, Some(sealed(2, 700).sealed.to_vec()));
     }
 
     /// The Terraform version and instance count read back as stored, and unknown ones
@@ -513,11 +564,28 @@ mod cases {
         assert_eq!(org, Some(settings.clone()));
         assert_eq!(state, f.catalog.state("acme", "net").await.unwrap());
         let (org, state) = f.catalog.org_and_state("acme", "db").await.unwrap();
-        assert_eq!((org, state), (Some(settings), None));
+        assert_eq!((org, state), (Some(settings.clone()), None));
         assert_eq!(
             f.catalog.org_and_state("other", "net").await.unwrap(),
             (None, None)
         );
+        // The read that brings content brings the same records.
+        let with = |name: &'static str| {
+            let catalog = f.catalog.clone();
+            async move {
+                catalog
+                    .org_and_state_with_content("acme", name)
+                    .await
+                    .unwrap()
+            }
+        };
+        let (org, state) = with("net").await;
+        assert_eq!(org, Some(settings.clone()));
+        assert_eq!(
+            state,
+            Some((f.catalog.state("acme", "net").await.unwrap().unwrap(), None))
+        );
+        assert_eq!(with("db").await, (Some(settings), None));
     }
 
     pub async fn an_org_is_created_once(f: Fixture) {
@@ -670,6 +738,174 @@ mod cases {
             .is_empty());
     }
 
+    /// An inline version's content reads back with the state's record in one read while it
+    /// is the latest, and by version afterwards; a blob version has none in the catalog.
+    pub async fn inline_content_reads_back_with_the_record_and_by_version(f: Fixture) {
+        let mut record = StateRecord::fresh("acme", "net", "inc", NOW);
+        record.latest = Some(version(1, "b1"));
+        record.next_version = 2;
+        f.catalog
+            .commit(commit(&record, 0, vec![version(1, "b1")]))
+            .await
+            .unwrap();
+        let (_, content) = f
+            .catalog
+            .org_and_state_with_content("acme", "net")
+            .await
+            .unwrap()
+            .1
+            .unwrap();
+        assert_eq!(
+            content, None,
+            "a blob version's content is not in the catalog"
+        );
+        record.latest = Some(inline_version(2));
+        record.next_version = 3;
+        let mut c = commit(&record, 1, vec![inline_version(2)]);
+        c.contents.push(sealed(2, 1000));
+        f.catalog.commit(c).await.unwrap();
+        let (read, content) = f
+            .catalog
+            .org_and_state_with_content("acme", "net")
+            .await
+            .unwrap()
+            .1
+            .unwrap();
+        assert_eq!(read.latest, Some(inline_version(2)));
+        assert_eq!(content.as_deref(), Some(sealed(2, 1000).sealed.as_slice()));
+        assert_eq!(
+            f.catalog.content("acme", "net", "inc", 2).await.unwrap(),
+            Some(sealed(2, 1000).sealed.to_vec())
+        );
+        assert_eq!(
+            f.catalog.content("acme", "net", "inc", 1).await.unwrap(),
+            None
+        );
+        assert_eq!(
+            f.catalog.content("acme", "net", "other", 2).await.unwrap(),
+            None,
+            "another incarnation's version 2 is not this one"
+        );
+        let listed = f.catalog.versions("acme", "net", "inc").await.unwrap();
+        assert_eq!(listed, [inline_version(2), version(1, "b1")]);
+        assert!(f
+            .catalog
+            .org_and_state_with_content("acme", "none")
+            .await
+            .unwrap()
+            .1
+            .is_none());
+        let listing = f.catalog.states("acme", None, 10).await.unwrap();
+        assert_eq!(listing[0].latest, Some(inline_version(2)));
+    }
+
+    /// A commit that only rewrites an inline version's record (closing its change record,
+    /// releasing a lock) keeps its content; new content replaces it; a record that is no
+    /// longer inline (a replacing save stored as a blob) drops it.
+    pub async fn rewriting_a_record_keeps_its_content_until_it_is_a_blob(f: Fixture) {
+        let mut record = StateRecord::fresh("acme", "net", "inc", NOW);
+        record.latest = Some(inline_version(1));
+        record.next_version = 2;
+        let mut c = commit(&record, 0, vec![inline_version(1)]);
+        c.contents.push(sealed(1, 500));
+        f.catalog.commit(c).await.unwrap();
+        let content = |f: &Fixture| {
+            let catalog = f.catalog.clone();
+            async move {
+                let (_, latest) = catalog
+                    .org_and_state_with_content("acme", "net")
+                    .await
+                    .unwrap()
+                    .1
+                    .unwrap();
+                let by_version = catalog.content("acme", "net", "inc", 1).await.unwrap();
+                (latest.map(|c| c.len()), by_version.map(|c| c.len()))
+            }
+        };
+        let mut closed = inline_version(1);
+        closed.change.saves = 2;
+        record.latest = Some(closed.clone());
+        f.catalog
+            .commit(commit(&record, 1, vec![closed.clone()]))
+            .await
+            .unwrap();
+        assert_eq!(content(&f).await, (Some(500), Some(500)), "kept");
+        let mut c = commit(&record, 2, vec![closed.clone()]);
+        c.contents.push(sealed(1, 700));
+        f.catalog.commit(c).await.unwrap();
+        assert_eq!(content(&f).await, (Some(700), Some(700)), "replaced");
+        f.catalog.commit(commit(&record, 3, vec![])).await.unwrap();
+        assert_eq!(
+            content(&f).await,
+            (Some(700), Some(700)),
+            "a commit of the state alone keeps its latest content"
+        );
+        let blob = version(1, "b1");
+        record.latest = Some(blob.clone());
+        f.catalog
+            .commit(commit(&record, 4, vec![blob]))
+            .await
+            .unwrap();
+        assert_eq!(content(&f).await, (None, None), "dropped");
+    }
+
+    /// Marks drop inline versions with their content and list only blob versions' blobs
+    /// for deletion: an inline version has no blob to delete.
+    pub async fn marks_drop_inline_versions_without_listing_a_blob(f: Fixture) {
+        let mut record = StateRecord::fresh("acme", "net", "inc", NOW);
+        record.latest = Some(inline_version(3));
+        record.next_version = 4;
+        let mut c = commit(
+            &record,
+            0,
+            vec![inline_version(1), version(2, "b2"), inline_version(3)],
+        );
+        c.contents = vec![sealed(1, 10), sealed(3, 30)];
+        c.version_marks = vec![VersionMark {
+            incarnation: "inc".into(),
+            below: 3,
+        }];
+        f.catalog.commit(c).await.unwrap();
+        assert_eq!(f.catalog.drop_marked_versions(100, NOW).await.unwrap(), 2);
+        let later = NOW + time::Duration::minutes(10);
+        assert_eq!(f.catalog.doomed_blobs(later, 100).await.unwrap(), ["b2"]);
+        assert_eq!(
+            f.catalog.content("acme", "net", "inc", 1).await.unwrap(),
+            None
+        );
+        assert_eq!(
+            f.catalog
+                .content("acme", "net", "inc", 3)
+                .await
+                .unwrap()
+                .map(|c| c.len()),
+            Some(30),
+            "the kept version keeps its content"
+        );
+    }
+
+    /// The largest inline version commits beside a state record far larger than any real
+    /// one (a long lineage in the latest version, which the state record copies): on AWS
+    /// both the state item and the version item stay under DynamoDB's 400 KB.
+    pub async fn the_largest_inline_version_fits_beside_a_large_record(f: Fixture) {
+        let mut large = inline_version(1);
+        large.lineage = Some("l".repeat(100_000));
+        let mut record = StateRecord::fresh("acme", "net", "inc", NOW);
+        record.latest = Some(large.clone());
+        record.next_version = 2;
+        let mut c = commit(&record, 0, vec![large]);
+        c.contents.push(sealed(1, INLINE_MAX_BYTES));
+        f.catalog.commit(c).await.unwrap();
+        let (_, content) = f
+            .catalog
+            .org_and_state_with_content("acme", "net")
+            .await
+            .unwrap()
+            .1
+            .unwrap();
+        assert_eq!(content.map(|c| c.len()), Some(INLINE_MAX_BYTES));
+    }
+
     /// Many writers doing read-modify-write with retries: every increment lands exactly
     /// once, which only holds if the compare-and-swap is atomic.
     pub async fn racing_read_modify_writes_lose_no_update(f: Fixture) {
@@ -759,6 +995,11 @@ every_adapter!(
     an_org_and_its_state_read_together,
     blobs_put_get_delete,
     marks_drop_versions_and_blobs_are_found_by_age,
+    inline_content_reads_back_with_the_record_and_by_version,
+    replacing_an_inline_versions_key_slot_keeps_its_content,
+    rewriting_a_record_keeps_its_content_until_it_is_a_blob,
+    marks_drop_inline_versions_without_listing_a_blob,
+    the_largest_inline_version_fits_beside_a_large_record,
     an_app_state_is_created_once_and_swapped_on_its_revision,
     archives_are_stored_with_their_commit_and_listed_newest_first,
     deleting_an_archive_dooms_its_blobs_and_audits_in_the_same_commit,
@@ -817,4 +1058,72 @@ async fn two_local_catalogs_on_one_folder_share_one_truth() {
         b.commit(commit(&record, 0, vec![])).await,
         Err(StoreError::Conflict)
     ));
+}
+
+/// A catalog made before inline content existed opens, gains the `contents` table, and reads
+/// its blob versions as before; new inline versions go beside them. Both older schemas: 2
+/// (before app states and inline content) and 3 (app states, no `contents`).
+#[tokio::test]
+async fn a_catalog_from_before_inline_content_opens_and_reads_as_before() {
+    for older in [
+        "DROP TABLE contents; DROP TABLE apps; DROP TABLE archives; PRAGMA user_version = 2;",
+        "DROP TABLE contents; PRAGMA user_version = 3;",
+    ] {
+        an_older_catalog_opens_and_reads_as_before(older).await;
+    }
+}
+
+async fn an_older_catalog_opens_and_reads_as_before(older: &str) {
+    use hegemony_state::ports::StateCatalog;
+    let dir = tempfile::tempdir().unwrap();
+    let mut record = StateRecord::fresh("acme", "net", "inc", NOW);
+    record.latest = Some(version(1, "b1"));
+    record.next_version = 2;
+    {
+        let (catalog, _) = local::open(dir.path()).unwrap();
+        catalog
+            .commit(commit(&record, 0, vec![version(1, "b1")]))
+            .await
+            .unwrap();
+    }
+    let file = dir.path().join(local::CATALOG_FILE);
+    let old = rusqlite::Connection::open(&file).unwrap();
+    old.execute_batch(older).unwrap();
+    let stored: String = old
+        .query_row("SELECT record FROM versions", [], |r| r.get(0))
+        .unwrap();
+    assert!(
+        !stored.contains("inline"),
+        "a blob version's record is as before: {stored}"
+    );
+    drop(old);
+    let (catalog, _) = local::open(dir.path()).unwrap();
+    let (_, state) = catalog
+        .org_and_state_with_content("acme", "net")
+        .await
+        .unwrap();
+    let (read, content) = state.unwrap();
+    assert_eq!(
+        (read.latest, content),
+        (Some(version(1, "b1")), None),
+        "{older}"
+    );
+    record.latest = Some(inline_version(2));
+    record.next_version = 3;
+    let mut c = commit(&record, 1, vec![inline_version(2)]);
+    c.contents.push(sealed(2, 100));
+    catalog.commit(c).await.unwrap();
+    assert_eq!(
+        catalog
+            .content("acme", "net", "inc", 2)
+            .await
+            .unwrap()
+            .map(|c| c.len()),
+        Some(100)
+    );
+    let version: i64 = rusqlite::Connection::open(&file)
+        .unwrap()
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 4, "brought up to date from: {older}");
 }

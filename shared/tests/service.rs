@@ -8,7 +8,7 @@ use hegemony_state::domain::name::StateName;
 use hegemony_state::domain::permission::Role;
 use hegemony_state::domain::version::Ended;
 use hegemony_state::domain::{Actor, Principal, Refusal};
-use hegemony_state::ports::{AuditQuery, BlobStore, Commit, StateCatalog};
+use hegemony_state::ports::{AuditQuery, BlobStore, Commit, StateCatalog, INLINE_MAX_BYTES};
 use hegemony_state::service::lock::{lock, unlock, UnlockOutcome};
 use hegemony_state::service::state::{write, WriteOutcome};
 use hegemony_state::service::{App, Error, Limits, SystemClock};
@@ -57,34 +57,112 @@ fn doc(serial: u64, secret: &str) -> Vec<u8> {
     format!(r#"{{"version":4,"serial":{serial},"lineage":"lin","outputs":{{"pw":{{"value":"{secret}","type":"string"}}}}}}"#).into_bytes()
 }
 
+/// `len` characters of hex noise: it compresses to about half, so the sealed size of a state
+/// holding it follows `len` closely.
+fn noise(len: usize) -> String {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            char::from_digit((x % 16) as u32, 16).unwrap()
+        })
+        .collect()
+}
+
+fn noisy_doc(serial: u64, len: usize) -> Vec<u8> {
+    doc(serial, &noise(len))
+}
+
+/// A state whose sealed form is too large to be inline.
+fn large_doc(serial: u64) -> Vec<u8> {
+    noisy_doc(serial, INLINE_MAX_BYTES * 3)
+}
+
+/// The sealed bytes of the latest version, wherever they are, and whether inline.
+async fn stored(store: &MemoryStore) -> (Vec<u8>, bool) {
+    let record = store.state("acme", "net").await.unwrap().unwrap();
+    let latest = record.latest.unwrap();
+    let sealed = if latest.inline {
+        store
+            .content("acme", "net", &record.incarnation, latest.version)
+            .await
+            .unwrap()
+    } else {
+        store.get(&latest.blob).await.unwrap()
+    };
+    (sealed.expect("the content is stored"), latest.inline)
+}
+
 fn lock_doc(id: &str) -> Vec<u8> {
     format!(r#"{{"ID":"{id}","Operation":"OperationTypeApply","Info":"","Who":"a@h","Version":"1.11.4","Created":"2026-11-30T01:07:12Z","Path":""}}"#).into_bytes()
 }
 
+/// A small save is sealed inline in the catalog (no blob, no pending record), a large one in
+/// a blob; both read back byte for byte, and neither holds the plaintext.
 #[tokio::test]
 async fn a_write_reads_back_byte_for_byte_and_is_sealed_at_rest() {
-    let store = Arc::new(MemoryStore::new());
-    let app = app_with(store.clone(), Some(PlatformKey::generate()));
+    let large = format!("s3cr3t-planted-value {}", noise(INLINE_MAX_BYTES * 3));
+    for (body, inline) in [
+        (doc(1, "s3cr3t-planted-value"), true),
+        (doc(1, &large), false),
+    ] {
+        let store = Arc::new(MemoryStore::new());
+        let app = app_with(store.clone(), Some(PlatformKey::generate()));
+        let alice = who("alice", Role::Operator);
+        assert_eq!(
+            write(&app, &alice, &net(), None, body.clone())
+                .await
+                .unwrap(),
+            WriteOutcome::Created { version: 1 }
+        );
+        assert_eq!(read(&app, &alice, &net()).await.unwrap(), Some(body));
+        let (sealed, was_inline) = stored(&store).await;
+        assert_eq!(was_inline, inline);
+        assert!(!sealed.windows(8).any(|w| w == b"s3cr3t-p"));
+        assert!(
+            store.pending_blobs().is_empty(),
+            "the commit clears the pending record (an inline save makes none)"
+        );
+    }
+}
+
+/// The threshold is the sealed size: a body whose sealed form is at most
+/// `INLINE_MAX_BYTES` is inline, one byte more is a blob.
+#[tokio::test]
+async fn the_inline_threshold_is_the_sealed_size() {
     let alice = who("alice", Role::Operator);
-    let body = doc(1, "s3cr3t-planted-value");
-    assert_eq!(
-        write(&app, &alice, &net(), None, body.clone())
-            .await
-            .unwrap(),
-        WriteOutcome::Created { version: 1 }
-    );
-    assert_eq!(read(&app, &alice, &net()).await.unwrap(), Some(body));
-    let record = store.state("acme", "net").await.unwrap().unwrap();
-    let blob = store
-        .get(&record.latest.unwrap().blob)
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(!blob.windows(8).any(|w| w == b"s3cr3t-p"));
+    let sealed_at = |len: usize| {
+        let alice = alice.clone();
+        async move {
+            let store = Arc::new(MemoryStore::new());
+            let app = app_with(store.clone(), Some(PlatformKey::generate()));
+            write(&app, &alice, &net(), None, noisy_doc(1, len))
+                .await
+                .unwrap();
+            let (sealed, inline) = stored(&store).await;
+            (sealed.len(), inline)
+        }
+    };
+    // Noise compresses to about half: the transition lies between these two.
+    let (mut fits, mut spills) = (INLINE_MAX_BYTES, INLINE_MAX_BYTES * 3);
+    assert!(sealed_at(fits).await.1 && !sealed_at(spills).await.1);
+    while spills - fits > 1 {
+        let mid = (fits + spills) / 2;
+        if sealed_at(mid).await.1 {
+            fits = mid;
+        } else {
+            spills = mid;
+        }
+    }
+    let (inline_size, _) = sealed_at(fits).await;
+    let (blob_size, _) = sealed_at(spills).await;
     assert!(
-        store.pending_blobs().is_empty(),
-        "the commit clears the pending record"
+        inline_size <= INLINE_MAX_BYTES && inline_size + 2 >= INLINE_MAX_BYTES,
+        "inline at {inline_size}"
     );
+    assert!(blob_size > INLINE_MAX_BYTES, "a blob at {blob_size}");
 }
 
 #[tokio::test]
@@ -130,10 +208,9 @@ async fn saves_under_one_lock_fold_and_the_unlock_closes_the_change_record() {
         (latest.version, latest.serial, latest.change.saves),
         (1, Some(3), 3)
     );
-    assert_eq!(
-        store.listed_for_deletion().len(),
-        2,
-        "each replaced blob is listed for deletion"
+    assert!(
+        store.listed_for_deletion().is_empty(),
+        "replaced inline content leaves no blob behind"
     );
     assert_eq!(
         store.audit("acme", &all()).await.unwrap().len(),
@@ -151,6 +228,41 @@ async fn saves_under_one_lock_fold_and_the_unlock_closes_the_change_record() {
     let record = store.state("acme", "net").await.unwrap().unwrap();
     assert_eq!(record.latest.unwrap().change.ended, Ended::Released);
     assert!(record.lock.is_none());
+}
+
+/// Saves under one lock moving between inline and blob content: each replaced blob is listed
+/// for deletion, replaced inline content is not (it is overwritten), and the last save reads
+/// back.
+#[tokio::test]
+async fn replacing_saves_list_only_replaced_blobs_for_deletion() {
+    let store = Arc::new(MemoryStore::new());
+    let app = app_with(store.clone(), Some(PlatformKey::generate()));
+    let alice = who("alice", Role::Operator);
+    lock(&app, &alice, &net(), &lock_doc("L1")).await.unwrap();
+    let saves = [
+        large_doc(1),
+        large_doc(2),
+        doc(3, "x"),
+        large_doc(4),
+        doc(5, "y"),
+    ];
+    for body in &saves {
+        write(&app, &alice, &net(), Some("L1"), body.clone())
+            .await
+            .unwrap();
+    }
+    // Blobs of saves 1, 2 and 4 were replaced; 3 and 5 were inline.
+    assert_eq!(store.listed_for_deletion().len(), 3);
+    assert_eq!(
+        read(&app, &alice, &net()).await.unwrap().as_deref(),
+        Some(&saves[4][..])
+    );
+    unlock(&app, &alice, &net(), &lock_doc("L1")).await.unwrap();
+    assert_eq!(
+        read(&app, &alice, &net()).await.unwrap().as_deref(),
+        Some(&saves[4][..]),
+        "the unlock keeps the inline content"
+    );
 }
 
 #[tokio::test]

@@ -1,9 +1,12 @@
 //! The sweeper over the memory and local adapters, with a clock the tests move: pruning
 //! keeps exactly the newest N (the current among them), a never-committed blob is deleted
-//! and a committed one never is, deleted states go whole, and two sweepers at once do no harm.
+//! and a committed one never is, deleted states go whole, and two sweepers at once do no harm;
+//! each with small versions (inline in the catalog: nothing to delete but their records) and
+//! large ones (in blobs).
 
 use hegemony_state::domain::permission::Role;
 use hegemony_state::domain::Principal;
+use hegemony_state::ports::INLINE_MAX_BYTES;
 use hegemony_state::service::manage::{delete, download};
 use hegemony_state::service::state::write;
 use hegemony_state::service::sweep::sweep;
@@ -21,6 +24,44 @@ fn doc(serial: u64) -> Vec<u8> {
     format!(r#"{{"version":4,"serial":{serial},"lineage":"l","outputs":{{}}}}"#).into_bytes()
 }
 
+/// A state whose sealed form is too large to be inline: hex noise compresses to about half.
+fn large(serial: u64) -> Vec<u8> {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15 ^ serial;
+    let noise: String = (0..INLINE_MAX_BYTES * 3)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            char::from_digit((x % 16) as u32, 16).unwrap()
+        })
+        .collect();
+    format!(r#"{{"version":4,"serial":{serial},"lineage":"l","outputs":{{"n":{{"value":"{noise}","type":"string"}}}}}}"#).into_bytes()
+}
+
+/// Which versions a case writes: small (inline) or large (blobs).
+#[derive(Clone, Copy)]
+enum Size {
+    Inline,
+    Blob,
+}
+
+impl Size {
+    fn doc(self, serial: u64) -> Vec<u8> {
+        match self {
+            Size::Inline => doc(serial),
+            Size::Blob => large(serial),
+        }
+    }
+
+    /// How many blobs dropping `versions` versions leaves to delete.
+    fn blobs(self, versions: usize) -> usize {
+        match self {
+            Size::Inline => 0,
+            Size::Blob => versions,
+        }
+    }
+}
+
 async fn versions(f: &Fixture) -> Vec<u64> {
     let record = f.catalog.state("acme", "net").await.unwrap().unwrap();
     f.catalog
@@ -36,6 +77,15 @@ mod cases {
     use super::*;
 
     pub async fn pruning_keeps_exactly_the_newest_n_and_their_blobs(f: Fixture) {
+        pruning_keeps_exactly_the_newest_n(f, Size::Blob).await
+    }
+
+    pub async fn pruning_keeps_exactly_the_newest_n_inline(f: Fixture) {
+        pruning_keeps_exactly_the_newest_n(f, Size::Inline).await
+    }
+
+    async fn pruning_keeps_exactly_the_newest_n(f: Fixture, size: Size) {
+        let doc = |serial| size.doc(serial);
         for serial in 1..=6 {
             write(&f.app, &alice(), &net(), None, doc(serial))
                 .await
@@ -47,7 +97,7 @@ mod cases {
         assert_eq!(versions(&f).await, [6, 5, 4]);
         f.advance(Duration::minutes(6));
         let report = sweep(&f.app, f.app.clock.now()).await.unwrap();
-        assert_eq!(report.blobs_deleted, 3);
+        assert_eq!(report.blobs_deleted, size.blobs(3));
         for v in [4, 5, 6] {
             assert_eq!(
                 plaintext(download(&f.app, &alice(), &net(), v).await.unwrap()),
@@ -104,6 +154,15 @@ mod cases {
     }
 
     pub async fn a_deleted_state_goes_whole_and_a_new_one_is_untouched(f: Fixture) {
+        a_deleted_state_goes_whole(f, Size::Blob).await
+    }
+
+    pub async fn a_deleted_inline_state_goes_whole_and_a_new_one_is_untouched(f: Fixture) {
+        a_deleted_state_goes_whole(f, Size::Inline).await
+    }
+
+    async fn a_deleted_state_goes_whole(f: Fixture, size: Size) {
+        let doc = |serial| size.doc(serial);
         for serial in 1..=2 {
             write(&f.app, &alice(), &net(), None, doc(serial))
                 .await
@@ -126,7 +185,7 @@ mod cases {
                 .await
                 .unwrap()
                 .blobs_deleted,
-            2
+            size.blobs(2)
         );
         assert_eq!(versions(&f).await, [3]);
         assert_eq!(read(&f.app, &alice(), &net()).await.unwrap(), Some(doc(1)));
@@ -162,6 +221,15 @@ mod cases {
     }
 
     pub async fn two_sweepers_at_once_do_no_harm(f: Fixture) {
+        two_sweepers_at_once(f, Size::Blob).await
+    }
+
+    pub async fn two_sweepers_at_once_do_no_harm_to_inline_versions(f: Fixture) {
+        two_sweepers_at_once(f, Size::Inline).await
+    }
+
+    async fn two_sweepers_at_once(f: Fixture, size: Size) {
+        let doc = |serial| size.doc(serial);
         for serial in 1..=8 {
             write(&f.app, &alice(), &net(), None, doc(serial))
                 .await
@@ -175,9 +243,16 @@ mod cases {
         let (a, b) = tokio::join!(sweep(&f.app, now), sweep(&f.app, now));
         let (a, b) = (a.unwrap(), b.unwrap());
         assert!(
-            a.blobs_deleted + b.blobs_deleted >= 5,
+            a.blobs_deleted + b.blobs_deleted >= size.blobs(5),
             "each doomed blob deleted at least once"
         );
+        if let Size::Inline = size {
+            assert_eq!(
+                a.blobs_deleted + b.blobs_deleted,
+                0,
+                "inline versions have none"
+            );
+        }
         assert_eq!(versions(&f).await, [8, 7, 6]);
         assert_eq!(read(&f.app, &alice(), &net()).await.unwrap(), Some(doc(8)));
     }
@@ -185,8 +260,11 @@ mod cases {
 
 every_adapter!(support::limits(3);
     pruning_keeps_exactly_the_newest_n_and_their_blobs,
+    pruning_keeps_exactly_the_newest_n_inline,
     a_never_committed_blob_goes_after_an_hour_and_a_committed_one_never,
     a_deleted_state_goes_whole_and_a_new_one_is_untouched,
+    a_deleted_inline_state_goes_whole_and_a_new_one_is_untouched,
     two_sweepers_at_once_do_no_harm,
+    two_sweepers_at_once_do_no_harm_to_inline_versions,
     a_pass_removes_the_temporary_blob_files_a_dead_save_left,
 );

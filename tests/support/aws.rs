@@ -195,6 +195,36 @@ impl Deployment {
         crate::token_create(&args, &self.env())
     }
 
+    /// How many objects the deployment's bucket holds.
+    pub fn objects(&self) -> usize {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let config = aws::loader()
+                .endpoint_url(&self.endpoint)
+                .region(aws_config::Region::new("us-east-1"))
+                .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
+                    "testing", "testing", None, None, "moto",
+                ))
+                .load()
+                .await;
+            let s3 = aws_sdk_s3::Client::from_conf(
+                aws_sdk_s3::config::Builder::from(&config)
+                    .force_path_style(true)
+                    .build(),
+            );
+            let listed = s3
+                .list_objects_v2()
+                .bucket(&self.bucket)
+                .send()
+                .await
+                .unwrap();
+            listed.contents().len()
+        })
+    }
+
     /// `hegemony-state serve --store aws` on this deployment: the container front door.
     pub fn container(&self, extra: &[(&str, &str)]) -> crate::Server {
         let mut env = self.env();

@@ -2,7 +2,7 @@
 //! reference; nothing survives the process.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
@@ -13,7 +13,8 @@ use crate::domain::version::{KeySlot, VersionRecord};
 use crate::domain::Timestamp;
 use crate::ports::{
     AccessCatalog, AppCatalog, AppCommit, AuditEntry, AuditQuery, AuditRecord, BlobStore, Commit,
-    OrgRecord, RunCatalog, RunItem, RunRecord, StateCatalog, StoreError, SweepCatalog, TokenRecord,
+    OrgAndState, OrgRecord, RunCatalog, RunItem, RunRecord, StateCatalog, StoreError, SweepCatalog,
+    TokenRecord,
 };
 
 /// A catalog and blob store in memory.
@@ -26,6 +27,8 @@ pub struct MemoryStore {
 struct Inner {
     states: BTreeMap<(String, String), StateRecord>,
     versions: HashMap<(String, String, String, u64), VersionRecord>,
+    /// The sealed content of inline versions, keyed as `versions`.
+    contents: HashMap<(String, String, String, u64), Arc<Vec<u8>>>,
     pending: HashMap<String, Timestamp>,
     doomed: HashMap<String, Timestamp>,
     /// (org, name, incarnation) -> versions below this go.
@@ -85,6 +88,27 @@ impl StateCatalog for MemoryStore {
         ))
     }
 
+    async fn org_and_state_with_content(
+        &self,
+        org: &str,
+        name: &str,
+    ) -> Result<OrgAndState, StoreError> {
+        let inner = self.lock();
+        let state = inner.states.get(&(org.into(), name.into())).map(|record| {
+            let content = record.latest.as_ref().filter(|l| l.inline).and_then(|l| {
+                let key = (
+                    org.into(),
+                    name.into(),
+                    record.incarnation.clone(),
+                    l.version,
+                );
+                inner.contents.get(&key).map(|c| c.to_vec())
+            });
+            (record.clone(), content)
+        });
+        Ok((inner.orgs.get(org).cloned(), state))
+    }
+
     async fn states(
         &self,
         org: &str,
@@ -111,6 +135,17 @@ impl StateCatalog for MemoryStore {
     ) -> Result<Option<VersionRecord>, StoreError> {
         let key = (org.into(), name.into(), incarnation.into(), version);
         Ok(self.lock().versions.get(&key).cloned())
+    }
+
+    async fn content(
+        &self,
+        org: &str,
+        name: &str,
+        incarnation: &str,
+        version: u64,
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        let key = (org.into(), name.into(), incarnation.into(), version);
+        Ok(self.lock().contents.get(&key).map(|c| c.to_vec()))
     }
 
     async fn versions(
@@ -142,18 +177,27 @@ impl StateCatalog for MemoryStore {
         if current != commit.expected_revision {
             return Err(StoreError::Conflict);
         }
-        match commit.state {
+        match &commit.state {
             Some(record) => {
-                for v in commit.versions {
+                for v in &commit.versions {
                     let vkey = (
                         commit.org.clone(),
                         commit.name.clone(),
                         record.incarnation.clone(),
                         v.version,
                     );
-                    inner.versions.insert(vkey, v);
+                    match commit.content_of(v.version) {
+                        Some(sealed) => {
+                            inner.contents.insert(vkey.clone(), sealed.clone());
+                        }
+                        None if !v.inline => {
+                            inner.contents.remove(&vkey);
+                        }
+                        None => {}
+                    }
+                    inner.versions.insert(vkey, v.clone());
                 }
-                inner.states.insert(key, record);
+                inner.states.insert(key, record.clone());
             }
             None => {
                 inner.states.remove(&key);
@@ -436,7 +480,8 @@ impl SweepCatalog for MemoryStore {
                 .cloned()
                 .collect();
             for key in &doomed {
-                if let Some(v) = inner.versions.remove(key) {
+                inner.contents.remove(key);
+                if let Some(v) = inner.versions.remove(key).filter(|v| !v.inline) {
                     inner.doomed.entry(v.blob).or_insert(at);
                 }
             }

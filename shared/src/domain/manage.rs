@@ -221,6 +221,7 @@ mod tests {
             },
             change: ChangeRecord::first_save(None, NOW),
             blob: "b".into(),
+            inline: false,
         }
     }
 

@@ -162,8 +162,14 @@ pub struct VersionRecord {
     pub created_at: Timestamp,
     pub writer: Actor,
     pub change: ChangeRecord,
-    /// The blob holding the sealed content; never shown to clients.
+    /// The blob holding the sealed content; never shown to clients. An inline version's
+    /// content is in the catalog, but it keeps this id: the sealing binds it.
     pub blob: String,
+    /// Whether the sealed content lives in the catalog beside this record (a small version:
+    /// its save writes no blob) rather than in the blob store. Records stored before inline
+    /// content existed have none, and read as blob versions.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub inline: bool,
 }
 
 /// A version's key slot: the key that wrapped its data key and the wrapped form (`None`: only
@@ -234,6 +240,7 @@ mod tests {
         let stored = r#"{"version":3,"serial":3,"lineage":"l","size":10,"sha256":"00","source":"write","key":"platform:k","opentofu_encrypted":false,"created_at":"2026-11-30T01:00:00Z","writer":{"kind":"user","user":"alice"},"change":{"lock":null,"locked_at":null,"released_at":null,"saves":1,"first_save_at":"2026-11-30T01:00:00Z","last_save_at":"2026-11-30T01:00:00Z","ended":"unlocked_write","rolled_back_from":null},"blob":"b"}"#;
         let record: VersionRecord = serde_json::from_str(stored).unwrap();
         assert_eq!((record.terraform_version, record.instances), (None, None));
+        assert!(!record.inline, "an older record's content is a blob");
         assert_eq!(
             record.wrapped_key, None,
             "no slot: the header's wrapped key opens it"

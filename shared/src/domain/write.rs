@@ -135,6 +135,8 @@ pub struct SealedContent {
     /// The data key as `key` wrapped it: the version's key slot.
     pub wrapped_key: Vec<u8>,
     pub blob: String,
+    /// Whether the sealed bytes go into the catalog with the commit instead of a blob.
+    pub inline: bool,
 }
 
 /// What made a new version.
@@ -155,7 +157,8 @@ pub enum Origin {
 pub struct WriteCommit {
     pub state: StateRecord,
     pub version: VersionRecord,
-    /// The blob a replaced version no longer uses.
+    /// The blob a replaced version no longer uses (none when its content was inline: the
+    /// commit overwrites it).
     pub replaced_blob: Option<String>,
 }
 
@@ -192,11 +195,12 @@ pub fn apply_write(
     version.change.saves += 1;
     version.change.last_save_at = now;
     let old = std::mem::replace(&mut version.blob, content.blob);
+    let was_inline = std::mem::replace(&mut version.inline, content.inline);
     state.latest = Some(version.clone());
     WriteCommit {
         state,
         version,
-        replaced_blob: Some(old),
+        replaced_blob: (!was_inline).then_some(old),
     }
 }
 
@@ -250,6 +254,7 @@ pub fn create_version(
         writer: principal.actor.clone(),
         change,
         blob: content.blob,
+        inline: content.inline,
     };
     state.latest = Some(version.clone());
     WriteCommit {
@@ -325,6 +330,7 @@ mod tests {
             key: "platform:test".into(),
             wrapped_key: vec![7; 40],
             blob: format!("blob-{}", record.revision),
+            inline: false,
         };
         *record = apply_write(record, plan, content, who, NOW).state;
         Ok(wrote)
@@ -373,6 +379,44 @@ mod tests {
         );
         assert_eq!(latest.change.ended, Ended::Open);
         assert_eq!(latest.change.lock.unwrap().id, "L1");
+    }
+
+    /// A replaced blob is listed for deletion; replaced inline content goes with the
+    /// commit that overwrites it, so there is nothing to delete.
+    #[test]
+    fn replacing_an_inline_version_leaves_no_blob_to_delete() {
+        let alice = user("alice");
+        let mut r = fresh();
+        lock(&mut r, &alice, "L1");
+        write(&mut r, &alice, Some("L1"), &state_doc(1, "l", "a")).unwrap();
+        let replace = |r: &StateRecord, serial: u64, inline: bool| {
+            let body = state_doc(serial, "l", "x");
+            let document = sniff(body.as_bytes());
+            let sha = format!("{:x}", md5_like(&body));
+            let request = WriteRequest {
+                lock_id: Some("L1"),
+                document: &document,
+                sha256: &sha,
+            };
+            let Ok(WriteDecision::Write(plan)) = plan_write(r, &request, &alice, NOW) else {
+                panic!("expected a write")
+            };
+            let content = SealedContent {
+                size: body.len() as u64,
+                sha256: sha.clone(),
+                key: "platform:test".into(),
+                wrapped_key: vec![7; 40],
+                blob: format!("blob-{serial}"),
+                inline,
+            };
+            apply_write(r, plan, content, &alice, NOW)
+        };
+        let to_inline = replace(&r, 2, true);
+        assert_eq!(to_inline.replaced_blob.as_deref(), Some("blob-0"));
+        assert!(to_inline.version.inline);
+        let back_to_blob = replace(&to_inline.state, 3, false);
+        assert_eq!(back_to_blob.replaced_blob, None);
+        assert!(!back_to_blob.version.inline);
     }
 
     #[test]

@@ -55,23 +55,24 @@ fn visible(record: Option<StateRecord>, name: &StateName) -> Result<StateRecord,
         .ok_or_else(|| not_found(name))
 }
 
-/// Commits the new version `write` made over `snapshot`, with what a takeover adds.
+/// Commits the new version `write` made over `snapshot`, sealed as `sealed`, with what a
+/// takeover adds.
 async fn commit_version(
     app: &App,
     snapshot: &StateRecord,
     takeover: Takeover,
     write: WriteCommit,
+    sealed: &Sealed,
     audit: AuditEntry,
     now: Timestamp,
 ) -> Result<Attempt<VersionRecord>, Error> {
     let version = write.version.clone();
-    let changes = takeover.into_commit(Commit {
+    let changes = takeover.into_commit(sealed.add_to(Commit {
         versions: vec![write.version],
-        committed_blobs: vec![version.blob.clone()],
         version_marks: app.prune_mark(&snapshot.incarnation, version.version),
         audit: vec![audit],
         ..Commit::over(snapshot, now, Some(write.state))
-    });
+    }));
     commit(app, changes, version).await
 }
 
@@ -123,8 +124,9 @@ pub async fn import(
             Origin::Import,
             now,
         );
+        let attempt = commit_version(app, &snapshot, takeover, write, &blob, audit, now).await;
         sealed.put(blob);
-        commit_version(app, &snapshot, takeover, write, audit, now).await
+        attempt
     })
     .await
 }
@@ -186,8 +188,9 @@ pub async fn rollback(
             Origin::Rollback { from: version },
             now,
         );
+        let attempt = commit_version(app, &snapshot, takeover, write, &blob, audit, now).await;
         sealed.put((blob, meta, content));
-        commit_version(app, &snapshot, takeover, write, audit, now).await
+        attempt
     })
     .await
 }
@@ -212,7 +215,7 @@ pub async fn download(
         .ok_or_else(|| Refusal::NotFound {
             what: format!("version {version} of state {name}"),
         })?;
-    let bytes = content(app, keys, &record, &target).await?;
+    let bytes = content(app, keys, &record, &target, None).await?;
     let now = app.clock.now();
     let detail = serde_json::json!({"sha256": target.sha256});
     app.catalog

@@ -19,11 +19,13 @@ pub mod runs;
 pub mod state;
 pub mod sweep;
 pub mod tokens;
+mod work;
 
 use std::sync::Arc;
 
 use crate::domain::name::StateName;
 use crate::domain::permission::{Allocation, Permission};
+use crate::domain::record::StateRecord;
 use crate::domain::version::prune_below;
 use crate::domain::{Principal, Refusal, Timestamp};
 use commit::FirstRead;
@@ -188,6 +190,23 @@ impl App {
         let allocation = org.map(|o| o.allocation).unwrap_or_default();
         allocation.require(principal.role, permission)?;
         Ok((allocation, FirstRead::new(state)))
+    }
+
+    /// Checks that the caller holds `permission`, reading the state's record, and its latest
+    /// version's inline content, in the same catalog read as the org's allocation.
+    async fn require_with_content(
+        &self,
+        principal: &Principal,
+        permission: Permission,
+        name: &StateName,
+    ) -> Result<Option<(StateRecord, Option<Vec<u8>>)>, Error> {
+        let (org, state) = self
+            .catalog
+            .org_and_state_with_content(&principal.org, name.as_str())
+            .await?;
+        let allocation = org.map(|o| o.allocation).unwrap_or_default();
+        allocation.require(principal.role, permission)?;
+        Ok(state)
     }
 
     /// Checks that the caller holds `permission`, returning the org's allocation.

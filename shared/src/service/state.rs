@@ -7,7 +7,7 @@ use sha2::{Digest, Sha256};
 use super::commit::take_over_dead_lock;
 use super::key_cache::KeySlot;
 use super::retry::{commit, until_done, Attempt, Carried};
-use super::{App, Error};
+use super::{work, App, Error};
 use crate::crypto::{self, Binding};
 use crate::domain::audit::AuditAction;
 use crate::domain::document::{sniff, StateMeta};
@@ -20,7 +20,7 @@ use crate::domain::write::{
 };
 use crate::domain::{Principal, Refusal, Timestamp};
 use crate::ids::{hex, new_id};
-use crate::ports::{key_backend, AuditEntry, Commit, KeyContext};
+use crate::ports::{key_backend, AuditEntry, Commit, InlineContent, KeyContext, INLINE_MAX_BYTES};
 
 /// What a write did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,7 +61,8 @@ pub enum Content {
 }
 
 /// Reads the latest version's content, exactly as written. `None` when the state has no
-/// version. Reading works while the state is locked.
+/// version. Reading works while the state is locked. An inline latest version comes with its
+/// record in one catalog read.
 ///
 /// # Errors
 /// `Refused` without tf_state:read; `NoKey`, `WrongKey`, `Damaged` or `Unavailable` when
@@ -71,28 +72,34 @@ pub async fn read(
     principal: &Principal,
     name: &StateName,
 ) -> Result<Option<Content>, Error> {
-    let (_, first) = app
-        .require_with_state(principal, Permission::Read, name)
+    let state = app
+        .require_with_content(principal, Permission::Read, name)
         .await?;
     let keys = app.keys()?;
-    let Some(record) = first.record(app, &principal.org, name).await? else {
+    let Some((record, inline)) = state else {
         return Ok(None);
     };
     let Some(latest) = &record.latest else {
         return Ok(None);
     };
-    content(app, keys, &record, latest).await.map(Some)
+    content(app, keys, &record, latest, inline).await.map(Some)
 }
 
 /// A version's content for a read: a format-2 object stays compressed, to be sent as it is
-/// or inflated as it goes; a format-1 object is opened whole, as it always was.
+/// or inflated as it goes; a format-1 object is opened whole, as it always was. `inline` is
+/// an inline version's sealed bytes when the read that found the record brought them.
 pub(super) async fn content(
     app: &App,
     keys: &dyn crate::ports::KeyService,
     record: &StateRecord,
     version: &VersionRecord,
+    inline: Option<Vec<u8>>,
 ) -> Result<Content, Error> {
-    let opening = opening(app, keys, record, version).await?;
+    let object = match inline {
+        Some(object) if version.inline => object,
+        _ => sealed_object(app, record, version).await?,
+    };
+    let opening = opening(app, keys, record, version, object).await?;
     if opening.compression() == crypto::Compression::Gzip {
         return Ok(Content::Gzip {
             opening: Box::new(opening),
@@ -122,37 +129,63 @@ pub(super) async fn open_version_into(
     version: &VersionRecord,
     buffer: Vec<u8>,
 ) -> Result<Vec<u8>, Error> {
-    let opening = opening(app, keys, record, version).await?;
+    let object = sealed_object(app, record, version).await?;
+    let opening = opening(app, keys, record, version, object).await?;
     open_whole(opening, version, buffer).await
 }
 
-/// The whole plaintext, off the async threads: decompressing a large state takes a while.
+/// The whole plaintext, off the async threads when it is large: decompressing a large state
+/// takes a while.
 async fn open_whole(
     opening: crypto::Opening,
     version: &VersionRecord,
     buffer: Vec<u8>,
 ) -> Result<Vec<u8>, Error> {
     let (number, size) = (version.version, version.size as usize);
-    tokio::task::spawn_blocking(move || crypto::open_into(opening, size, buffer))
-        .await
-        .map_err(|e| Error::Unavailable(format!("decryption task failed: {e}")))?
-        .map_err(|e| Error::Damaged(format!("version {number}: {e}")))
+    work::run(size, "decryption", move || {
+        crypto::open_into(opening, size, buffer)
+    })
+    .await?
+    .map_err(|e| Error::Damaged(format!("version {number}: {e}")))
 }
 
-/// Fetches a version's sealed object, unwraps its data key and opens its first segment.
+/// A version's sealed bytes: from the catalog when inline, else from its blob.
+async fn sealed_object(
+    app: &App,
+    record: &StateRecord,
+    version: &VersionRecord,
+) -> Result<Vec<u8>, Error> {
+    let (object, place) = if version.inline {
+        let content = app
+            .catalog
+            .content(
+                &record.org,
+                &record.name,
+                &record.incarnation,
+                version.version,
+            )
+            .await?;
+        (content, "catalog")
+    } else {
+        (app.blobs.get(&version.blob).await?, "blob store")
+    };
+    object.ok_or_else(|| {
+        Error::Damaged(format!(
+            "the content of version {} of state {} is missing from the {place}",
+            version.version, record.name
+        ))
+    })
+}
+
+/// Unwraps a version's data key and opens the first segment of its sealed bytes.
 async fn opening(
     app: &App,
     keys: &dyn crate::ports::KeyService,
     record: &StateRecord,
     version: &VersionRecord,
+    object: Vec<u8>,
 ) -> Result<crypto::Opening, Error> {
     let number = version.version;
-    let object = app.blobs.get(&version.blob).await?.ok_or_else(|| {
-        Error::Damaged(format!(
-            "the content of version {number} of state {} is missing from the blob store",
-            record.name
-        ))
-    })?;
     let header = crypto::read_header(&object).map_err(|e| Error::Damaged(e.to_string()))?;
     // The record's key slot is the one a re-wrap replaces, and the only place a format-2
     // object's wrapped key is kept; a format-1 header's copy is the original wrapping, and
@@ -185,18 +218,21 @@ async fn opening(
         .map_err(|e| Error::Damaged(format!("version {number}: {e}")))
 }
 
-/// A sealed blob, remembered across compare-and-swap retries so the same decision does not
+/// Sealed content, remembered across compare-and-swap retries so the same decision does not
 /// encrypt and store the body twice.
 pub(super) struct Sealed {
     incarnation: String,
     version: u64,
     pub(super) blob: String,
     pub(super) key_id: String,
+    /// The sealed bytes of a version small enough to live inline in the catalog: the commit
+    /// carries them, and no blob was written. `None` for a blob version.
+    inline: Option<Arc<Vec<u8>>>,
     wrapped_key: Vec<u8>,
 }
 
 impl Sealed {
-    /// What a commit records of this blob: the content's facts and where it is sealed.
+    /// What a commit records of this content: its facts and where it is sealed.
     pub(super) fn content(&self, size: usize, sha256: String) -> SealedContent {
         SealedContent {
             size: size as u64,
@@ -204,12 +240,26 @@ impl Sealed {
             key: self.key_id.clone(),
             wrapped_key: self.wrapped_key.clone(),
             blob: self.blob.clone(),
+            inline: self.inline.is_some(),
         }
     }
 
-    /// Whether this blob was sealed for `version` of the snapshot's incarnation.
+    /// Whether this was sealed for `version` of the snapshot's incarnation.
     pub(super) fn fits(&self, snapshot: &StateRecord, version: u64) -> bool {
         self.incarnation == snapshot.incarnation && self.version == version
+    }
+
+    /// Adds what storing this content needs to `commit`: the inline bytes for the catalog,
+    /// or the blob whose pending record goes.
+    pub(super) fn add_to(&self, mut commit: Commit) -> Commit {
+        match &self.inline {
+            Some(sealed) => commit.contents.push(InlineContent {
+                version: self.version,
+                sealed: sealed.clone(),
+            }),
+            None => commit.committed_blobs.push(self.blob.clone()),
+        }
+        commit
     }
 }
 
@@ -271,14 +321,13 @@ pub async fn write(
         };
         let content = blob.content(body.len(), sha256.clone());
         let applied = apply_write(&snapshot, plan, content, principal, now);
-        let changes = takeover.into_commit(Commit {
+        let changes = takeover.into_commit(blob.add_to(Commit {
             version_marks,
             versions: vec![applied.version],
-            committed_blobs: vec![blob.blob.clone()],
             doomed_blobs: applied.replaced_blob.into_iter().collect(),
             audit,
             ..Commit::over(&snapshot, now, Some(applied.state))
-        });
+        }));
         sealed.put(blob);
         commit(app, changes, outcome).await
     })
@@ -289,13 +338,13 @@ pub async fn write(
 const PARALLEL_PASSES: usize = 1 << 20;
 
 /// Validates a body as a state document and digests it: one pass each, off the async
-/// threads, side by side on two cores for a large body (sealing it then compresses on every
-/// core, so the passes would otherwise leave one idle). The classification is kept, not
-/// raised, so it is reported in its turn.
+/// threads when the body is large, side by side on two cores for a very large one (sealing it
+/// then compresses on every core, so the passes would otherwise leave one idle). The
+/// classification is kept, not raised, so it is reported in its turn.
 pub(super) async fn examine(
     body: Vec<u8>,
 ) -> Result<(Arc<Vec<u8>>, Result<StateMeta, Refusal>, String), Error> {
-    tokio::task::spawn_blocking(move || {
+    work::run(body.len(), "validation", move || {
         let (document, sha256) = if body.len() < PARALLEL_PASSES {
             (sniff(&body), hex(&Sha256::digest(&body)))
         } else {
@@ -309,11 +358,11 @@ pub(super) async fn examine(
         (Arc::new(body), document, sha256)
     })
     .await
-    .map_err(|e| Error::Unavailable(format!("validation task failed: {e}")))
 }
 
-/// Seals the body for one version under a fresh data key and stores it, pending until a
-/// commit names it.
+/// Seals the body for one version under a fresh data key. Sealed bytes up to
+/// [`INLINE_MAX_BYTES`] are kept for the commit to store inline; larger ones are stored as a
+/// blob, pending until a commit names it.
 pub(super) async fn seal(
     app: &App,
     keys: &dyn crate::ports::KeyService,
@@ -328,7 +377,6 @@ pub(super) async fn seal(
     };
     let data_key = keys.data_key(&context).await?;
     let blob = blob_key(&snapshot.org, &snapshot.incarnation, version, &new_id());
-    app.catalog.add_pending_blob(&blob, now).await?;
     let (body, org, incarnation, blob_for_task) = (
         body.clone(),
         snapshot.org.clone(),
@@ -336,18 +384,24 @@ pub(super) async fn seal(
         blob.clone(),
     );
     let (key_id, wrapped_key) = (data_key.key_id.clone(), data_key.wrapped.clone());
-    let object = tokio::task::spawn_blocking(move || {
+    let object = work::run(body.len(), "encryption", move || {
         let binding = binding(&org, &incarnation, version, &blob_for_task);
         crypto::seal(&body, &data_key.plaintext, &binding)
     })
-    .await
-    .map_err(|e| Error::Unavailable(format!("encryption task failed: {e}")))?;
-    app.blobs.put(&blob, object).await?;
+    .await?;
+    let inline = if object.len() <= INLINE_MAX_BYTES {
+        Some(Arc::new(object))
+    } else {
+        app.catalog.add_pending_blob(&blob, now).await?;
+        app.blobs.put(&blob, object).await?;
+        None
+    };
     Ok(Sealed {
         incarnation: snapshot.incarnation.clone(),
         version,
         blob,
         key_id,
+        inline,
         wrapped_key,
     })
 }

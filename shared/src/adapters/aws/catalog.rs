@@ -7,7 +7,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::{Delete, KeysAndAttributes, Put, TransactWriteItem};
+use aws_sdk_dynamodb::primitives::Blob;
+use aws_sdk_dynamodb::types::{
+    AttributeValue, Delete, KeysAndAttributes, Put, TransactWriteItem, Update,
+};
 use aws_sdk_dynamodb::Client;
 use sha2::{Digest, Sha256};
 
@@ -17,7 +20,7 @@ use crate::domain::record::StateRecord;
 use crate::domain::version::{KeySlot, VersionRecord};
 use crate::domain::Timestamp;
 use crate::ports::{
-    AuditEntry, AuditQuery, AuditRecord, Commit, OrgRecord, StateCatalog, StoreError,
+    AuditEntry, AuditQuery, AuditRecord, Commit, OrgAndState, OrgRecord, StateCatalog, StoreError,
 };
 
 /// DynamoDB's limit on the items of one transaction.
@@ -83,6 +86,59 @@ impl DynamoCatalog {
         TransactWriteItem::builder().put(put).build()
     }
 
+    /// A transaction item that writes the record `rec` (and revision `rev`) of the item at
+    /// `key`, creating it if need be, under `condition` if any. Its inline content is set to
+    /// `body` when given, else kept while `inline` and removed when not: an update, not a
+    /// put, so a commit that only closes a version or moves a lock keeps the content it does
+    /// not carry.
+    fn record_update(
+        &self,
+        key: Item,
+        rec: String,
+        rev: Option<u64>,
+        body: Option<&[u8]>,
+        inline: bool,
+        condition: Option<(
+            String,
+            Option<std::collections::HashMap<String, AttributeValue>>,
+        )>,
+    ) -> TransactWriteItem {
+        let mut set = vec!["#rec = :rec"];
+        let mut names = std::collections::HashMap::from([("#rec".to_owned(), REC.to_owned())]);
+        let (condition, mut values) = match condition {
+            Some((expression, values)) => (Some(expression), values.unwrap_or_default()),
+            None => (None, std::collections::HashMap::new()),
+        };
+        values.insert(":rec".into(), s(rec));
+        if let Some(rev) = rev {
+            set.push("#rev = :rev");
+            names.insert("#rev".into(), REV.into());
+            values.insert(":rev".into(), n(rev));
+        }
+        let expression = match body {
+            Some(body) => {
+                set.push("#body = :body");
+                values.insert(":body".into(), AttributeValue::B(Blob::new(body)));
+                format!("SET {}", set.join(", "))
+            }
+            None if inline => format!("SET {}", set.join(", ")),
+            None => format!("SET {} REMOVE #body", set.join(", ")),
+        };
+        if body.is_some() || !inline {
+            names.insert("#body".into(), BODY.into());
+        }
+        let update = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(key))
+            .update_expression(expression)
+            .set_condition_expression(condition)
+            .set_expression_attribute_names(Some(names))
+            .set_expression_attribute_values(Some(values))
+            .build()
+            .expect("table, key and expression are set");
+        TransactWriteItem::builder().update(update).build()
+    }
+
     /// A transaction item that deletes the item at `key`.
     pub(super) fn delete(&self, key: Item) -> TransactWriteItem {
         let delete = Delete::builder()
@@ -146,12 +202,27 @@ impl DynamoCatalog {
         }
     }
 
-    /// The record an item holds, read strongly consistently.
+    /// The record an item holds, read strongly consistently. Only the key and the record
+    /// travel: a state or version item may hold inline content too, which a lock, an
+    /// unlock or a save's snapshot has no use for.
     pub(super) async fn get_record<T: serde::de::DeserializeOwned>(
         &self,
         key: Item,
     ) -> Result<Option<T>, StoreError> {
-        self.get(key).await?.map(|item| record(&item)).transpose()
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key))
+            .consistent_read(true)
+            .projection_expression("#pk, #sk, #rec")
+            .expression_attribute_names("#pk", PK)
+            .expression_attribute_names("#sk", SK)
+            .expression_attribute_names("#rec", REC)
+            .send()
+            .await
+            .map_err(|e| StoreError::Unavailable(describe_failure("GetItem", &e)))?;
+        output.item.map(|item| record(&item)).transpose()
     }
 
     /// Puts `item` unless an item with its key exists; returns whether it was put.
@@ -192,14 +263,29 @@ impl DynamoCatalog {
 
     /// The items at `keys` that exist, read strongly consistently in one `BatchGetItem`
     /// (and again for any keys DynamoDB leaves unprocessed when throttled, a bounded number
-    /// of times, after which it is a transient fault).
-    pub(super) async fn get_many(&self, keys: Vec<Item>) -> Result<Vec<Item>, StoreError> {
+    /// of times, after which it is a transient fault). Only the key and the record travel,
+    /// and the inline content when `with_body`.
+    pub(super) async fn get_many(
+        &self,
+        keys: Vec<Item>,
+        with_body: bool,
+    ) -> Result<Vec<Item>, StoreError> {
         const ROUNDS: usize = 5;
         let mut wanted = KeysAndAttributes::builder()
             .set_keys(Some(keys))
             .consistent_read(true)
-            .build()
-            .expect("keys are set");
+            .projection_expression(if with_body {
+                "#pk, #sk, #rec, #body"
+            } else {
+                "#pk, #sk, #rec"
+            })
+            .expression_attribute_names("#pk", PK)
+            .expression_attribute_names("#sk", SK)
+            .expression_attribute_names("#rec", REC);
+        if with_body {
+            wanted = wanted.expression_attribute_names("#body", BODY);
+        }
+        let mut wanted = wanted.build().expect("keys are set");
         let mut found = Vec::new();
         for _ in 0..ROUNDS {
             let output = self
@@ -226,6 +312,45 @@ impl DynamoCatalog {
         Err(StoreError::Unavailable(format!(
             "BatchGetItem left keys unprocessed {ROUNDS} times: the table is throttled"
         )))
+    }
+
+    /// The org's settings and one state's record, in one `BatchGetItem`; with the latest
+    /// version's inline content when `with_body` and that version is inline (the state item
+    /// holds it beside the record).
+    async fn org_and_state_items(
+        &self,
+        org: &str,
+        name: &str,
+        with_body: bool,
+    ) -> Result<OrgAndState, StoreError> {
+        let state = state_sk(name);
+        let items = self
+            .get_many(
+                vec![
+                    key(org_pk(org), SETTINGS_SK),
+                    key(org_pk(org), state.clone()),
+                ],
+                with_body,
+            )
+            .await?;
+        let find = |sk: &str| {
+            items
+                .iter()
+                .find(|item| string(item, SK).is_ok_and(|s| s == sk))
+        };
+        let settings = find(SETTINGS_SK).map(record).transpose()?;
+        let state = find(&state)
+            .map(|item| {
+                let record: StateRecord = record(item)?;
+                let content = record
+                    .latest
+                    .as_ref()
+                    .filter(|l| with_body && l.inline)
+                    .and_then(|_| binary(item, BODY));
+                Ok::<_, StoreError>((record, content))
+            })
+            .transpose()?;
+        Ok((settings, state))
     }
 }
 
@@ -301,20 +426,31 @@ impl DynamoCatalog {
             .then(|| std::collections::HashMap::from([(":expected".to_owned(), n(expected))]));
         match &commit.state {
             Some(record) => {
-                let mut item = record_item(org_pk(&commit.org), state_sk(&commit.name), record);
-                item.insert(REV.into(), n(record.revision));
-                let put = Put::builder()
-                    .table_name(&self.table)
-                    .set_item(Some(item))
-                    .condition_expression(condition)
-                    .set_expression_attribute_values(values)
-                    .build()
-                    .expect("table and item are set");
-                items.push(TransactWriteItem::builder().put(put).build());
+                // The state item holds the latest version's inline content too, so that a
+                // read of the state is one GetItem.
+                let latest = record.latest.as_ref();
+                items.push(
+                    self.record_update(
+                        state_key,
+                        to_json(record),
+                        Some(record.revision),
+                        latest
+                            .and_then(|l| commit.content_of(l.version))
+                            .map(|c| c.as_slice()),
+                        latest.is_some_and(|l| l.inline),
+                        Some((condition, values)),
+                    ),
+                );
                 for version in &commit.versions {
                     let pk = versions_pk(&commit.org, &commit.name, &record.incarnation);
-                    items
-                        .push(self.put(record_item(pk, number_sk(version.version), version), None));
+                    items.push(self.record_update(
+                        key(pk, number_sk(version.version)),
+                        to_json(version),
+                        None,
+                        commit.content_of(version.version).map(|c| c.as_slice()),
+                        version.inline,
+                        None,
+                    ));
                 }
             }
             None => {
@@ -383,22 +519,16 @@ impl StateCatalog for DynamoCatalog {
         org: &str,
         name: &str,
     ) -> Result<(Option<OrgRecord>, Option<StateRecord>), StoreError> {
-        let state = state_sk(name);
-        let items = self
-            .get_many(vec![
-                key(org_pk(org), SETTINGS_SK),
-                key(org_pk(org), state.clone()),
-            ])
-            .await?;
-        let find = |sk: &str| {
-            items
-                .iter()
-                .find(|item| string(item, SK).is_ok_and(|s| s == sk))
-        };
-        Ok((
-            find(SETTINGS_SK).map(record).transpose()?,
-            find(&state).map(record).transpose()?,
-        ))
+        let (org, state) = self.org_and_state_items(org, name, false).await?;
+        Ok((org, state.map(|(state, _)| state)))
+    }
+
+    async fn org_and_state_with_content(
+        &self,
+        org: &str,
+        name: &str,
+    ) -> Result<OrgAndState, StoreError> {
+        self.org_and_state_items(org, name, true).await
     }
 
     async fn states(
@@ -418,6 +548,10 @@ impl StateCatalog for DynamoCatalog {
             .expression_attribute_values(":pk", s(org_pk(org)))
             .expression_attribute_values(":from", s(from.clone()))
             .expression_attribute_values(":to", s("STATE$"))
+            // The record alone: a listing has no use for the latest versions' content.
+            .projection_expression("#sk, #rec")
+            .expression_attribute_names("#sk", SK)
+            .expression_attribute_names("#rec", REC)
             .consistent_read(true)
             .limit(i32::try_from(limit.saturating_add(1)).unwrap_or(i32::MAX));
         let items = self.query_all(query, Some(limit.saturating_add(1))).await?;
@@ -440,6 +574,19 @@ impl StateCatalog for DynamoCatalog {
             .await
     }
 
+    async fn content(
+        &self,
+        org: &str,
+        name: &str,
+        incarnation: &str,
+        version: u64,
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        let item = self
+            .get(key(versions_pk(org, name, incarnation), number_sk(version)))
+            .await?;
+        Ok(item.and_then(|item| binary(&item, BODY)))
+    }
+
     async fn versions(
         &self,
         org: &str,
@@ -452,6 +599,8 @@ impl StateCatalog for DynamoCatalog {
             .table_name(&self.table)
             .key_condition_expression("pk = :pk")
             .expression_attribute_values(":pk", s(versions_pk(org, name, incarnation)))
+            .projection_expression("#rec")
+            .expression_attribute_names("#rec", REC)
             .scan_index_forward(false)
             .consistent_read(true);
         self.query_all(query, None)
@@ -511,30 +660,38 @@ impl StateCatalog for DynamoCatalog {
         stored.set_slot(new);
         let state = state.with_key_slot(version, new);
         let old_text = string(&version_item, REC)?.to_owned();
-        let put_version = Put::builder()
-            .table_name(&self.table)
-            .set_item(Some(record_item(pk, number_sk(version), &stored)))
-            .condition_expression(format!("{REC} = :old"))
-            .expression_attribute_values(":old", s(old_text))
-            .build()
-            .expect("table and item are set");
-        let mut state_item = record_item(org_pk(org), state_sk(name), &state);
-        state_item.insert(REV.into(), n(state.revision));
-        let put_state = Put::builder()
-            .table_name(&self.table)
-            .set_item(Some(state_item))
-            .condition_expression(format!("{REV} = :expected"))
-            .expression_attribute_values(":expected", n(state.revision - 1))
-            .build()
-            .expect("table and item are set");
-        self.transact(
-            vec![
-                TransactWriteItem::builder().put(put_version).build(),
-                TransactWriteItem::builder().put(put_state).build(),
-            ],
+        // Updates, not puts: an inline version's content, on its item and (for the latest)
+        // the state's, stays as it is; a re-wrap changes only the slot.
+        let update_version = self.record_update(
+            key(pk, number_sk(version)),
+            to_json(&stored),
             None,
-        )
-        .await
+            None,
+            stored.inline,
+            Some((
+                format!("{REC} = :old"),
+                Some(std::collections::HashMap::from([(
+                    ":old".to_owned(),
+                    s(old_text),
+                )])),
+            )),
+        );
+        let update_state = self.record_update(
+            key(org_pk(org), state_sk(name)),
+            to_json(&state),
+            Some(state.revision),
+            None,
+            state.latest.as_ref().is_some_and(|l| l.inline),
+            Some((
+                format!("{REV} = :expected"),
+                Some(std::collections::HashMap::from([(
+                    ":expected".to_owned(),
+                    n(state.revision - 1),
+                )])),
+            )),
+        );
+        self.transact(vec![update_version, update_state], None)
+            .await
     }
 
     async fn append_audit(&self, entry: &AuditEntry) -> Result<(), StoreError> {

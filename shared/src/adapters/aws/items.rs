@@ -19,6 +19,10 @@
 //! | doomed blob   | `DOOMED#<blob>`                   | `-`                   | sweep `doomed` |
 //! | version mark  | `MARK#<org>/<name>/<incarnation>` | `-`                   | sweep `mark` |
 //!
+//! An inline version's sealed content is the binary attribute `body` of its version item,
+//! and, while it is the latest, of its state item too, so a read of the state is one
+//! `GetItem`. Listings project it away.
+//!
 //! Names of orgs, states, runs and incarnations never contain `/` or `#`, so keys built from
 //! them cannot collide.
 
@@ -37,6 +41,8 @@ pub const PK: &str = "pk";
 pub const SK: &str = "sk";
 /// The JSON of the record an item holds.
 pub const REC: &str = "rec";
+/// An inline version's sealed content (binary).
+pub const BODY: &str = "body";
 /// A state record's revision: the compare-and-swap condition.
 pub const REV: &str = "rev";
 /// When DynamoDB may delete the item on its own (a backstop for expired tokens).
@@ -149,6 +155,14 @@ pub fn string<'a>(item: &'a Item, name: &str) -> Result<&'a str, StoreError> {
             "the catalog item {} has no string {name}",
             describe(item)
         ))),
+    }
+}
+
+/// A binary attribute an item may have.
+pub fn binary(item: &Item, name: &str) -> Option<Vec<u8>> {
+    match item.get(name) {
+        Some(AttributeValue::B(v)) => Some(v.clone().into_inner()),
+        _ => None,
     }
 }
 

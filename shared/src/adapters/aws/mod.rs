@@ -1,5 +1,5 @@
-//! The AWS store: the catalog in one DynamoDB table, sealed blobs in one S3 bucket, data keys
-//! from KMS. The Lambda functions and `serve --store aws` build it once at start and share it
+//! The AWS store: the catalog in one DynamoDB table (small versions' sealed content inline in
+//! its items), larger sealed blobs in one S3 bucket, data keys from KMS. The Lambda functions and `serve --store aws` build it once at start and share it
 //! between requests; nothing here is created on AWS automatically except by `schema` (for
 //! emulators and tests; deployments create the table with the SAM template).
 

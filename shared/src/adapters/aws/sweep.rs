@@ -90,6 +90,8 @@ impl DynamoCatalog {
             .key_condition_expression("pk = :pk AND sk < :below")
             .expression_attribute_values(":pk", s(versions_pk(org, name, incarnation)))
             .expression_attribute_values(":below", s(number_sk(below)))
+            .projection_expression("#rec")
+            .expression_attribute_names("#rec", REC)
             .consistent_read(true)
             .limit(i32::try_from(limit + 1).unwrap_or(i32::MAX));
         let found = self.query_all(query, Some(limit + 1)).await?;
@@ -112,7 +114,10 @@ impl DynamoCatalog {
                     .build()
                     .expect("table and key are set");
                 items.push(TransactWriteItem::builder().delete(delete).build());
-                items.push(self.put(doomed_item(&version.blob, at), None));
+                // Inline content goes with its item; only a blob is left to delete.
+                if !version.inline {
+                    items.push(self.put(doomed_item(&version.blob, at), None));
+                }
             }
             match self.transact(items, None).await {
                 // Another sweeper dropped some of these first: the next pass sees the rest.

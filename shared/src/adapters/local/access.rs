@@ -18,7 +18,7 @@ use crate::ports::{
 impl AccessCatalog for SqliteCatalog {
     async fn token(&self, hash: &str) -> Result<Option<TokenRecord>, StoreError> {
         let hash = hash.to_owned();
-        self.with(move |conn| {
+        self.read(move |conn| {
             let text: Option<String> = conn
                 .query_row(
                     "SELECT record FROM tokens WHERE hash = ?1",
@@ -121,7 +121,7 @@ impl AccessCatalog for SqliteCatalog {
 
     async fn org(&self, org: &str) -> Result<Option<OrgRecord>, StoreError> {
         let org = org.to_owned();
-        self.with(move |conn| {
+        self.read(move |conn| {
             let text: Option<String> = conn
                 .query_row(
                     "SELECT record FROM orgs WHERE org = ?1",

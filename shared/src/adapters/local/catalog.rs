@@ -1,6 +1,8 @@
 //! The catalog in SQLite, and its state records, versions and audit. A commit is one
 //! `BEGIN IMMEDIATE` transaction that checks the state record's revision first, so two
-//! processes on one folder never both win a compare-and-swap.
+//! processes on one folder never both win a compare-and-swap. Writes (each ending in an
+//! fsync) run on the blocking pool; point reads, one indexed lookup of microseconds, run in
+//! place on a second connection, which WAL lets read while a write is under way.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -14,7 +16,7 @@ use crate::domain::record::StateRecord;
 use crate::domain::version::{KeySlot, VersionRecord};
 use crate::domain::Timestamp;
 use crate::ports::{
-    AuditEntry, AuditQuery, AuditRecord, Commit, OrgRecord, StateCatalog, StoreError,
+    AuditEntry, AuditQuery, AuditRecord, Commit, OrgAndState, OrgRecord, StateCatalog, StoreError,
 };
 
 /// How long a writer waits for another process's transaction before giving up (a 503 with
@@ -25,6 +27,9 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Clone)]
 pub struct SqliteCatalog {
     opened: Arc<Mutex<Opened>>,
+    /// The connection point reads use in place, without a thread hand-off; `None` while the
+    /// catalog is served read-only, when reads take the writer's connection as writes do.
+    reader: Option<Arc<Mutex<Connection>>>,
 }
 
 /// The connection, and whether it is read-only for want of disk space.
@@ -69,9 +74,29 @@ impl SqliteCatalog {
             }
             Err(e) => return Err(fail(e)),
         };
+        let reader = match opened.read_only {
+            None => Some(Arc::new(Mutex::new(open_reader(path).map_err(fail)?))),
+            Some(_) => None,
+        };
         Ok(Self {
             opened: Arc::new(Mutex::new(opened)),
+            reader,
         })
+    }
+
+    /// Runs `f`, a point read (one indexed lookup: microseconds), in place on the reader
+    /// connection. In WAL mode a reader never waits for a writer's transaction or fsync: it
+    /// waits only for another point read, or, rarely, for another process recovering the
+    /// log after a crash (within the busy timeout).
+    pub(super) async fn read<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        match &self.reader {
+            // As for the writer: a panic inside `f` leaves nothing half done (it only reads).
+            Some(reader) => f(&reader.lock().unwrap_or_else(|e| e.into_inner())),
+            None => self.with(move |conn| f(conn)).await,
+        }
     }
 
     /// Runs `f` on the connection off the async threads.
@@ -89,6 +114,45 @@ impl SqliteCatalog {
         })
         .await
         .map_err(|e| StoreError::Unavailable(format!("catalog task failed: {e}")))?
+    }
+
+    /// The org's settings and one state's record, and with `with_content` the latest
+    /// version's inline content: one statement, a point read, so all of it comes from one
+    /// snapshot of the catalog (the content found is the latest version's as that record
+    /// names it).
+    async fn org_and_state_rows(
+        &self,
+        org: &str,
+        name: &str,
+        with_content: bool,
+    ) -> Result<OrgAndState, StoreError> {
+        let (org, name) = (org.to_owned(), name.to_owned());
+        self.read(move |conn| {
+            let sql = if with_content {
+                "SELECT (SELECT record FROM orgs WHERE org = ?1), s.record, c.sealed
+                 FROM (SELECT 1) LEFT JOIN states s ON s.org = ?1 AND s.name = ?2
+                 LEFT JOIN contents c ON c.org = s.org AND c.name = s.name
+                   AND c.incarnation = json_extract(s.record, '$.incarnation')
+                   AND c.version = json_extract(s.record, '$.latest.version')"
+            } else {
+                "SELECT (SELECT record FROM orgs WHERE org = ?1), s.record, NULL
+                 FROM (SELECT 1) LEFT JOIN states s ON s.org = ?1 AND s.name = ?2"
+            };
+            type Row = (Option<String>, Option<String>, Option<Vec<u8>>);
+            let (settings, state, content): Row = conn
+                .prepare_cached(sql)
+                .and_then(|mut stmt| {
+                    stmt.query_row(params![org, name], |row| {
+                        Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                    })
+                })
+                .map_err(sql_error)?;
+            let state = state
+                .map(|text| Ok::<_, StoreError>((from_json::<StateRecord>(&text)?, content)))
+                .transpose()?;
+            Ok((settings.as_deref().map(from_json).transpose()?, state))
+        })
+        .await
     }
 }
 
@@ -147,6 +211,15 @@ fn open_current(path: &Path) -> Result<(Connection, i64), rusqlite::Error> {
     conn.pragma_update(None, "synchronous", "FULL")?;
     let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     Ok((conn, version))
+}
+
+/// The connection for point reads, on a catalog already open for writing (so in WAL mode,
+/// its tables set up). `query_only`, so nothing can write through it by mistake.
+fn open_reader(path: &Path) -> Result<Connection, rusqlite::Error> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.pragma_update(None, "query_only", true)?;
+    Ok(conn)
 }
 
 /// Whether the catalog has a write-ahead log with commits the catalog file may lack yet.
@@ -259,6 +332,7 @@ fn commit_in(conn: &mut Connection, commit: Commit) -> Result<(), StoreError> {
             )
             .map_err(sql_error)?;
             for v in &commit.versions {
+                let key = params![commit.org, commit.name, record.incarnation, v.version];
                 tx.execute(
                     "INSERT OR REPLACE INTO versions (org, name, incarnation, version, record)
                      VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -271,6 +345,29 @@ fn commit_in(conn: &mut Connection, commit: Commit) -> Result<(), StoreError> {
                     ],
                 )
                 .map_err(sql_error)?;
+                if let Some(sealed) = commit.content_of(v.version) {
+                    tx.execute(
+                        "INSERT OR REPLACE INTO contents (org, name, incarnation, version, sealed)
+                         VALUES (?1, ?2, ?3, ?4, ?5)",
+                        params![
+                            commit.org,
+                            commit.name,
+                            record.incarnation,
+                            v.version,
+                            sealed.as_slice()
+                        ],
+                    )
+                    .map_err(sql_error)?;
+                } else if !v.inline {
+                    // A version whose content moved to a blob (a replacing save too large to
+                    // be inline) leaves none behind.
+                    tx.execute(
+                        "DELETE FROM contents
+                         WHERE org = ?1 AND name = ?2 AND incarnation = ?3 AND version = ?4",
+                        key,
+                    )
+                    .map_err(sql_error)?;
+                }
             }
         }
         None => {
@@ -327,13 +424,10 @@ pub(super) fn insert_audit(conn: &Connection, entry: &AuditEntry) -> Result<(), 
 impl StateCatalog for SqliteCatalog {
     async fn state(&self, org: &str, name: &str) -> Result<Option<StateRecord>, StoreError> {
         let (org, name) = (org.to_owned(), name.to_owned());
-        self.with(move |conn| {
+        self.read(move |conn| {
             let text: Option<String> = conn
-                .query_row(
-                    "SELECT record FROM states WHERE org = ?1 AND name = ?2",
-                    params![org, name],
-                    |row| row.get(0),
-                )
+                .prepare_cached("SELECT record FROM states WHERE org = ?1 AND name = ?2")
+                .and_then(|mut stmt| stmt.query_row(params![org, name], |row| row.get(0)))
                 .optional()
                 .map_err(sql_error)?;
             text.as_deref().map(from_json).transpose()
@@ -346,31 +440,16 @@ impl StateCatalog for SqliteCatalog {
         org: &str,
         name: &str,
     ) -> Result<(Option<OrgRecord>, Option<StateRecord>), StoreError> {
-        let (org, name) = (org.to_owned(), name.to_owned());
-        // Both on one trip to the connection's thread.
-        self.with(move |conn| {
-            let settings: Option<String> = conn
-                .query_row(
-                    "SELECT record FROM orgs WHERE org = ?1",
-                    params![org],
-                    |row| row.get(0),
-                )
-                .optional()
-                .map_err(sql_error)?;
-            let state: Option<String> = conn
-                .query_row(
-                    "SELECT record FROM states WHERE org = ?1 AND name = ?2",
-                    params![org, name],
-                    |row| row.get(0),
-                )
-                .optional()
-                .map_err(sql_error)?;
-            Ok((
-                settings.as_deref().map(from_json).transpose()?,
-                state.as_deref().map(from_json).transpose()?,
-            ))
-        })
-        .await
+        let (org, state) = self.org_and_state_rows(org, name, false).await?;
+        Ok((org, state.map(|(state, _)| state)))
+    }
+
+    async fn org_and_state_with_content(
+        &self,
+        org: &str,
+        name: &str,
+    ) -> Result<OrgAndState, StoreError> {
+        self.org_and_state_rows(org, name, true).await
     }
 
     async fn states(
@@ -409,7 +488,7 @@ impl StateCatalog for SqliteCatalog {
             return Ok(None);
         };
         let key = (org.to_owned(), name.to_owned(), incarnation.to_owned());
-        self.with(move |conn| {
+        self.read(move |conn| {
             let text: Option<String> = conn
                 .query_row(
                     "SELECT record FROM versions
@@ -420,6 +499,31 @@ impl StateCatalog for SqliteCatalog {
                 .optional()
                 .map_err(sql_error)?;
             text.as_deref().map(from_json).transpose()
+        })
+        .await
+    }
+
+    async fn content(
+        &self,
+        org: &str,
+        name: &str,
+        incarnation: &str,
+        version: u64,
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        // As for `version`: a number past SQLite's integers names nothing.
+        let Ok(version) = i64::try_from(version) else {
+            return Ok(None);
+        };
+        let key = (org.to_owned(), name.to_owned(), incarnation.to_owned());
+        self.read(move |conn| {
+            conn.query_row(
+                "SELECT sealed FROM contents
+                 WHERE org = ?1 AND name = ?2 AND incarnation = ?3 AND version = ?4",
+                params![key.0, key.1, key.2, version],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(sql_error)
         })
         .await
     }

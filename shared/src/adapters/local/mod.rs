@@ -1,12 +1,13 @@
 //! The local embedded store: a data folder holding an SQLite catalog and a folder of blob
 //! files. `serve`, `token` and `sweep` may be separate processes on one folder, so every
 //! write is a `BEGIN IMMEDIATE` transaction with a busy timeout, and a 200 survives a power
-//! cut: blobs are fsynced before the commit that names them, and the commit itself is durable
-//! (WAL, `synchronous=FULL`). The catalog is split by port as the AWS store's is: `catalog`
+//! cut: the commit is durable (WAL, `synchronous=FULL`: one fsync of the log), a small
+//! version's sealed content is inside it, and a larger version's blob is fsynced before the
+//! commit that names it. The catalog is split by port as the AWS store's is: `catalog`
 //! (states, versions, audit), `access` (tokens, orgs, runs), `apps` (app states and their
-//! archives), `sweep`, and `tables` (the
-//! schema and row codecs); `key_file` keeps the platform key beside the folder when none is
-//! configured; `disk` makes its folders and files private and their entries durable.
+//! archives), `sweep`, and `tables` (the schema and row codecs); `key_file` keeps the
+//! platform key beside the folder when none is configured; `disk` makes its folders and
+//! files private and their entries durable.
 
 mod access;
 mod apps;

@@ -46,11 +46,20 @@ fn drop_marked_in(conn: &mut Connection, limit: usize, at: i64) -> Result<usize,
         };
         for (version, text) in &doomed {
             let record: VersionRecord = from_json(text)?;
-            tx.execute(
-                "INSERT OR IGNORE INTO doomed_blobs (blob, since) VALUES (?1, ?2)",
-                params![record.blob, at],
-            )
-            .map_err(sql_error)?;
+            if record.inline {
+                tx.execute(
+                    "DELETE FROM contents
+                     WHERE org = ?1 AND name = ?2 AND incarnation = ?3 AND version = ?4",
+                    params![org, name, incarnation, version],
+                )
+                .map_err(sql_error)?;
+            } else {
+                tx.execute(
+                    "INSERT OR IGNORE INTO doomed_blobs (blob, since) VALUES (?1, ?2)",
+                    params![record.blob, at],
+                )
+                .map_err(sql_error)?;
+            }
             tx.execute(
                 "DELETE FROM versions WHERE org = ?1 AND name = ?2 AND incarnation = ?3 AND version = ?4",
                 params![org, name, incarnation, version],

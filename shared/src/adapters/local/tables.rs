@@ -1,6 +1,7 @@
 //! The catalog's tables and the codecs between records and rows, the counterpart of the AWS
 //! store's single-table layout. Records are stored as JSON beside the columns their lookups
 //! need; only what a lookup, a compare-and-swap or the sweeper sorts on is a column of its own.
+//! An inline version's sealed content is a row of `contents`, beside its record.
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -16,6 +17,10 @@ CREATE TABLE IF NOT EXISTS versions (
     org TEXT NOT NULL, name TEXT NOT NULL, incarnation TEXT NOT NULL, version INTEGER NOT NULL,
     record TEXT NOT NULL,
     PRIMARY KEY (org, name, incarnation, version)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS contents (
+    org TEXT NOT NULL, name TEXT NOT NULL, incarnation TEXT NOT NULL, version INTEGER NOT NULL,
+    sealed BLOB NOT NULL,
+    PRIMARY KEY (org, name, incarnation, version));
 CREATE TABLE IF NOT EXISTS pending_blobs (blob TEXT PRIMARY KEY, since INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS doomed_blobs (blob TEXT PRIMARY KEY, since INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS ended_runs (run TEXT PRIMARY KEY, since INTEGER NOT NULL);
@@ -45,11 +50,16 @@ CREATE TABLE IF NOT EXISTS apps (
 CREATE TABLE IF NOT EXISTS archives (
     org TEXT NOT NULL, name TEXT NOT NULL, commit_id TEXT NOT NULL, record TEXT NOT NULL,
     PRIMARY KEY (org, name, commit_id)) WITHOUT ROWID;
-PRAGMA user_version = 3;
+PRAGMA user_version = 4;
 ";
 
 /// The `user_version` of a catalog that `SCHEMA` made: one at it needs no write to open.
-pub(super) const SCHEMA_VERSION: i64 = 3;
+/// 3 added `apps` and `archives`, the app states; 4 added `contents`, the sealed bytes of
+/// inline versions (a table of its own, not a column of `versions`, so an older catalog gains
+/// it without rewriting a row, and a version's record is replaced without touching its
+/// content). Every table is created if missing, so a catalog of any older version gains all
+/// it lacks in one pass.
+pub(super) const SCHEMA_VERSION: i64 = 4;
 
 /// A catalog fault: transient (clients retry a 503) only when it can pass, as a busy
 /// database, a full disk or an I/O error can; anything else is a fault of the stored data or
