@@ -112,12 +112,15 @@ pub enum Refusal {
     NotYourLock { holder: String, lock_id: String },
 }
 
+/// Said the same for a Terraform state and an app state, so it names neither.
 fn lock_id_mismatch(given: &str, current: Option<&str>) -> String {
     match current {
-        Some(current) => format!(
-            "lock ID {given} is not the current lock; the state is locked with ID {current}"
+        Some(current) => {
+            format!("lock ID {given} is not the current lock; the lock held now has ID {current}")
+        }
+        None => format!(
+            "lock ID {given} is not held: nothing is locked (the lock was released or taken away)"
         ),
-        None => format!("lock ID {given} is not held: the state is not locked (the lock was released or taken away)"),
     }
 }
 
@@ -144,5 +147,30 @@ impl Refusal {
             }
             _ => Vec::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lock_id_mismatch_names_both_ids_and_no_kind_of_state() {
+        let held = Refusal::LockIdMismatch {
+            given: "old".into(),
+            current: Some("new".into()),
+        }
+        .to_string();
+        assert!(held.contains("old") && held.contains("new"), "{held}");
+        let none = Refusal::LockIdMismatch {
+            given: "old".into(),
+            current: None,
+        }
+        .to_string();
+        assert!(none.contains("nothing is locked"), "{none}");
+        assert!(
+            !held.contains("state") && !none.contains("state"),
+            "{held} / {none}"
+        );
     }
 }

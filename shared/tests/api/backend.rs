@@ -291,7 +291,7 @@ async fn every_write_check_refuses_in_order_with_its_reason() {
         .error()
         .expect(409);
     assert_eq!(code, "lock_id_mismatch");
-    assert!(msg.contains("not locked"), "{msg}");
+    assert!(msg.contains("nothing is locked"), "{msg}");
 
     // Nothing refused was stored.
     assert_eq!(
