@@ -115,15 +115,7 @@ impl StateCatalog for MemoryStore {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<StateRecord>, StoreError> {
-        let inner = self.lock();
-        Ok(inner
-            .states
-            .range((org.to_owned(), after.unwrap_or("").to_owned())..)
-            .take_while(|((o, _), _)| o == org)
-            .filter(|((_, n), _)| after.is_none_or(|a| n.as_str() > a))
-            .take(limit)
-            .map(|(_, r)| r.clone())
-            .collect())
+        Ok(org_page(&self.lock().states, org, after, limit))
     }
 
     async fn version(
@@ -299,15 +291,7 @@ impl AppCatalog for MemoryStore {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<AppRecord>, StoreError> {
-        let inner = self.lock();
-        Ok(inner
-            .apps
-            .range((org.to_owned(), after.unwrap_or("").to_owned())..)
-            .take_while(|((o, _), _)| o == org)
-            .filter(|((_, n), _)| after.is_none_or(|a| n.as_str() > a))
-            .take(limit)
-            .map(|(_, r)| r.clone())
-            .collect())
+        Ok(org_page(&self.lock().apps, org, after, limit))
     }
 
     async fn archive(
@@ -665,4 +649,20 @@ impl BlobStore for MemoryStore {
         // A put here is one insert: it never leaves part of itself behind.
         Ok(0)
     }
+}
+
+/// A page of an org's records of one kind (keyed by org and name), by name after `after`.
+fn org_page<T: Clone>(
+    records: &BTreeMap<(String, String), T>,
+    org: &str,
+    after: Option<&str>,
+    limit: usize,
+) -> Vec<T> {
+    records
+        .range((org.to_owned(), after.unwrap_or("").to_owned())..)
+        .take_while(|((o, _), _)| o == org)
+        .filter(|((_, n), _)| after.is_none_or(|a| n.as_str() > a))
+        .take(limit)
+        .map(|(_, r)| r.clone())
+        .collect()
 }

@@ -116,26 +116,8 @@ impl AppCatalog for DynamoCatalog {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<AppRecord>, StoreError> {
-        // `APP$` sorts right after every `APP#<name>`; BETWEEN is inclusive, so the `after`
-        // item itself is skipped below.
-        let from = app_sk(after.unwrap_or(""));
-        let query = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
-            .expression_attribute_values(":pk", s(org_pk(org)))
-            .expression_attribute_values(":from", s(from.clone()))
-            .expression_attribute_values(":to", s("APP$"))
-            .consistent_read(true)
-            .limit(i32::try_from(limit.saturating_add(1)).unwrap_or(i32::MAX));
-        let items = self.query_all(query, Some(limit.saturating_add(1))).await?;
-        items
-            .iter()
-            .filter(|item| string(item, SK).is_ok_and(|sk| sk != from))
-            .take(limit)
-            .map(record)
-            .collect()
+        self.org_records(org, app_sk(after.unwrap_or("")), "APP$", limit)
+            .await
     }
 
     async fn archive(

@@ -175,6 +175,39 @@ impl DynamoCatalog {
         }
     }
 
+    /// A page of an org's records of one kind, by name after `from` (its sort key; the item
+    /// itself is skipped: BETWEEN is inclusive) up to `to`, the key that sorts right after
+    /// every one of that kind (`STATE$` after every `STATE#<name>`). The record alone: a
+    /// listing has no use for a latest version's content.
+    pub(super) async fn org_records<T: serde::de::DeserializeOwned>(
+        &self,
+        org: &str,
+        from: String,
+        to: &str,
+        limit: usize,
+    ) -> Result<Vec<T>, StoreError> {
+        let query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
+            .expression_attribute_values(":pk", s(org_pk(org)))
+            .expression_attribute_values(":from", s(from.clone()))
+            .expression_attribute_values(":to", s(to))
+            .projection_expression("#sk, #rec")
+            .expression_attribute_names("#sk", SK)
+            .expression_attribute_names("#rec", REC)
+            .consistent_read(true)
+            .limit(i32::try_from(limit.saturating_add(1)).unwrap_or(i32::MAX));
+        let items = self.query_all(query, Some(limit.saturating_add(1))).await?;
+        items
+            .iter()
+            .filter(|item| string(item, SK).is_ok_and(|sk| sk != from))
+            .take(limit)
+            .map(record)
+            .collect()
+    }
+
     /// Reads every item of a query, page by page, up to `limit` items (`None`: all).
     pub(super) async fn query_all(
         &self,
@@ -537,30 +570,8 @@ impl StateCatalog for DynamoCatalog {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<StateRecord>, StoreError> {
-        // `STATE$` sorts right after every `STATE#<name>`; BETWEEN is inclusive, so the
-        // `after` item itself is skipped below.
-        let from = state_sk(after.unwrap_or(""));
-        let query = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
-            .expression_attribute_values(":pk", s(org_pk(org)))
-            .expression_attribute_values(":from", s(from.clone()))
-            .expression_attribute_values(":to", s("STATE$"))
-            // The record alone: a listing has no use for the latest versions' content.
-            .projection_expression("#sk, #rec")
-            .expression_attribute_names("#sk", SK)
-            .expression_attribute_names("#rec", REC)
-            .consistent_read(true)
-            .limit(i32::try_from(limit.saturating_add(1)).unwrap_or(i32::MAX));
-        let items = self.query_all(query, Some(limit.saturating_add(1))).await?;
-        items
-            .iter()
-            .filter(|item| string(item, SK).is_ok_and(|sk| sk != from))
-            .take(limit)
-            .map(record)
-            .collect()
+        self.org_records(org, state_sk(after.unwrap_or("")), "STATE$", limit)
+            .await
     }
 
     async fn version(
