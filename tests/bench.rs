@@ -603,7 +603,13 @@ fn reads_against_their_floor(http: &Client) {
             while let Some(segment) = opening.next_segment().unwrap() {
                 copied.extend_from_slice(segment);
             }
-            assert_eq!(copied.len(), sent, "the floor opens what the GET sends");
+            // The same plaintext, deflated again: the pieces' output can differ by a few
+            // bytes with the output room each piece's buffer happened to have.
+            assert!(
+                copied.len().abs_diff(sent) <= sent / 1000,
+                "the floor opens what the GET sends: {} against {sent} bytes",
+                copied.len()
+            );
             floors.push(t.elapsed());
         }
         floors.remove(0);
