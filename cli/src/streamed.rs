@@ -1,7 +1,8 @@
 //! Sending a version's content as it is opened: a hyper body that opens the next segment
-//! each time the connection can take more, so a read holds the sealed object and one
-//! segment, never the whole answer. Opening a 64 KiB segment takes microseconds, so it runs
-//! on the connection's task, not on a blocking thread.
+//! each time the connection can take more, so a read holds one segment of a blob version
+//! (read from its file as it goes) or the sealed bytes of an inline one, never the whole
+//! answer. Reading a 64 KiB segment (from the page cache, as a rule) and opening it take
+//! microseconds, so it runs on the connection's task, not on a blocking thread.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};

@@ -14,7 +14,7 @@ use crate::domain::Timestamp;
 use crate::ports::{
     AccessCatalog, AppCatalog, AppCommit, AuditEntry, AuditQuery, AuditRecord, BlobStore, Commit,
     OrgAndState, OrgRecord, RunCatalog, RunItem, RunRecord, StateCatalog, StoreError, SweepCatalog,
-    TokenRecord,
+    TokenRecord, WriteObject,
 };
 
 /// A catalog and blob store in memory.
@@ -634,6 +634,10 @@ impl BlobStore for MemoryStore {
     async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), StoreError> {
         self.lock().blobs.insert(key.to_owned(), bytes);
         Ok(())
+    }
+
+    async fn put_written(&self, key: &str, write: WriteObject) -> Result<(), StoreError> {
+        super::put_gathered(self, key, write).await
     }
 
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {

@@ -12,3 +12,24 @@ pub mod key_ring;
 pub mod local;
 pub mod memory;
 pub mod transit;
+
+/// What [`BlobStore::put_written`] is on a store whose writes take the whole object: the
+/// object gathered in memory (off the async threads: `write` seals a large state), then put.
+///
+/// [`BlobStore::put_written`]: crate::ports::BlobStore::put_written
+async fn put_gathered(
+    store: &dyn crate::ports::BlobStore,
+    key: &str,
+    write: crate::ports::WriteObject,
+) -> Result<(), crate::ports::StoreError> {
+    let gathered = tokio::task::spawn_blocking(move || {
+        let mut bytes = Vec::new();
+        write(&mut bytes).map(|()| bytes)
+    })
+    .await
+    .map_err(|e| crate::ports::StoreError::Unavailable(format!("sealing task failed: {e}")))?;
+    let bytes = gathered.map_err(|e| {
+        crate::ports::StoreError::Unavailable(format!("writing an object failed: {e}"))
+    })?;
+    store.put(key, bytes).await
+}

@@ -28,6 +28,8 @@ pub const SEGMENT_SIZE: usize = 64 * 1024;
 pub(super) const TAG_SIZE: usize = 16;
 /// STREAM with a 32-bit counter and a last-segment flag leaves 7 of GCM's 12 nonce bytes.
 pub(super) const NONCE_PREFIX_SIZE: usize = 7;
+/// A format-2 header: magic, format, compression, segment size, nonce prefix.
+const HEADER_LEN: usize = MAGIC.len() + 2 + 4 + NONCE_PREFIX_SIZE;
 
 /// Where a sealed object belongs; bound into every segment's associated data.
 #[derive(Debug, Clone, Copy)]
@@ -63,6 +65,9 @@ pub enum EnvelopeError {
     Damaged,
     #[error("the decrypted content does not decompress: {0}")]
     Decompress(String),
+    /// Reading an object as it is opened failed: the storage's fault, not the object's.
+    #[error("the sealed object could not be read: {0}")]
+    Unreadable(String),
 }
 
 /// How the plaintext inside the segments is compressed.
@@ -102,52 +107,80 @@ pub struct Header {
 /// object's buffer is reserved for the worst case (incompressible content) at once, so it is
 /// never copied by regrowth; what is never written of it is never touched, and costs nothing.
 pub fn seal(plaintext: &[u8], data_key: &[u8; 32], binding: &Binding<'_>) -> Vec<u8> {
-    let mut nonce_prefix = [0u8; NONCE_PREFIX_SIZE];
-    OsRng.fill_bytes(&mut nonce_prefix);
     // Deflate adds at most 5 bytes per 16 KiB stored; each segment a 16-byte tag.
     let worst = plaintext.len() + plaintext.len() / 1024 + 4096;
     let mut out = Vec::with_capacity(worst + worst.div_ceil(SEGMENT_SIZE) * TAG_SIZE);
-    out.extend_from_slice(MAGIC);
-    out.push(FORMAT_VERSION);
-    out.push(COMPRESSION_GZIP);
-    out.extend_from_slice(&(SEGMENT_SIZE as u32).to_be_bytes());
-    out.extend_from_slice(&nonce_prefix);
-    let aad = associated_data(FORMAT_VERSION, &out, binding);
+    // Writing to memory cannot fail.
+    seal_into(plaintext, data_key, binding, &mut out).expect("sealing to memory");
+    out
+}
+
+/// [`seal`], writing the object to `out` a segment at a time as it is made, so it is never
+/// held whole: a large state sealed straight into its blob file.
+///
+/// # Errors
+/// The first error `out` gives; what was written before it is a torn object.
+pub fn seal_into(
+    plaintext: &[u8],
+    data_key: &[u8; 32],
+    binding: &Binding<'_>,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let mut nonce_prefix = [0u8; NONCE_PREFIX_SIZE];
+    OsRng.fill_bytes(&mut nonce_prefix);
+    let mut header = Vec::with_capacity(HEADER_LEN);
+    header.extend_from_slice(MAGIC);
+    header.push(FORMAT_VERSION);
+    header.push(COMPRESSION_GZIP);
+    header.extend_from_slice(&(SEGMENT_SIZE as u32).to_be_bytes());
+    header.extend_from_slice(&nonce_prefix);
+    let aad = associated_data(FORMAT_VERSION, &header, binding);
+    out.write_all(&header)?;
     let cipher = Aes256Gcm::new(data_key.into());
     let mut sealer = Sealer {
         encryptor: EncryptorBE32::from_aead(cipher, (&nonce_prefix).into()),
         aad,
         pending: Vec::with_capacity(SEGMENT_SIZE + TAG_SIZE),
         out,
+        failed: None,
     };
-    // Writing to memory cannot fail, and the only encryption error is a STREAM counter
-    // overflow (2^32 segments of 64 KiB = 256 TiB), far beyond any state.
+    // The pieces keep coming once `out` fails (they are deflated on other threads); the
+    // first error is kept, and nothing more is written.
     gzip::compress(plaintext, |part| {
-        sealer.write_all(part).expect("sealing to memory");
+        if sealer.failed.is_none() {
+            if let Err(e) = sealer.write_all(part) {
+                sealer.failed = Some(e);
+            }
+        }
     });
     sealer.finish()
 }
 
 /// Compressed bytes in, encrypted segments out: a segment is sealed only once more data
 /// follows it, so the last one always goes through `encrypt_last`.
-struct Sealer {
+struct Sealer<'a> {
     encryptor: EncryptorBE32<Aes256Gcm>,
     aad: Vec<u8>,
     pending: Vec<u8>,
-    out: Vec<u8>,
+    out: &'a mut dyn Write,
+    failed: Option<std::io::Error>,
 }
 
-impl Sealer {
-    fn finish(mut self) -> Vec<u8> {
+impl Sealer<'_> {
+    fn finish(mut self) -> std::io::Result<()> {
+        if let Some(e) = self.failed {
+            return Err(e);
+        }
+        // The only encryption error is a STREAM counter overflow (2^32 segments of 64 KiB
+        // = 256 TiB), far beyond any state.
         self.encryptor
             .encrypt_last_in_place(&self.aad, &mut self.pending)
             .expect("last segment seals");
-        self.out.extend_from_slice(&self.pending);
-        self.out
+        self.out.write_all(&self.pending)
     }
 }
 
-impl Write for Sealer {
+impl Write for Sealer<'_> {
     fn write(&mut self, mut buf: &[u8]) -> std::io::Result<usize> {
         let n = buf.len();
         while !buf.is_empty() {
@@ -155,7 +188,7 @@ impl Write for Sealer {
                 self.encryptor
                     .encrypt_next_in_place(&self.aad, &mut self.pending)
                     .map_err(|_| std::io::Error::other("STREAM counter overflow"))?;
-                self.out.extend_from_slice(&self.pending);
+                self.out.write_all(&self.pending)?;
                 self.pending.clear();
             }
             let take = (SEGMENT_SIZE - self.pending.len()).min(buf.len());

@@ -8,6 +8,8 @@ mod gzip;
 pub mod opening;
 pub mod platform_key;
 
-pub use envelope::{read_header, seal, Binding, Compression, EnvelopeError, Header, HeaderKey};
+pub use envelope::{
+    read_header, seal, seal_into, Binding, Compression, EnvelopeError, Header, HeaderKey,
+};
 pub use opening::{open_into, Inflating, Opening};
 pub use platform_key::PlatformKey;

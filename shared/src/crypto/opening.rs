@@ -1,10 +1,12 @@
 //! Opening a sealed object (either format) once its data key is unwrapped: segment by
-//! segment in the object's own buffer, so a read holds the sealed bytes and nothing more. A
-//! format-2 object's opened segments are its gzip member, sent as they are; [`Inflating`]
-//! turns them into the plaintext for a client that refuses gzip; [`open_into`] gives the
-//! whole plaintext of either format.
+//! segment, so a read holds the sealed bytes or one segment of them and nothing more. An
+//! object in memory is opened in its own buffer; one read from a file as it is opened
+//! ([`Opening::reading`]) goes through one segment's buffer. A format-2 object's opened
+//! segments are its gzip member, sent as they are; [`Inflating`] turns them into the
+//! plaintext for a client that refuses gzip; [`open_into`] gives the whole plaintext of
+//! either format.
 
-use std::io::Write;
+use std::io::{Read, Write};
 
 use aes_gcm::aead::{AeadInPlace, KeyInit};
 use aes_gcm::{Aes256Gcm, Nonce, Tag};
@@ -13,19 +15,32 @@ use super::envelope::{
     associated_data, Binding, Compression, EnvelopeError, Header, NONCE_PREFIX_SIZE, TAG_SIZE,
 };
 
+/// Where an opening's sealed bytes are.
+enum Source {
+    /// The whole object, each segment opened where it lies.
+    Whole(Vec<u8>),
+    /// The object past its header, read a segment at a time into `segment`.
+    Reading {
+        rest: Box<dyn Read + Send>,
+        segment: Vec<u8>,
+    },
+}
+
 /// A sealed object being opened. The first segment is opened when this is made, so a wrong
 /// key, an edited header or an object moved to another binding fails before anything is
 /// sent; a later segment that fails authentication stops the opening there.
 pub struct Opening {
-    object: Vec<u8>,
+    source: Source,
+    /// The object's length, header included.
+    len: u64,
     cipher: Aes256Gcm,
     nonce_prefix: [u8; NONCE_PREFIX_SIZE],
     aad: Vec<u8>,
     compression: Compression,
     /// A sealed segment's size (the last may be shorter).
     sealed: usize,
-    /// Where the next sealed segment starts.
-    at: usize,
+    /// Where the next sealed segment starts, from the object's first byte.
+    at: u64,
     position: u32,
     /// The opened first segment, not yet handed out.
     first: Option<(usize, usize)>,
@@ -46,18 +61,54 @@ impl Opening {
         binding: &Binding<'_>,
     ) -> Result<Self, EnvelopeError> {
         let aad = associated_data(header.format(), &object[..header.len], binding);
+        let len = object.len() as u64;
+        Self::start(Source::Whole(object), len, aad, header, data_key)
+    }
+
+    /// Starts opening an object of `len` bytes that is read as it is opened: `head` is its
+    /// first bytes (its header and perhaps more), `rest` reads the bytes after `head`.
+    ///
+    /// # Errors
+    /// `Damaged` when the first segment does not authenticate; `Unreadable` when it cannot
+    /// be read.
+    pub fn reading(
+        head: Vec<u8>,
+        rest: Box<dyn Read + Send>,
+        len: u64,
+        header: &Header,
+        data_key: &[u8; 32],
+        binding: &Binding<'_>,
+    ) -> Result<Self, EnvelopeError> {
+        let aad = associated_data(header.format(), &head[..header.len], binding);
+        let mut after_header = std::io::Cursor::new(head);
+        after_header.set_position(header.len as u64);
+        let source = Source::Reading {
+            rest: Box::new(after_header.chain(rest)),
+            segment: Vec::with_capacity(header.segment_size + TAG_SIZE),
+        };
+        Self::start(source, len, aad, header, data_key)
+    }
+
+    fn start(
+        source: Source,
+        len: u64,
+        aad: Vec<u8>,
+        header: &Header,
+        data_key: &[u8; 32],
+    ) -> Result<Self, EnvelopeError> {
         let mut opening = Opening {
+            source,
+            len,
             cipher: Aes256Gcm::new(data_key.into()),
             nonce_prefix: header.nonce_prefix,
             aad,
             compression: header.compression,
             sealed: header.segment_size + TAG_SIZE,
-            at: header.len,
+            at: header.len as u64,
             position: 0,
             first: None,
             done: false,
             header_len: header.len,
-            object,
         };
         opening.first = opening.open_segment()?;
         Ok(opening)
@@ -71,43 +122,59 @@ impl Opening {
     /// How many bytes the segments hold once opened (the compressed plaintext's length),
     /// known before any is opened past the first: what a gzip answer's Content-Length says.
     pub fn opened_len(&self) -> u64 {
-        let rest = self.object.len() - self.header_len;
-        let segments = rest.div_ceil(self.sealed).max(1);
-        rest.saturating_sub(segments * TAG_SIZE) as u64
+        let rest = self.len - self.header_len as u64;
+        let segments = rest.div_ceil(self.sealed as u64).max(1);
+        rest.saturating_sub(segments * TAG_SIZE as u64)
     }
 
-    /// Opens the next segment in the object's buffer and returns its bytes; `None` after
-    /// the last.
+    /// Opens the next segment and returns its bytes; `None` after the last.
     ///
     /// # Errors
-    /// `Damaged` when the segment does not authenticate; the opening ends there.
+    /// `Damaged` when the segment does not authenticate, `Unreadable` when it cannot be
+    /// read; the opening ends there.
     pub fn next_segment(&mut self) -> Result<Option<&[u8]>, EnvelopeError> {
         let range = match self.first.take() {
             Some(range) => Some(range),
             None => self.open_segment()?,
         };
-        Ok(range.map(|(start, end)| &self.object[start..end]))
+        let bytes = match &self.source {
+            Source::Whole(object) => object,
+            Source::Reading { segment, .. } => segment,
+        };
+        Ok(range.map(|(start, end)| &bytes[start..end]))
     }
 
-    /// Decrypts the segment at `at` in place: the range of its plaintext, `None` when the
-    /// last is done.
+    /// Decrypts the next segment in place: the range of its plaintext in the source's
+    /// buffer, `None` when the last is done.
     fn open_segment(&mut self) -> Result<Option<(usize, usize)>, EnvelopeError> {
         if self.done {
             return Ok(None);
         }
-        let rest = self.object.len() - self.at;
-        let last = rest <= self.sealed;
-        let len = if last { rest } else { self.sealed };
+        let rest = self.len - self.at;
+        let last = rest <= self.sealed as u64;
+        // At most one sealed segment, so it fits a usize.
+        let len = if last { rest as usize } else { self.sealed };
         if len < TAG_SIZE {
             self.done = true;
             return Err(EnvelopeError::Damaged);
         }
+        let (buffer, start) = match &mut self.source {
+            // The object is in memory, so its length is a usize.
+            Source::Whole(object) => (object, self.at as usize),
+            Source::Reading { rest, segment } => {
+                segment.resize(len, 0);
+                if let Err(e) = rest.read_exact(segment) {
+                    self.done = true;
+                    return Err(EnvelopeError::Unreadable(e.to_string()));
+                }
+                (segment, 0)
+            }
+        };
         let mut nonce = [0u8; 12];
         nonce[..NONCE_PREFIX_SIZE].copy_from_slice(&self.nonce_prefix);
         nonce[NONCE_PREFIX_SIZE..11].copy_from_slice(&self.position.to_be_bytes());
         nonce[11] = u8::from(last);
-        let start = self.at;
-        let (body, tag) = self.object[start..start + len].split_at_mut(len - TAG_SIZE);
+        let (body, tag) = buffer[start..start + len].split_at_mut(len - TAG_SIZE);
         let tag = Tag::clone_from_slice(tag);
         let opened =
             self.cipher
@@ -116,20 +183,26 @@ impl Opening {
             self.done = true;
             return Err(EnvelopeError::Damaged);
         }
-        self.at += len;
+        self.at += len as u64;
         self.done = last;
         // Past 2^32 segments (256 TiB) STREAM's counter would repeat: no object is that large.
         self.position = self.position.checked_add(1).ok_or(EnvelopeError::Damaged)?;
         Ok(Some((start, start + len - TAG_SIZE)))
     }
 
-    /// Every opened byte, gathered in the object's own buffer (each segment moved down over
-    /// the header and the tags before it): the whole compressed plaintext with no second
-    /// buffer.
+    /// Every opened byte, gathered: for an object in memory, in its own buffer (each
+    /// segment moved down over the header and the tags before it), so the whole compressed
+    /// plaintext takes no second buffer; for one read as it is opened, in one buffer of
+    /// that size.
     ///
     /// # Errors
-    /// `Damaged` as [`Opening::next_segment`].
+    /// `Damaged` or `Unreadable` as [`Opening::next_segment`].
     pub fn into_opened(mut self) -> Result<Vec<u8>, EnvelopeError> {
+        let mut gathered = Vec::new();
+        if matches!(self.source, Source::Reading { .. }) {
+            // No more than the object's length, which is a file's on this machine.
+            gathered.reserve(self.opened_len() as usize);
+        }
         let mut out = 0;
         loop {
             let range = match self.first.take() {
@@ -137,11 +210,19 @@ impl Opening {
                 None => self.open_segment()?,
             };
             let Some((start, end)) = range else { break };
-            self.object.copy_within(start..end, out);
+            match &mut self.source {
+                Source::Whole(object) => object.copy_within(start..end, out),
+                Source::Reading { segment, .. } => gathered.extend_from_slice(&segment[start..end]),
+            }
             out += end - start;
         }
-        self.object.truncate(out);
-        Ok(std::mem::take(&mut self.object))
+        Ok(match self.source {
+            Source::Whole(mut object) => {
+                object.truncate(out);
+                object
+            }
+            Source::Reading { .. } => gathered,
+        })
     }
 }
 
@@ -314,6 +395,118 @@ mod tests {
             plain.extend_from_slice(&chunk);
         }
         assert_eq!(plain, data);
+    }
+
+    fn reading(sealed: &[u8], head: usize) -> Opening {
+        let header = read_header(sealed).unwrap();
+        let rest = std::io::Cursor::new(sealed[head..].to_vec());
+        Opening::reading(
+            sealed[..head].to_vec(),
+            Box::new(rest),
+            sealed.len() as u64,
+            &header,
+            &KEY,
+            &binding(1),
+        )
+        .unwrap()
+    }
+
+    /// An object read as it is opened, whatever part of it came with its header, opens to
+    /// the same segments as the object in memory does, gathered or one by one.
+    #[test]
+    fn an_object_read_as_it_is_opened_opens_as_the_object_in_memory() {
+        let data = pseudo_random(SEGMENT_SIZE * 3 + 1234);
+        let sealed = seal(&data, &KEY, &binding(1));
+        let whole = opening(&sealed, &KEY, 1).unwrap().into_opened().unwrap();
+        for head in [17, 100, SEGMENT_SIZE + 40, sealed.len() - 1] {
+            let mut o = reading(&sealed, head);
+            assert_eq!(o.opened_len(), whole.len() as u64);
+            let mut streamed = Vec::new();
+            while let Some(segment) = o.next_segment().unwrap() {
+                streamed.extend_from_slice(segment);
+            }
+            assert!(streamed == whole, "head {head}: segments differ");
+            assert!(reading(&sealed, head).into_opened().unwrap() == whole);
+        }
+        let plain = open_into(reading(&sealed, 17), data.len(), Vec::new()).unwrap();
+        assert!(plain == data);
+    }
+
+    /// A reader that fails after some bytes, as a disk can.
+    struct FailsAfter(std::io::Cursor<Vec<u8>>, u64);
+
+    impl Read for FailsAfter {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if self.0.position() >= self.1 {
+                return Err(std::io::Error::other("input/output error"));
+            }
+            let room = (self.1 - self.0.position()).min(buf.len() as u64) as usize;
+            self.0.read(&mut buf[..room])
+        }
+    }
+
+    #[test]
+    fn a_read_that_fails_part_way_ends_the_opening_as_unreadable() {
+        let data = pseudo_random(SEGMENT_SIZE * 3);
+        let sealed = seal(&data, &KEY, &binding(1));
+        let header = read_header(&sealed).unwrap();
+        let rest = FailsAfter(std::io::Cursor::new(sealed[17..].to_vec()), 70_000);
+        let mut o = Opening::reading(
+            sealed[..17].to_vec(),
+            Box::new(rest),
+            sealed.len() as u64,
+            &header,
+            &KEY,
+            &binding(1),
+        )
+        .unwrap();
+        assert!(o.next_segment().unwrap().is_some());
+        assert!(matches!(
+            o.next_segment(),
+            Err(EnvelopeError::Unreadable(_))
+        ));
+        assert!(
+            o.next_segment().unwrap().is_none(),
+            "nothing after the failure"
+        );
+        // Damage further on is found as it is read, as it is in memory.
+        let mut flipped = sealed.clone();
+        let last = flipped.len() - 1;
+        flipped[last] ^= 1;
+        assert!(matches!(
+            reading(&flipped, 17).into_opened(),
+            Err(EnvelopeError::Damaged)
+        ));
+    }
+
+    /// Sealed into a writer a segment at a time, the object opens as one sealed in memory;
+    /// a writer that fails is told, with nothing more written after it.
+    #[test]
+    fn an_object_sealed_into_a_writer_opens_and_a_failing_writer_is_told() {
+        use crate::crypto::envelope::seal_into;
+        let data = pseudo_random(3_000_000);
+        let mut written = Vec::new();
+        seal_into(&data, &KEY, &binding(1), &mut written).unwrap();
+        let plain = open_into(opening(&written, &KEY, 1).unwrap(), data.len(), Vec::new());
+        assert!(plain.unwrap() == data);
+
+        struct Full(usize);
+        impl Write for Full {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                if self.0 + buf.len() > 200_000 {
+                    return Err(std::io::Error::other("no space left on device"));
+                }
+                self.0 += buf.len();
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut full = Full(0);
+        let failed = seal_into(&data, &KEY, &binding(1), &mut full);
+        assert!(failed.is_err_and(|e| e.to_string().contains("no space")));
+        assert!(full.0 <= 200_000);
     }
 
     #[test]

@@ -20,7 +20,9 @@ use crate::domain::write::{
 };
 use crate::domain::{Principal, Refusal, Timestamp};
 use crate::ids::{hex, new_id};
-use crate::ports::{key_backend, AuditEntry, Commit, InlineContent, KeyContext, INLINE_MAX_BYTES};
+use crate::ports::{
+    key_backend, AuditEntry, Commit, InlineContent, KeyContext, OpenedBlob, INLINE_MAX_BYTES,
+};
 
 /// What a write did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,8 +98,9 @@ pub(super) async fn content(
     inline: Option<Vec<u8>>,
 ) -> Result<Content, Error> {
     let object = match inline {
-        Some(object) if version.inline => object,
-        _ => sealed_object(app, record, version).await?,
+        Some(object) if version.inline => OpenedBlob::Whole(object),
+        _ if version.inline => OpenedBlob::Whole(sealed_object(app, record, version).await?),
+        _ => read_as_sent(app, record, version).await?,
     };
     let opening = opening(app, keys, record, version, object).await?;
     if opening.compression() == crypto::Compression::Gzip {
@@ -130,7 +133,7 @@ pub(super) async fn open_version_into(
     buffer: Vec<u8>,
 ) -> Result<Vec<u8>, Error> {
     let object = sealed_object(app, record, version).await?;
-    let opening = opening(app, keys, record, version, object).await?;
+    let opening = opening(app, keys, record, version, OpenedBlob::Whole(object)).await?;
     open_whole(opening, version, buffer).await
 }
 
@@ -169,13 +172,45 @@ async fn sealed_object(
     } else {
         (app.blobs.get(&version.blob).await?, "blob store")
     };
-    object.ok_or_else(|| {
-        Error::Damaged(format!(
-            "the content of version {} of state {} is missing from the {place}",
-            version.version, record.name
-        ))
-    })
+    object.ok_or_else(|| missing(record, version, place))
 }
+
+/// A version whose content is not where its record says.
+fn missing(record: &StateRecord, version: &VersionRecord, place: &str) -> Error {
+    Error::Damaged(format!(
+        "the content of version {} of state {} is missing from the {place}",
+        version.version, record.name
+    ))
+}
+
+/// A blob version's sealed bytes to be read as they are sent, where the blob store can:
+/// its header at hand, the rest read a segment at a time. An object whose header is longer
+/// than [`HEAD_BYTES`] (only a format-1 header can be, and none written was) is read whole.
+async fn read_as_sent(
+    app: &App,
+    record: &StateRecord,
+    version: &VersionRecord,
+) -> Result<OpenedBlob, Error> {
+    let blob = app.blobs.open(&version.blob, HEAD_BYTES).await?;
+    match blob {
+        Some(OpenedBlob::Reading { head, .. })
+            if matches!(
+                crypto::read_header(&head),
+                Err(crypto::EnvelopeError::TruncatedHeader)
+            ) =>
+        {
+            sealed_object(app, record, version)
+                .await
+                .map(OpenedBlob::Whole)
+        }
+        Some(blob) => Ok(blob),
+        None => Err(missing(record, version, "blob store")),
+    }
+}
+
+/// How much of a blob is read before its header is: a format-2 header is 17 bytes, the
+/// format-1 headers written held a key id and a wrapped key of a few hundred.
+const HEAD_BYTES: usize = 4096;
 
 /// Unwraps a version's data key and opens the first segment of its sealed bytes.
 async fn opening(
@@ -183,10 +218,14 @@ async fn opening(
     keys: &dyn crate::ports::KeyService,
     record: &StateRecord,
     version: &VersionRecord,
-    object: Vec<u8>,
+    object: OpenedBlob,
 ) -> Result<crypto::Opening, Error> {
     let number = version.version;
-    let header = crypto::read_header(&object).map_err(|e| Error::Damaged(e.to_string()))?;
+    let first_bytes = match &object {
+        OpenedBlob::Whole(bytes) => bytes,
+        OpenedBlob::Reading { head, .. } => head,
+    };
+    let header = crypto::read_header(first_bytes).map_err(|e| Error::Damaged(e.to_string()))?;
     // The record's key slot is the one a re-wrap replaces, and the only place a format-2
     // object's wrapped key is kept; a format-1 header's copy is the original wrapping, and
     // the only one of a version recorded before the slot was kept.
@@ -214,8 +253,18 @@ async fn opening(
         .unwrap_key(keys, &slot, std::time::Instant::now())
         .await?;
     let binding = binding(&record.org, &record.incarnation, number, &version.blob);
-    crypto::Opening::new(object, &header, &data_key, &binding)
-        .map_err(|e| Error::Damaged(format!("version {number}: {e}")))
+    let opened = match object {
+        OpenedBlob::Whole(bytes) => crypto::Opening::new(bytes, &header, &data_key, &binding),
+        OpenedBlob::Reading { head, rest, len } => {
+            crypto::Opening::reading(head, rest, len, &header, &data_key, &binding)
+        }
+    };
+    opened.map_err(|e| match e {
+        crypto::EnvelopeError::Unreadable(why) => {
+            Error::StorageFault(format!("version {number} of state {}: {why}", record.name))
+        }
+        e => Error::Damaged(format!("version {number}: {e}")),
+    })
 }
 
 /// Sealed content, remembered across compare-and-swap retries so the same decision does not
@@ -360,9 +409,17 @@ pub(super) async fn examine(
     .await
 }
 
+/// The largest state sealed in memory, where its size decides between inline and blob;
+/// a larger one is sealed straight into its blob. Sealed to 64 KiB or less
+/// ([`INLINE_MAX_BYTES`]), a state this large would have compressed more than 64 times,
+/// which Terraform states do not (about 4 to 10 times); one that did is a blob version,
+/// which reads the same.
+const SEALED_IN_MEMORY_MAX: usize = 4 << 20;
+
 /// Seals the body for one version under a fresh data key. Sealed bytes up to
 /// [`INLINE_MAX_BYTES`] are kept for the commit to store inline; larger ones are stored as a
-/// blob, pending until a commit names it.
+/// blob, pending until a commit names it. A body over [`SEALED_IN_MEMORY_MAX`] is sealed
+/// into its blob as it is made.
 pub(super) async fn seal(
     app: &App,
     keys: &dyn crate::ports::KeyService,
@@ -384,17 +441,29 @@ pub(super) async fn seal(
         blob.clone(),
     );
     let (key_id, wrapped_key) = (data_key.key_id.clone(), data_key.wrapped.clone());
-    let object = work::run(body.len(), "encryption", move || {
-        let binding = binding(&org, &incarnation, version, &blob_for_task);
-        crypto::seal(&body, &data_key.plaintext, &binding)
-    })
-    .await?;
-    let inline = if object.len() <= INLINE_MAX_BYTES {
-        Some(Arc::new(object))
-    } else {
+    let inline = if body.len() > SEALED_IN_MEMORY_MAX {
+        // Sealed straight into its blob, so the save holds the body and a segment, not the
+        // body and its whole sealed object too.
         app.catalog.add_pending_blob(&blob, now).await?;
-        app.blobs.put(&blob, object).await?;
+        let write = Box::new(move |out: &mut dyn std::io::Write| {
+            let binding = binding(&org, &incarnation, version, &blob_for_task);
+            crypto::seal_into(&body, &data_key.plaintext, &binding, out)
+        });
+        app.blobs.put_written(&blob, write).await?;
         None
+    } else {
+        let object = work::run(body.len(), "encryption", move || {
+            let binding = binding(&org, &incarnation, version, &blob_for_task);
+            crypto::seal(&body, &data_key.plaintext, &binding)
+        })
+        .await?;
+        if object.len() <= INLINE_MAX_BYTES {
+            Some(Arc::new(object))
+        } else {
+            app.catalog.add_pending_blob(&blob, now).await?;
+            app.blobs.put(&blob, object).await?;
+            None
+        }
     };
     Ok(Sealed {
         incarnation: snapshot.incarnation.clone(),

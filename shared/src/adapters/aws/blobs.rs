@@ -7,7 +7,7 @@ use aws_sdk_s3::Client;
 
 use super::describe_failure;
 use crate::domain::Timestamp;
-use crate::ports::{BlobStore, StoreError};
+use crate::ports::{BlobStore, StoreError, WriteObject};
 
 /// How many times a put is tried again after S3's 409 ConditionalRequestConflict (another
 /// conditional write to the key in flight: with keys of random ids, only our own retry).
@@ -55,6 +55,12 @@ impl BlobStore for S3Blobs {
             }
         }
         Err(StoreError::Unavailable(last))
+    }
+
+    /// S3 takes an object whole (a multipart upload would cost a call per 5 MiB part and
+    /// a sweep of the ones a crash abandons), so it is gathered first.
+    async fn put_written(&self, key: &str, write: WriteObject) -> Result<(), StoreError> {
+        crate::adapters::put_gathered(self, key, write).await
     }
 
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {

@@ -6,14 +6,14 @@
 //! sweeper, so a server that runs for months does not keep them either.
 
 use std::fs;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 
 use crate::domain::Timestamp;
-use crate::ports::{BlobStore, StoreError};
+use crate::ports::{BlobStore, OpenedBlob, StoreError, WriteObject};
 
 /// The suffix of a blob file being written.
 const TEMP_SUFFIX: &str = ".tmp";
@@ -95,12 +95,18 @@ fn remove_temp_files_before(dir: &Path, before: SystemTime) -> std::io::Result<u
     Ok(removed)
 }
 
-fn write_durably(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+/// Writes the file `write` fills at `path`, durably: a temporary file synced, renamed into
+/// place, the folder synced.
+fn write_durably(
+    dir: &Path,
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), StoreError> {
     // Appended, not `with_extension`: keys may hold dots.
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(TEMP_SUFFIX);
     let tmp = PathBuf::from(tmp);
-    let written = write_and_rename(dir, &tmp, path, bytes);
+    let written = write_and_rename(dir, &tmp, path, write);
     if written.is_err() {
         // A full disk must not also keep the partial file's space; it may not exist.
         let _ = fs::remove_file(&tmp);
@@ -108,13 +114,18 @@ fn write_durably(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), StoreError
     written
 }
 
-fn write_and_rename(dir: &Path, tmp: &Path, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+fn write_and_rename(
+    dir: &Path,
+    tmp: &Path,
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), StoreError> {
     let mut file = super::disk::private_file()
         .create(true)
         .truncate(true)
         .open(tmp)
         .map_err(|e| unavailable("creating a blob file", e))?;
-    file.write_all(bytes)
+    write(&mut file)
         .and_then(|()| file.sync_all())
         .map_err(|e| unavailable("writing a blob file", e))?;
     fs::rename(tmp, path).map_err(|e| unavailable("renaming a blob file", e))?;
@@ -134,7 +145,14 @@ impl BlobStore for FileBlobs {
     async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), StoreError> {
         let path = self.path(key)?;
         let dir = self.dir.clone();
-        blocking(move || write_durably(&dir, &path, &bytes)).await
+        blocking(move || write_durably(&dir, &path, |file| file.write_all(&bytes))).await
+    }
+
+    /// Written to its temporary file as it is made, a segment at a time.
+    async fn put_written(&self, key: &str, write: WriteObject) -> Result<(), StoreError> {
+        let path = self.path(key)?;
+        let dir = self.dir.clone();
+        blocking(move || write_durably(&dir, &path, write)).await
     }
 
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
@@ -143,6 +161,37 @@ impl BlobStore for FileBlobs {
             Ok(bytes) => Ok(Some(bytes)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(unavailable("reading a blob file", e)),
+        })
+        .await
+    }
+
+    /// The file's first `head` bytes and the open file after them. Once open, the file
+    /// reads to its end even if the sweeper removes its name meanwhile.
+    async fn open(&self, key: &str, head: usize) -> Result<Option<OpenedBlob>, StoreError> {
+        let path = self.path(key)?;
+        blocking(move || {
+            let mut file = match fs::File::open(&path) {
+                Ok(file) => file,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(unavailable("opening a blob file", e)),
+            };
+            let len = file
+                .metadata()
+                .map_err(|e| unavailable("reading a blob file's size", e))?
+                .len();
+            let mut first = Vec::with_capacity(head.min(len as usize));
+            (&mut file)
+                .take(head as u64)
+                .read_to_end(&mut first)
+                .map_err(|e| unavailable("reading a blob file", e))?;
+            if first.len() as u64 >= len {
+                return Ok(Some(OpenedBlob::Whole(first)));
+            }
+            Ok(Some(OpenedBlob::Reading {
+                head: first,
+                rest: Box::new(file),
+                len,
+            }))
         })
         .await
     }
