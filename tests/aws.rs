@@ -71,6 +71,62 @@ fn terraform_on_the_lambda_functions() {
     assert!(report["versions_dropped"].is_u64(), "{report}");
 }
 
+/// The functions built without a blob store (`lock`, `list`, `versions`, `audit`, `admin`,
+/// `runs`) or a key service (all of those but `audit`) answer each of their routes, and no
+/// request reaches a part its function was built without.
+#[test]
+fn functions_built_without_blobs_or_keys_answer_their_routes() {
+    let deployment = Deployment::create();
+    let admin = deployment.token("acme", "alice", "admin");
+    let platform = token_create(&["--platform".to_owned()], &deployment.env());
+    let gateway = Gateway::start(&deployment, &[]);
+    let api = Api::new(&gateway);
+    let saved = api.post_state(
+        &admin,
+        "net",
+        None,
+        r#"{"version":4,"serial":1,"lineage":"l"}"#,
+    );
+    assert_eq!(saved.status(), 200);
+    assert_eq!(api.lock(&admin, "net", &lock_doc("a")).status(), 200);
+    assert_eq!(api.unlock(&admin, "net", &lock_doc("a")).status(), 200);
+    assert_eq!(api.lock(&admin, "net", &lock_doc("b")).status(), 200);
+    for path in [
+        "/api/tf-states",
+        "/api/tf-states/net",
+        "/api/whoami",
+        "/api/tf-states/net/versions",
+        "/api/tf-states/net/audit",
+        "/api/audit",
+        "/api/keys",
+        "/api/org/permissions",
+    ] {
+        api.json("GET", path, &admin);
+    }
+    let description = api
+        .request("GET", "/api/openapi.json", None)
+        .send()
+        .unwrap();
+    assert_eq!(description.status(), 200);
+    let released = api.json("POST", "/api/tf-states/net/force-unlock", &admin);
+    assert!(released["released"]["lock"].is_object(), "{released}");
+    let minted = api.post_json(
+        "/api/runs/run-1/tf-state-tokens",
+        &platform,
+        &serde_json::json!({"org": "acme", "state": "net", "step": "s", "attempt": 1, "kind": "apply", "timeout_seconds": 60}),
+    );
+    assert_eq!(minted.status(), 201, "{}", minted.text().unwrap());
+    let ended = api.post_json("/api/runs/run-1/end", &platform, &serde_json::json!({}));
+    assert_eq!(ended.status(), 200);
+    let deleted = api
+        .request("DELETE", "/api/tf-states/net", Some(&admin))
+        .send()
+        .unwrap();
+    assert!(deleted.status().is_success(), "{}", deleted.status());
+    let logs = gateway.logs();
+    assert!(!logs.contains("is built without"), "{logs}");
+}
+
 #[test]
 fn terraform_through_the_container_front_door() {
     let deployment = Deployment::create();

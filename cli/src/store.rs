@@ -66,7 +66,7 @@ impl Store {
             }
             StoreKind::Aws => {
                 let settings = wiring::aws::settings(&config()?)?;
-                let (catalog, _) = aws::store(&aws::sdk_config().await, &settings);
+                let catalog = aws::catalog(&aws::sdk_config().await, &settings);
                 Ok(Arc::new(catalog))
             }
         }

@@ -1,6 +1,3 @@
 //! The `state-read` function: reads a state (GET .../state). Wiring only.
 
-#[tokio::main]
-async fn main() -> Result<(), lambda_http::Error> {
-    hegemony_state_functions::serve("state-read").await
-}
+hegemony_state_functions::function!("state-read");

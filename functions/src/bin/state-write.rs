@@ -1,6 +1,3 @@
 //! The `state-write` function: saves a state (POST .../state). Wiring only.
 
-#[tokio::main]
-async fn main() -> Result<(), lambda_http::Error> {
-    hegemony_state_functions::serve("state-write").await
-}
+hegemony_state_functions::function!("state-write");

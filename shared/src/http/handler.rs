@@ -61,7 +61,25 @@ pub enum Handler {
     Platform(&'static dyn for<'a> PlatformHandler<'a>),
 }
 
+/// The credentials a route takes: its handler's variant without the function it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Credentials {
+    Open,
+    Backend,
+    Bearer,
+    Platform,
+}
+
 impl Handler {
+    pub const fn credentials(&self) -> Credentials {
+        match self {
+            Handler::Open => Credentials::Open,
+            Handler::Backend(_) => Credentials::Backend,
+            Handler::Bearer(_) => Credentials::Bearer,
+            Handler::Platform(_) => Credentials::Platform,
+        }
+    }
+
     /// The handler function's path, for logs and test failures.
     pub fn name(&self) -> &'static str {
         match self {
@@ -74,13 +92,7 @@ impl Handler {
 
 impl fmt::Debug for Handler {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let credentials = match self {
-            Handler::Open => "Open",
-            Handler::Backend(_) => "Backend",
-            Handler::Bearer(_) => "Bearer",
-            Handler::Platform(_) => "Platform",
-        };
-        write!(f, "{credentials}({})", self.name())
+        write!(f, "{:?}({})", self.credentials(), self.name())
     }
 }
 

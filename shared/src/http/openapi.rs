@@ -5,7 +5,8 @@
 //! the `error_codes!` table). What only a person can say is written in `openapi.json`, one
 //! operation per row: summary, query parameters, body schema, the route's own statuses (a
 //! description only: the generator adds the body), and links. The tests hold the two to each
-//! other both ways.
+//! other both ways. The rows are read without their handlers ([`FACTS`]), so the function that
+//! serves the document links none of them.
 
 use std::sync::OnceLock;
 
@@ -13,8 +14,9 @@ use lambda_http::http::{header, StatusCode};
 use lambda_http::{Body, Response};
 use serde_json::{json, Map, Value};
 
-use super::routes::{BodyLimit, Route, DEFAULT_BODY_LIMIT, ROUTES};
-use super::{ErrorCode, Handler};
+use super::groups::{RouteFacts, FACTS};
+use super::routes::{BodyLimit, DEFAULT_BODY_LIMIT};
+use super::{Credentials, ErrorCode};
 use crate::config::DEFAULT_MAX_BYTES;
 use crate::domain::lock::MAX_LOCK_BYTES;
 use crate::domain::name::MAX_NAME_LEN;
@@ -52,7 +54,7 @@ fn build() -> Value {
     schemas["StateName"] = name_schema("A state's name");
     schemas["Name"] = name_schema("An org, run or step name");
     schemas["Error"] = error_schema();
-    for route in ROUTES {
+    for route in &FACTS {
         if route.local_only {
             describe_local_only(&mut doc["paths"][route.path], route);
             continue;
@@ -70,7 +72,7 @@ fn build() -> Value {
 }
 
 /// Merges what `route`'s row says into its hand-written operation.
-fn merge_row(op: &mut Map<String, Value>, route: &Route) {
+fn merge_row(op: &mut Map<String, Value>, route: &RouteFacts) {
     let mut parameters: Vec<Value> = path_parameters(route.path)
         .map(|name| {
             json!({
@@ -87,7 +89,7 @@ fn merge_row(op: &mut Map<String, Value>, route: &Route) {
     if !parameters.is_empty() {
         op.insert("parameters".into(), Value::Array(parameters));
     }
-    op.insert("security".into(), security(route.handler));
+    op.insert("security".into(), security(route.credentials));
     let limit = limit_text(route.body);
     if let Some(Value::Object(body)) = op.get_mut("requestBody") {
         let described = body
@@ -124,7 +126,7 @@ fn merge_row(op: &mut Map<String, Value>, route: &Route) {
 }
 
 /// The statuses `route`'s row brings, with why.
-fn generated_reasons(route: &Route, limit: &str) -> Vec<(u16, String)> {
+fn generated_reasons(route: &RouteFacts, limit: &str) -> Vec<(u16, String)> {
     let codes = |status: u16| {
         ErrorCode::ALL
             .iter()
@@ -149,17 +151,17 @@ fn generated_reasons(route: &Route, limit: &str) -> Vec<(u16, String)> {
             ),
         ),
     ];
-    let (unauthenticated, forbidden) = match route.handler {
-        Handler::Open => return reasons,
-        Handler::Backend(_) => (
+    let (unauthenticated, forbidden) = match route.credentials {
+        Credentials::Open => return reasons,
+        Credentials::Backend => (
             "no, unknown, expired or revoked credentials",
             "the token's role or the org's allocation does not allow it, a step token of another state, or a platform token",
         ),
-        Handler::Bearer(_) => (
+        Credentials::Bearer => (
             "no, unknown, expired or revoked credentials, or Basic credentials (Bearer only here)",
             "the token's role or the org's allocation does not allow it, a step token, or a platform token",
         ),
-        Handler::Platform(_) => (
+        Credentials::Platform => (
             "no, unknown, expired or revoked credentials",
             "a token other than the platform's",
         ),
@@ -272,22 +274,19 @@ fn security_schemes() -> Value {
 }
 
 /// The credentials a row's handler takes.
-fn security(handler: Handler) -> Value {
-    match handler {
-        Handler::Open => json!([]),
-        Handler::Backend(_) => json!([{"token": []}, {"basic": []}]),
-        Handler::Bearer(_) => json!([{"token": []}]),
-        Handler::Platform(_) => json!([{"platform": []}]),
+fn security(credentials: Credentials) -> Value {
+    match credentials {
+        Credentials::Open => json!([]),
+        Credentials::Backend => json!([{"token": []}, {"basic": []}]),
+        Credentials::Bearer => json!([{"token": []}]),
+        Credentials::Platform => json!([{"platform": []}]),
     }
 }
 
 /// A method only the local server and the container answer: OpenAPI 3.1 has no place for
 /// it as an operation, so its path says it in words and in `x-local-only-methods`.
-fn describe_local_only(item: &mut Value, route: &Route) {
-    let alias = ROUTES
-        .iter()
-        .find(|r| r.path == route.path && !r.local_only && r.handler.name() == route.handler.name())
-        .map_or("", |r| r.method);
+fn describe_local_only(item: &mut Value, route: &RouteFacts) {
+    let alias = route.same_as.unwrap_or_default();
     let Some(item) = item.as_object_mut() else {
         return;
     };
@@ -317,6 +316,8 @@ fn describe_local_only(item: &mut Value, route: &Route) {
 mod tests {
     use super::*;
     use std::collections::BTreeSet;
+
+    use crate::http::{Handler, ROUTES};
 
     use crate::domain::audit::AuditAction;
 

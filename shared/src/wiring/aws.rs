@@ -1,6 +1,7 @@
-//! The apps on the AWS store: behind the Lambda functions or the container front door, the
-//! clients built once and the key chosen by the settings alone (Transit, KMS or the platform key;
-//! never created here); and the sweeper's, with no key.
+//! The apps on the AWS store: behind the container front door (every part), behind a Lambda
+//! function (the parts its routes need, chosen at compile time), the clients built once and
+//! the key chosen by the settings alone (Transit, KMS or the platform key; never created
+//! here); and the sweeper's, with no key.
 
 use std::sync::Arc;
 
@@ -10,10 +11,12 @@ use super::{
     assemble, key_cache, limits, links, opening_internal, opening_retired, platform_keys,
     transit_keys, warn_at_start, FrontDoor,
 };
-use crate::adapters::aws::{store, AwsSettings, KmsKeys, KmsOpener};
+use crate::adapters::absent;
+use crate::adapters::aws::{self, store, AwsSettings, KmsKeys, KmsOpener};
 use crate::adapters::key_ring::KeyRing;
 use crate::config::{Config, ConfigError, KeySetting};
-use crate::ports::KeyService;
+use crate::ports::{BlobStore, KeyService};
+use crate::service::key_cache::KeyCache;
 use crate::service::App;
 
 /// The table and bucket the settings name.
@@ -33,21 +36,69 @@ pub fn settings(config: &Config) -> Result<AwsSettings, ConfigError> {
     })
 }
 
-/// The app on the AWS store at `door`, on clients built from `sdk`.
+/// The app on the AWS store at `door`, on clients built from `sdk`: every part, for the
+/// container front door, which serves every route.
 ///
 /// # Errors
 /// A missing table or bucket setting, a Transit CA file the client does not accept.
 pub fn app(config: Config, sdk: &SdkConfig, door: FrontDoor) -> Result<App, ConfigError> {
+    with_parts::<true, true>(config, sdk, door, "container")
+}
+
+/// The app of the Lambda function `function`, with a blob store when its routes need one
+/// (`BLOBS`) and the configured key service when they need one (`KEYS`). Both are constants
+/// the function's route group gives at compile time, so a part it does not need is never
+/// built and its clients (S3; KMS and the Transit engines' HTTP client) are not linked; the
+/// [`absent`] stand-ins take their place.
+///
+/// # Errors
+/// A missing table or bucket setting; with `KEYS`, a Transit CA file the client does not
+/// accept.
+pub fn function_app<const BLOBS: bool, const KEYS: bool>(
+    config: Config,
+    sdk: &SdkConfig,
+    function: &'static str,
+) -> Result<App, ConfigError> {
+    with_parts::<BLOBS, KEYS>(config, sdk, FrontDoor::Lambda, function)
+}
+
+fn with_parts<const BLOBS: bool, const KEYS: bool>(
+    config: Config,
+    sdk: &SdkConfig,
+    door: FrontDoor,
+    function: &'static str,
+) -> Result<App, ConfigError> {
     warn_at_start(&config, matches!(config.key, KeySetting::Unset));
     let settings = settings(&config)?;
     let (limits, links) = (limits(&config, door), links(&config));
-    let (catalog, blobs) = store(sdk, &settings);
+    let catalog = aws::catalog(sdk, &settings);
+    let blobs: Arc<dyn BlobStore> = if BLOBS {
+        Arc::new(aws::blobs(sdk, &settings))
+    } else {
+        Arc::new(absent::NoBlobs { function })
+    };
+    let keys = if KEYS {
+        let cache = key_cache(&config);
+        keys(config, sdk)?.map(|keys| (keys, cache))
+    } else {
+        // A configured key still lets the routes that only check for one through.
+        let configured = !matches!(config.key, KeySetting::Unset);
+        let keys: Arc<dyn KeyService> = Arc::new(absent::NoKeys { function });
+        configured.then(|| (keys, KeyCache::off()))
+    };
+    Ok(assemble(catalog, blobs, keys, limits, links))
+}
+
+/// The key service the settings choose, `None` when they choose none.
+///
+/// # Errors
+/// A Transit CA file the client does not accept.
+fn keys(config: Config, sdk: &SdkConfig) -> Result<Option<Arc<dyn KeyService>>, ConfigError> {
     let refuse = |message: String| ConfigError {
         variable: "HEGEMONY_TF_STATE_KEY_BACKEND".into(),
         message,
     };
-    let cache = key_cache(&config);
-    let keys: Option<Arc<dyn KeyService>> = match config.key {
+    Ok(match config.key {
         KeySetting::Kms { key, platform } => {
             let name = format!("kms:{}", key.as_str());
             let kms = KmsKeys::new(kms_client(sdk), key, platform);
@@ -72,9 +123,7 @@ pub fn app(config: Config, sdk: &SdkConfig, door: FrontDoor) -> Result<App, Conf
         ))),
         // Every route then says why managed state is unavailable.
         KeySetting::Unset => None,
-    };
-    let keys = keys.map(|keys| (keys, cache));
-    Ok(assemble(catalog, blobs, keys, limits, links))
+    })
 }
 
 fn kms_client(sdk: &SdkConfig) -> aws_sdk_kms::Client {
@@ -90,7 +139,7 @@ pub fn sweeper(config: Config, sdk: &SdkConfig) -> Result<App, ConfigError> {
     let (catalog, blobs) = store(sdk, &settings);
     Ok(assemble(
         catalog,
-        blobs,
+        Arc::new(blobs),
         None,
         // A sweeper answers no requests, so no front door's clamp applies.
         limits(&config, FrontDoor::Container),

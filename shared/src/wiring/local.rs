@@ -65,7 +65,13 @@ pub fn app(config: Config, data_dir: &Path, key_file: Option<&Path>) -> Result<A
         "local store"
     );
     let (catalog, blobs) = local::open(data_dir)?;
-    Ok(assemble(catalog, blobs, Some((keys, cache)), limits, links))
+    Ok(assemble(
+        catalog,
+        Arc::new(blobs),
+        Some((keys, cache)),
+        limits,
+        links,
+    ))
 }
 
 /// The sweeper's app on the local store in `data_dir`: no key, and no store created.
@@ -79,7 +85,7 @@ pub fn sweeper(config: Config, data_dir: &Path) -> Result<App, String> {
     let (catalog, blobs) = local::open(data_dir)?;
     Ok(assemble(
         catalog,
-        blobs,
+        Arc::new(blobs),
         None,
         // A sweeper answers no requests, so no front door's clamp applies.
         limits(&config, FrontDoor::Container),

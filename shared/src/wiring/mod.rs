@@ -162,7 +162,7 @@ fn key_cache(config: &Config) -> KeyCache {
 #[cfg_attr(not(any(feature = "local", feature = "aws")), allow(dead_code))]
 fn assemble(
     catalog: impl Catalog + 'static,
-    blobs: impl BlobStore + 'static,
+    blobs: Arc<dyn BlobStore>,
     keys: Option<(Arc<dyn KeyService>, KeyCache)>,
     limits: Limits,
     links: Links,
@@ -173,7 +173,7 @@ fn assemble(
     };
     App {
         catalog: Arc::new(catalog),
-        blobs: Arc::new(blobs),
+        blobs,
         keys,
         key_cache,
         clock: Arc::new(SystemClock),

@@ -52,15 +52,21 @@ pub fn loader() -> aws_config::ConfigLoader {
 
 /// The catalog and blob store of one deployment, on clients built from `config`.
 pub fn store(config: &SdkConfig, settings: &AwsSettings) -> (DynamoCatalog, S3Blobs) {
-    let dynamo = aws_sdk_dynamodb::Client::new(config);
+    (catalog(config, settings), blobs(config, settings))
+}
+
+/// The catalog of one deployment, on a DynamoDB client built from `config`.
+pub fn catalog(config: &SdkConfig, settings: &AwsSettings) -> DynamoCatalog {
+    DynamoCatalog::new(aws_sdk_dynamodb::Client::new(config), &settings.table)
+}
+
+/// The blob store of one deployment, on an S3 client built from `config`.
+pub fn blobs(config: &SdkConfig, settings: &AwsSettings) -> S3Blobs {
     let s3_config = aws_sdk_s3::config::Builder::from(config)
         // Emulators serve buckets by path, not by host name.
         .force_path_style(config.endpoint_url().is_some())
         .build();
-    (
-        DynamoCatalog::new(dynamo, &settings.table),
-        S3Blobs::new(aws_sdk_s3::Client::from_conf(s3_config), &settings.bucket),
-    )
+    S3Blobs::new(aws_sdk_s3::Client::from_conf(s3_config), &settings.bucket)
 }
 
 /// A failed AWS call as a message for logs and 503 bodies: the operation, the service's
