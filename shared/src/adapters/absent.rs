@@ -9,7 +9,8 @@ use zeroize::Zeroizing;
 
 use crate::domain::Timestamp;
 use crate::ports::{
-    BlobStore, DataKey, KeyContext, KeyError, KeyOpener, KeyService, StoreError, WrappedKey,
+    BlobStore, DataKey, KeyContext, KeyError, KeyOpener, KeyService, OpenedBlob, StoreError,
+    WrappedKey, WriteObject,
 };
 
 /// The blob store of a function whose routes read and write no blob.
@@ -32,7 +33,15 @@ impl BlobStore for NoBlobs {
         Err(self.refuse())
     }
 
+    async fn put_written(&self, _: &str, _: WriteObject) -> Result<(), StoreError> {
+        Err(self.refuse())
+    }
+
     async fn get(&self, _: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        Err(self.refuse())
+    }
+
+    async fn open(&self, _: &str, _: usize) -> Result<Option<OpenedBlob>, StoreError> {
         Err(self.refuse())
     }
 
