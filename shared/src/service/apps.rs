@@ -186,7 +186,7 @@ struct SealedFile {
     wrapped_key: Vec<u8>,
 }
 
-/// Seals `body` under a fresh data key and stores it, pending until a commit names it.
+/// Seals `body` under a fresh data key into its blob, pending until a commit names it.
 async fn seal_file(
     app: &App,
     keys: &dyn KeyService,
@@ -210,18 +210,18 @@ async fn seal_file(
         blob.clone(),
     );
     let (key, wrapped_key) = (data_key.key_id.clone(), data_key.wrapped.clone());
-    let object = tokio::task::spawn_blocking(move || {
+    // Sealed into its blob as it is made (off the async threads): an upload holds its body
+    // and a segment, not its whole sealed object too.
+    let write = Box::new(move |out: &mut dyn std::io::Write| {
         let binding = Binding {
             org: &org,
             incarnation: &incarnation,
             version: seq,
             blob_id: &blob_id,
         };
-        crypto::seal(&body, &data_key.plaintext, &binding)
-    })
-    .await
-    .map_err(|e| Error::Unavailable(format!("encryption task failed: {e}")))?;
-    app.blobs.put(&blob, object).await?;
+        crypto::seal_into(&body, &data_key.plaintext, &binding, out)
+    });
+    app.blobs.put_written(&blob, write).await?;
     Ok(SealedFile {
         incarnation: record.incarnation.clone(),
         seq,
