@@ -4,7 +4,7 @@
 //! that describe or refuse routes but answer none. Nothing here matches a request.
 
 use super::handler::Credentials;
-use super::routes::{BodyLimit, Need, Route, ROUTES};
+use super::routes::{BodyLimit, Keyed, Need, Route, ROUTES};
 
 /// How many rows the Lambda function `function` serves: its own, less the local-only ones.
 pub const fn lambda_group_len(function: &str) -> usize {
@@ -95,6 +95,18 @@ pub struct RouteFacts {
     /// same path that every front door serves (the table's order says so; a test holds the
     /// two rows to one handler).
     pub same_as: Option<&'static str>,
+}
+
+impl Keyed for RouteFacts {
+    fn method(&self) -> &'static str {
+        self.method
+    }
+    fn path(&self) -> &'static str {
+        self.path
+    }
+    fn local_only(&self) -> bool {
+        self.local_only
+    }
 }
 
 /// Every row of [`ROUTES`], in order, without its handler. A binary that reads only this

@@ -12,7 +12,6 @@
 
 use std::fmt;
 
-use super::groups::RouteFacts;
 use super::handler::Handler;
 use super::{admin, apps, identity, list, lock, manage, runs, state};
 use crate::domain::lock::MAX_LOCK_BYTES;
@@ -243,7 +242,7 @@ pub const ROUTES: &[Route] = &[
 ];
 
 /// What matching reads of a row: a whole row, or its facts alone
-/// ([`RouteFacts`](super::groups::RouteFacts)), for a caller that must not link handlers.
+/// (the handler-free rows of the compile-time views), for a caller that must not link handlers.
 pub trait Keyed: fmt::Debug + Eq + 'static {
     fn method(&self) -> &'static str;
     fn path(&self) -> &'static str;
@@ -251,18 +250,6 @@ pub trait Keyed: fmt::Debug + Eq + 'static {
 }
 
 impl Keyed for Route {
-    fn method(&self) -> &'static str {
-        self.method
-    }
-    fn path(&self) -> &'static str {
-        self.path
-    }
-    fn local_only(&self) -> bool {
-        self.local_only
-    }
-}
-
-impl Keyed for RouteFacts {
     fn method(&self) -> &'static str {
         self.method
     }
