@@ -26,8 +26,18 @@ fn big_doc(serial: u64) -> String {
 /// inline: its save writes a blob file before the commit, so a kill lands in the middle of
 /// writing one.
 fn noisy_doc(serial: u64) -> String {
+    noise_doc(serial, 200_000)
+}
+
+/// A state of about 5 MiB of noise: over the size sealed in memory, so its save seals it
+/// straight into its blob file, and a kill lands while that file is being written.
+fn huge_noisy_doc(serial: u64) -> String {
+    noise_doc(serial, 5 << 20)
+}
+
+fn noise_doc(serial: u64, len: usize) -> String {
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15 ^ serial;
-    let noise: String = (0..200_000)
+    let noise: String = (0..len)
         .map(|_| {
             x ^= x << 13;
             x ^= x >> 7;
@@ -108,6 +118,14 @@ fn every_acknowledged_small_save_survives_kill_9() {
 #[test]
 fn every_acknowledged_large_save_survives_kill_9() {
     let server = acknowledged_writes_survive_kill_9(noisy_doc);
+    assert!(!files_under(&server.data_dir().join("blobs")).is_empty());
+}
+
+/// Saves sealed into their blob file as they are made: the same, and a file the kill left
+/// half written is never a version.
+#[test]
+fn every_acknowledged_save_sealed_into_its_blob_file_survives_kill_9() {
+    let server = acknowledged_writes_survive_kill_9(huge_noisy_doc);
     assert!(!files_under(&server.data_dir().join("blobs")).is_empty());
 }
 
