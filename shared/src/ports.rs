@@ -440,7 +440,8 @@ pub struct AppCommit {
     pub at: Timestamp,
     /// The record to store (its revision is `expected_revision + 1`).
     pub app: AppRecord,
-    /// An archive this commit seals.
+    /// An archive this commit stores: the one it seals, or one whose key slots a re-wrap
+    /// replaced.
     pub sealed: Option<ArchiveRecord>,
     /// The commit ID of an archive this commit deletes.
     pub deleted: Option<String>,

@@ -1,6 +1,6 @@
 //! Key rotation over the memory adapter: a platform key replaced by a new one, the old one
-//! kept only to open (retired), every version re-wrapped while a writer keeps saving under
-//! a lock, then the old key removed: every version, old and new, still reads.
+//! kept only to open (retired), every version (and every app state file) re-wrapped while a
+//! writer keeps saving, then the old key removed: everything, old and new, still reads.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -8,10 +8,15 @@ use std::sync::Arc;
 use hegemony_state::adapters::key_ring::KeyRing;
 use hegemony_state::adapters::memory::MemoryStore;
 use hegemony_state::crypto::{open_into, PlatformKey};
+use hegemony_state::domain::app::change::LockRequest;
+use hegemony_state::domain::app::Ended;
 use hegemony_state::domain::name::StateName;
 use hegemony_state::domain::permission::Role;
 use hegemony_state::domain::{Actor, Principal};
-use hegemony_state::ports::{AuditQuery, KeyService, StateCatalog};
+use hegemony_state::ports::{AppCatalog, AuditQuery, KeyService, StateCatalog};
+use hegemony_state::service::app_keys::{app_report, org_apps, rewrap_app};
+use hegemony_state::service::app_reads::{self, Source};
+use hegemony_state::service::apps;
 use hegemony_state::service::keys::{org_states, rewrap_state, state_report};
 use hegemony_state::service::lock::{lock, unlock};
 use hegemony_state::service::manage::download;
@@ -198,4 +203,151 @@ async fn a_dry_run_counts_and_changes_nothing() {
     assert!(report.keys.iter().all(|k| k.behind), "{report:?}");
     let again = store.state("acme", "net").await.unwrap().unwrap();
     assert_eq!(again.revision, record.revision, "nothing written");
+}
+
+fn octo_lock() -> LockRequest {
+    LockRequest {
+        lock_id: None,
+        who: "octo@h".into(),
+        info: String::new(),
+    }
+}
+
+fn file_body(name: &str) -> Vec<u8> {
+    format!(r#"{{"file":"{name}"}}"#).into_bytes()
+}
+
+/// One sealed change of the app state `net` uploading `names`.
+async fn change(app: &App, names: &[String]) {
+    let lock = apps::lock(app, &alice(), &net(), &octo_lock())
+        .await
+        .unwrap();
+    for name in names {
+        apps::upload(app, &alice(), &net(), &lock.lock_id, name, file_body(name))
+            .await
+            .unwrap();
+    }
+    apps::seal(app, &alice(), &net(), &lock.lock_id, Ended::Sealed)
+        .await
+        .unwrap();
+}
+
+/// An app state's files: each sealed once but listed in every archive that carries it, in the
+/// record's newest archive and in an open change. A re-wrap beside a live Octo writer (who
+/// seals the open change, then seals more) moves each file's data key once and writes it into
+/// every copy; then the old key goes and every file of every archive still opens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_app_state_rewrap_beside_live_changes_moves_every_copy_and_the_old_key_can_go() {
+    let store = Arc::new(MemoryStore::new());
+    let old = Arc::new(PlatformKey::generate());
+    let new = Arc::new(PlatformKey::generate());
+    let before = app(&store, old.clone());
+    for c in 0..8 {
+        let mut names = vec![format!("c{c}.json")];
+        if c == 0 {
+            names.push("shared.json".into());
+        }
+        change(&before, &names).await;
+    }
+    let open = apps::lock(&before, &alice(), &net(), &octo_lock())
+        .await
+        .unwrap();
+    apps::upload(
+        &before,
+        &alice(),
+        &net(),
+        &open.lock_id,
+        "open.json",
+        file_body("open.json"),
+    )
+    .await
+    .unwrap();
+    let old_id = old.key_id().to_owned();
+    let ring = KeyRing::new(new.clone(), new.key_id(), "platform:").opening(&old_id, old);
+    let during = Arc::new(app(&store, Arc::new(ring)));
+
+    let record = store.app("acme", "net").await.unwrap().unwrap();
+    let dry = rewrap_app(&during, &record, true, &|| {}).await.unwrap();
+    assert_eq!(
+        (dry.rewrapped, dry.current),
+        (10, 0),
+        "nine sealed files and the open upload"
+    );
+    assert_eq!(
+        store.app("acme", "net").await.unwrap().unwrap().revision,
+        record.revision,
+        "a dry run writes nothing"
+    );
+
+    let writer = {
+        let during = during.clone();
+        let lock_id = open.lock_id.clone();
+        tokio::spawn(async move {
+            apps::seal(&during, &alice(), &net(), &lock_id, Ended::Sealed)
+                .await
+                .unwrap();
+            for round in 0..10 {
+                change(&during, &[format!("w{round}.json")]).await;
+            }
+        })
+    };
+    let seen = AtomicU64::new(0);
+    let first = rewrap_app(&during, &record, false, &|| {
+        seen.fetch_add(1, Ordering::Relaxed);
+    })
+    .await
+    .unwrap();
+    writer.await.unwrap();
+    assert!(first.failed.is_empty(), "{:?}", first.failed);
+    assert_eq!((first.rewrapped, first.current), (10, 0));
+    assert_eq!(seen.load(Ordering::Relaxed), 10);
+
+    // A second run finds every copy on the key in use: each data key was moved once, and no
+    // archive sealed during the first run kept a copy from before it.
+    let record = store.app("acme", "net").await.unwrap().unwrap();
+    let second = rewrap_app(&during, &record, false, &|| {}).await.unwrap();
+    assert_eq!((second.rewrapped, second.current), (0, 20), "{second:?}");
+    let report = app_report(&during, &record).await.unwrap();
+    assert_eq!(report.keys.len(), 1, "{report:?}");
+    assert_eq!((report.keys[0].files, report.keys[0].behind), (20, false));
+
+    // The old key removed: every file of every archive opens, with what was uploaded.
+    let after = app(&store, new);
+    let archives = store.archives("acme", "net", None, 100).await.unwrap();
+    assert_eq!(archives.len(), 19);
+    let mut opened = 0;
+    for archive in &archives {
+        for file in &archive.files {
+            let bytes = app_reads::download(
+                &after,
+                &alice(),
+                &net(),
+                Source::Archive(&archive.commit_id),
+                &file.name,
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{} in {}: {e}", file.name, archive.commit_id));
+            assert_eq!(bytes, file_body(&file.name));
+            opened += 1;
+        }
+    }
+    assert!(opened > 100, "{opened} copies opened");
+    let audit = store
+        .audit(
+            "acme",
+            &AuditQuery {
+                action: Some("keys.rewrapped".into()),
+                limit: 10,
+                ..AuditQuery::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        audit.len(),
+        2,
+        "one entry per app state per run, none for the dry run"
+    );
+    assert!(audit.iter().all(|a| a.entry.detail["app"] == "net"));
+    assert_eq!(org_apps(&after, "acme").await.unwrap().len(), 1);
 }

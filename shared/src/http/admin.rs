@@ -33,13 +33,14 @@ pub async fn org_audit(call: Call<'_>, principal: &Principal) -> Answer {
     Ok(json_response(StatusCode::OK, &page))
 }
 
-/// `GET /api/keys`: how the org's versions spread over keys, and which are behind the key
-/// in use (what `hegemony-state keys report` shows for one org).
+/// `GET /api/keys`: how the org's versions and app states' files spread over keys, and
+/// which are behind the key in use (what `hegemony-state keys report` shows for one org).
 pub async fn keys(call: Call<'_>, principal: &Principal) -> Answer {
     let states = crate::service::keys::report(call.app, principal).await?;
+    let apps = crate::service::app_keys::report(call.app, principal).await?;
     Ok(json_response(
         StatusCode::OK,
-        &serde_json::json!({"org": principal.org, "states": states}),
+        &serde_json::json!({"org": principal.org, "states": states, "apps": apps}),
     ))
 }
 

@@ -208,7 +208,10 @@ async fn rewrap_version(
         let old = version.slot();
         let wrapped = match &old.wrapped_key {
             Some(wrapped) => wrapped.clone(),
-            None => header_wrapped_key(app, &version).await?,
+            None => {
+                header_wrapped_key(app, &version.blob, &format!("version {}", version.version))
+                    .await?
+            }
         };
         let new = keys
             .rewrap_key(&old.key, &wrapped, &context(record))
@@ -242,20 +245,21 @@ async fn rewrap_version(
     )))
 }
 
-/// The wrapped key in a sealed object's header: the only copy of a version recorded before
-/// the record kept its slot.
-async fn header_wrapped_key(app: &App, version: &VersionRecord) -> Result<Vec<u8>, Error> {
-    let object = app.blobs.get(&version.blob).await?.ok_or_else(|| {
+/// The wrapped key in a sealed object's header: the only copy of a version (or an app
+/// state's file, `what`) recorded before the record kept its slot.
+pub(super) async fn header_wrapped_key(
+    app: &App,
+    blob: &str,
+    what: &str,
+) -> Result<Vec<u8>, Error> {
+    let object = app.blobs.get(blob).await?.ok_or_else(|| {
         Error::Damaged(format!(
-            "the content of version {} is missing from the blob store",
-            version.version
+            "the content of {what} is missing from the blob store"
         ))
     })?;
     let header = crypto::read_header(&object).map_err(|e| Error::Damaged(e.to_string()))?;
-    header.key.map(|key| key.wrapped).ok_or_else(|| {
-        Error::Damaged(format!(
-            "version {} has no wrapped data key in its record",
-            version.version
-        ))
-    })
+    header
+        .key
+        .map(|key| key.wrapped)
+        .ok_or_else(|| Error::Damaged(format!("{what} has no wrapped data key in its record")))
 }

@@ -3,6 +3,7 @@
 //! lost race is never an error a client sees).
 
 pub mod admin;
+pub mod app_keys;
 pub mod app_reads;
 pub mod apps;
 pub mod auth;

@@ -2,10 +2,12 @@
 //! its archives and their files. An app state holds sealed changes; a change starts with a
 //! lock and ends with a seal (or an unlock that gives it up), both sealing what was uploaded
 //! as the newest archive. Pure data and rules: `file_name` says what a name is, `change`
-//! decides each step of a change. No I/O, no clock, no status codes.
+//! decides each step of a change, `key_slots` where a file's key slot is copied. No I/O, no
+//! clock, no status codes.
 
 pub mod change;
 pub mod file_name;
+pub mod key_slots;
 
 use std::collections::BTreeMap;
 
