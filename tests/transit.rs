@@ -652,3 +652,102 @@ fn a_rewrap_killed_half_way_continues_where_it_stopped() {
         );
     }
 }
+
+/// One sealed change of app state `app` uploading `files` (name, body) over the API; its
+/// commit ID.
+fn app_change(api: &Api, token: &str, app: &str, files: &[(&str, &str)]) -> String {
+    let lock = api
+        .request("POST", &format!("/api/apps/{app}/lock"), Some(token))
+        .json(&serde_json::json!({"who": "ci"}))
+        .send()
+        .unwrap();
+    assert_eq!(lock.status(), 200);
+    let lock_id = lock.json::<Value>().unwrap()["lock_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for (name, body) in files {
+        let path = format!("/api/apps/{app}/locks/{lock_id}/files/{name}");
+        let r = api
+            .request("PUT", &path, Some(token))
+            .body((*body).to_owned())
+            .send()
+            .unwrap();
+        assert_eq!(r.status(), 200, "{name}");
+    }
+    let path = format!("/api/apps/{app}/locks/{lock_id}/seal");
+    let sealed = api.request("POST", &path, Some(token)).send().unwrap();
+    assert_eq!(sealed.status(), 200);
+    sealed.json::<Value>().unwrap()["commit_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// An app state's files rotate with the states: after a Transit rotation the report (CLI and
+/// API) counts each sealed file once, however many archives carry it, as behind the key in
+/// use; `keys rewrap --app` moves them, and with the old key version retired every
+/// archive's files still download.
+#[test]
+fn an_app_state_s_files_are_reported_and_rewrapped_and_the_old_key_version_can_be_retired() {
+    let bao = Bao::start();
+    bao.create_key("state-acme");
+    let server = serve(&bao.named_env("vault", &bao.root_token_file(), "state-{org}"));
+    let (api, admin) = (Api::new(&server), server.token("acme", "root", "admin"));
+    let first = app_change(&api, &admin, "shop", &[("models.json", r#"{"m":1}"#)]);
+    let second = app_change(&api, &admin, "shop", &[("plan.json", r#"{"p":2}"#)]);
+    bao.ok(&["write", "-f", "transit/keys/state-acme/rotate"]);
+    let third = app_change(&api, &admin, "shop", &[("late.json", r#"{"l":3}"#)]);
+
+    let files = |report: &[Value]| -> Vec<(String, u64, bool)> {
+        let app = report.iter().find(|e| e["app"] == "shop").expect("shop");
+        app["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| {
+                (
+                    k["key"].as_str().unwrap().to_owned(),
+                    k["files"].as_u64().unwrap(),
+                    k["behind"].as_bool().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let expected = vec![
+        ("transit:vault:state-acme:v1".to_owned(), 2, true),
+        ("transit:vault:state-acme:v2".to_owned(), 1, false),
+    ];
+    assert_eq!(files(&server.key_report(&[])), expected);
+    let api_report = api.json("GET", "/api/keys", &admin);
+    assert_eq!(files(api_report["apps"].as_array().unwrap()), expected);
+
+    let out = stdout_of(&server.keys(&["rewrap", "--org", "acme", "--app", "shop"], &[]));
+    assert!(
+        out.contains("re-wrapped 2 app state files, 1 already on the key in use, 0 failed"),
+        "{out}"
+    );
+    assert!(!out.contains("versions"), "--app covers no state: {out}");
+    assert_eq!(
+        files(&server.key_report(&[])),
+        [("transit:vault:state-acme:v2".to_owned(), 3, false)]
+    );
+
+    bao.ok(&[
+        "write",
+        "transit/keys/state-acme/config",
+        "min_decryption_version=2",
+    ]);
+    for (commit_id, file, body) in [
+        (&first, "models.json", r#"{"m":1}"#),
+        (&second, "models.json", r#"{"m":1}"#),
+        (&second, "plan.json", r#"{"p":2}"#),
+        (&third, "models.json", r#"{"m":1}"#),
+        (&third, "late.json", r#"{"l":3}"#),
+    ] {
+        let path = format!("/api/apps/shop/archives/{commit_id}/files/{file}");
+        let got = api.request("GET", &path, Some(&admin)).send().unwrap();
+        assert_eq!(got.status(), 200, "{path}: {}", server.logs());
+        assert_eq!(got.text().unwrap(), body, "{path}");
+    }
+}

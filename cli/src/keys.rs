@@ -1,10 +1,13 @@
 //! `hegemony-state keys report | rewrap` on the local or the AWS store: which keys wrap the
-//! versions, and moving every version's data key to the key in use (after a rotation, or to
-//! another backend with `--to`), while the service runs. The content is never opened.
+//! versions and app states' files, and moving every data key to the key in use (after a
+//! rotation, or to another backend with `--to`), while the service runs. The content is never
+//! opened.
 
 use anyhow::bail;
 use clap::{Args, Subcommand};
+use hegemony_state::domain::app::AppRecord;
 use hegemony_state::domain::record::StateRecord;
+use hegemony_state::service::app_keys::{app_report, file_count, org_apps, rewrap_app};
 use hegemony_state::service::keys::{org_states, rewrap_state, state_report};
 use hegemony_state::service::App;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -17,9 +20,12 @@ pub struct Scope {
     /// One org only. Default: every org with a token in the store.
     #[arg(long)]
     org: Option<String>,
-    /// One state only (with --org).
+    /// One state only (with --org): no app state.
     #[arg(long, requires = "org")]
     state: Option<String>,
+    /// One app state (Octo's remote state) only (with --org): no state.
+    #[arg(long, requires = "org", conflicts_with = "state")]
+    app: Option<String>,
     #[command(flatten)]
     store: Store,
     /// The platform key file of the local store, when HEGEMONY_TF_STATE_ENCRYPTION_KEY is
@@ -31,16 +37,17 @@ pub struct Scope {
 #[derive(Subcommand)]
 pub enum Command {
     /// How many versions each key and key version wraps, per org and state, and which are
-    /// behind the key in use.
+    /// behind the key in use; the same for the files of each app state.
     Report {
         #[command(flatten)]
         scope: Scope,
         #[arg(long)]
         json: bool,
     },
-    /// Re-wrap every version's data key under the key in use (the newest version of its
-    /// key), or move it to another backend with --to. Safe beside live writes, and to run
-    /// again after an interruption: versions already on the key in use are skipped.
+    /// Re-wrap every version's and app state file's data key under the key in use (the
+    /// newest version of its key), or move it to another backend with --to. Safe beside
+    /// live writes, and to run again after an interruption: what is already on the key in
+    /// use is skipped.
     Rewrap {
         #[command(flatten)]
         scope: Scope,
@@ -78,75 +85,142 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
     }
 }
 
-/// The states in scope, by org.
-async fn states(app: &App, scope: &Scope) -> anyhow::Result<Vec<StateRecord>> {
-    let orgs = match &scope.org {
-        Some(org) => vec![org.clone()],
-        None => {
-            let mut orgs: Vec<String> = app
-                .catalog
-                .tokens()
-                .await?
-                .into_iter()
-                .map(|t| t.org)
-                .filter(|o| !o.is_empty())
-                .collect();
-            orgs.sort();
-            orgs.dedup();
-            orgs
-        }
-    };
-    let mut states = Vec::new();
-    for org in orgs {
-        let mut found = org_states(app, &org).await?;
-        if let Some(name) = &scope.state {
-            found.retain(|r| &r.name == name);
-            if found.is_empty() {
-                bail!("{org} has no state {name}");
-            }
-        }
-        states.extend(found);
+/// The orgs in scope.
+async fn orgs(app: &App, scope: &Scope) -> anyhow::Result<Vec<String>> {
+    if let Some(org) = &scope.org {
+        return Ok(vec![org.clone()]);
     }
-    Ok(states)
+    let mut orgs: Vec<String> = app
+        .catalog
+        .tokens()
+        .await?
+        .into_iter()
+        .map(|t| t.org)
+        .filter(|o| !o.is_empty())
+        .collect();
+    orgs.sort();
+    orgs.dedup();
+    Ok(orgs)
+}
+
+/// The states and the app states in scope, by org.
+async fn in_scope(app: &App, scope: &Scope) -> anyhow::Result<(Vec<StateRecord>, Vec<AppRecord>)> {
+    let (mut states, mut apps) = (Vec::new(), Vec::new());
+    for org in orgs(app, scope).await? {
+        if scope.app.is_none() {
+            let mut found = org_states(app, &org).await?;
+            if let Some(name) = &scope.state {
+                found.retain(|r| &r.name == name);
+                if found.is_empty() {
+                    bail!("{org} has no state {name}");
+                }
+            }
+            states.extend(found);
+        }
+        if scope.state.is_none() {
+            let mut found = org_apps(app, &org).await?;
+            if let Some(name) = &scope.app {
+                found.retain(|r| &r.name == name);
+                if found.is_empty() {
+                    bail!("{org} has no app state {name}");
+                }
+            }
+            apps.extend(found);
+        }
+    }
+    Ok((states, apps))
 }
 
 async fn report(app: &App, scope: &Scope, json: bool) -> anyhow::Result<()> {
-    let mut rows = Vec::new();
+    let (states, apps) = in_scope(app, scope).await?;
     let mut entries = Vec::new();
+    let mut rows = Vec::new();
     let (mut total, mut behind) = (0, 0);
-    for record in states(app, scope).await? {
-        let keys = state_report(app, &record).await?;
+    for record in &states {
+        let keys = state_report(app, record).await?;
         for k in &keys.keys {
             total += k.versions;
             if k.behind {
                 behind += k.versions;
             }
-            rows.push(vec![
-                record.org.clone(),
-                record.name.clone(),
-                k.key.clone(),
-                k.key_backend.clone(),
-                k.versions.to_string(),
-                if k.behind { "behind" } else { "current" }.to_owned(),
-            ]);
+            rows.push(key_row(
+                &record.org,
+                &record.name,
+                &k.key,
+                &k.key_backend,
+                k.versions,
+                k.behind,
+            ));
         }
         entries.push(serde_json::json!({"org": record.org, "state": keys.state, "current_key": keys.current_key, "keys": keys.keys}));
+    }
+    let mut app_rows = Vec::new();
+    let (mut files, mut files_behind) = (0, 0);
+    for record in &apps {
+        let keys = app_report(app, record).await?;
+        for k in &keys.keys {
+            files += k.files;
+            if k.behind {
+                files_behind += k.files;
+            }
+            app_rows.push(key_row(
+                &record.org,
+                &record.name,
+                &k.key,
+                &k.key_backend,
+                k.files,
+                k.behind,
+            ));
+        }
+        entries.push(serde_json::json!({"org": record.org, "app": keys.app, "current_key": keys.current_key, "keys": keys.keys}));
     }
     if json {
         println!("{}", serde_json::to_string_pretty(&entries)?);
         return Ok(());
     }
-    crate::table::print(
-        &["ORG", "STATE", "KEY", "BACKEND", "VERSIONS", "KEY IN USE"],
-        &rows,
-    );
-    println!();
-    println!("{total} versions, {behind} behind the key in use (keys rewrap moves them)");
+    if scope.app.is_none() {
+        crate::table::print(
+            &["ORG", "STATE", "KEY", "BACKEND", "VERSIONS", "KEY IN USE"],
+            &rows,
+        );
+        println!();
+    }
+    if !apps.is_empty() {
+        crate::table::print(
+            &["ORG", "APP STATE", "KEY", "BACKEND", "FILES", "KEY IN USE"],
+            &app_rows,
+        );
+        println!();
+    }
+    if scope.app.is_none() {
+        println!("{total} versions, {behind} behind the key in use (keys rewrap moves them)");
+    }
+    if !apps.is_empty() {
+        println!("{files} app state files, {files_behind} behind the key in use (keys rewrap moves them)");
+    }
     Ok(())
 }
 
+fn key_row(
+    org: &str,
+    name: &str,
+    key: &str,
+    backend: &str,
+    count: u64,
+    behind: bool,
+) -> Vec<String> {
+    vec![
+        org.to_owned(),
+        name.to_owned(),
+        key.to_owned(),
+        backend.to_owned(),
+        count.to_string(),
+        if behind { "behind" } else { "current" }.to_owned(),
+    ]
+}
+
 async fn rewrap(app: &App, scope: &Scope, dry_run: bool) -> anyhow::Result<()> {
-    let states = states(app, scope).await?;
+    let (states, apps) = in_scope(app, scope).await?;
     let mut total = 0;
     for record in &states {
         total += app
@@ -155,10 +229,13 @@ async fn rewrap(app: &App, scope: &Scope, dry_run: bool) -> anyhow::Result<()> {
             .await?
             .len() as u64;
     }
+    for record in &apps {
+        total += file_count(app, record).await?;
+    }
     let bar = ProgressBar::new(total);
     bar.set_style(
         ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} versions {msg}",
+            "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} versions and files {msg}",
         )
         .expect("a valid template"),
     );
@@ -175,42 +252,115 @@ async fn rewrap(app: &App, scope: &Scope, dry_run: bool) -> anyhow::Result<()> {
             .iter()
             .map(|(n, e)| format!("v{n}: {e}"))
             .collect();
-        rows.push(vec![
-            record.org.clone(),
-            record.name.clone(),
-            done.rewrapped.to_string(),
-            done.current.to_string(),
-            done.failed.len().to_string(),
+        rows.push(rewrap_row(
+            &record.org,
+            &record.name,
+            done.rewrapped,
+            done.current,
+            done.failed.len(),
             done.to,
-            why.join("; "),
-        ]);
+            &why,
+        ));
+    }
+    let mut app_rows = Vec::new();
+    let (mut files_moved, mut files_current, mut files_failed) = (0, 0, 0);
+    for record in &apps {
+        bar.set_message(format!("{}/app {}", record.org, record.name));
+        let done = rewrap_app(app, record, dry_run, &|| bar.inc(1)).await?;
+        files_moved += done.rewrapped;
+        files_current += done.current;
+        files_failed += done.failed.len();
+        let why: Vec<String> = done
+            .failed
+            .iter()
+            .map(|(what, e)| format!("{what}: {e}"))
+            .collect();
+        app_rows.push(rewrap_row(
+            &record.org,
+            &record.name,
+            done.rewrapped,
+            done.current,
+            done.failed.len(),
+            done.to,
+            &why,
+        ));
     }
     bar.finish_and_clear();
     let moved_header = if dry_run { "WOULD MOVE" } else { "MOVED" };
-    crate::table::print(
-        &[
-            "ORG",
-            "STATE",
-            moved_header,
-            "ALREADY",
-            "FAILED",
-            "TO",
-            "WHY",
-        ],
-        &rows,
-    );
-    println!();
-    if dry_run {
-        println!("dry run: {moved} versions would be re-wrapped, {current} are already on the key in use; nothing was written");
-    } else {
-        println!(
-            "re-wrapped {moved} versions, {current} already on the key in use, {failed} failed"
+    if scope.app.is_none() {
+        crate::table::print(
+            &[
+                "ORG",
+                "STATE",
+                moved_header,
+                "ALREADY",
+                "FAILED",
+                "TO",
+                "WHY",
+            ],
+            &rows,
         );
+        println!();
     }
-    if failed > 0 {
+    if !apps.is_empty() {
+        crate::table::print(
+            &[
+                "ORG",
+                "APP STATE",
+                moved_header,
+                "ALREADY",
+                "FAILED",
+                "TO",
+                "WHY",
+            ],
+            &app_rows,
+        );
+        println!();
+    }
+    if dry_run {
+        if scope.app.is_none() {
+            println!("dry run: {moved} versions would be re-wrapped, {current} are already on the key in use; nothing was written");
+        }
+        if !apps.is_empty() {
+            println!("dry run: {files_moved} app state files would be re-wrapped, {files_current} are already on the key in use; nothing was written");
+        }
+    } else {
+        if scope.app.is_none() {
+            println!(
+                "re-wrapped {moved} versions, {current} already on the key in use, {failed} failed"
+            );
+        }
+        if !apps.is_empty() {
+            println!(
+                "re-wrapped {files_moved} app state files, {files_current} already on the key in use, {files_failed} failed"
+            );
+        }
+    }
+    if failed + files_failed > 0 {
         bail!(
-            "{failed} versions could not be re-wrapped (run again once their key service answers)"
+            "{} versions or files could not be re-wrapped (run again once their key service answers)",
+            failed + files_failed
         );
     }
     Ok(())
+}
+
+fn rewrap_row(
+    org: &str,
+    name: &str,
+    moved: u64,
+    current: u64,
+    failed: usize,
+    to: String,
+    why: &[String],
+) -> Vec<String> {
+    vec![
+        org.to_owned(),
+        name.to_owned(),
+        moved.to_string(),
+        current.to_string(),
+        failed.to_string(),
+        to,
+        why.join("; "),
+    ]
 }
