@@ -1056,6 +1056,7 @@ every_adapter!(
     the_largest_inline_version_fits_beside_a_large_record,
     an_app_state_is_created_once_and_swapped_on_its_revision,
     archives_are_stored_with_their_commit_and_listed_newest_first,
+    an_archive_stored_again_is_replaced_on_the_revision,
     deleting_an_archive_dooms_its_blobs_and_audits_in_the_same_commit,
     app_states_list_in_name_order_by_page_within_one_org,
 );

@@ -1,5 +1,5 @@
 //! The app-state cases of the contract (included by ../contract.rs): records compared and
-//! swapped on their revision, archives stored and deleted with them, listed newest first,
+//! swapped on their revision, archives stored (and stored again) and deleted with them, listed newest first,
 //! their neighbours found, and the blob bookkeeping and audit of each commit.
 
 use super::*;
@@ -134,6 +134,36 @@ pub async fn archives_are_stored_with_their_commit_and_listed_newest_first(f: Fi
         .await
         .unwrap()
         .is_empty());
+}
+
+/// A key re-wrap stores an existing archive again with new key slots: the commit replaces
+/// the archive whole, on the app state's revision like every other.
+pub async fn an_archive_stored_again_is_replaced_on_the_revision(f: Fixture) {
+    let revision = sealed(&f, &["1000-aa", "1001-bb"]).await;
+    let mut moved = archive("1000-aa", &["blob-1000-aa"]);
+    moved.files[0].key = "platform:new".into();
+    moved.files[0].wrapped_key = Some(vec![9, 9]);
+    let mut stale = app_commit(revision - 1);
+    stale.sealed = Some(moved.clone());
+    assert!(matches!(
+        f.catalog.commit_app(stale).await,
+        Err(StoreError::Conflict)
+    ));
+    assert_eq!(
+        f.catalog.archive("acme", "shop", "1000-aa").await.unwrap(),
+        Some(archive("1000-aa", &["blob-1000-aa"])),
+        "a lost commit leaves the archive as it was"
+    );
+    let mut commit = app_commit(revision);
+    commit.sealed = Some(moved.clone());
+    f.catalog.commit_app(commit).await.unwrap();
+    assert_eq!(
+        f.catalog.archive("acme", "shop", "1000-aa").await.unwrap(),
+        Some(moved)
+    );
+    let listed = f.catalog.archives("acme", "shop", None, 10).await.unwrap();
+    assert_eq!(listed.len(), 2, "replaced, not added");
+    assert_eq!(listed[1].files[0].wrapped_key, Some(vec![9, 9]));
 }
 
 pub async fn deleting_an_archive_dooms_its_blobs_and_audits_in_the_same_commit(f: Fixture) {
