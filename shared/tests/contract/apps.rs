@@ -1,6 +1,7 @@
 //! The app-state cases of the contract (included by ../contract.rs): records compared and
-//! swapped on their revision, archives stored (and stored again) and deleted with them, listed newest first,
-//! their neighbours found, and the blob bookkeeping and audit of each commit.
+//! swapped on their revision, archives stored (and stored again) and deleted with them,
+//! listed newest first, their neighbours found, and the blob bookkeeping and audit of each
+//! commit.
 
 use super::*;
 use hegemony_state::domain::app::{AppRecord, ArchiveRecord, Ended, FileKind, FileRef};
