@@ -244,7 +244,7 @@ mod cases {
         let (a, b) = (a.unwrap(), b.unwrap());
         assert!(
             a.blobs_deleted + b.blobs_deleted >= size.blobs(5),
-            "each doomed blob deleted at least once"
+            "each doomed blob deleted at least once: {a:?} {b:?}"
         );
         if let Size::Inline = size {
             assert_eq!(

@@ -25,7 +25,7 @@ struct Moto {
 fn moto() -> &'static Moto {
     static MOTO: OnceLock<Moto> = OnceLock::new();
     MOTO.get_or_init(|| {
-        let bin = repo_root().join(".tools/bin/moto_server");
+        let bin = repo_root().join(".tools/bin/python3");
         assert!(
             bin.exists(),
             "{} is missing: run `make tools` (it installs the AWS emulator)",
@@ -36,26 +36,25 @@ fn moto() -> &'static Moto {
             .local_addr()
             .unwrap()
             .port();
-        // The shell stops the server once our end of its stdin closes.
-        let script = format!(
-            "\"$0\" -H 127.0.0.1 -p {port} >/dev/null 2>&1 & pid=$!; cat >/dev/null; kill $pid"
-        );
+        // The shell stops the server once our end of its stdin closes. moto_serial.py
+        // answers one request at a time: moto's own threaded server lets a cancelled
+        // transaction undo another request's write (the script says how).
+        let script =
+            format!("\"$0\" \"$1\" {port} >/dev/null 2>&1 & pid=$!; cat >/dev/null; kill $pid");
         let mut child = Command::new("sh")
             .arg("-c")
             .arg(script)
             .arg(bin)
+            .arg(repo_root().join("tests/tools/moto_serial.py"))
             .stdin(Stdio::piped())
             .spawn()
-            .expect("start moto_server");
+            .expect("start moto (moto_serial.py)");
         let stdin = child.stdin.take().unwrap();
         // The child itself is never waited for: it lives as long as this process.
         std::mem::forget(child);
         let deadline = Instant::now() + Duration::from_secs(60);
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "moto_server did not start in 60 s"
-            );
+            assert!(Instant::now() < deadline, "moto did not start in 60 s");
             std::thread::sleep(Duration::from_millis(100));
         }
         Moto {
