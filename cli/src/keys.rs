@@ -131,46 +131,99 @@ async fn in_scope(app: &App, scope: &Scope) -> anyhow::Result<(Vec<StateRecord>,
     Ok((states, apps))
 }
 
+/// One part of the report: states' versions or app states' files, per key id.
+struct KeyRows {
+    /// `STATE` or `APP STATE`.
+    name_header: &'static str,
+    /// `VERSIONS` or `FILES`.
+    count_header: &'static str,
+    /// `versions` or `app state files`.
+    noun: &'static str,
+    rows: Vec<Vec<String>>,
+    total: u64,
+    behind: u64,
+}
+
+impl KeyRows {
+    fn new(name_header: &'static str, count_header: &'static str, noun: &'static str) -> Self {
+        Self {
+            name_header,
+            count_header,
+            noun,
+            rows: Vec::new(),
+            total: 0,
+            behind: 0,
+        }
+    }
+
+    fn add(&mut self, org: &str, name: &str, key: &str, backend: &str, count: u64, behind: bool) {
+        self.total += count;
+        if behind {
+            self.behind += count;
+        }
+        self.rows.push(vec![
+            org.to_owned(),
+            name.to_owned(),
+            key.to_owned(),
+            backend.to_owned(),
+            count.to_string(),
+            if behind { "behind" } else { "current" }.to_owned(),
+        ]);
+    }
+
+    fn print(&self) {
+        crate::table::print(
+            &[
+                "ORG",
+                self.name_header,
+                "KEY",
+                "BACKEND",
+                self.count_header,
+                "KEY IN USE",
+            ],
+            &self.rows,
+        );
+        println!();
+    }
+
+    fn summary(&self) {
+        println!(
+            "{} {}, {} behind the key in use (keys rewrap moves them)",
+            self.total, self.noun, self.behind
+        );
+    }
+}
+
 async fn report(app: &App, scope: &Scope, json: bool) -> anyhow::Result<()> {
     let (states, apps) = in_scope(app, scope).await?;
     let mut entries = Vec::new();
-    let mut rows = Vec::new();
-    let (mut total, mut behind) = (0, 0);
+    let mut versions = KeyRows::new("STATE", "VERSIONS", "versions");
     for record in &states {
         let keys = state_report(app, record).await?;
         for k in &keys.keys {
-            total += k.versions;
-            if k.behind {
-                behind += k.versions;
-            }
-            rows.push(key_row(
+            versions.add(
                 &record.org,
                 &record.name,
                 &k.key,
                 &k.key_backend,
                 k.versions,
                 k.behind,
-            ));
+            );
         }
         entries.push(serde_json::json!({"org": record.org, "state": keys.state, "current_key": keys.current_key, "keys": keys.keys}));
     }
-    let mut app_rows = Vec::new();
-    let (mut files, mut files_behind) = (0, 0);
+    let mut files = KeyRows::new("APP STATE", "FILES", "app state files");
     for record in &apps {
         let keys = app_report(app, record).await?;
         for k in &keys.keys {
-            files += k.files;
-            if k.behind {
-                files_behind += k.files;
-            }
-            app_rows.push(key_row(
+            files.add(
                 &record.org,
                 &record.name,
                 &k.key,
                 &k.key_backend,
                 k.files,
                 k.behind,
-            ));
+            );
         }
         entries.push(serde_json::json!({"org": record.org, "app": keys.app, "current_key": keys.current_key, "keys": keys.keys}));
     }
@@ -178,45 +231,91 @@ async fn report(app: &App, scope: &Scope, json: bool) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&entries)?);
         return Ok(());
     }
-    if scope.app.is_none() {
-        crate::table::print(
-            &["ORG", "STATE", "KEY", "BACKEND", "VERSIONS", "KEY IN USE"],
-            &rows,
-        );
-        println!();
+    // The states' part unless only an app state was asked for; the app states' when any.
+    let parts: Vec<&KeyRows> = [(scope.app.is_none(), &versions), (!apps.is_empty(), &files)]
+        .into_iter()
+        .filter_map(|(shown, part)| shown.then_some(part))
+        .collect();
+    for part in &parts {
+        part.print();
     }
-    if !apps.is_empty() {
-        crate::table::print(
-            &["ORG", "APP STATE", "KEY", "BACKEND", "FILES", "KEY IN USE"],
-            &app_rows,
-        );
-        println!();
-    }
-    if scope.app.is_none() {
-        println!("{total} versions, {behind} behind the key in use (keys rewrap moves them)");
-    }
-    if !apps.is_empty() {
-        println!("{files} app state files, {files_behind} behind the key in use (keys rewrap moves them)");
+    for part in &parts {
+        part.summary();
     }
     Ok(())
 }
 
-fn key_row(
-    org: &str,
-    name: &str,
-    key: &str,
-    backend: &str,
-    count: u64,
-    behind: bool,
-) -> Vec<String> {
-    vec![
-        org.to_owned(),
-        name.to_owned(),
-        key.to_owned(),
-        backend.to_owned(),
-        count.to_string(),
-        if behind { "behind" } else { "current" }.to_owned(),
-    ]
+/// One part of the re-wrap's summary: states' versions or app states' files.
+struct Moves {
+    name_header: &'static str,
+    noun: &'static str,
+    rows: Vec<Vec<String>>,
+    moved: u64,
+    current: u64,
+    failed: usize,
+}
+
+impl Moves {
+    fn new(name_header: &'static str, noun: &'static str) -> Self {
+        Self {
+            name_header,
+            noun,
+            rows: Vec::new(),
+            moved: 0,
+            current: 0,
+            failed: 0,
+        }
+    }
+
+    /// One state's or app state's run; `why` says what failed, one entry each.
+    fn add(&mut self, org: &str, name: &str, moved: u64, current: u64, why: &[String], to: String) {
+        self.moved += moved;
+        self.current += current;
+        self.failed += why.len();
+        self.rows.push(vec![
+            org.to_owned(),
+            name.to_owned(),
+            moved.to_string(),
+            current.to_string(),
+            why.len().to_string(),
+            to,
+            why.join("; "),
+        ]);
+    }
+
+    fn print(&self, dry_run: bool) {
+        let moved_header = if dry_run { "WOULD MOVE" } else { "MOVED" };
+        crate::table::print(
+            &[
+                "ORG",
+                self.name_header,
+                moved_header,
+                "ALREADY",
+                "FAILED",
+                "TO",
+                "WHY",
+            ],
+            &self.rows,
+        );
+        println!();
+    }
+
+    fn summary(&self, dry_run: bool) {
+        let Self {
+            noun,
+            moved,
+            current,
+            failed,
+            ..
+        } = self;
+        if dry_run {
+            println!("dry run: {moved} {noun} would be re-wrapped, {current} are already on the key in use; nothing was written");
+        } else {
+            println!(
+                "re-wrapped {moved} {noun}, {current} already on the key in use, {failed} failed"
+            );
+        }
+    }
 }
 
 async fn rewrap(app: &App, scope: &Scope, dry_run: bool) -> anyhow::Result<()> {
@@ -239,128 +338,59 @@ async fn rewrap(app: &App, scope: &Scope, dry_run: bool) -> anyhow::Result<()> {
         )
         .expect("a valid template"),
     );
-    let mut rows = Vec::new();
-    let (mut moved, mut current, mut failed) = (0, 0, 0);
+    let mut versions = Moves::new("STATE", "versions");
     for record in &states {
         bar.set_message(format!("{}/{}", record.org, record.name));
         let done = rewrap_state(app, record, dry_run, &|| bar.inc(1)).await?;
-        moved += done.rewrapped;
-        current += done.current;
-        failed += done.failed.len();
         let why: Vec<String> = done
             .failed
             .iter()
             .map(|(n, e)| format!("v{n}: {e}"))
             .collect();
-        rows.push(rewrap_row(
+        versions.add(
             &record.org,
             &record.name,
             done.rewrapped,
             done.current,
-            done.failed.len(),
-            done.to,
             &why,
-        ));
+            done.to,
+        );
     }
-    let mut app_rows = Vec::new();
-    let (mut files_moved, mut files_current, mut files_failed) = (0, 0, 0);
+    let mut files = Moves::new("APP STATE", "app state files");
     for record in &apps {
         bar.set_message(format!("{}/app {}", record.org, record.name));
         let done = rewrap_app(app, record, dry_run, &|| bar.inc(1)).await?;
-        files_moved += done.rewrapped;
-        files_current += done.current;
-        files_failed += done.failed.len();
         let why: Vec<String> = done
             .failed
             .iter()
             .map(|(what, e)| format!("{what}: {e}"))
             .collect();
-        app_rows.push(rewrap_row(
+        files.add(
             &record.org,
             &record.name,
             done.rewrapped,
             done.current,
-            done.failed.len(),
-            done.to,
             &why,
-        ));
+            done.to,
+        );
     }
     bar.finish_and_clear();
-    let moved_header = if dry_run { "WOULD MOVE" } else { "MOVED" };
-    if scope.app.is_none() {
-        crate::table::print(
-            &[
-                "ORG",
-                "STATE",
-                moved_header,
-                "ALREADY",
-                "FAILED",
-                "TO",
-                "WHY",
-            ],
-            &rows,
-        );
-        println!();
+    // The states' part unless only an app state was asked for; the app states' when any.
+    let parts: Vec<&Moves> = [(scope.app.is_none(), &versions), (!apps.is_empty(), &files)]
+        .into_iter()
+        .filter_map(|(shown, part)| shown.then_some(part))
+        .collect();
+    for part in &parts {
+        part.print(dry_run);
     }
-    if !apps.is_empty() {
-        crate::table::print(
-            &[
-                "ORG",
-                "APP STATE",
-                moved_header,
-                "ALREADY",
-                "FAILED",
-                "TO",
-                "WHY",
-            ],
-            &app_rows,
-        );
-        println!();
+    for part in &parts {
+        part.summary(dry_run);
     }
-    if dry_run {
-        if scope.app.is_none() {
-            println!("dry run: {moved} versions would be re-wrapped, {current} are already on the key in use; nothing was written");
-        }
-        if !apps.is_empty() {
-            println!("dry run: {files_moved} app state files would be re-wrapped, {files_current} are already on the key in use; nothing was written");
-        }
-    } else {
-        if scope.app.is_none() {
-            println!(
-                "re-wrapped {moved} versions, {current} already on the key in use, {failed} failed"
-            );
-        }
-        if !apps.is_empty() {
-            println!(
-                "re-wrapped {files_moved} app state files, {files_current} already on the key in use, {files_failed} failed"
-            );
-        }
-    }
-    if failed + files_failed > 0 {
+    let failed = versions.failed + files.failed;
+    if failed > 0 {
         bail!(
-            "{} versions or files could not be re-wrapped (run again once their key service answers)",
-            failed + files_failed
+            "{failed} versions or files could not be re-wrapped (run again once their key service answers)"
         );
     }
     Ok(())
-}
-
-fn rewrap_row(
-    org: &str,
-    name: &str,
-    moved: u64,
-    current: u64,
-    failed: usize,
-    to: String,
-    why: &[String],
-) -> Vec<String> {
-    vec![
-        org.to_owned(),
-        name.to_owned(),
-        moved.to_string(),
-        current.to_string(),
-        failed.to_string(),
-        to,
-        why.join("; "),
-    ]
 }

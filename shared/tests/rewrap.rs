@@ -13,7 +13,7 @@ use hegemony_state::domain::app::Ended;
 use hegemony_state::domain::name::StateName;
 use hegemony_state::domain::permission::Role;
 use hegemony_state::domain::{Actor, Principal};
-use hegemony_state::ports::{AppCatalog, AuditQuery, KeyService, StateCatalog};
+use hegemony_state::ports::{AppCatalog, AuditQuery, AuditRecord, KeyService, StateCatalog};
 use hegemony_state::service::app_keys::{app_report, org_apps, rewrap_app};
 use hegemony_state::service::app_reads::{self, Source};
 use hegemony_state::service::apps;
@@ -84,6 +84,16 @@ async fn contents(app: &App) -> Vec<(u64, Vec<u8>)> {
         out.push((v.version, bytes));
     }
     out
+}
+
+/// The org's `keys.rewrapped` audit entries.
+async fn rewrapped_entries(store: &MemoryStore) -> Vec<AuditRecord> {
+    let query = AuditQuery {
+        action: Some("keys.rewrapped".into()),
+        limit: 10,
+        ..AuditQuery::default()
+    };
+    store.audit("acme", &query).await.unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -166,17 +176,7 @@ async fn a_rewrap_beside_a_live_writer_loses_nothing_and_the_old_key_can_go() {
         };
         assert_eq!(bytes, doc(serial), "version {version}");
     }
-    let audit = store
-        .audit(
-            "acme",
-            &AuditQuery {
-                action: Some("keys.rewrapped".into()),
-                limit: 10,
-                ..AuditQuery::default()
-            },
-        )
-        .await
-        .unwrap();
+    let audit = rewrapped_entries(&store).await;
     assert_eq!(audit.len(), 2, "one entry per state per run");
     assert_eq!(org_states(&after, "acme").await.unwrap().len(), 1);
 }
@@ -332,17 +332,7 @@ async fn an_app_state_rewrap_beside_live_changes_moves_every_copy_and_the_old_ke
         }
     }
     assert!(opened > 100, "{opened} copies opened");
-    let audit = store
-        .audit(
-            "acme",
-            &AuditQuery {
-                action: Some("keys.rewrapped".into()),
-                limit: 10,
-                ..AuditQuery::default()
-            },
-        )
-        .await
-        .unwrap();
+    let audit = rewrapped_entries(&store).await;
     assert_eq!(
         audit.len(),
         2,

@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use super::admin::require_admin;
 use super::apps::key_state;
-use super::keys::header_wrapped_key;
+use super::keys::{header_wrapped_key, ATTEMPTS, PAGE};
 use super::{App, Error};
 use crate::domain::app::key_slots::{blobs, holds_behind};
 use crate::domain::app::{AppRecord, ArchiveRecord, FileRef};
@@ -22,12 +22,6 @@ use crate::domain::keys::{needs_rewrap, tally};
 use crate::domain::version::KeySlot;
 use crate::domain::{Actor, Principal};
 use crate::ports::{key_backend, AppCommit, AuditEntry, KeyContext, KeyService, StoreError};
-
-/// Records read per catalog page.
-const PAGE: usize = 500;
-/// Lost races on one archive before it counts as failed: each means a change was committed
-/// in between, which a re-read settles.
-const ATTEMPTS: usize = 5;
 
 /// One app state's files by key, as the report shows them.
 #[derive(Debug, Clone, Serialize)]
@@ -96,6 +90,17 @@ async fn archives(app: &App, record: &AppRecord) -> Result<Vec<ArchiveRecord>, E
     }
 }
 
+/// Every copy of a file's key slot: in the archives and in the record itself.
+fn copies<'a>(
+    archives: &'a [ArchiveRecord],
+    record: &'a AppRecord,
+) -> impl Iterator<Item = &'a FileRef> {
+    archives
+        .iter()
+        .flat_map(|a| a.files.iter())
+        .chain(record.listed_files())
+}
+
 /// The key service's current key for an app state's files.
 async fn current_key(keys: &dyn KeyService, record: &AppRecord) -> Result<String, Error> {
     let state = key_state(&record.name);
@@ -114,11 +119,7 @@ async fn current_key(keys: &dyn KeyService, record: &AppRecord) -> Result<String
 pub async fn app_report(app: &App, record: &AppRecord) -> Result<AppKeys, Error> {
     let current_key = current_key(app.keys()?, record).await?;
     let archives = archives(app, record).await?;
-    let copies = archives
-        .iter()
-        .flat_map(|a| a.files.iter())
-        .chain(record.listed_files());
-    let files = blobs(copies, &current_key);
+    let files = blobs(copies(&archives, record), &current_key);
     let keys = tally(files.values().map(|f| f.key.as_str()), &current_key);
     Ok(AppKeys {
         app: record.name.clone(),
@@ -154,12 +155,8 @@ pub async fn report(app: &App, principal: &Principal) -> Result<Vec<AppKeys>, Er
 /// `Unavailable` when the catalog fails.
 pub async fn file_count(app: &App, record: &AppRecord) -> Result<u64, Error> {
     let archives = archives(app, record).await?;
-    let copies = archives
-        .iter()
-        .flat_map(|a| a.files.iter())
-        .chain(record.listed_files());
     // The key id only decides which copy stands for a blob, not how many blobs there are.
-    Ok(blobs(copies, "").len() as u64)
+    Ok(blobs(copies(&archives, record), "").len() as u64)
 }
 
 /// Moves every file of one app state to the key in use and audits what it did (not for a
@@ -182,12 +179,8 @@ pub async fn rewrap_app(
         to: to.clone(),
         ..AppRewrap::default()
     };
-    let copies = archives
-        .iter()
-        .flat_map(|a| a.files.iter())
-        .chain(record.listed_files());
     let mut moved: BTreeMap<String, KeySlot> = BTreeMap::new();
-    for (blob, file) in blobs(copies, &to) {
+    for (blob, file) in blobs(copies(&archives, record), &to) {
         if !needs_rewrap(&file.key, &to) {
             done.current += 1;
         } else if dry_run {

@@ -16,11 +16,11 @@ use crate::domain::version::{KeySlot, VersionRecord};
 use crate::domain::{Actor, Principal};
 use crate::ports::{key_backend, AuditEntry, KeyContext, KeyService, StoreError};
 
-/// States read per catalog page.
-const PAGE: usize = 500;
-/// Lost races on one version before it counts as failed: each means someone else changed
-/// it in between, which a re-read settles.
-const ATTEMPTS: usize = 5;
+/// Records read per catalog page.
+pub(super) const PAGE: usize = 500;
+/// Lost races on one version (or app state archive) before it counts as failed: each means
+/// someone else changed it in between, which a re-read settles.
+pub(super) const ATTEMPTS: usize = 5;
 
 /// One state's versions by key, as the report shows them.
 #[derive(Debug, Clone, Serialize)]
