@@ -388,6 +388,83 @@ fn changes_name_exactly_what_an_apply_changed(v: TfVersion) {
         .starts_with("1."));
 }
 
+/// Apply twice, changing only a secret that Terraform marks inside an object, a map and a
+/// list held in dynamic attributes: the changes name each changed path in the document's
+/// form and list as sensitive exactly the ones the state marks, whichever way Terraform
+/// writes the mark (`input.secret`, `input["secret"]`, `input[0]`) and through the value
+/// wrapper it stores a dynamic attribute in. No value appears.
+fn changes_mark_what_terraform_marks_inside_objects_maps_and_lists(v: TfVersion) {
+    let env = Env::new();
+    let tf = Tf::new(v, &env.server, "net", &env.alice);
+    std::fs::write(
+        tf.path().join("main.tf"),
+        "terraform {\n  backend \"http\" {}\n}\nvariable \"secret\" {\n  type      = string\n  sensitive = true\n}\nresource \"terraform_data\" \"object\" {\n  input = { secret = var.secret, team = \"t\" }\n}\nresource \"terraform_data\" \"map\" {\n  input = tomap({ secret = var.secret, team = \"t\" })\n}\nresource \"terraform_data\" \"list\" {\n  input = [var.secret, \"b\"]\n}\n",
+    )
+    .unwrap();
+    tf.init();
+    let first = "first-c41d7e-planted";
+    let second = "second-9b02fa-planted";
+    for secret in [first, second] {
+        let var = format!("secret={secret}");
+        tf.ok(&["apply", "-auto-approve", "-no-color", "-var", &var]);
+    }
+    let latest = env.api.listed(&env.alice, "net")["latest_version"]
+        .as_u64()
+        .unwrap();
+    let r = env
+        .api
+        .request(
+            "GET",
+            &format!("/api/tf-states/net/versions/{latest}/changes"),
+            Some(&env.alice),
+        )
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let text = r.text().unwrap();
+    for value in [first, second] {
+        assert!(
+            !text.contains(value),
+            "{value} appears in the answer: {text}"
+        );
+    }
+    let body: Value = serde_json::from_str(&text).unwrap();
+    let changed = |address: &str| -> (Value, Value) {
+        let one = body["resources"]["changed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["address"] == address)
+            .unwrap_or_else(|| panic!("{address} is not among the changed: {body}"));
+        (one["attributes"].clone(), one["sensitive"].clone())
+    };
+    // Terraform marks the input only: the output carries the same value unmarked.
+    assert_eq!(
+        changed("terraform_data.object"),
+        (
+            serde_json::json!(["input.value.secret", "output.value.secret"]),
+            serde_json::json!(["input.value.secret"])
+        ),
+        "{body}"
+    );
+    assert_eq!(
+        changed("terraform_data.map"),
+        (
+            serde_json::json!(["input.value.secret", "output.value.secret"]),
+            serde_json::json!(["input.value.secret"])
+        ),
+        "{body}"
+    );
+    assert_eq!(
+        changed("terraform_data.list"),
+        (
+            serde_json::json!(["input.value[0]", "output.value[0]"]),
+            serde_json::json!(["input.value[0]"])
+        ),
+        "{body}"
+    );
+}
+
 macro_rules! both_versions {
     ($($scenario:ident),* $(,)?) => {
         mod terraform_1_11 {
@@ -411,4 +488,5 @@ both_versions!(
     import_continues_from_the_file,
     rollback_is_what_plan_sees_and_stales_saved_plans,
     changes_name_exactly_what_an_apply_changed,
+    changes_mark_what_terraform_marks_inside_objects_maps_and_lists,
 );

@@ -78,7 +78,8 @@ pub struct ChangedInstance {
     /// children are compared names its children, one that changed as a whole (a scalar, a
     /// list that changed length, a sensitive value, a value below three levels) names itself.
     pub attributes: Vec<String>,
-    /// Those of `attributes` that either version marks sensitive.
+    /// Those of `attributes` whose value either version marks sensitive, wholly or in part
+    /// (a map with a marked key, changed as a whole, is listed too).
     pub sensitive: Vec<String>,
     /// Only sensitive attributes changed.
     pub sensitive_only: bool,
@@ -258,68 +259,107 @@ fn compare_outputs(
 
 /// The instance at `address` as it changed from `then` to `now`; `None` when it did not.
 fn changed_instance(address: &Address, then: &Instance, now: &Instance) -> Option<ChangedInstance> {
-    let marked: Vec<&str> = then
+    let mut marks: Vec<String> = then
         .sensitive
         .iter()
         .chain(&now.sensitive)
-        .map(String::as_str)
+        .cloned()
         .collect();
-    let mut attributes = Vec::new();
+    marks.sort();
+    marks.dedup();
+    let mut named = Vec::new();
     for (name, a, b) in pairs(&then.attributes, &now.attributes) {
-        differing(path::member("", name), a, b, &marked, &mut attributes);
+        differing(path::member("", name), a, b, &marks, &mut named);
     }
     let other: Vec<String> = pairs(&then.other, &now.other)
         .into_iter()
         .filter(|(_, a, b)| a != b)
         .map(|(name, _, _)| name.to_owned())
         .collect();
-    if attributes.is_empty() && other.is_empty() {
+    if named.is_empty() && other.is_empty() {
         return None;
     }
-    let sensitive: Vec<String> = attributes
+    let sensitive: Vec<String> = named
         .iter()
-        .filter(|p| marked.iter().any(|s| path::is_within(p, s)))
-        .cloned()
+        .filter(|n| n.sensitive)
+        .map(|n| n.path.clone())
         .collect();
     Some(ChangedInstance {
         instance: InstanceView::from(address),
-        sensitive_only: !attributes.is_empty() && sensitive.len() == attributes.len(),
-        attributes,
+        sensitive_only: !named.is_empty() && sensitive.len() == named.len(),
+        attributes: named.into_iter().map(|n| n.path).collect(),
         sensitive,
         other,
     })
 }
 
+/// A path that differs, and whether the value named there holds something marked sensitive.
+struct Named {
+    path: String,
+    sensitive: bool,
+}
+
+impl Named {
+    fn new(path: String, marks: &[String]) -> Self {
+        let sensitive = marks.iter().any(|m| path::holds_mark(&path, m));
+        Self { path, sensitive }
+    }
+}
+
 /// Adds to `out` the paths at or below `path` where `then` and `now` differ, as precisely as
-/// both kept their children; a sensitive value is named as a whole, never below.
+/// both kept their children; a sensitive value is named as a whole, never below. `marks`
+/// are the instance's sensitive paths in the document's form.
 fn differing(
     path: String,
     then: Option<&Node>,
     now: Option<&Node>,
-    sensitive: &[&str],
-    out: &mut Vec<String>,
+    marks: &[String],
+    out: &mut Vec<Named>,
 ) {
     let (a, b) = match (then, now) {
         (Some(a), Some(b)) if a.digest == b.digest => return,
         (Some(a), Some(b)) => (a, b),
-        _ => return out.push(path),
+        _ => return out.push(Named::new(path, marks)),
     };
-    if sensitive.iter().any(|s| path::is_within(&path, s)) {
-        return out.push(path);
+    if marks.iter().any(|m| path::is_within(&path, m)) {
+        return out.push(Named::new(path, marks));
     }
     match (&a.detail, &b.detail) {
         (Detail::Object(x), Detail::Object(y)) => {
+            let wrapped = wrapper_marks(&path, x, y, marks);
+            let marks = wrapped.as_deref().unwrap_or(marks);
             for (key, x, y) in pairs(x, y) {
-                differing(path::member(&path, key), x, y, sensitive, out);
+                differing(path::member(&path, key), x, y, marks, out);
             }
         }
         (Detail::Array(x), Detail::Array(y)) if x.len() == y.len() => {
             for (i, (x, y)) in x.iter().zip(y).enumerate() {
-                differing(path::element(&path, i), Some(x), Some(y), sensitive, out);
+                differing(path::element(&path, i), Some(x), Some(y), marks, out);
             }
         }
-        _ => out.push(path),
+        _ => out.push(Named::new(path, marks)),
     }
+}
+
+/// The marks to use below `path` when both sides store a dynamic value there (an object of
+/// exactly `type` and `value`): each mark below `path` is also read through the wrapper.
+/// The marks as they were are kept too, so an object that only looks like a wrapper is
+/// still matched as it is. `None` when nothing changes.
+fn wrapper_marks(
+    path: &str,
+    then: &[(Key, Node)],
+    now: &[(Key, Node)],
+    marks: &[String],
+) -> Option<Vec<String>> {
+    let is_wrapper = |members: &[(Key, Node)]| matches!(members, [(t, _), (v, _)] if &**t == "type" && &**v == "value");
+    if !(is_wrapper(then) && is_wrapper(now)) {
+        return None;
+    }
+    let through: Vec<String> = marks
+        .iter()
+        .filter_map(|m| path::through_wrapper(path, m))
+        .collect();
+    (!through.is_empty()).then(|| marks.iter().cloned().chain(through).collect())
 }
 
 /// The members of two key-sorted lists side by side, in key order.

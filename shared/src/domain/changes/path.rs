@@ -1,6 +1,9 @@
 //! Attribute paths as people read them in a plan: `policy`, `tags.team`, `ingress[0]`,
-//! `tags["kubernetes.io/role"]`. Terraform's `sensitive_attributes` paths are written the
-//! same way, so a changed path can be matched against them.
+//! `tags["kubernetes.io/role"]`. A path names a place in the state document's JSON, so one
+//! form serves both what a comparison finds and what `sensitive_attributes` marks: a mark's
+//! map key is written as a member (`tags["secret"]` is `tags.secret`, as the comparison
+//! names it), and a mark below a dynamic attribute is read through the `{"value", "type"}`
+//! wrapper the document stores it in ([`through_wrapper`]).
 
 use serde::Deserialize;
 
@@ -33,10 +36,29 @@ pub fn quoted(key: &str) -> String {
 
 /// Whether `path` is `sensitive` or lies inside it.
 pub fn is_within(path: &str, sensitive: &str) -> bool {
-    match path.strip_prefix(sensitive) {
-        Some(rest) => rest.is_empty() || rest.starts_with('.') || rest.starts_with('['),
-        None => false,
-    }
+    below(path, sensitive).is_some()
+}
+
+/// What `path` adds below `ancestor` (`.pw`, `[0]`, or nothing for the same path); `None`
+/// when it is not at or below it.
+fn below<'a>(path: &'a str, ancestor: &str) -> Option<&'a str> {
+    path.strip_prefix(ancestor)
+        .filter(|rest| rest.is_empty() || rest.starts_with('.') || rest.starts_with('['))
+}
+
+/// Whether a value at `path`, named as a whole, holds something `mark` marks: the mark is
+/// the path, an ancestor of it, or lies below it.
+pub fn holds_mark(path: &str, mark: &str) -> bool {
+    is_within(path, mark) || is_within(mark, path)
+}
+
+/// The place of `mark` inside the dynamic value stored at `wrapper`: a dynamic attribute is
+/// stored as `{"value": ..., "type": ...}`, and Terraform marks `input.secret` where the
+/// document holds `input.value.secret`. `None` for a mark not strictly below `wrapper`.
+pub fn through_wrapper(wrapper: &str, mark: &str) -> Option<String> {
+    below(mark, wrapper)
+        .filter(|rest| !rest.is_empty())
+        .map(|rest| format!("{wrapper}.value{rest}"))
 }
 
 /// One step of a `sensitive_attributes` path, as Terraform writes it:
@@ -71,7 +93,9 @@ pub fn of_steps(steps: &[Step]) -> Option<String> {
             ("get_attr", StepValue::Name(name)) => member(&path, name),
             ("index", StepValue::Key { value }) => match value {
                 KeyValue::Number(i) => format!("{path}[{i}]"),
-                KeyValue::Text(key) => format!("{path}[{}]", quoted(key)),
+                // A map's key is an object member in the document: named as the comparison
+                // names members, so `tags["secret"]` meets `tags.secret`.
+                KeyValue::Text(key) => member(&path, key),
             },
             _ => return None,
         };
@@ -110,6 +134,37 @@ mod tests {
             r#"[{"type":"get_attr","value":"rule"},{"type":"index","value":{"value":2,"type":"number"}},{"type":"get_attr","value":"secret"},{"type":"index","value":{"value":"k","type":"string"}}]"#,
         )
         .unwrap();
-        assert_eq!(of_steps(&steps).as_deref(), Some(r#"rule[2].secret["k"]"#));
+        assert_eq!(of_steps(&steps).as_deref(), Some("rule[2].secret.k"));
+        let steps: Vec<Step> = serde_json::from_str(
+            r#"[{"type":"get_attr","value":"tags"},{"type":"index","value":{"value":"kubernetes.io/role","type":"string"}}]"#,
+        )
+        .unwrap();
+        assert_eq!(
+            of_steps(&steps).as_deref(),
+            Some(r#"tags["kubernetes.io/role"]"#)
+        );
+    }
+
+    #[test]
+    fn a_mark_holds_its_path_its_ancestors_and_what_lies_below() {
+        assert!(holds_mark("input.pw", "input"));
+        assert!(holds_mark("input", "input.pw"));
+        assert!(holds_mark("input", "input"));
+        assert!(!holds_mark("inputs", "input.pw"));
+        assert!(!holds_mark("input.team", "input.pw"));
+    }
+
+    #[test]
+    fn marks_below_a_dynamic_attribute_are_read_through_its_wrapper() {
+        assert_eq!(
+            through_wrapper("input", "input.secret").as_deref(),
+            Some("input.value.secret")
+        );
+        assert_eq!(
+            through_wrapper("input", "input[0]").as_deref(),
+            Some("input.value[0]")
+        );
+        assert_eq!(through_wrapper("input", "input"), None);
+        assert_eq!(through_wrapper("input", "inputs.secret"), None);
     }
 }

@@ -623,3 +623,148 @@ fn unexpected_shapes_are_compared_as_they_are() {
     assert_eq!(s.instances.len(), 1);
     assert!(s.outputs.is_empty());
 }
+
+/// One `aws_thing.main` whose `attributes` (a JSON object) carry `marks`.
+fn marked(attributes: &str, marks: &str) -> String {
+    doc(
+        "l",
+        1,
+        &resource(
+            None,
+            "managed",
+            "aws_thing",
+            "main",
+            &[instance(None, attributes, marks)],
+        ),
+        "",
+    )
+}
+
+/// The changed paths of the one changed instance, and which of them are sensitive.
+fn paths(c: &Comparison) -> (Vec<&str>, Vec<&str>) {
+    let one = &c.resources.changed[0];
+    (
+        one.attributes.iter().map(String::as_str).collect(),
+        one.sensitive.iter().map(String::as_str).collect(),
+    )
+}
+
+#[test]
+fn a_marked_map_key_is_matched_as_the_member_it_is_in_the_document() {
+    let marks = r#"[[{"type":"get_attr","value":"tags"},{"type":"index","value":{"value":"secret","type":"string"}}],[{"type":"get_attr","value":"tags"},{"type":"index","value":{"value":"kubernetes.io/token","type":"string"}}]]"#;
+    let one = |secret: &str, token: &str, team: &str| {
+        marked(
+            &format!(
+                r#"{{"tags":{{"secret":"{secret}","kubernetes.io/token":"{token}","team":"{team}"}}}}"#
+            ),
+            marks,
+        )
+    };
+    let c = changes(&one("s1", "t1", "a"), &one("s2", "t2", "b"));
+    assert_eq!(
+        paths(&c),
+        (
+            vec![r#"tags["kubernetes.io/token"]"#, "tags.secret", "tags.team"],
+            vec![r#"tags["kubernetes.io/token"]"#, "tags.secret"]
+        )
+    );
+    let c = changes(&one("s1", "t1", "a"), &one("s2", "t1", "a"));
+    assert_eq!(paths(&c), (vec!["tags.secret"], vec!["tags.secret"]));
+    assert!(c.resources.changed[0].sensitive_only);
+}
+
+#[test]
+fn marks_inside_lists_and_nested_objects_are_matched() {
+    let marks = r#"[[{"type":"get_attr","value":"rule"},{"type":"index","value":{"value":1,"type":"number"}},{"type":"get_attr","value":"key"}]]"#;
+    let one = |key: &str, port: u64| {
+        marked(
+            &format!(r#"{{"rule":[{{"key":"k0","port":1}},{{"key":"{key}","port":{port}}}]}}"#),
+            marks,
+        )
+    };
+    let c = changes(&one("a", 1), &one("b", 2));
+    assert_eq!(
+        paths(&c),
+        (vec!["rule[1].key", "rule[1].port"], vec!["rule[1].key"])
+    );
+}
+
+#[test]
+fn a_value_named_whole_that_holds_a_mark_is_sensitive() {
+    // The map becomes a list: compared as a whole, and what it holds was marked.
+    let marks = r#"[[{"type":"get_attr","value":"tags"},{"type":"index","value":{"value":"secret","type":"string"}}]]"#;
+    let c = changes(
+        &marked(r#"{"tags":{"secret":"s","team":"t"},"name":"n"}"#, marks),
+        &marked(r#"{"tags":["s"],"name":"m"}"#, marks),
+    );
+    assert_eq!(paths(&c), (vec!["name", "tags"], vec!["tags"]));
+    assert!(!c.resources.changed[0].sensitive_only);
+}
+
+#[test]
+fn marks_below_a_dynamic_attribute_are_matched_through_its_value_wrapper() {
+    // As Terraform 1.11 and 1.15 store `terraform_data` with
+    // `input = { secret = var.secret, team = "t" }`: the mark names `input.secret`, the
+    // document holds `input.value.secret`; a map's key and a tuple's element likewise.
+    let object = r#"[[{"type":"get_attr","value":"input"},{"type":"get_attr","value":"secret"}]]"#;
+    let one = |secret: &str| {
+        marked(
+            &format!(
+                r#"{{"id":"i","input":{{"value":{{"secret":"{secret}","team":"t"}},"type":["object",{{"secret":"string","team":"string"}}]}},"output":{{"value":{{"secret":"{secret}","team":"t"}},"type":["object",{{"secret":"string","team":"string"}}]}}}}"#
+            ),
+            object,
+        )
+    };
+    let c = changes(&one("s1"), &one("s2"));
+    // Terraform marks only `input`: `output` carries the same value unmarked in its state.
+    assert_eq!(
+        paths(&c),
+        (
+            vec!["input.value.secret", "output.value.secret"],
+            vec!["input.value.secret"]
+        )
+    );
+
+    let map = r#"[[{"type":"get_attr","value":"input"},{"type":"index","value":{"value":"secret","type":"string"}}]]"#;
+    let c = changes(
+        &marked(
+            r#"{"input":{"value":{"secret":"s1","team":"t"},"type":["map","string"]}}"#,
+            map,
+        ),
+        &marked(
+            r#"{"input":{"value":{"secret":"s2","team":"t"},"type":["map","string"]}}"#,
+            map,
+        ),
+    );
+    assert_eq!(
+        paths(&c),
+        (vec!["input.value.secret"], vec!["input.value.secret"])
+    );
+
+    let tuple = r#"[[{"type":"get_attr","value":"input"},{"type":"index","value":{"value":0,"type":"number"}}]]"#;
+    let c = changes(
+        &marked(
+            r#"{"input":{"value":["s1","b"],"type":["tuple",["string","string"]]}}"#,
+            tuple,
+        ),
+        &marked(
+            r#"{"input":{"value":["s2","b"],"type":["tuple",["string","string"]]}}"#,
+            tuple,
+        ),
+    );
+    assert_eq!(paths(&c), (vec!["input.value[0]"], vec!["input.value[0]"]));
+}
+
+#[test]
+fn an_object_that_only_looks_like_a_wrapper_keeps_its_own_marks() {
+    // A provider's nested object of `type` and `value`, its `value` marked.
+    let marks = r#"[[{"type":"get_attr","value":"setting"},{"type":"get_attr","value":"value"}]]"#;
+    let c = changes(
+        &marked(r#"{"setting":{"type":"a","value":"s1"}}"#, marks),
+        &marked(r#"{"setting":{"type":"b","value":"s2"}}"#, marks),
+    );
+    assert_eq!(
+        paths(&c),
+        (vec!["setting.type", "setting.value"], vec!["setting.value"])
+    );
+}
