@@ -54,9 +54,9 @@ pub fn check_rollback(
     target: Option<VersionRecord>,
     now: Timestamp,
 ) -> Result<RollbackPlan, Refusal> {
-    let Some(latest) = record.latest.as_ref().filter(|_| record.is_visible()) else {
+    if !record.is_visible() {
         return Err(not_found(&record.name));
-    };
+    }
     if let Some(lock) = record.live_lock(now) {
         return Err(lock.refusal(None));
     }
@@ -73,8 +73,9 @@ pub fn check_rollback(
     }
     // Above the current serial, so clients holding the pre-rollback state are refused as
     // stale or forked, and a plan saved before the rollback is refused as stale.
-    let current = latest
-        .serial
+    // The newest serial carried, should the latest version be a bare encrypted document.
+    let current = record
+        .checked_serial()
         .into_iter()
         .chain(target.serial)
         .max()
@@ -292,6 +293,18 @@ mod tests {
                 target: version(1, 2, false)
             }
         );
+    }
+
+    #[test]
+    fn a_rollback_over_a_bare_encrypted_version_rises_above_the_serial_carried_before_it() {
+        let mut r = written(9);
+        let mut bare = version(3, 0, true);
+        bare.serial = None;
+        bare.lineage = None;
+        r.latest = Some(bare);
+        r.carried.serial = Some(9);
+        let plan = check_rollback(&r, 1, Some(version(1, 2, false)), NOW).unwrap();
+        assert_eq!(plan.serial, 10);
     }
 
     /// Wrapping to 0 would let every stale client's write in over the rollback.

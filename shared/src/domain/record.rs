@@ -32,6 +32,36 @@ pub struct StateRecord {
     /// sweeper. The record stays, so version numbers are never reused.
     #[serde(default, with = "time::serde::rfc3339::option")]
     pub deleted_at: Option<Timestamp>,
+    /// The serial and lineage of the newest content that carried them in plaintext, kept
+    /// when a later version (a bare OpenTofu-encrypted document) carries neither, so the
+    /// next write and a rollback's new serial are still checked against them. Empty in a
+    /// record stored before it was kept: the latest version's facts then stand alone.
+    #[serde(default, skip_serializing_if = "Carried::is_empty")]
+    pub carried: Carried,
+}
+
+/// The serial and lineage the newest plaintext of a state carried, each kept on its own.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Carried {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lineage: Option<String>,
+}
+
+impl Carried {
+    fn is_empty(&self) -> bool {
+        self.serial.is_none() && self.lineage.is_none()
+    }
+
+    /// These facts once content carrying `serial` and `lineage` (each where present) is
+    /// stored: what it carries replaces, what it lacks is kept.
+    pub fn then(&self, serial: Option<u64>, lineage: Option<&str>) -> Self {
+        Self {
+            serial: serial.or(self.serial),
+            lineage: lineage.map(str::to_owned).or_else(|| self.lineage.clone()),
+        }
+    }
 }
 
 impl StateRecord {
@@ -48,6 +78,7 @@ impl StateRecord {
             next_version: 1,
             created_at: now,
             deleted_at: None,
+            carried: Carried::default(),
         }
     }
 
@@ -69,6 +100,7 @@ impl StateRecord {
             latest: None,
             created_at: now,
             deleted_at: None,
+            carried: Carried::default(),
             ..self
         }
     }
@@ -88,6 +120,19 @@ impl StateRecord {
     /// The lock, if it is live at `now`: a lock past its `live_until` reads as unlocked.
     pub fn live_lock(&self, now: Timestamp) -> Option<&Lock> {
         self.lock.as_ref().filter(|l| l.is_live(now))
+    }
+
+    /// The serial a write is checked against: the latest version's, or, when it carries none,
+    /// the newest one carried before it.
+    pub fn checked_serial(&self) -> Option<u64> {
+        let latest = self.latest.as_ref().and_then(|l| l.serial);
+        latest.or(self.carried.serial)
+    }
+
+    /// The lineage a write is checked against, as [`Self::checked_serial`].
+    pub fn checked_lineage(&self) -> Option<&str> {
+        let latest = self.latest.as_ref().and_then(|l| l.lineage.as_deref());
+        latest.or(self.carried.lineage.as_deref())
     }
 
     /// The record a commit stores in place of this one: the same content, the next revision.

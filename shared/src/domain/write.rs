@@ -89,10 +89,12 @@ pub fn plan_write(
     check_hold(record.hold.as_ref(), principal, request.lock_id)?;
     let meta = request.document.clone()?;
     if let Some(latest) = &record.latest {
-        if let (Some(stored), Some(given)) = (&latest.lineage, &meta.lineage) {
+        // Against the newest serial and lineage carried in plaintext, not only the latest
+        // version's: a bare OpenTofu-encrypted version in between carries neither.
+        if let (Some(stored), Some(given)) = (record.checked_lineage(), &meta.lineage) {
             if stored != given {
                 return Err(Refusal::LineageMismatch {
-                    stored: stored.clone(),
+                    stored: stored.to_owned(),
                     given: given.clone(),
                 });
             }
@@ -100,7 +102,7 @@ pub fn plan_write(
         if latest.sha256 == request.sha256 {
             return Ok(WriteDecision::Unchanged);
         }
-        if let (Some(stored), Some(given)) = (latest.serial, meta.serial) {
+        if let (Some(stored), Some(given)) = (record.checked_serial(), meta.serial) {
             if given < stored {
                 return Err(Refusal::StaleSerial { stored, given });
             }
@@ -181,6 +183,9 @@ pub fn apply_write(
         Target::Replace { latest } => latest,
     };
     let mut state = record.successor();
+    state.carried = record
+        .carried
+        .then(plan.meta.serial, plan.meta.lineage.as_deref());
     let mut version = *latest;
     version.serial = plan.meta.serial;
     version.lineage = plan.meta.lineage;
@@ -238,6 +243,7 @@ pub fn create_version(
         ),
     };
     state.next_version = version + 1;
+    state.carried = record.carried.then(meta.serial, meta.lineage.as_deref());
     let version = VersionRecord {
         version,
         serial: meta.serial,
@@ -552,6 +558,50 @@ mod tests {
         assert_eq!(
             write(&mut r, &a, None, bare),
             Ok(Wrote::Create { version: 2 })
+        );
+    }
+
+    #[test]
+    fn a_write_after_a_bare_encrypted_version_is_checked_against_the_last_facts_carried() {
+        let a = user("a");
+        let mut r = fresh();
+        write(&mut r, &a, None, &state_doc(3, "l", "")).unwrap();
+        let bare = r#"{"encrypted_data":"CC","encryption_version":"v0"}"#;
+        write(&mut r, &a, None, bare).unwrap();
+        assert_eq!(r.latest.as_ref().unwrap().serial, None);
+        assert_eq!(
+            write(&mut r, &a, None, &state_doc(2, "l", "")),
+            Err(Refusal::StaleSerial {
+                stored: 3,
+                given: 2
+            })
+        );
+        assert_eq!(
+            write(&mut r, &a, None, &state_doc(3, "l", "other")),
+            Err(Refusal::Fork { serial: 3 })
+        );
+        assert_eq!(
+            write(&mut r, &a, None, &state_doc(4, "m", "")),
+            Err(Refusal::LineageMismatch {
+                stored: "l".into(),
+                given: "m".into()
+            })
+        );
+        // A second bare version keeps them too, and a write that carries them moves on.
+        write(
+            &mut r,
+            &a,
+            None,
+            r#"{"encrypted_data":"DD","encryption_version":"v0"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            write(&mut r, &a, None, &state_doc(4, "l", "")),
+            Ok(Wrote::Create { version: 4 })
+        );
+        assert_eq!(
+            write(&mut r, &a, None, &state_doc(4, "l", "x")),
+            Err(Refusal::Fork { serial: 4 })
         );
     }
 

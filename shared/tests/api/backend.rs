@@ -338,6 +338,51 @@ async fn opentofu_documents_are_stored_and_returned_byte_for_byte() {
     assert_eq!(code, "stale_serial");
 }
 
+/// A bare OpenTofu-encrypted document (no plaintext serial or lineage) in between does not
+/// wipe what a write is checked against: the last serial and lineage carried stand. On the
+/// local store, so what is kept goes through its stored record.
+#[tokio::test]
+async fn a_write_after_a_bare_encrypted_version_is_checked_against_the_last_one_carried() {
+    let api = Api::on(Adapter::Local, crate::support::api::server_limits());
+    let t = api.token("acme", "alice", "operator").await;
+    let plain = |serial: u64, lineage: &str, extra: &str| {
+        format!(
+            r#"{{"version":4,"serial":{serial},"lineage":"{lineage}","outputs":{{}},"resources":[],"x":"{extra}"}}"#
+        )
+    };
+    assert_eq!(
+        api.post_state(&t, "net", None, plain(5, "l", ""))
+            .await
+            .status,
+        200
+    );
+    let bare = r#"{"meta":{},"encrypted_data":"q83vEjRWeJA=","encryption_version":"v0"}"#;
+    assert_eq!(api.post_state(&t, "net", None, bare).await.status, 200);
+    assert_eq!(
+        api.listed(&t, "net").await["serial"],
+        serde_json::Value::Null
+    );
+    for (body, expected) in [
+        (plain(4, "l", ""), "stale_serial"),
+        (plain(5, "l", "other"), "fork"),
+        (plain(6, "other", ""), "lineage_mismatch"),
+    ] {
+        let (code, _) = api
+            .post_state(&t, "net", None, body)
+            .await
+            .error()
+            .expect(409);
+        assert_eq!(code, expected);
+    }
+    assert_eq!(
+        api.post_state(&t, "net", None, plain(6, "l", ""))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(api.listed(&t, "net").await["serial"], 6);
+}
+
 /// 32 clients race to lock one state, 200 rounds: exactly one wins each round, and every
 /// loser gets 423 with the winner's document.
 async fn racing_lockers(api: Api) {
