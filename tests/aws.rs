@@ -549,3 +549,59 @@ fn with_the_key_cache_off_every_read_calls_kms() {
         assert_eq!(calls.get("KMS Decrypt"), Some(&1), "{op}: {calls:?}");
     }
 }
+
+/// An Octo app file read again takes its data key from the cache, as a version does: the
+/// first read of the newest seal's file asks KMS once, the next asks nothing of KMS.
+#[test]
+fn a_repeated_app_file_read_makes_no_key_call() {
+    let deployment = Deployment::counted();
+    let server = deployment.container(&[]);
+    let admin = server.token("acme", "alice", "admin");
+    let api = Api::new(&server);
+    let r = api
+        .request("POST", "/api/apps/shop/lock", Some(&admin))
+        .json(&serde_json::json!({"who": "ci"}))
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let lock_id = r.json::<serde_json::Value>().unwrap()["lock_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = api
+        .request(
+            "PUT",
+            &format!("/api/apps/shop/locks/{lock_id}/files/checkout.tfstate"),
+            Some(&admin),
+        )
+        .body(state_doc(1, "shop", "one"))
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let r = api
+        .request(
+            "POST",
+            &format!("/api/apps/shop/locks/{lock_id}/seal"),
+            Some(&admin),
+        )
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    deployment.calls();
+    let mut decrypts = Vec::new();
+    for _ in 0..2 {
+        let r = api
+            .request("GET", "/api/apps/shop/files/checkout.tfstate", Some(&admin))
+            .send()
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        assert_eq!(r.text().unwrap(), state_doc(1, "shop", "one"));
+        let calls = deployment.calls();
+        decrypts.push(calls.get("KMS Decrypt").copied().unwrap_or(0));
+    }
+    assert_eq!(
+        decrypts,
+        [1, 0],
+        "KMS Decrypt calls of the first and second read"
+    );
+}

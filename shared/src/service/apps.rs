@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde::de::IgnoredAny;
 use sha2::{Digest, Sha256};
 
+use super::key_cache::KeySlot;
 use super::retry::{until_done, Attempt, Carried};
 use super::{App, Error};
 use crate::crypto::{self, Binding};
@@ -246,10 +247,6 @@ pub(super) async fn open_file(
     })?;
     let header = crypto::read_header(&object).map_err(|e| Error::Damaged(e.to_string()))?;
     let state = key_state(&record.name);
-    let context = KeyContext {
-        org: &record.org,
-        state: &state,
-    };
     // The record's key slot, as for a version; a format-1 header's copy only for a file
     // sealed before the slot was kept.
     let (key_id, wrapped) = match (&file.wrapped_key, &header.key) {
@@ -262,7 +259,20 @@ pub(super) async fn open_file(
             )))
         }
     };
-    let data_key = keys.unwrap_key(key_id, wrapped, &context).await?;
+    // Through the key cache, as a version is: a file read again (every Octo command reads
+    // the newest seal) does not call KMS or Transit again. A re-wrapped slot misses.
+    let slot = KeySlot {
+        org: &record.org,
+        state: &state,
+        incarnation: &record.incarnation,
+        version: file.seq,
+        key_id,
+        wrapped,
+    };
+    let data_key = app
+        .key_cache
+        .unwrap_key(keys, &slot, std::time::Instant::now())
+        .await?;
     let (org, incarnation, blob, seq, size) = (
         record.org.clone(),
         record.incarnation.clone(),
