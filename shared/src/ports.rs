@@ -619,11 +619,28 @@ pub trait KeyService: KeyOpener {
     /// Re-wraps a stored data key under the key [`current_key_id`](Self::current_key_id)
     /// names. Where the stored key is one the service holds, the data key never leaves it
     /// (Transit `rewrap`, KMS `ReEncrypt`); otherwise it is unwrapped and wrapped again here,
-    /// in memory only. The content it seals is never touched.
+    /// in memory only ([`rewrap_in_memory`](Self::rewrap_in_memory), what a service that
+    /// cannot re-wrap on its side, such as the platform key, does for every key). The
+    /// content it seals is never touched.
     async fn rewrap_key(
         &self,
         key_id: &str,
         wrapped: &[u8],
         context: &KeyContext<'_>,
-    ) -> Result<WrappedKey, KeyError>;
+    ) -> Result<WrappedKey, KeyError> {
+        self.rewrap_in_memory(key_id, wrapped, context).await
+    }
+
+    /// Unwraps a stored data key and wraps it again under the current key, in this process's
+    /// memory only: the one fallback of [`rewrap_key`](Self::rewrap_key) for a key the
+    /// service cannot re-wrap on its side.
+    async fn rewrap_in_memory(
+        &self,
+        key_id: &str,
+        wrapped: &[u8],
+        context: &KeyContext<'_>,
+    ) -> Result<WrappedKey, KeyError> {
+        let plaintext = self.unwrap_key(key_id, wrapped, context).await?;
+        self.wrap_key(&plaintext, context).await
+    }
 }

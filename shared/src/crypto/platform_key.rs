@@ -133,16 +133,6 @@ impl KeyService for PlatformKey {
     }
 
     /// Only this key's own wrapped keys (a ring holding retired keys opens the others).
-    async fn rewrap_key(
-        &self,
-        key_id: &str,
-        wrapped: &[u8],
-        context: &KeyContext<'_>,
-    ) -> Result<WrappedKey, KeyError> {
-        let plaintext = self.unwrap_key(key_id, wrapped, context).await?;
-        self.wrap_key(&plaintext, context).await
-    }
-
     async fn wrap_key(
         &self,
         plaintext: &[u8; 32],

@@ -142,8 +142,7 @@ impl KeyService for KmsKeys {
         context: &KeyContext<'_>,
     ) -> Result<WrappedKey, KeyError> {
         let Some(arn) = key_id.strip_prefix("kms:") else {
-            let plaintext = self.unwrap_key(key_id, wrapped, context).await?;
-            return self.wrap_key(&plaintext, context).await;
+            return self.rewrap_in_memory(key_id, wrapped, context).await;
         };
         let key = self.template.for_org(context.org);
         let mut request = self

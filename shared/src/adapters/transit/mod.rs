@@ -257,8 +257,7 @@ impl KeyService for TransitKeys {
     ) -> Result<WrappedKey, KeyError> {
         let key = self.key_of(key_id)?;
         if key != self.engine.settings.key_for(context.org) {
-            let plaintext = self.unwrap_key(key_id, wrapped, context).await?;
-            return self.wrap_key(&plaintext, context).await;
+            return self.rewrap_in_memory(key_id, wrapped, context).await;
         }
         let ciphertext = std::str::from_utf8(wrapped).map_err(|_| KeyError::Unwrap {
             key_id: key_id.to_owned(),
