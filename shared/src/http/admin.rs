@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::error::HttpError;
 use super::handler::{Answer, Call};
+use super::number::page_limit;
 use super::response::json_response;
 use crate::domain::audit::AuditAction;
 use crate::domain::name::StateName;
@@ -46,18 +47,7 @@ pub async fn keys(call: Call<'_>, principal: &Principal) -> Answer {
 
 fn audit_query(state: Option<&StateName>, req: &Request) -> Result<AuditQuery, HttpError> {
     let q = req.query_string_parameters();
-    let limit = match q.first("limit") {
-        None => DEFAULT_AUDIT_PAGE,
-        Some(raw) => raw
-            .parse::<usize>()
-            .ok()
-            .filter(|n| (1..=MAX_AUDIT_PAGE).contains(n))
-            .ok_or_else(|| {
-                HttpError::InvalidRequest(format!(
-                    "limit must be a whole number from 1 to {MAX_AUDIT_PAGE}"
-                ))
-            })?,
-    };
+    let limit = page_limit(req, DEFAULT_AUDIT_PAGE, MAX_AUDIT_PAGE)?;
     let before = q.first("cursor").map(cursor).transpose()?;
     let action = match q.first("action") {
         None => None,

@@ -7,6 +7,7 @@ use lambda_http::{Body, RequestExt, Response};
 
 use super::error::HttpError;
 use super::handler::{Answer, Call};
+use super::number::page_limit;
 use super::response::{accepts_gzip, content_response, json_response};
 use super::state::into_bytes;
 use crate::domain::app::change::LockRequest;
@@ -28,20 +29,6 @@ fn param(call: &Call<'_>, name: &str) -> String {
     call.param(name).unwrap_or_default()
 }
 
-/// `limit` from the query: 1 to `max`, `default` when absent.
-fn limit(call: &Call<'_>, default: usize, max: usize) -> Result<usize, HttpError> {
-    match call.req.query_string_parameters().first("limit") {
-        None => Ok(default),
-        Some(raw) => raw
-            .parse::<usize>()
-            .ok()
-            .filter(|n| (1..=max).contains(n))
-            .ok_or_else(|| {
-                HttpError::InvalidRequest(format!("limit must be a whole number from 1 to {max}"))
-            }),
-    }
-}
-
 /// `cursor` from the query: the `next_cursor` of the page before, a name or commit ID.
 fn cursor(call: &Call<'_>, kind: &'static str) -> Result<Option<String>, HttpError> {
     match call.req.query_string_parameters().first("cursor") {
@@ -54,7 +41,7 @@ fn cursor(call: &Call<'_>, kind: &'static str) -> Result<Option<String>, HttpErr
 }
 
 pub async fn list(call: Call<'_>, principal: &Principal) -> Answer {
-    let limit = limit(&call, 100, app_reads::MAX_APPS_PAGE)?;
+    let limit = page_limit(&call.req, 100, app_reads::MAX_APPS_PAGE)?;
     let cursor = cursor(&call, "app state")?;
     let page = app_reads::list(call.app, principal, limit, cursor.as_deref()).await?;
     Ok(json_response(StatusCode::OK, &page))
@@ -168,7 +155,7 @@ pub async fn archive_file(call: Call<'_>, principal: &Principal) -> Answer {
 
 pub async fn archives(call: Call<'_>, principal: &Principal) -> Answer {
     let name = app_name(&call)?;
-    let limit = limit(&call, 20, app_reads::MAX_ARCHIVES_PAGE)?;
+    let limit = page_limit(&call.req, 20, app_reads::MAX_ARCHIVES_PAGE)?;
     let cursor = cursor(&call, "commit ID")?;
     let page = app_reads::archives(call.app, principal, &name, limit, cursor.as_deref()).await?;
     Ok(json_response(StatusCode::OK, &page))

@@ -4,8 +4,8 @@
 use lambda_http::http::StatusCode;
 use lambda_http::RequestExt;
 
-use super::error::HttpError;
 use super::handler::{Answer, Call};
+use super::number::page_limit;
 use super::response::json_response;
 use crate::domain::name::StateName;
 use crate::domain::Principal;
@@ -15,18 +15,7 @@ const DEFAULT_PAGE: usize = 100;
 
 pub async fn list(call: Call<'_>, principal: &Principal) -> Answer {
     let query = call.req.query_string_parameters();
-    let limit = match query.first("limit") {
-        None => DEFAULT_PAGE,
-        Some(raw) => raw
-            .parse::<usize>()
-            .ok()
-            .filter(|n| (1..=MAX_PAGE).contains(n))
-            .ok_or_else(|| {
-                HttpError::InvalidRequest(format!(
-                    "limit must be a whole number from 1 to {MAX_PAGE}"
-                ))
-            })?,
-    };
+    let limit = page_limit(&call.req, DEFAULT_PAGE, MAX_PAGE)?;
     // A prefix is checked as a name is, so it can only hold a name's characters.
     let prefix = match query.first("prefix") {
         None | Some("") => None,

@@ -2,10 +2,31 @@
 //! JSON Schema 2020-12 (which the OpenAPI document uses) counts `2.0` as the integer 2, so
 //! a client whose JSON library writes `2.0` is sending what the document allows. A state
 //! document is not read here: its bytes are stored as sent, for tools that read `serial`
-//! as an integer literal, so the state check keeps refusing `2.0` there.
+//! as an integer literal, so the state check keeps refusing `2.0` there. Also the one
+//! reading of a page's `limit` from a query string, for every paged route.
 
+use lambda_http::{Request, RequestExt};
 use serde::{Deserialize, Deserializer};
 use serde_json::{Number, Value};
+
+use super::error::HttpError;
+
+/// `limit` from the query: 1 to `max`, `default` when absent.
+///
+/// # Errors
+/// `InvalidRequest` naming the range, for anything but a whole number in it.
+pub fn page_limit(req: &Request, default: usize, max: usize) -> Result<usize, HttpError> {
+    match req.query_string_parameters().first("limit") {
+        None => Ok(default),
+        Some(raw) => raw
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=max).contains(n))
+            .ok_or_else(|| {
+                HttpError::InvalidRequest(format!("limit must be a whole number from 1 to {max}"))
+            }),
+    }
+}
 
 /// 2^64: every whole `f64` below it is a `u64`, exactly.
 const TWO_TO_THE_64: f64 = 18_446_744_073_709_551_616.0;
