@@ -252,6 +252,86 @@ fn the_states_commands_show_tables_json_and_confirm_destructive_actions() {
     assert!(String::from_utf8_lossy(&gone.stderr).contains("state net not found"));
 }
 
+/// The first run of a new state holds it before any version exists: `states list` and
+/// `states show` name the state, no version, and the hold with its run, so the 423 everyone
+/// else gets has a visible cause; `states force-unlock` ends it.
+#[test]
+fn the_states_commands_show_a_hold_on_a_state_with_no_version_yet() {
+    let server = Server::start();
+    let admin = server.token("acme", "root", "admin");
+    let platform = server.platform_token();
+    let api = Api::new(&server);
+    let minted = api.post_json(
+        "/api/runs/r1/tf-state-tokens",
+        &platform,
+        &serde_json::json!({"org": "acme", "state": "net", "step": "plan", "attempt": 1, "kind": "plan", "timeout_seconds": 600, "hold": true}),
+    );
+    assert_eq!(minted.status(), 201);
+    let plan = minted.json::<Value>().unwrap()["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(api.lock(&plan, "net", &lock_doc("P")).status(), 200);
+    assert_eq!(api.unlock(&plan, "net", &lock_doc("P")).status(), 200);
+
+    let list = stdout(&server.cli(&admin, &["states", "list"]));
+    let net = row(&list, "net");
+    assert!(net.contains("hold-r1 (run r1) since"), "{list}");
+    let show = stdout(&server.cli(&admin, &["states", "show", "net"]));
+    assert!(show.contains("latest version      -"), "{show}");
+    assert!(
+        show.contains("hold                hold-r1 (run r1) since"),
+        "{show}"
+    );
+    assert!(show.contains("you may             force_unlock"), "{show}");
+    assert!(server
+        .cli(&admin, &["states", "force-unlock", "net", "--yes"])
+        .status
+        .success());
+    let list = stdout(&server.cli(&admin, &["states", "list"]));
+    assert!(!list.contains("net"), "nothing is left to list: {list}");
+}
+
+/// An OpenTofu-encrypted state file, imported by the command and by the import route, is
+/// stored exactly as it is and marked as such in the list, the state and its versions.
+#[test]
+fn an_imported_opentofu_encrypted_file_is_stored_as_it_is_and_marked() {
+    let server = Server::start();
+    let op = server.token("acme", "alice", "operator");
+    let api = Api::new(&server);
+    let encrypted = "{\"serial\":3,\"lineage\":\"4e2f-uuid\",\"meta\":{\"key_provider.pbkdf2.main\":\"eyJzYWx0IjoiYSJ9\"},\"encrypted_data\":\"q83vEjRWeJA=\",\"encryption_version\":\"v0\"}\n";
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("vault.tfstate");
+    write(&file, encrypted);
+    let imported = server.cli(&op, &["import", file.to_str().unwrap()]);
+    assert!(imported.status.success(), "{}", stdout(&imported));
+    let routed = api
+        .request("POST", "/api/tf-states/vault-b/import", Some(&op))
+        .body(encrypted)
+        .send()
+        .unwrap();
+    assert_eq!(routed.status(), 201);
+
+    for name in ["vault", "vault-b"] {
+        let read = api.get_state(&op, name);
+        assert_eq!(read.status(), 200);
+        assert_eq!(read.text().unwrap(), encrypted, "{name}: stored as it is");
+        let listed = api.listed(&op, name);
+        assert_eq!(listed["opentofu_encrypted"], true, "{listed}");
+        assert_eq!(listed["serial"], 3);
+        assert_eq!(listed["lineage"], "4e2f-uuid");
+        let state = api.json("GET", &format!("/api/tf-states/{name}"), &op);
+        assert_eq!(state["opentofu_encrypted"], true, "{state}");
+        let versions = api.json("GET", &format!("/api/tf-states/{name}/versions"), &op);
+        assert_eq!(versions["versions"][0]["opentofu_encrypted"], true);
+        assert_eq!(versions["versions"][0]["source"], "import");
+        let download = server.cli(&op, &["states", "download", name]);
+        assert_eq!(stdout(&download), encrypted);
+    }
+    let show = stdout(&server.cli(&op, &["states", "show", "vault"]));
+    assert!(show.contains("opentofu-encrypted  true"), "{show}");
+}
+
 /// A state of a role with `policy` and `tags` and, when asked, a queue and a bucket.
 fn infra_state(serial: u64, policy: &str, queue: bool, bucket: bool) -> String {
     let mut resources = vec![format!(

@@ -117,6 +117,36 @@ fn lock_text(lock: &Value) -> String {
     )
 }
 
+/// A run's hold: its ID, the run (with its link when there is one) and since when.
+fn hold_text(hold: &Value) -> String {
+    if hold.is_null() {
+        return "-".into();
+    }
+    let link = hold["run_url"]
+        .as_str()
+        .map(|url| format!(" {url}"))
+        .unwrap_or_default();
+    format!(
+        "{} (run {}{link}) since {}",
+        text(&hold["id"]),
+        text(&hold["run"]),
+        text(&hold["since"])
+    )
+}
+
+/// What stands in the way of others: the lock, the hold, or both.
+fn locked_text(state: &Value) -> String {
+    match (state["lock"].is_null(), state["hold"].is_null()) {
+        (_, true) => lock_text(&state["lock"]),
+        (true, false) => hold_text(&state["hold"]),
+        (false, false) => format!(
+            "{}; {}",
+            lock_text(&state["lock"]),
+            hold_text(&state["hold"])
+        ),
+    }
+}
+
 pub(crate) fn print_json(v: &Value) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string_pretty(v)?);
     Ok(())
@@ -185,12 +215,20 @@ pub async fn run(api: &crate::Api, command: Command) -> anyhow::Result<()> {
                         text(&s["size"]),
                         text(&s["updated_at"]),
                         actor(&s["updated_by"]),
-                        lock_text(&s["lock"]),
+                        locked_text(s),
                     ]
                 })
                 .collect();
             table::print(
-                &["NAME", "VERSION", "SERIAL", "SIZE", "UPDATED", "BY", "LOCK"],
+                &[
+                    "NAME",
+                    "VERSION",
+                    "SERIAL",
+                    "SIZE",
+                    "UPDATED",
+                    "BY",
+                    "LOCK OR HOLD",
+                ],
                 &rows,
             );
         }
@@ -211,6 +249,7 @@ pub async fn run(api: &crate::Api, command: Command) -> anyhow::Result<()> {
                 ),
                 ("opentofu-encrypted", text(&s["opentofu_encrypted"])),
                 ("lock", lock_text(&s["lock"])),
+                ("hold", hold_text(&s["hold"])),
             ] {
                 println!("{label:<20}{value}");
             }

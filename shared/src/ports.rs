@@ -56,10 +56,27 @@ pub struct Commit {
     /// Run -> token -> state items a step's lock adds, so a run's end or a step's gone
     /// report finds the states its tokens hold.
     pub run_items: Vec<RunItem>,
+    /// The step whose lock this commit takes, checked in the same transaction.
+    pub step: Option<StepCheck>,
     /// Versions this commit leaves to the sweeper: pruned past the limit, or all those of an
     /// incarnation a delete retires.
     pub version_marks: Vec<VersionMark>,
     pub audit: Vec<AuditEntry>,
+}
+
+/// What a step's lock commits on besides the state's revision: that its token is still
+/// unrevoked, and that its run has not ended so long before the lock's liveness runs out that
+/// the lock would outlive the run's end plus the grace. A run's end and a gone report record
+/// themselves first and then read the run's items, so either they find this commit's item and
+/// lower its lock, or this commit finds them and fails (`Conflict`), and the lock decides again
+/// on the token as it stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepCheck {
+    pub run: String,
+    /// The hash of the step's token.
+    pub token_hash: String,
+    /// The commit fails when the run ended before this: the lock's liveness minus the grace.
+    pub ended_not_before: Timestamp,
 }
 
 /// The largest sealed version kept inline in the catalog, in bytes; larger ones go to the
@@ -115,6 +132,7 @@ impl Commit {
             committed_blobs: Vec::new(),
             doomed_blobs: Vec::new(),
             run_items: Vec::new(),
+            step: None,
             version_marks: Vec::new(),
             audit: Vec::new(),
         }
@@ -223,10 +241,12 @@ pub trait StateCatalog: Send + Sync {
     /// Records a blob about to be written, so one never committed can be found and deleted.
     async fn add_pending_blob(&self, blob: &str, at: Timestamp) -> Result<(), StoreError>;
 
-    /// Commits a mutation if the state record's revision is still `expected_revision`.
+    /// Commits a mutation if the state record's revision is still `expected_revision` (and
+    /// its [`StepCheck`] holds).
     ///
     /// # Errors
-    /// `Conflict` when it is not (someone else committed first): re-read and decide again.
+    /// `Conflict` when it is not (someone else committed first, or the step's token was
+    /// revoked or its run ended): re-read and decide again.
     async fn commit(&self, commit: Commit) -> Result<(), StoreError>;
 
     /// Replaces one version's key slot if it is still `old` (a re-wrap), in the version's

@@ -1,5 +1,5 @@
 //! A model-based test: random sequences of mints, locks, unlocks, writes, force unlocks,
-//! run ends, gone reports, clock moves, rollbacks and deletes by random principals, run on
+//! run ends (one while a step locks), gone reports, clock moves, rollbacks and deletes by random principals, run on
 //! the memory and local adapters. After every step the invariants are checked against what
 //! the service answered and what is stored:
 //!
@@ -8,6 +8,8 @@
 //! - a released version never changes;
 //! - no version stays open once the lock that opened it has ended: an open version is one
 //!   the record's lock (live, or dead and not yet taken over) opened;
+//! - a step's lock lives no longer than its run's end plus the grace (a run may end while
+//!   a step's lock request is under way), and not at all once its attempt is gone;
 //! - nothing acknowledged is lost: every version a write, import or rollback answered for
 //!   still reads back as it was, unless its own lock's later save replaced it or it was
 //!   deleted.
@@ -56,6 +58,11 @@ enum Op {
     RunEnd {
         run: u8,
     },
+    /// A step's lock request, authenticated before its run's end, commits after it.
+    RunEndsWhileLocking {
+        who: u8,
+        id: u8,
+    },
     Gone {
         run: u8,
         apply: bool,
@@ -79,6 +86,7 @@ fn op() -> impl Strategy<Value = Op> {
         4 => (any::<u8>(), any::<bool>(), prop::bool::weighted(0.15)).prop_map(|(who, with_id, stale)| Op::Write { who, with_id, stale }),
         1 => Just(Op::ForceUnlock),
         1 => (0..3u8).prop_map(|run| Op::RunEnd { run }),
+        1 => (any::<u8>(), 0..3u8).prop_map(|(who, id)| Op::RunEndsWhileLocking { who, id }),
         1 => (0..3u8, any::<bool>(), 1..3u8).prop_map(|(run, apply, attempt)| Op::Gone { run, apply, attempt }),
         2 => (1..900u16).prop_map(|seconds| Op::Advance { seconds }),
         1 => (any::<u8>(), 1..6u8).prop_map(|(who, version)| Op::Rollback { who, version }),
@@ -160,7 +168,7 @@ impl World {
                 };
                 if let Ok((token, _)) = mint(&self.f.app, &format!("r{run}"), &request).await {
                     if let Ok(Caller::Org(p)) = authenticate(&self.f.app, &token).await {
-                        self.principals.push(p);
+                        self.principals.push(*p);
                     }
                 }
             }
@@ -240,6 +248,27 @@ impl World {
             }
             Op::RunEnd { run } => {
                 end(&self.f.app, &format!("r{run}"), None).await.unwrap();
+            }
+            Op::RunEndsWhileLocking { who, id } => {
+                let p = self.who(who);
+                if let Some(grant) = &p.step {
+                    end(&self.f.app, &grant.run, None).await.unwrap();
+                }
+                let before = self.record().await;
+                let result = lock(
+                    &self.f.app,
+                    &p,
+                    &net(),
+                    format!(r#"{{"ID":"L{id}"}}"#).as_bytes(),
+                )
+                .await;
+                let (lock_free, hold_free) = Self::free_for(&before, &p, now);
+                if result.is_ok() {
+                    assert!(
+                        lock_free && hold_free,
+                        "a lock was granted through someone else's lock or hold: {op:?}"
+                    );
+                }
             }
             Op::Gone {
                 run,
@@ -334,6 +363,31 @@ impl World {
             );
         }
         assert!(versions.iter().all(|v| v.version < record.next_version));
+        self.check_step_lock(&record).await;
+    }
+
+    /// A step's lock lives no longer than its run's end plus the grace, and not at all once
+    /// its token is revoked (its attempt's gone report).
+    async fn check_step_lock(&self, record: &StateRecord) {
+        let now = self.now();
+        let Some(lock) = record.live_lock(now) else {
+            return;
+        };
+        let Some(token_id) = &lock.token else { return };
+        let catalog = &self.f.app.catalog;
+        let token = catalog.tokens().await.unwrap();
+        let token = token.iter().find(|t| t.id == *token_id).unwrap();
+        assert!(!token.revoked, "a revoked step token's lock is live");
+        let run = &token.step.as_ref().unwrap().run;
+        let ended = catalog.run(run).await.unwrap().and_then(|r| r.ended_at);
+        if let Some(ended) = ended {
+            let last = ended + self.f.app.limits.run_end_grace;
+            assert!(
+                lock.live_until.is_some_and(|until| until <= last),
+                "a step's lock outlives its run's end plus the grace: {:?} > {last}",
+                lock.live_until
+            );
+        }
     }
 }
 

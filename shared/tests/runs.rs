@@ -43,7 +43,7 @@ async fn step_of(
     };
     let (token, _) = mint(&f.app, run, &request).await.unwrap();
     match authenticate(&f.app, &token).await.unwrap() {
-        Caller::Org(p) => p,
+        Caller::Org(p) => *p,
         other => panic!("{other:?}"),
     }
 }
@@ -302,6 +302,45 @@ mod cases {
         );
     }
 
+    /// A lock request authenticated before its run's end, deciding and committing after the
+    /// end read the run's items (so the end lowered nothing): the lock still lives no longer
+    /// than the end plus the grace, and sets no hold.
+    pub async fn a_lock_that_raced_its_runs_end_lives_no_longer_than_the_grace(f: Fixture) {
+        let plan = step_of(&f, "r1", "plan", 1, 86_400, StepKind::Plan, true).await;
+        end(&f.app, "r1", Some("cancelled")).await.unwrap();
+        lock(&f.app, &plan, &net(), &lock_doc("P")).await.unwrap();
+        assert_eq!(hold_of(&f).await, None, "no hold for an ended run");
+        let alice = user("alice", Role::Operator);
+        f.advance(Duration::seconds(599));
+        assert!(
+            locked(lock(&f.app, &alice, &net(), &lock_doc("A")).await),
+            "live through the grace"
+        );
+        f.advance(Duration::seconds(2));
+        lock(&f.app, &alice, &net(), &lock_doc("A"))
+            .await
+            .expect("taken over once the grace has passed, not when the token expires");
+    }
+
+    /// A lock request authenticated before its attempt's gone report and committing after the
+    /// report read the run's items: refused as the token now is, never a lock no one can free.
+    pub async fn a_lock_that_raced_its_attempts_gone_report_is_refused(f: Fixture) {
+        let apply = step(&f, "r1", "apply", 1, 86_400).await;
+        assert_eq!(gone(&f.app, "r1", "apply", 1).await.unwrap(), 1);
+        assert!(matches!(
+            lock(&f.app, &apply, &net(), &lock_doc("S1")).await,
+            Err(Error::Unauthenticated(_))
+        ));
+        lock(
+            &f.app,
+            &user("alice", Role::Operator),
+            &net(),
+            &lock_doc("A"),
+        )
+        .await
+        .expect("nothing is left locked");
+    }
+
     pub async fn the_sweeper_clears_dead_locks_of_ended_runs_and_expired_tokens(f: Fixture) {
         use hegemony_state::service::sweep::sweep;
         let step = step(&f, "r1", "apply", 1, 60).await;
@@ -419,6 +458,7 @@ mod cases {
             kind: StepKind::Apply,
             hold: false,
             expires_at: f.app.clock.now() + PRUNE_AFTER + Duration::hours(2),
+            token_hash: String::new(),
         };
         let new = NewToken::Step {
             org: "acme",
@@ -603,6 +643,8 @@ every_adapter!(support::limits(50);
     a_step_lock_lives_as_long_as_its_token_then_is_taken_over,
     a_run_end_keeps_the_lock_through_the_grace,
     gone_frees_only_that_attempts_lock_at_once,
+    a_lock_that_raced_its_runs_end_lives_no_longer_than_the_grace,
+    a_lock_that_raced_its_attempts_gone_report_is_refused,
     a_step_never_forces_even_when_operators_may,
     mint_checks_runs_orgs_allocation_and_keys,
     the_largest_timeouts_clamp_to_the_cap,

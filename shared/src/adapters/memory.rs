@@ -169,6 +169,17 @@ impl StateCatalog for MemoryStore {
         if current != commit.expected_revision {
             return Err(StoreError::Conflict);
         }
+        if let Some(check) = &commit.step {
+            let revoked = inner
+                .tokens
+                .iter()
+                .find(|t| t.hash == check.token_hash)
+                .is_none_or(|t| t.revoked);
+            let ended = inner.runs.get(&check.run).and_then(|r| r.ended_at);
+            if revoked || ended.is_some_and(|at| at < check.ended_not_before) {
+                return Err(StoreError::Conflict);
+            }
+        }
         match &commit.state {
             Some(record) => {
                 for v in &commit.versions {

@@ -64,6 +64,11 @@ pub struct StepGrant {
     pub hold: bool,
     #[serde(with = "time::serde::rfc3339")]
     pub expires_at: Timestamp,
+    /// The hash of the token this grant was read from, set when the token is authenticated:
+    /// a step's lock commits on its token being unrevoked still (`ports::StepCheck`). Never
+    /// stored, as the token's own record is found by it.
+    #[serde(skip)]
+    pub token_hash: String,
 }
 
 /// The caller of a request, resolved from its token. The org always comes from here, never

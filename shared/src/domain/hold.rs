@@ -108,6 +108,7 @@ mod tests {
                 kind: StepKind::Plan,
                 hold,
                 expires_at: NOW,
+                token_hash: String::new(),
             }),
         }
     }

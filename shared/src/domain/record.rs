@@ -87,6 +87,14 @@ impl StateRecord {
         self.deleted_at.is_none() && self.latest.is_some()
     }
 
+    /// Whether the state list and the state's page show it: a state written at least once,
+    /// or one a run holds before its first version (a first plan that holds the state until
+    /// its apply writes nothing), so the hold that answers everyone else 423 is seen and can be
+    /// forced. A record for a lock alone is not shown.
+    pub fn is_listed(&self) -> bool {
+        self.is_visible() || (self.deleted_at.is_none() && self.hold.is_some())
+    }
+
     /// The record a new state under a deleted name starts from: a new incarnation, the
     /// version counter and revision kept. A record that is not deleted is returned as is.
     pub fn reincarnated(self, incarnation: &str, now: Timestamp) -> Self {
@@ -169,5 +177,21 @@ mod tests {
         assert!(again.deleted_at.is_none() && !again.is_visible());
         let live = StateRecord::fresh("acme", "net", "inc1", NOW).reincarnated("inc3", NOW);
         assert_eq!(live.incarnation, "inc1");
+    }
+
+    #[test]
+    fn a_hold_before_the_first_version_is_listed_and_a_lock_alone_is_not() {
+        let mut r = StateRecord::fresh("acme", "net", "inc1", NOW);
+        assert!(!r.is_listed(), "a record for a lock alone");
+        r.hold = Some(crate::domain::hold::Hold {
+            run: "r1".into(),
+            since: NOW,
+        });
+        assert!(
+            r.is_listed() && !r.is_visible(),
+            "listed, with nothing to read"
+        );
+        r.deleted_at = Some(NOW);
+        assert!(!r.is_listed());
     }
 }

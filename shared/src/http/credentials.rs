@@ -50,7 +50,7 @@ pub async fn authenticate(
                     )));
                 }
             }
-            Ok(principal)
+            Ok(*principal)
         }
         Caller::Platform { .. } => Err(forbidden(
             "a platform token calls the runs API only; use a personal access token".into(),

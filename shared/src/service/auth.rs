@@ -14,8 +14,9 @@ use crate::ports::TokenKind;
 /// Who is calling.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Caller {
-    /// A person or script acting in one org.
-    Org(Principal),
+    /// A person or script acting in one org (boxed: a step's grant makes it far larger than
+    /// the platform's variant).
+    Org(Box<Principal>),
     /// The platform that runs flows: the runs API only.
     Platform { token_id: String },
 }
@@ -36,8 +37,30 @@ pub fn token_hash(token: &str) -> String {
 /// `Unauthenticated` for an unknown, revoked or expired token, or a step token of a run
 /// that ended more than the grace ago; `Unavailable` when the catalog cannot be read.
 pub async fn authenticate(app: &App, token: &str) -> Result<Caller, Error> {
+    by_hash(app, token_hash(token)).await
+}
+
+/// Resolves a step's principal again from its token as it stands now: what a lock decides
+/// on after its commit found the token revoked or the run ended since the request was
+/// authenticated. Any other principal is returned as it is.
+///
+/// # Errors
+/// As [`authenticate`].
+pub(super) async fn again(app: &App, principal: &Principal) -> Result<Principal, Error> {
+    let Some(grant) = &principal.step else {
+        return Ok(principal.clone());
+    };
+    match by_hash(app, grant.token_hash.clone()).await? {
+        Caller::Org(principal) => Ok(*principal),
+        Caller::Platform { token_id } => Err(Error::Damaged(format!(
+            "step token {} now reads as the platform's {token_id}",
+            grant.token_id
+        ))),
+    }
+}
+
+async fn by_hash(app: &App, hash: String) -> Result<Caller, Error> {
     let (catalog, now) = (app.catalog.as_ref(), app.clock.now());
-    let hash = token_hash(token);
     let record = catalog
         .token(&hash)
         .await?
@@ -53,16 +76,17 @@ pub async fn authenticate(app: &App, token: &str) -> Result<Caller, Error> {
         TokenKind::Platform => Caller::Platform {
             token_id: record.id,
         },
-        TokenKind::Personal => Caller::Org(Principal {
+        TokenKind::Personal => Caller::Org(Box::new(Principal {
             org: record.org,
             role: record.role,
             actor: Actor::User { user: record.user },
             step: None,
-        }),
+        })),
         TokenKind::Step => {
             let mut grant = record
                 .step
                 .ok_or_else(|| Error::Damaged(format!("step token {} has no grant", record.id)))?;
+            grant.token_hash = hash;
             let ended = catalog.run(&grant.run).await?.and_then(|r| r.ended_at);
             if let Some(ended) = ended {
                 let last = ended + app.limits.run_end_grace;
@@ -77,7 +101,7 @@ pub async fn authenticate(app: &App, token: &str) -> Result<Caller, Error> {
                 // than the run's end plus the grace, as the run's end made the others.
                 grant.expires_at = grant.expires_at.min(last);
             }
-            Caller::Org(Principal {
+            Caller::Org(Box::new(Principal {
                 org: record.org,
                 // A step token acts as operator, within its grant.
                 role: Role::Operator,
@@ -87,7 +111,7 @@ pub async fn authenticate(app: &App, token: &str) -> Result<Caller, Error> {
                     attempt: grant.attempt,
                 },
                 step: Some(grant),
-            })
+            }))
         }
     })
 }

@@ -210,7 +210,8 @@ pub async fn versions(
 
 /// Lists the caller's org's states in name order, `limit` at most, after `cursor`, and only
 /// those whose name starts with `prefix` when one is given. Any role may list. States that
-/// were never written (a lock only) or were deleted are left out.
+/// were never written and are not held (a lock only) or were deleted are left out; one a
+/// run holds before its first version is listed, with no version.
 ///
 /// A prefix costs one page read like any other: names are stored in order, so the page
 /// starts just before the first name that can match and ends at the first that does not.
@@ -251,7 +252,7 @@ pub async fn list(
         org: principal.org.clone(),
         states: records
             .iter()
-            .filter(|r| r.is_visible())
+            .filter(|r| r.is_listed())
             .map(|r| StateItem::of(r, now, &|run| app.run_url(run)))
             .collect(),
         next_cursor,

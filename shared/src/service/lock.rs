@@ -1,5 +1,8 @@
 //! Locking and unlocking a state: the backend protocol's LOCK and UNLOCK.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::auth;
 use super::commit::{force_unlock_entry, release, take_over_dead_lock};
 use super::retry::{commit, until_done, Attempt};
 use super::{App, Error};
@@ -9,7 +12,7 @@ use crate::domain::locking::{decide_lock, decide_unlock, LockDecision, UnlockDec
 use crate::domain::name::StateName;
 use crate::domain::permission::Permission;
 use crate::domain::Principal;
-use crate::ports::{Commit, RunItem};
+use crate::ports::{Commit, RunItem, StepCheck};
 
 /// What an unlock did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,19 +45,28 @@ pub async fn lock(
         .await?;
     app.keys()?;
     let document = parse_lock(body)?;
+    let tries = AtomicUsize::new(0);
     until_done(|| async {
+        // A commit lost to the step's run ending or its token's revocation (the commit checks
+        // both) decides again on the token as it stands: a lock no longer than the run's end
+        // plus the grace, without a hold, or no lock at all.
+        let principal = if tries.fetch_add(1, Ordering::Relaxed) == 0 {
+            principal.clone()
+        } else {
+            auth::again(app, principal).await?
+        };
         let now = app.clock.now();
         let snapshot = first.snapshot(app, &principal.org, name, now).await?;
         let (snapshot, takeover) =
             take_over_dead_lock(app, snapshot, &principal.actor, now).await?;
-        let lock = match decide_lock(&snapshot, document.clone(), principal, now)? {
+        let lock = match decide_lock(&snapshot, document.clone(), &principal, now)? {
             LockDecision::AlreadyHeld => return Ok(Attempt::Done(())),
             LockDecision::Granted(lock) => lock,
         };
         let mut state = snapshot.successor();
         state.lock = Some(*lock);
         if state.hold.is_none() {
-            state.hold = hold_set_by(principal, now);
+            state.hold = hold_set_by(&principal, now);
         }
         // A step's lock is findable from its run, for the run's end and the step's gone report.
         let run_items = principal
@@ -67,8 +79,14 @@ pub async fn lock(
                 state: snapshot.name.clone(),
             })
             .collect();
+        let step = principal.step.as_ref().map(|grant| StepCheck {
+            run: grant.run.clone(),
+            token_hash: grant.token_hash.clone(),
+            ended_not_before: grant.expires_at - app.limits.run_end_grace,
+        });
         let changes = Commit {
             run_items,
+            step,
             ..Commit::over(&snapshot, now, Some(state))
         };
         commit(app, takeover.into_commit(changes), ()).await

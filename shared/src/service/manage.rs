@@ -43,9 +43,14 @@ fn not_found(name: &StateName) -> Error {
     })
 }
 
-/// The visible record of a state, or `NotFound`.
+/// The record of a state the list shows (written, or held before its first version), or
+/// `NotFound`: what its page, versions and audit are read from.
 pub(super) async fn existing(app: &App, org: &str, name: &StateName) -> Result<StateRecord, Error> {
-    visible(app.catalog.state(org, name.as_str()).await?, name)
+    app.catalog
+        .state(org, name.as_str())
+        .await?
+        .filter(StateRecord::is_listed)
+        .ok_or_else(|| not_found(name))
 }
 
 /// `record` if it is a visible state's, or `NotFound`.

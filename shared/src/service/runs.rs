@@ -2,6 +2,8 @@
 //! step's lock lives as long as its token; a run's end lowers it to the end plus the grace,
 //! a gone report to now, on every state the run's (or attempt's) tokens lock, found through
 //! the run's items. A lock past its time reads as unlocked and the next change takes it over.
+//! A step's lock commits on its run and token as they stand (`ports::StepCheck`), so one
+//! that raced the end or the gone report cannot slip past them with the token's full life.
 
 use time::Duration;
 
@@ -113,6 +115,7 @@ pub async fn mint(
         kind: request.kind,
         hold: request.hold,
         expires_at: now + lifetime,
+        token_hash: String::new(),
     };
     let new = NewToken::Step {
         org: &request.org,
@@ -131,6 +134,8 @@ pub async fn end(app: &App, run: &str, status: Option<&str>) -> Result<RunRecord
     let record = app.catalog.end_run(run, app.clock.now(), status).await?;
     let ended = record.ended_at.expect("end_run records an end");
     let until = ended + app.limits.run_end_grace;
+    // Read after the end is recorded: a lock committing for this run either is already
+    // among the items, or finds the end and fails (`StepCheck`), deciding again within it.
     let items = app.catalog.run_items(run).await?;
     for item in &items {
         lower_liveness(app, &item.org, &item.state, &item.token_id, until).await?;
@@ -172,14 +177,18 @@ pub async fn gone(app: &App, run: &str, step: &str, attempt: u32) -> Result<usiz
                 .is_some_and(|g| g.step == step && g.attempt == attempt)
         })
         .collect();
-    let items = app.catalog.run_items(run).await?;
     let revoked = tokens.len();
+    let mut ids = Vec::with_capacity(revoked);
     for token in tokens {
         let token =
             tokens::revoke_record(app.catalog.as_ref(), token, &Actor::Platform, now).await?;
-        for item in items.iter().filter(|i| i.token_id == token.id) {
-            lower_liveness(app, &item.org, &item.state, &item.token_id, now).await?;
-        }
+        ids.push(token.id);
+    }
+    // Read after the revocations: a lock committing with one of these tokens either is
+    // already among the items, or finds its token revoked and fails (`StepCheck`).
+    let items = app.catalog.run_items(run).await?;
+    for item in items.iter().filter(|i| ids.contains(&i.token_id)) {
+        lower_liveness(app, &item.org, &item.state, &item.token_id, now).await?;
     }
     Ok(revoked)
 }

@@ -472,3 +472,120 @@ async fn a_version_written_by_a_step_links_its_run() {
                "run_url": "https://ci.example.com/runs/run-9"})
     );
 }
+
+/// The first run of a new state holds it until its apply: its plan writes nothing, and its
+/// release leaves only the hold. The list and the state's page show the state with no
+/// version yet, the hold and the run's link, and offer a force unlock to whoever may use it;
+/// everyone else's 423 then has a visible cause. A lock alone on a new name stays unlisted.
+#[tokio::test]
+async fn a_hold_on_a_state_with_no_version_yet_is_listed_and_can_be_forced() {
+    let env = Env::new(Duration::seconds(600)).await;
+    let plan = env.mint("r1", "plan", 1, "plan", true).await;
+    assert_eq!(env.lock(&plan, "P").await, 200);
+    assert_eq!(env.unlock(&plan, &lock_doc("P")).await, 200);
+    assert_eq!(env.lock(&env.alice, "A").await, 423);
+
+    let listed = env.api.listed(&env.alice, "net").await;
+    assert_eq!(listed["latest_version"], Value::Null, "{listed}");
+    assert_eq!(listed["serial"], Value::Null);
+    assert_eq!(listed["lock"], Value::Null);
+    assert_eq!(listed["hold"]["id"], "hold-r1");
+    assert_eq!(listed["hold"]["run_url"], "https://ci.example.com/runs/r1");
+    let page = env.api.json("GET", "/api/tf-states/net", &env.admin).await;
+    assert_eq!(page["hold"]["run"], "r1", "{page}");
+    assert_eq!(page["latest_version"], Value::Null);
+    assert_eq!(
+        page["allowed_actions"],
+        json!({"download": false, "import": false, "rollback": false, "force_unlock": true, "delete": false})
+    );
+    let page = env.api.json("GET", "/api/tf-states/net", &env.alice).await;
+    assert_eq!(page["allowed_actions"]["force_unlock"], false, "{page}");
+    let versions = env
+        .api
+        .json("GET", "/api/tf-states/net/versions", &env.alice)
+        .await;
+    assert_eq!(versions["versions"], json!([]));
+
+    let forced = env
+        .api
+        .request("POST", "/api/tf-states/net/force-unlock")
+        .bearer(&env.admin)
+        .send()
+        .await;
+    assert_eq!(forced.status, 200, "{}", forced.text());
+    assert_eq!(forced.json()["released"]["hold"]["run"], "r1");
+    assert!(env.api.listed(&env.alice, "net").await.is_null());
+    assert_eq!(env.lock(&env.alice, "A").await, 200);
+    assert!(
+        env.api.listed(&env.alice, "net").await.is_null(),
+        "a lock alone on a new name is not listed"
+    );
+    let page = env
+        .api
+        .request("GET", "/api/tf-states/net")
+        .bearer(&env.alice)
+        .send()
+        .await;
+    assert_eq!(page.status, 404);
+}
+
+/// Once a step's token no longer works (its run ended and the grace passed, or its attempt
+/// is gone), the list and the state's page show the state unlocked, with nothing to force.
+#[tokio::test]
+async fn a_lock_whose_token_no_longer_works_is_shown_unlocked() {
+    let env = Env::new(Duration::seconds(60)).await;
+    let saved = env
+        .api
+        .post_state(&env.alice, "net", None, state_doc(1, "lin", "one"))
+        .await;
+    assert_eq!(saved.status, 200);
+    let shown = |token: String| {
+        let api = &env.api;
+        async move {
+            let page = api.json("GET", "/api/tf-states/net", &token).await;
+            let listed = api.listed(&token, "net").await;
+            (page, listed)
+        }
+    };
+
+    let apply = env.mint("r1", "apply", 1, "apply", false).await;
+    assert_eq!(env.lock(&apply, "S").await, 200);
+    let ended = env.post("/api/runs/r1/end", &env.platform, json!({})).await;
+    assert_eq!(ended.status, 200);
+    let (page, listed) = shown(env.admin.clone()).await;
+    assert_eq!(listed["lock"]["id"], "S", "live through the grace");
+    assert_eq!(page["allowed_actions"]["force_unlock"], true);
+    env.api.fx.advance(Duration::seconds(61));
+    assert_eq!(
+        env.lock(&apply, "S2").await,
+        401,
+        "the token no longer works"
+    );
+    let (page, listed) = shown(env.admin.clone()).await;
+    assert_eq!(
+        (&listed["lock"], &listed["hold"]),
+        (&Value::Null, &Value::Null)
+    );
+    assert_eq!((&page["lock"], &page["hold"]), (&Value::Null, &Value::Null));
+    assert_eq!(page["allowed_actions"]["force_unlock"], false);
+    assert_eq!(page["allowed_actions"]["rollback"], true);
+
+    let second = env.mint("r2", "apply", 1, "apply", false).await;
+    assert_eq!(env.lock(&second, "T").await, 200);
+    let gone = env
+        .post(
+            "/api/runs/r2/steps/apply/gone",
+            &env.platform,
+            json!({"attempt": 1}),
+        )
+        .await;
+    assert_eq!(gone.status, 200);
+    assert_eq!(env.lock(&second, "T2").await, 401);
+    let (page, listed) = shown(env.alice.clone()).await;
+    assert_eq!(
+        listed["lock"],
+        Value::Null,
+        "free at once after the gone report"
+    );
+    assert_eq!(page["lock"], Value::Null);
+}

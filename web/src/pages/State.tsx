@@ -1,5 +1,6 @@
-// A state's page: lineage, the lock or hold in full, the versions with their size over
-// time, backend.hcl, and the actions `allowed_actions` allows: download, what changed in a
+// A state's page: lineage, the lock or hold in full (a run's hold too before the state's
+// first version, so the 423 everyone else gets has a visible cause), the versions with their
+// size over time, backend.hcl, and the actions `allowed_actions` allows: download, what changed in a
 // version (`?changes=N&since=M` in the address), roll back, force unlock, delete. Each
 // destructive action is confirmed first; an action the role allows but the state's
 // condition does not is replaced by the reason.
@@ -83,11 +84,23 @@ export function StatePage(props: { me: Identity; name: string; location: URL }) 
       const made = await api<Version>('POST', `${path}/rollback`, { version: v.version });
       return `Rolled back: version ${made.version} has the content of version ${v.version}, serial ${made.serial}.`;
     });
-  const unlock = () =>
-    act(async () => {
+  const unlock = async () => {
+    if (state?.latest_version !== null) {
+      return act(async () => {
+        await api('POST', `${path}/force-unlock`);
+        return 'Force-unlocked: the state is free.';
+      });
+    }
+    // A state with no version yet is only its hold: nothing of it is left to show.
+    setBusy(true);
+    try {
       await api('POST', `${path}/force-unlock`);
-      return 'Force-unlocked: the state is free.';
-    });
+      navigate('/', true);
+    } catch (e) {
+      setDialogError((e as Error).message);
+      setBusy(false);
+    }
+  };
   const remove = async () => {
     setBusy(true);
     try {
@@ -155,13 +168,15 @@ export function StatePage(props: { me: Identity; name: string; location: URL }) 
           <code>{state.lineage ?? 'none'}</code>
         </dd>
         <dt>Latest version</dt>
-        <dd>
-          {latest ?? 'none'} (serial {state.serial ?? 'none'}, {state.size === null ? '' : bytes(state.size)})
-        </dd>
+        {latest === null ? (
+          <dd>none yet</dd>
+        ) : (
+          <dd>
+            {latest} (serial {state.serial ?? 'none'}, {state.size === null ? 'size unknown' : bytes(state.size)})
+          </dd>
+        )}
         <dt>Last change</dt>
-        <dd>
-          <Time at={state.updated_at} /> by {actor(state.updated_by)}
-        </dd>
+        <dd>{latest === null ? 'none yet' : <><Time at={state.updated_at} /> by {actor(state.updated_by)}</>}</dd>
       </dl>
 
       <section aria-labelledby="lock-title">
@@ -215,6 +230,9 @@ export function StatePage(props: { me: Identity; name: string; location: URL }) 
 
       <section aria-labelledby="versions-title">
         <h2 id="versions-title">Versions</h2>
+        {versions.length === 0 && (
+          <p>No versions yet: {state.hold ? 'the holding run writes the first when it applies.' : 'nothing has been saved.'}</p>
+        )}
         <SizeChart versions={versions} />
         <div class="scroll">
           <table class="versions">

@@ -93,7 +93,7 @@ export function StatesPage(props: { me: Identity; location: URL }) {
                   <Link href={`/states/${encodeURIComponent(s.name)}`}>{s.name}</Link>
                   {s.opentofu_encrypted && <span class="badge encrypted">OpenTofu-encrypted</span>}
                 </th>
-                <td>{s.latest_version ?? ''}</td>
+                <td>{s.latest_version ?? <span class="muted">none yet</span>}</td>
                 <td>{s.serial ?? ''}</td>
                 <td>{s.size === null ? '' : bytes(s.size)}</td>
                 <td>

@@ -34,6 +34,9 @@ fn token_item(token: &TokenRecord) -> Item {
         let ttl = expires.unix_timestamp() + TOKEN_TTL_MARGIN_SECONDS;
         item.insert(TTL.into(), n(ttl.max(0) as u64));
     }
+    if token.revoked {
+        item.insert(REVOKED.into(), AttributeValue::Bool(true));
+    }
     item
 }
 
@@ -246,6 +249,7 @@ impl RunCatalog for DynamoCatalog {
             let mut item = run_item(&ended);
             item.insert(SWEEP_PK.into(), s(SWEEP_ENDED_RUN));
             item.insert(SWEEP_SK.into(), s(age_sk(at, run)));
+            item.insert(ENDED.into(), nanos(at));
             let mut put = self
                 .client
                 .put_item()

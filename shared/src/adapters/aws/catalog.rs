@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, Delete, KeysAndAttributes, Put, TransactWriteItem, Update,
+    AttributeValue, ConditionCheck, Delete, KeysAndAttributes, Put, TransactWriteItem, Update,
 };
 use aws_sdk_dynamodb::Client;
 use sha2::{Digest, Sha256};
@@ -20,7 +20,8 @@ use crate::domain::record::StateRecord;
 use crate::domain::version::{KeySlot, VersionRecord};
 use crate::domain::Timestamp;
 use crate::ports::{
-    AuditEntry, AuditQuery, AuditRecord, Commit, OrgAndState, OrgRecord, StateCatalog, StoreError,
+    AuditEntry, AuditQuery, AuditRecord, Commit, OrgAndState, OrgRecord, StateCatalog, StepCheck,
+    StoreError,
 };
 
 /// DynamoDB's limit on the items of one transaction.
@@ -445,6 +446,27 @@ fn request_token(commit: &Commit) -> String {
 }
 
 impl DynamoCatalog {
+    /// The condition checks of a step's lock: its token's item not revoked, and its run's item
+    /// (in the run's partition, beside the items a run's end reads) not ended too early.
+    fn step_checks(&self, check: &StepCheck) -> [TransactWriteItem; 2] {
+        let token = ConditionCheck::builder()
+            .table_name(&self.table)
+            .set_key(Some(key(token_pk(&check.token_hash), ONLY)))
+            .condition_expression("attribute_exists(pk) AND attribute_not_exists(#revoked)")
+            .expression_attribute_names("#revoked", REVOKED)
+            .build()
+            .expect("table, key and condition are set");
+        let run = ConditionCheck::builder()
+            .table_name(&self.table)
+            .set_key(Some(key(run_pk(&check.run), RUN_SK)))
+            .condition_expression("attribute_not_exists(#ended) OR #ended >= :not_before")
+            .expression_attribute_names("#ended", ENDED)
+            .expression_attribute_values(":not_before", nanos(check.ended_not_before))
+            .build()
+            .expect("table, key and condition are set");
+        [token, run].map(|c| TransactWriteItem::builder().condition_check(c).build())
+    }
+
     /// The transaction items of a commit.
     fn commit_items(&self, commit: &Commit) -> Vec<TransactWriteItem> {
         let mut items = Vec::new();
@@ -502,6 +524,9 @@ impl DynamoCatalog {
         }
         for blob in &commit.doomed_blobs {
             items.push(self.put(doomed_item(blob, commit.at), None));
+        }
+        if let Some(check) = &commit.step {
+            items.extend(self.step_checks(check));
         }
         for run_item in &commit.run_items {
             let sk = format!(

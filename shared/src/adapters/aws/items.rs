@@ -1,7 +1,7 @@
 //! The single-table layout (DESIGN section 9): how each record is keyed, which sparse index
 //! finds it, and the codecs between records and DynamoDB items. Records travel as one JSON
-//! attribute (`rec`); only what a key condition, a compare-and-swap or an index needs is an
-//! attribute of its own.
+//! attribute (`rec`); only what a key condition, a compare-and-swap, a condition check or an
+//! index needs is an attribute of its own.
 //!
 //! | record        | pk                                | sk                    | index  |
 //! |---------------|-----------------------------------|-----------------------|--------|
@@ -47,6 +47,10 @@ pub const BODY: &str = "body";
 pub const REV: &str = "rev";
 /// When DynamoDB may delete the item on its own (a backstop for expired tokens).
 pub const TTL: &str = "expires";
+/// On a run's item, its end (nanoseconds since the epoch); on a token's, that it is revoked:
+/// what a step's lock commits on (`ports::StepCheck`).
+pub const ENDED: &str = "ended";
+pub const REVOKED: &str = "revoked";
 
 /// The sparse index the sweeper reads: one partition per kind of work, sorted by age.
 pub const SWEEP_INDEX: &str = "sweep";
@@ -111,6 +115,11 @@ pub fn age_sk(at: Timestamp, unique: &str) -> String {
 }
 pub fn age_below(at: Timestamp) -> String {
     format!("{:012}", at.unix_timestamp().max(0))
+}
+
+/// A time as a number a condition can compare: nanoseconds since the epoch.
+pub fn nanos(at: Timestamp) -> AttributeValue {
+    AttributeValue::N(at.unix_timestamp_nanos().to_string())
 }
 
 pub fn s(value: impl Into<String>) -> AttributeValue {

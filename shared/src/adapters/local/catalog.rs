@@ -16,7 +16,8 @@ use crate::domain::record::StateRecord;
 use crate::domain::version::{KeySlot, VersionRecord};
 use crate::domain::Timestamp;
 use crate::ports::{
-    AuditEntry, AuditQuery, AuditRecord, Commit, OrgAndState, OrgRecord, StateCatalog, StoreError,
+    AuditEntry, AuditQuery, AuditRecord, Commit, OrgAndState, OrgRecord, RunRecord, StateCatalog,
+    StepCheck, StoreError, TokenRecord,
 };
 
 /// How long a writer waits for another process's transaction before giving up (a 503 with
@@ -308,6 +309,38 @@ fn replace_key_slot_in(
     tx.commit().map_err(sql_error)
 }
 
+/// Whether a step's lock may commit: its token unrevoked, its run not ended too early (read
+/// inside the commit's transaction, which holds the write lock).
+fn step_stands(tx: &Connection, check: &StepCheck) -> Result<bool, StoreError> {
+    let token: Option<String> = tx
+        .query_row(
+            "SELECT record FROM tokens WHERE hash = ?1",
+            params![check.token_hash],
+            |row| row.get(0),
+        )
+        .optional()
+        .map_err(sql_error)?;
+    let Some(token) = token else {
+        return Ok(false);
+    };
+    if from_json::<TokenRecord>(&token)?.revoked {
+        return Ok(false);
+    }
+    let run: Option<String> = tx
+        .query_row(
+            "SELECT record FROM runs WHERE run = ?1",
+            params![check.run],
+            |row| row.get(0),
+        )
+        .optional()
+        .map_err(sql_error)?;
+    let ended = run
+        .map(|r| from_json::<RunRecord>(&r))
+        .transpose()?
+        .and_then(|r| r.ended_at);
+    Ok(ended.is_none_or(|at| at >= check.ended_not_before))
+}
+
 fn commit_in(conn: &mut Connection, commit: Commit) -> Result<(), StoreError> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -323,6 +356,11 @@ fn commit_in(conn: &mut Connection, commit: Commit) -> Result<(), StoreError> {
         .unwrap_or(0);
     if current != commit.expected_revision {
         return Err(StoreError::Conflict);
+    }
+    if let Some(check) = &commit.step {
+        if !step_stands(&tx, check)? {
+            return Err(StoreError::Conflict);
+        }
     }
     match &commit.state {
         Some(record) => {
