@@ -2,7 +2,8 @@
 //! spec's (lock, uploads every interval and at the end, the commit's journal file, seal)
 //! over HTTP, a reader during the change seeing only the previous seal, and the
 //! `hegemony-state apps` commands an operator and an admin use: list, archives, files,
-//! download, force-unlock, delete an old archive. Then the same change on the AWS stores
+//! download, force-unlock, delete an old archive; a seal retried after newer changes, and a
+//! lock body that is not an object. Then the same change on the AWS stores
 //! (the emulator): through the container front door, and through the `apps` Lambda
 //! function behind the API Gateway emulator.
 
@@ -171,6 +172,111 @@ fn a_change_is_sealed_read_back_and_managed_with_the_apps_commands() {
         &["states", "audit", "--action", "app.archive_deleted"],
     ));
     assert!(audit.contains("app.archive_deleted"), "{audit}");
+}
+
+/// POSTs `path` and answers its status and body.
+fn post(api: &Api, token: &str, path: &str, body: &str) -> (u16, Value) {
+    let r = api
+        .request("POST", path, Some(token))
+        .body(body.to_owned())
+        .send()
+        .unwrap();
+    (r.status().as_u16(), r.json().unwrap())
+}
+
+/// A seal or give-up whose answer was lost is sent again after someone else sealed newer
+/// changes (and while someone else holds the lock): it answers its own archive again, for as
+/// long as that archive is kept, and nothing else.
+#[test]
+fn a_seal_or_give_up_retried_after_newer_changes_answers_its_own_archive() {
+    let server = Server::start();
+    let alice = server.token("acme", "alice", "operator");
+    let bob = server.token("acme", "bob", "operator");
+    let admin = server.token("acme", "root", "admin");
+    let api = Api::new(&server);
+    let ended = |token: &str, lock_id: &str, how: &str| {
+        post(
+            &api,
+            token,
+            &format!("/api/apps/shop/locks/{lock_id}/{how}"),
+            "",
+        )
+    };
+
+    let sealed_id = lock(&api, &alice, "shop");
+    upload(&api, &alice, "shop", &sealed_id, "models.json", "{}");
+    let sealed = seal(&api, &alice, "shop", &sealed_id);
+    let given_id = lock(&api, &alice, "shop");
+    upload(&api, &alice, "shop", &given_id, APPLY, "{}");
+    let (status, given) = ended(&alice, &given_id, "unlock");
+    assert_eq!(status, 200, "{given}");
+
+    // Bob's lock held, then his change sealed: each retry answers what it sealed.
+    let bobs = lock(&api, &bob, "shop");
+    assert_eq!(ended(&alice, &sealed_id, "seal"), (200, sealed.clone()));
+    assert_eq!(ended(&alice, &given_id, "unlock"), (200, given.clone()));
+    seal(&api, &bob, "shop", &bobs);
+    assert_eq!(ended(&alice, &sealed_id, "seal"), (200, sealed.clone()));
+    assert_eq!(ended(&alice, &given_id, "unlock"), (200, given.clone()));
+    let archives = api.json("GET", "/api/apps/shop/archives", &alice);
+    assert_eq!(
+        archives["archives"].as_array().unwrap().len(),
+        3,
+        "sealed once each"
+    );
+
+    // Another request is no retry: the other ending, another caller, another lock ID.
+    let code = |(status, body): (u16, Value)| (status, body["error"]["code"].clone());
+    let mismatch = (409, json!("lock_id_mismatch"));
+    assert_eq!(code(ended(&alice, &sealed_id, "unlock")), mismatch);
+    assert_eq!(code(ended(&alice, &given_id, "seal")), mismatch);
+    assert_eq!(code(ended(&bob, &sealed_id, "seal")), mismatch);
+    assert_eq!(code(ended(&alice, "never-locked", "seal")), mismatch);
+
+    // Once its archive is deleted, there is nothing left to answer with.
+    let id = sealed["commit_id"].as_str().unwrap();
+    let r = api
+        .request(
+            "DELETE",
+            &format!("/api/apps/shop/archives/{id}"),
+            Some(&admin),
+        )
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    assert_eq!(code(ended(&alice, &sealed_id, "seal")), mismatch);
+}
+
+/// The lock body is a JSON object (docs/octo.md, the OpenAPI document): an array, whose
+/// items serde would otherwise read by position, or any other value is refused.
+#[test]
+fn a_lock_body_that_is_not_a_json_object_is_refused() {
+    let server = Server::start();
+    let alice = server.token("acme", "alice", "operator");
+    let api = Api::new(&server);
+    for body in [
+        r#"["octo-1", "alice", "x"]"#,
+        "[]",
+        r#""octo-1""#,
+        "7",
+        "null",
+    ] {
+        let (status, answer) = post(&api, &alice, "/api/apps/shop/lock", body);
+        assert_eq!(
+            (status, &answer["error"]["code"]),
+            (400, &json!("invalid_request")),
+            "{body}: {answer}"
+        );
+    }
+    let (status, _) = read(&api, &alice, "/api/apps/shop");
+    assert_eq!(status, 404, "nothing was locked");
+    let (status, answer) = post(
+        &api,
+        &alice,
+        "/api/apps/shop/lock",
+        r#"{"lock_id": "octo-1"}"#,
+    );
+    assert_eq!((status, &answer["lock_id"]), (200, &json!("octo-1")));
 }
 
 #[test]

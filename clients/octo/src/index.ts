@@ -2,7 +2,7 @@
 
 export { AppStateClient, backoffMs, retryAfterMs } from './client.js';
 export type { ClientOptions, Files, LockOptions, RetryPolicy } from './client.js';
-export { NoStateError, OctoApiError } from './errors.js';
+export { NoStateError, OctoApiError, UnarchivedJournalError } from './errors.js';
 export { OctoStateProvider } from './state-provider.js';
 export type { StateProviderOptions } from './state-provider.js';
 export { sha256, Uploader } from './uploader.js';

@@ -7,8 +7,12 @@
 // there; under no lock (generate, validate) nothing is uploaded and the files wait for the
 // next lock, which uploads them first; under a lock the uploader sends them every
 // `checkInIntervalInSeconds` and the seal sends the last of them before it seals. After the
-// seal (or the giving up) the files move into archives/<commitId>/, Octo's local copy of the
-// archive; if that move fails, the change is sealed all the same and the provider says so.
+// seal (or the giving up) archives/<commitId>/ is written as the archive the server sealed,
+// Octo's local copy of it: this machine's files move there, and what the archive carries from
+// earlier changes that this machine never had is downloaded; if that fails, the change is
+// sealed all the same, the files stay in the folder and the provider says so. The next lock
+// then refuses while the folder holds a journal of a command that only runs under a lock,
+// rather than upload that sealed change's files into a new one.
 // A read takes the folder's copy, else the open change's (under a lock), else the newest
 // seal: never the files of a change that another machine still has under way.
 
@@ -16,9 +20,9 @@ import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import type { AppStateClient, LockOptions } from './client.js';
-import { NoStateError } from './errors.js';
+import { NoStateError, OctoApiError, UnarchivedJournalError } from './errors.js';
 import type { Archive, Lock } from './types.js';
-import { Uploader, UploaderOptions } from './uploader.js';
+import { sha256, Uploader, UploaderOptions } from './uploader.js';
 
 export interface StateProviderOptions {
   client: AppStateClient;
@@ -34,6 +38,19 @@ export interface StateProviderOptions {
 
 /** A file of the state folder the server takes: what ends in `.tfstate` or `.json`. */
 const isStateFile = (name: string) => /\.(tfstate|json)$/.test(name) && !name.startsWith('.');
+
+/**
+ * The commands that only run under a lock: each writes its journal only while one is held,
+ * so a journal file of theirs in the folder with no lock held is a sealed change's that was
+ * never archived. (generate and validate run under none; a lock that failed may leave its own.)
+ */
+const LOCKED_COMMANDS = new Set(['apply', 'commit', 'unlock']);
+
+/** Whether `name` is a journal file (`journal.<id>.<command>...json`) of such a command. */
+const isLockedJournal = (name: string) => {
+  const parts = name.split('.');
+  return parts[0] === 'journal' && parts.length >= 4 && LOCKED_COMMANDS.has(parts[2]);
+};
 
 export class OctoStateProvider {
   private lockIdHeld: string | undefined;
@@ -81,8 +98,13 @@ export class OctoStateProvider {
     await rename(partial, join(this.dir, name));
   }
 
-  /** Takes the lock (`octo lock`) and uploads what waits in the folder from generate and validate. */
+  /**
+   * Takes the lock (`octo lock`) and uploads what waits in the folder from generate and
+   * validate. Refuses first, with `UnarchivedJournalError`, while the folder holds a journal
+   * file of a command that only runs under a lock and no lock is held.
+   */
   async lock(options: Omit<LockOptions, 'lockId'> = {}): Promise<Lock> {
+    await this.refuseUnarchived();
     const lock = await this.client.lock(options);
     this.lockIdHeld = lock.lock_id;
     await this.sync();
@@ -119,13 +141,47 @@ export class OctoStateProvider {
     const archive = await end(lockId);
     this.lockIdHeld = undefined;
     try {
-      const into = join(this.dir, 'archives', archive.commit_id);
-      await mkdir(into, { recursive: true });
-      for (const name of await this.files()) await rename(join(this.dir, name), join(into, name));
+      await this.archiveLocally(archive);
     } catch (e) {
       this.warn(`Failed to archive the state of commit "${archive.commit_id}": ${(e as Error).message}`);
     }
     return archive;
+  }
+
+  /**
+   * Writes archives/<commitId>/ as `archive` holds it. Every file is in place before any is
+   * moved, so when one cannot be had every file of the folder stays where it was.
+   */
+  private async archiveLocally(archive: Archive): Promise<void> {
+    const into = join(this.dir, 'archives', archive.commit_id);
+    await mkdir(into, { recursive: true });
+    const here = new Set(await this.files());
+    const moves: string[] = [];
+    for (const file of archive.files) {
+      if (here.has(file.name) && sha256(await readFile(join(this.dir, file.name))) === file.sha256) {
+        moves.push(file.name);
+        continue;
+      }
+      // Carried from an earlier change, or changed here since it was sent: the sealed bytes.
+      const content = await this.client.archiveFile(archive.commit_id, file.name);
+      if (!content || sha256(content) !== file.sha256) {
+        throw new Error(`the archive's ${file.name} could not be read as it was sealed`);
+      }
+      await writeFile(join(into, file.name), content);
+    }
+    for (const name of moves) await rename(join(this.dir, name), join(into, name));
+  }
+
+  private async refuseUnarchived(): Promise<void> {
+    const left = (await this.files()).filter(isLockedJournal).sort();
+    if (!left.length) return;
+    // Under a lock still held (this machine's change under way) the files are that change's:
+    // the lock below is refused as held, which says so.
+    const view = await this.client.view().catch((e: unknown) => {
+      if (e instanceof OctoApiError && e.status === 404) return null;
+      throw e;
+    });
+    if (!view?.lock) throw new UnarchivedJournalError(left);
   }
 
   private held(): string {

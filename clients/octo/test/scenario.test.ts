@@ -9,11 +9,11 @@
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
-import { AppStateClient, Archive, Lock, NoStateError, OctoApiError, OctoStateProvider, Uploader } from '../src/index.js';
+import { AppStateClient, Archive, Lock, NoStateError, OctoApiError, OctoStateProvider, sha256, UnarchivedJournalError, Uploader } from '../src/index.js';
 import { journal, repo, Server, startServer, stateDir, tfstate, until } from './harness.js';
 
 const LINEAGE = '6f1c2d3e-0000-4000-8000-checkout0001';
@@ -33,9 +33,12 @@ let dir: string;
 let first: Archive;
 let lock: Lock;
 
-const provider = (lockId?: string) => new OctoStateProvider({ client: alice, dir, lockId, checkInIntervalInSeconds: 1 });
+const provider = (lockId?: string, warn?: (m: string) => void) =>
+  new OctoStateProvider({ client: alice, dir, lockId, checkInIntervalInSeconds: 1, warn });
 const serialOf = (b: Buffer | null) => (b ? (JSON.parse(b.toString()) as { serial: number }).serial : null);
 const models = (buckets: string[]) => Buffer.from(JSON.stringify({ app: 'shop', buckets }));
+/** A module no change here touches: every archive carries it from the first. */
+const NETWORK = tfstate(4, '6f1c2d3e-0000-4000-8000-network00001', ['vpc']);
 
 before(async () => {
   server = await startServer();
@@ -46,11 +49,19 @@ before(async () => {
   // Another app reading this one as a store: content needs tf_state:read (operator).
   reader = client('rita', 'operator');
   dir = stateDir();
-  // The app as it was before: one sealed change, with the checkout module's state at serial 1.
-  const before = provider();
-  await assert.rejects(before.getState('checkout.tfstate'), NoStateError);
+  // The app as it was before: one sealed change, with the checkout module's state at serial 1
+  // and the network module's, sealed from another machine (this one never had its files).
+  const before = new OctoStateProvider({ client: alice, dir: stateDir() });
+  // Octo starts from an empty state when the message is exactly this, and only then.
+  await assert.rejects(before.getState('checkout.tfstate'), (e: unknown) => {
+    assert.ok(e instanceof NoStateError);
+    assert.equal(e.message, 'No state found!');
+    assert.equal(e.file, 'checkout.tfstate');
+    return true;
+  });
   await before.lock({ who: 'alice@laptop' });
   await before.saveState('checkout.tfstate', tfstate(1, LINEAGE, []));
+  await before.saveState('network.tfstate', NETWORK);
   await before.saveState('models.json', models([]));
   await before.saveState('journal.1791692000000-00000001.commit.json', journal('commit', ['CommandStartedEvent']));
   first = await before.seal();
@@ -193,16 +204,19 @@ describe('one change, five commands', () => {
     assert.ok(!archive.files.some((f) => f.name.startsWith('journal.1791692000000')));
     assert.deepEqual(
       archive.files.filter((f) => f.kind !== 'journal').map((f) => f.name),
-      ['checkout.tfstate', 'models.json', 'resources-actual.json', 'resources-old.json'],
+      ['checkout.tfstate', 'models.json', 'network.tfstate', 'resources-actual.json', 'resources-old.json'],
     );
     assert.equal(archive.size, archive.files.reduce((n, f) => n + f.size, 0));
     assert.ok(serialOf(await alice.sealedFile('checkout.tfstate'))! > 2);
     assert.deepEqual(JSON.parse((await alice.sealedFile('models.json'))!.toString()).buckets, ['receipts']);
     // The earlier archive still reads as it was.
     assert.equal(serialOf(await alice.archiveFile(first.commit_id, 'checkout.tfstate')), 1);
-    // And on this machine, the same archive: .octo/ holds no journal file left over.
-    const local = readdirSync(join(dir, 'archives', lock.commit_id)).sort();
-    assert.deepEqual(local, archive.files.map((f) => f.name).sort());
+    // And on this machine, the same archive, byte for byte, the network module's state it
+    // carries from the first change included: .octo/ holds no journal file left over.
+    const into = join(dir, 'archives', lock.commit_id);
+    assert.deepEqual(readdirSync(into).sort(), archive.files.map((f) => f.name).sort());
+    for (const f of archive.files) assert.equal(sha256(readFileSync(join(into, f.name))), f.sha256, f.name);
+    assert.deepEqual(readFileSync(join(into, 'network.tfstate')), NETWORK);
     assert.deepEqual(readdirSync(dir).filter((n) => n.startsWith('journal.')), []);
   });
 });
@@ -252,5 +266,82 @@ describe('when it stops part way', () => {
     assert.deepEqual(given.files.filter((f) => f.kind === 'journal').map((f) => f.command).sort(), ['apply', 'unlock']);
     assert.equal((await reader.view()).lock, null);
     assert.equal((await reader.archives()).archives[0].ended, 'given_up');
+  });
+});
+
+describe('the local archive', () => {
+  it('three apply attempts before a commit leave three apply journals in one archive; archives/ is never uploaded', async () => {
+    // Every earlier change is archived on this machine by now: archives/ holds their files.
+    assert.ok(readdirSync(join(dir, 'archives')).length >= 2);
+    const change = await provider().lock({ who: 'alice@laptop' });
+    const sent = (await alice.change(change.lock_id)).files.filter((f) => f.uploaded_in === change.commit_id);
+    assert.deepEqual(sent, [], 'the lock uploaded nothing: .octo/ holds only archives/');
+    let serial = serialOf(await alice.sealedFile('checkout.tfstate'))!;
+    const attempts = ['1791692600000-0000000a', '1791692700000-0000000b', '1791692800000-0000000c'];
+    for (const id of attempts) {
+      const apply = provider(change.lock_id);
+      const uploader = await apply.startUploads();
+      serial += 1;
+      await apply.saveState('checkout.tfstate', tfstate(serial, LINEAGE, ['receipts']));
+      await apply.saveState(`journal.${id}.apply.json`, journal('apply', ['CommandStartedEvent', 'CommandFailedEvent']));
+      await uploader.stop();
+    }
+    const commit = provider(change.lock_id);
+    await commit.saveState('journal.1791692900000-0000000d.commit.json', journal('commit', ['CommandStartedEvent']));
+    const sealed = await commit.seal();
+    const applies = attempts.map((id) => `journal.${id}.apply.json`);
+    assert.deepEqual(sealed.files.filter((f) => f.command === 'apply').map((f) => f.name), applies);
+    assert.ok(!sealed.files.some((f) => f.name.startsWith('archives')));
+    const local = readdirSync(join(dir, 'archives', sealed.commit_id));
+    assert.deepEqual(local.filter((n) => n.endsWith('.apply.json')).sort(), applies);
+    assert.deepEqual(local.sort(), sealed.files.map((f) => f.name).sort());
+  });
+
+  it('a commit that fails to archive stands, releases the lock and leaves the files; lock then refuses them', async () => {
+    const change = await provider().lock({ who: 'alice@laptop' });
+    const apply = `journal.1791693000000-0000000e.apply.json`;
+    const commitJournal = `journal.1791693100000-0000000f.commit.json`;
+    const under = provider(change.lock_id);
+    await under.saveState(apply, journal('apply', ['CommandStartedEvent']));
+    // This machine's change under way: its journal is no leftover, and another lock is
+    // refused as held, not for the journal.
+    await assert.rejects(provider().lock(), { code: 'app_locked' });
+    await under.saveState(commitJournal, journal('commit', ['CommandStartedEvent', 'AppUnlockingEvent']));
+    // Something in the way of archives/<commitId>/: the local archive cannot be written.
+    const blocker = join(dir, 'archives', change.commit_id);
+    writeFileSync(blocker, 'in the way');
+    const warnings: string[] = [];
+    const sealed = await provider(change.lock_id, (m) => warnings.push(m)).seal();
+
+    assert.equal(warnings.length, 1);
+    assert.ok(warnings[0].startsWith(`Failed to archive the state of commit "${change.commit_id}"`), warnings[0]);
+    const view = await reader.view();
+    assert.equal(view.lock, null, 'the lock is released');
+    assert.equal(view.newest?.commit_id, change.commit_id, 'the seal stands');
+    assert.equal(sealed.ended, 'sealed');
+    assert.deepEqual(
+      readdirSync(dir).filter((n) => n.startsWith('journal.')).sort(),
+      [apply, commitJournal],
+      'the files stay in .octo/',
+    );
+
+    // The next lock refuses before locking, naming the journal, and takes nothing.
+    await assert.rejects(provider().lock({ who: 'alice@laptop' }), (e: unknown) => {
+      assert.ok(e instanceof UnarchivedJournalError);
+      assert.equal(e.message, `State holds the journal of a run that was never archived: ${commitJournal}! Move or delete these files, then lock again.`);
+      assert.deepEqual(e.files, [apply, commitJournal]);
+      return true;
+    });
+    assert.equal((await reader.view()).lock, null);
+    assert.equal((await reader.archives()).archives[0].commit_id, change.commit_id);
+
+    // Moved aside as the message says, the next change starts.
+    rmSync(blocker);
+    const kept = join(dir, 'archives', change.commit_id);
+    mkdirSync(kept);
+    for (const name of [apply, commitJournal]) renameSync(join(dir, name), join(kept, name));
+    const next = await provider().lock({ who: 'alice@laptop' });
+    assert.equal((await alice.change(next.lock_id)).files.filter((f) => f.kind === 'journal').length, 0);
+    await provider(next.lock_id).unlock();
   });
 });

@@ -70,14 +70,17 @@ fn lock_request(body: &[u8]) -> Result<LockRequest, HttpError> {
         #[serde(default)]
         info: String,
     }
-    let wanted: Wanted = if body.iter().all(u8::is_ascii_whitespace) {
-        Wanted::default()
-    } else {
-        serde_json::from_slice(body).map_err(|e| {
-            HttpError::InvalidRequest(format!(
-                "the body must be empty or {{\"lock_id\", \"who\", \"info\"}}, each an optional string: {e}"
-            ))
-        })?
+    let refuse = |e: &dyn std::fmt::Display| {
+        HttpError::InvalidRequest(format!(
+            "the body must be empty or {{\"lock_id\", \"who\", \"info\"}}, each an optional string: {e}"
+        ))
+    };
+    let wanted: Wanted = match body.iter().find(|b| !b.is_ascii_whitespace()) {
+        None => Wanted::default(),
+        // serde reads a struct from an array too, its items by position: the document says
+        // an object, so anything else is refused before it is read.
+        Some(b'{') => serde_json::from_slice(body).map_err(|e| refuse(&e))?,
+        Some(_) => return Err(refuse(&"it is not a JSON object")),
     };
     Ok(LockRequest {
         lock_id: wanted.lock_id,

@@ -13,8 +13,8 @@ use super::retry::{until_done, Attempt, Carried};
 use super::{App, Error};
 use crate::crypto::{self, Binding};
 use crate::domain::app::change::{
-    apply_upload, check_upload, decide_lock, decide_seal, holders_lock, seal as seal_change,
-    LockDecision, LockRequest, SealDecision, UploadFacts,
+    apply_upload, check_upload, decide_lock, decide_seal, holders_lock, is_retry_of,
+    may_be_older_retry, seal as seal_change, LockDecision, LockRequest, SealDecision, UploadFacts,
 };
 use crate::domain::app::{AppLock, AppRecord, ArchiveRecord, Ended, FileKind, FileName, FileRef};
 use crate::domain::audit::AuditAction;
@@ -360,7 +360,7 @@ pub async fn upload(
 
 /// Seals the caller's change as the newest archive and releases the lock (`Sealed`), or
 /// gives it up (`GivenUp`), sealing what it uploaded all the same. A retry of a seal that
-/// went through answers the same archive.
+/// went through answers the same archive, for as long as that archive is kept.
 ///
 /// # Errors
 /// `Refused`: without tf_state:write, `AppLocked`, `LockIdMismatch`.
@@ -376,15 +376,53 @@ pub async fn seal(
     until_done(|| async {
         let now = app.clock.now();
         let snapshot = snapshot(app, &principal.org, name, now).await?;
-        match decide_seal(&snapshot, lock_id, principal, ended, now)? {
-            SealDecision::AlreadySealed(archive) => Ok(Attempt::Done(archive)),
-            SealDecision::Seal(next, archive) => {
+        match decide_seal(&snapshot, lock_id, principal, ended, now) {
+            Ok(SealDecision::AlreadySealed(archive)) => Ok(Attempt::Done(archive)),
+            Ok(SealDecision::Seal(next, archive)) => {
                 let changes = sealed_commit(principal, name, &snapshot, *next, &archive, now);
                 commit(app, changes, archive).await
             }
+            Err(refusal) if may_be_older_retry(&refusal) => {
+                match sealed_before(app, principal, name, lock_id, ended).await? {
+                    Some(archive) => Ok(Attempt::Done(archive)),
+                    None => Err(refusal.into()),
+                }
+            }
+            Err(refusal) => Err(refusal.into()),
         }
     })
     .await
+}
+
+/// The archive a seal (or an unlock) of `lock_id` sealed before newer changes were sealed
+/// over it, if it still exists: a retry whose answer was lost is answered with it for as
+/// long as it is kept. Newest first, page by page, since a retry comes soon after its seal;
+/// only a refused seal or unlock looks.
+async fn sealed_before(
+    app: &App,
+    principal: &Principal,
+    name: &StateName,
+    lock_id: &str,
+    ended: Ended,
+) -> Result<Option<ArchiveRecord>, Error> {
+    const PAGE: usize = 100;
+    let mut before: Option<String> = None;
+    loop {
+        let page = app
+            .catalog
+            .archives(&principal.org, name.as_str(), before.as_deref(), PAGE)
+            .await?;
+        if let Some(found) = page
+            .iter()
+            .find(|a| is_retry_of(a, lock_id, principal, ended))
+        {
+            return Ok(Some(found.clone()));
+        }
+        match page.last() {
+            Some(last) if page.len() == PAGE => before = Some(last.commit_id.clone()),
+            _ => return Ok(None),
+        }
+    }
 }
 
 /// The commit of a sealed change, audited.

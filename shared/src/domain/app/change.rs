@@ -220,11 +220,34 @@ pub enum SealDecision {
     AlreadySealed(ArchiveRecord),
 }
 
+/// Whether `archive` is what a seal or an unlock (`ended`) of `lock_id` by `principal`
+/// sealed: the answer to that request sent again, however many changes were sealed since.
+/// Only the same ending again: a change force-unlocked meanwhile was not sealed by its
+/// holder, and a seal after a give-up (or the other way round) is another request.
+pub fn is_retry_of(
+    archive: &ArchiveRecord,
+    lock_id: &str,
+    principal: &Principal,
+    ended: Ended,
+) -> bool {
+    archive.lock_id == lock_id && archive.ended == ended && archive.holder == principal.actor
+}
+
+/// Whether a refusal of [`decide_seal`] may still be a retry of a seal that went through
+/// before a newer change was sealed: then an older archive (which only the store can list)
+/// may be [`is_retry_of`] the request.
+pub fn may_be_older_retry(refusal: &Refusal) -> bool {
+    matches!(
+        refusal,
+        Refusal::LockIdMismatch { .. } | Refusal::AppLocked { .. }
+    )
+}
+
 /// Decides a seal or an unlock (`ended`) of the caller's change.
 ///
 /// # Errors
 /// What [`holders_lock`] refuses, unless the lock's change is already the newest archive,
-/// ended the way asked.
+/// ended the way asked (an older archive is the caller's to look for: [`may_be_older_retry`]).
 pub fn decide_seal(
     record: &AppRecord,
     lock_id: &str,
@@ -233,11 +256,8 @@ pub fn decide_seal(
     now: Timestamp,
 ) -> Result<SealDecision, Refusal> {
     if let Some(newest) = &record.newest {
-        // Only the same ending again: a change force-unlocked meanwhile was not sealed by
-        // its holder, and a seal after a give-up (or the other way round) is another request.
         let released = record.lock.as_ref().is_none_or(|l| l.lock_id != lock_id);
-        let same = newest.lock_id == lock_id && newest.ended == ended;
-        if released && same && newest.holder == principal.actor {
+        if released && is_retry_of(newest, lock_id, principal, ended) {
             return Ok(SealDecision::AlreadySealed(newest.clone()));
         }
     }

@@ -240,6 +240,37 @@ fn a_retried_seal_is_answered_with_the_archive_it_sealed() {
 }
 
 #[test]
+fn a_seal_retried_after_newer_changes_were_sealed_is_a_retry_of_its_own_archive_only() {
+    let (record, archive) = sealed(&locked_by("alice", "L1"), "alice", "L1");
+    let record = locked_by_again(&record, "bob", "L2");
+    let (record, _) = sealed(&record, "bob", "L2");
+    // Bob's change sealed over it: the record alone refuses, and says an older archive may
+    // answer; so it does with another lock held since.
+    let refused = decide_seal(&record, "L1", &person("alice"), Ended::Sealed, T0).unwrap_err();
+    assert!(may_be_older_retry(&refused), "{refused:?}");
+    let record = locked_by_again(&record, "bob", "L3");
+    let refused = decide_seal(&record, "L1", &person("alice"), Ended::Sealed, T0).unwrap_err();
+    assert!(may_be_older_retry(&refused), "{refused:?}");
+    // The older archive answers the same request, and nothing else.
+    assert!(is_retry_of(&archive, "L1", &person("alice"), Ended::Sealed));
+    assert!(!is_retry_of(
+        &archive,
+        "L1",
+        &person("alice"),
+        Ended::GivenUp
+    ));
+    assert!(!is_retry_of(&archive, "L1", &person("bob"), Ended::Sealed));
+    assert!(!is_retry_of(
+        &archive,
+        "L2",
+        &person("alice"),
+        Ended::Sealed
+    ));
+    let bad = Refusal::InvalidRequest { reason: "x".into() };
+    assert!(!may_be_older_retry(&bad));
+}
+
+#[test]
 fn a_seal_after_a_force_unlock_is_refused_not_answered_with_the_forced_archive() {
     let record = locked_by("alice", "L1");
     let lock = record.lock.clone().unwrap();
