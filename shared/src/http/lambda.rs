@@ -449,6 +449,48 @@ mod tests {
         assert_eq!(small.status(), 200, "what fits is answered as always");
     }
 
+    /// API Gateway joins a repeated header's values with commas: two Authorization headers
+    /// reach the function as one value holding both, and are refused as the server refuses
+    /// two headers, whichever comes first.
+    #[tokio::test]
+    async fn credentials_joined_by_api_gateway_are_refused() {
+        let (app, token) = holding(1 << 10, None).await;
+        let valid = format!("Bearer {token}");
+        for joined in [
+            format!("{valid},Bearer hgs_garbage"),
+            format!("Bearer hgs_garbage,{valid}"),
+        ] {
+            let event = serde_json::json!({
+                "version": "2.0",
+                "routeKey": "$default",
+                "rawPath": "/api/tf-states/big/state",
+                "rawQueryString": "",
+                "headers": {"authorization": joined, "host": "api.example.com"},
+                "requestContext": {
+                    "accountId": "111122223333", "apiId": "abcdef1234",
+                    "domainName": "api.example.com", "domainPrefix": "api",
+                    "http": {"method": "GET", "path": "/api/tf-states/big/state",
+                             "protocol": "HTTP/1.1", "sourceIp": "203.0.113.10", "userAgent": "Go-http-client/1.1"},
+                    "requestId": "JKJaXmPLvHcESHA=", "routeKey": "$default",
+                    "stage": "$default", "time": "30/Nov/2026:04:27:22 +0000", "timeEpoch": 1796013242000u64
+                },
+                "isBase64Encoded": false
+            });
+            let req = lambda_http::request::from_str(&event.to_string()).unwrap();
+            let refused = answer(&app, &group("state-read"), req).await;
+            assert_eq!(refused.status(), 400);
+            let body: serde_json::Value = serde_json::from_slice(refused.body()).unwrap();
+            assert_eq!(body["error"]["code"], "invalid_request");
+        }
+        let alone = answer(
+            &app,
+            &group("state-read"),
+            authorized("/api/tf-states/big/state", &token, false),
+        )
+        .await;
+        assert_eq!(alone.status(), 200);
+    }
+
     #[test]
     fn the_returned_size_counts_base64_and_escapes() {
         let binary = Response::new(Body::Binary(vec![0; 3000]));
