@@ -417,7 +417,7 @@ async fn routed(
     let mut request = http::gateway::request(route, parts, params, Vec::new());
     // This server sends a version's content as it is opened, not gathered first.
     request.extensions_mut().insert(Streams);
-    let admitted = match http::admit(app, route, &request).await {
+    let admitted = match http::admit_head(app, route, &request).await {
         Ok(admitted) => admitted,
         Err(refused) => return refused,
     };

@@ -201,9 +201,12 @@ pub struct LogContext {
     pub route: String,
     pub state: Option<String>,
     pub principal: Option<String>,
-    /// The lock ID a save named with `?ID=`; a lock or unlock body's `ID` comes with its
-    /// refusal instead.
+    /// The lock ID the request names: a save's `?ID=`, or a lock or unlock body's `ID` once
+    /// the body is read (a refusal may name more: the holder's).
     pub lock_id: Option<String>,
+    /// A lock or unlock refused before its body was read (the server refuses on the headers
+    /// what it need not read): the ID it names is not known, and the line says so.
+    pub lock_body_unread: bool,
 }
 
 impl LogContext {
@@ -214,6 +217,7 @@ impl LogContext {
             state: None,
             principal: None,
             lock_id: None,
+            lock_body_unread: false,
         }
     }
 }
@@ -233,8 +237,16 @@ pub fn error_response(err: &HttpError, ctx: &LogContext) -> Response<Body> {
                 .filter(|id| ctx.lock_id.as_deref() != Some(*id)),
         );
     }
+    let lock_ids = if lock_ids.is_empty() && ctx.lock_body_unread {
+        "not known: refused before its body was read".to_owned()
+    } else {
+        format!("{lock_ids:?}")
+    };
     let state = ctx.state.as_deref().unwrap_or("-");
-    let principal = ctx.principal.as_deref().unwrap_or("-");
+    let principal = ctx.principal.as_deref().unwrap_or(match code {
+        ErrorCode::Unauthenticated => "none: no valid credentials",
+        _ => "not known",
+    });
     let storage_fault = matches!(err, HttpError::Service(Error::StorageFault(_)));
     if storage_fault
         || status.is_server_error()
@@ -248,7 +260,7 @@ pub fn error_response(err: &HttpError, ctx: &LogContext) -> Response<Body> {
             reason = %err,
             route = %ctx.route,
             state,
-            lock_ids = ?lock_ids,
+            lock_ids = %lock_ids,
             principal,
             "request refused"
         );

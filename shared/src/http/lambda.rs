@@ -57,9 +57,14 @@ pub async fn answer(app: &App, group: &Group, req: Request) -> Response<Body> {
         .uri()
         .path_and_query()
         .map_or_else(|| path.clone(), |p| p.as_str().to_owned());
-    let mut ctx = LogContext::new(route.method, route.path);
-    ctx.state = params.get("name").cloned();
-    let response = super::handle(app, route, req.with_path_parameters(params)).await;
+    let req = req.with_path_parameters(params);
+    let admitted = match super::admit(app, route, &req).await {
+        Ok(admitted) => admitted,
+        Err(refused) => return refused,
+    };
+    // A read too large for a function is refused with the caller's context.
+    let ctx = admitted.log_context().clone();
+    let response = super::answer(app, admitted, req).await;
     within_ceiling(app, response, &target, &ctx)
 }
 
