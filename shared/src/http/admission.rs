@@ -45,6 +45,8 @@ pub enum BodyRefusal {
     Busy,
     /// No bytes of the body arrived for `seconds` (408).
     Stalled { seconds: u64 },
+    /// Fewer than `bytes_per_second` on average arrived over a window of `seconds` (408).
+    TooSlow { bytes_per_second: u64, seconds: u64 },
     /// A broken chunked encoding or a dropped connection (400).
     Unreadable(String),
 }
@@ -174,6 +176,13 @@ impl Admitted {
                     .into(),
             )),
             BodyRefusal::Stalled { seconds } => HttpError::BodyStalled { seconds },
+            BodyRefusal::TooSlow {
+                bytes_per_second,
+                seconds,
+            } => HttpError::BodyTooSlow {
+                bytes_per_second,
+                seconds,
+            },
             BodyRefusal::Unreadable(reason) => {
                 HttpError::InvalidRequest(format!("the request body could not be read: {reason}"))
             }
@@ -213,9 +222,7 @@ async fn org_principal(
     req: &Request,
     ctx: &mut LogContext,
 ) -> Result<Principal, HttpError> {
-    let name = req.path_parameters().first("name").map(str::to_owned);
-    ctx.state = name.clone();
-    let principal = credentials::authenticate(app, takes, req, name.as_deref()).await?;
+    let principal = credentials::authenticate(app, takes, req, ctx.state.as_deref()).await?;
     ctx.principal = Some(describe(&principal));
     Ok(principal)
 }

@@ -89,8 +89,9 @@ error_codes! {
     NotFound = "not_found", NOT_FOUND, refused [Refusal::NotFound { .. }];
     /// The path exists, not for this method.
     MethodNotAllowed = "method_not_allowed", METHOD_NOT_ALLOWED;
-    /// A request body that stopped arriving (the local server and the container door).
-    RequestTimeout = "request_timeout", REQUEST_TIMEOUT, raised [HttpError::BodyStalled { .. }];
+    /// A request body that stopped arriving, or trickled (the local server and the container door).
+    RequestTimeout = "request_timeout", REQUEST_TIMEOUT,
+        raised [HttpError::BodyStalled { .. }, HttpError::BodyTooSlow { .. }];
     /// A lock ID that is not the current lock's.
     LockIdMismatch = "lock_id_mismatch", CONFLICT, refused [Refusal::LockIdMismatch { .. }];
     /// A state of another configuration.
@@ -180,6 +181,8 @@ pub enum HttpError {
     InvalidRequest(String),
     #[error("no bytes of the request body arrived for {seconds} s; send the request again")]
     BodyStalled { seconds: u64 },
+    #[error("the request body arrived at less than {bytes_per_second} bytes per second over {seconds} s; send the request again")]
+    BodyTooSlow { bytes_per_second: u64, seconds: u64 },
     #[error(
         "unsupported Content-Type {0:?}: send application/json, application/octet-stream or none"
     )]
