@@ -1,6 +1,6 @@
 //! What survives: a kill -9 in the middle of a stream of writes, a SIGTERM while a save is
-//! in flight, hostile clients (slow, idle, unauthenticated, too many, or more than the
-//! process has descriptors for), and what the data folder holds at rest (never a state's
+//! in flight, hostile clients (slow, trickling, idle, unauthenticated, too many, or more
+//! than the process has descriptors for), and what the data folder holds at rest (never a state's
 //! plaintext, never a token, never the key).
 
 use std::io::{Read, Write};
@@ -748,6 +748,52 @@ fn a_body_that_stops_arriving_is_answered_408_and_its_bytes_released() {
             .logs()
             .contains("request_timeout")),
         "the refusal is logged"
+    );
+}
+
+/// A save whose body trickles in, a byte at a time and never silent for the client timeout,
+/// is answered 408 once a window passes with less than the least rate, and its bytes are
+/// released; a save at a normal pace is taken under the same settings.
+#[test]
+fn a_body_that_trickles_is_answered_408_and_its_bytes_released() {
+    let server = Server::start_with(&[
+        ("HEGEMONY_TF_STATE_MAX_BYTES", "1048576"),
+        ("HEGEMONY_MAX_BODY_BYTES_IN_FLIGHT", "1048576"),
+        ("HEGEMONY_CLIENT_MIN_BYTES_PER_SECOND", "1000"),
+        ("HEGEMONY_CLIENT_RATE_WINDOW_SECONDS", "1"),
+    ]);
+    let token = server.token("acme", "alice", "operator");
+    let body = slow_body();
+    // A byte each time the wait for an answer gives up: far under 1000 bytes a second, and
+    // far from 30 s of silence.
+    let mut sock = connect(&server, Duration::from_millis(100));
+    write!(
+        sock,
+        "POST /api/tf-states/slow/state HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    let mut sent = 0;
+    while sent < 300 && !String::from_utf8_lossy(&answer).contains("request_timeout") {
+        if sock.write_all(&body.as_bytes()[sent..sent + 1]).is_ok() {
+            sent += 1;
+        }
+        if let Ok(n) = sock.read(&mut buf) {
+            answer.extend_from_slice(&buf[..n]);
+        }
+    }
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(
+        answer.starts_with("HTTP/1.1 408") && answer.contains("request_timeout"),
+        "after {sent} bytes: {answer}"
+    );
+    assert!(answer.contains("1000 bytes per second"), "{answer}");
+    assert_eq!(
+        probe(&server, &token).status(),
+        200,
+        "its bytes were released, and a save at a normal pace is taken"
     );
 }
 

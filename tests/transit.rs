@@ -1,4 +1,5 @@
-//! The Transit key backends against a real OpenBao (`bao server -dev`): a named backend, the
+//! The Transit key backends against a real OpenBao (`bao server -dev`): a named backend
+//! (by its tag alone or as `transit:<tag>`; a tag without settings stops the start), the
 //! internal OpenBao with a key per org, a derived key refusing another state's context, the
 //! engine sealed, stopped or refusing (503 with Retry-After, nothing written, never another
 //! key), a move from the platform key to Transit, real Terraform through it all, and
@@ -367,6 +368,51 @@ fn terraform_applies_and_plans_through_a_transit_backed_server() {
         "transit:internal:hegemony-state-default:v1"
     );
     assert_eq!(bao.keys(), ["hegemony-state-default"]);
+}
+
+/// The spec's form, the backend named by its tag alone (`HEGEMONY_TF_STATE_KEY_BACKEND=vault`):
+/// the same backend as `transit:vault`, each version recording it.
+#[test]
+fn a_backend_named_by_its_bare_tag_wraps_as_transit_tag_does() {
+    let bao = Bao::start();
+    bao.create_key("state-acme");
+    let mut env = bao.named_env("vault", &bao.root_token_file(), "state-{org}");
+    for (k, v) in &mut env {
+        if k == "HEGEMONY_TF_STATE_KEY_BACKEND" {
+            *v = "vault".into();
+        }
+    }
+    let server = serve(&env);
+    let (api, admin) = (Api::new(&server), server.token("acme", "root", "admin"));
+    assert_eq!(save(&api, &admin, "net", 1).status(), 200);
+    let listed = versions(&api, &admin, "net");
+    assert_eq!(listed[0]["key"], "transit:vault:state-acme:v1");
+    assert_eq!(
+        api.get_state(&admin, "net").text().unwrap(),
+        state_doc(1, "l-1", "v1")
+    );
+}
+
+/// A tag with none of its settings stops `serve` at start, naming where it looked.
+#[test]
+fn a_bare_tag_without_settings_stops_the_server_naming_what_it_looked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(bin())
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path().join("data"))
+        .env("HEGEMONY_TF_STATE_KEY_BACKEND", "vault")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for looked in [
+        "HEGEMONY_TF_STATE_KEY_BACKEND",
+        "HEGEMONY_TRANSIT_VAULT_ADDR",
+        "HEGEMONY_TRANSIT_VAULT_TOKEN_FILE",
+    ] {
+        assert!(stderr.contains(looked), "{stderr}");
+    }
 }
 
 /// An incomplete Transit setting stops `serve` at start, naming the variable to fix.

@@ -6,6 +6,7 @@
 mod apps;
 mod body;
 mod changes;
+mod chunks;
 mod client;
 mod import;
 mod keys;
@@ -74,6 +75,15 @@ enum Command {
         #[arg(long, env = "HEGEMONY_CLIENT_TIMEOUT_SECONDS", default_value_t = server::DEFAULT_CLIENT_TIMEOUT_SECONDS,
               value_parser = setting("HEGEMONY_CLIENT_TIMEOUT_SECONDS", 1..=3600))]
         client_timeout_seconds: u64,
+        /// The least rate a request body must arrive at, in bytes per second averaged over
+        /// each window of --client-rate-window-seconds (408 when slower); 0 turns it off.
+        #[arg(long, env = "HEGEMONY_CLIENT_MIN_BYTES_PER_SECOND", default_value_t = server::DEFAULT_MIN_BYTES_PER_SECOND,
+              value_parser = setting("HEGEMONY_CLIENT_MIN_BYTES_PER_SECOND", 0..=MAX_MIN_BYTES_PER_SECOND))]
+        client_min_bytes_per_second: u64,
+        /// Seconds over which a request body's rate is averaged.
+        #[arg(long, env = "HEGEMONY_CLIENT_RATE_WINDOW_SECONDS", default_value_t = server::DEFAULT_RATE_WINDOW_SECONDS,
+              value_parser = setting("HEGEMONY_CLIENT_RATE_WINDOW_SECONDS", 1..=3600))]
+        client_rate_window_seconds: u64,
         /// The platform key file, when HEGEMONY_TF_STATE_ENCRYPTION_KEY is not set.
         /// Default: beside the data folder (<data-dir>.key), created on first start.
         #[arg(long)]
@@ -151,6 +161,9 @@ enum TokenCommand {
 /// The largest connection cap: far past what one process's descriptors allow.
 const MAX_CONNECTIONS: u64 = 1_000_000;
 
+/// The largest least rate of a body: 1 GiB/s, past any client's link.
+const MAX_MIN_BYTES_PER_SECOND: u64 = 1 << 30;
+
 /// A whole-number setting in `range`, refused naming its variable and range, as the
 /// settings of the store are (hegemony_state::config).
 fn setting(
@@ -201,20 +214,27 @@ fn main() -> ExitCode {
                 max_body_bytes_in_flight,
                 max_connections,
                 client_timeout_seconds,
+                client_min_bytes_per_second,
+                client_rate_window_seconds,
             } => {
                 let shutdown =
                     server::shutdown_signal().context("cannot install the signal handlers")?;
-                let listener = tokio::net::TcpListener::bind(listen)
-                    .await
-                    .with_context(|| format!("cannot listen on {listen}"))?;
+                // Bound now, so a port in use stops the start at once; it listens only
+                // once the store is ready (server::serve).
+                let socket =
+                    server::bind(listen).with_context(|| format!("cannot listen on {listen}"))?;
                 server::serve(
-                    listener,
+                    socket,
                     &store,
                     key_file.as_deref(),
                     server::ClientLimits {
                         bytes_in_flight: max_body_bytes_in_flight,
                         max_connections,
                         timeout: Duration::from_secs(client_timeout_seconds),
+                        min_rate: (client_min_bytes_per_second > 0).then(|| body::MinRate {
+                            bytes_per_second: client_min_bytes_per_second,
+                            window: Duration::from_secs(client_rate_window_seconds),
+                        }),
                     },
                     shutdown,
                 )

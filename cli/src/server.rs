@@ -3,9 +3,12 @@
 //! (payload v2, `$default` stage) would deliver, path parameters included, admitted on its
 //! headers (route and credentials), and only then has its body read (body.rs) and is
 //! answered by the same handlers the Lambda functions run. Clients are held to the limits of
-//! [`ClientLimits`]: a cap on connections, and a timeout on request heads, idle keep-alive
-//! connections, bodies and unread answers. On shutdown it stops accepting and lets the
-//! requests in flight finish.
+//! [`ClientLimits`]: a cap on connections, a timeout on request heads, idle keep-alive
+//! connections, bodies and unread answers, and a least rate for bodies; each connection's
+//! chunk sizes are watched as they are read (chunks.rs), so a chunk announced over the
+//! route's limit is refused before its data. The port opens only once the store is ready and
+//! a new store's first token printed. On shutdown it stops accepting and lets the requests
+//! in flight finish.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -25,11 +28,12 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use lambda_http::Body;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
-use crate::body::Bodies;
+use crate::body::{Bodies, MinRate};
+use crate::chunks::{Announced, Announcement, Watched};
 use crate::pacing::{Backoff, Throttle};
 use crate::stalled::WriteTimeout;
 use crate::store::{Store, StoreKind};
@@ -44,6 +48,13 @@ pub const DEFAULT_MAX_CONNECTIONS: u64 = 1024;
 /// The default client timeout, in seconds.
 pub const DEFAULT_CLIENT_TIMEOUT_SECONDS: u64 = 30;
 
+/// The default least rate of a request body: far below any real link (a 128 MiB state at
+/// this rate would take a day and a half), far above a byte every few seconds.
+pub const DEFAULT_MIN_BYTES_PER_SECOND: u64 = 1024;
+
+/// The default window the least rate is averaged over, in seconds.
+pub const DEFAULT_RATE_WINDOW_SECONDS: u64 = 30;
+
 /// How often a fault that repeats (the connection cap reached, accepts failing) is logged.
 const WARNING_INTERVAL: Duration = Duration::from_secs(10);
 
@@ -57,22 +68,49 @@ pub struct ClientLimits {
     /// How long a client may take to send a request head, leave a keep-alive connection
     /// idle, go without sending a byte of a body, or leave its answer unread.
     pub timeout: Duration,
+    /// The slowest a request body may arrive; `None` when the check is off.
+    pub min_rate: Option<MinRate>,
 }
+
+/// The listen backlog: connections the kernel holds for the accept loop (as Tokio's
+/// `TcpListener::bind` asks for).
+const LISTEN_BACKLOG: u32 = 1024;
 
 /// How long requests in flight may take to finish once shutdown starts; a save still
 /// running after that is cut off (its client sees a dropped connection and retries).
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
-/// Serves `store` on `listener` until `shutdown` completes. Then it stops accepting (the
-/// listener is closed, so new connections are refused), lets the requests in flight finish
-/// for up to [`SHUTDOWN_GRACE`], and returns. Taking the listener and the shutdown future
-/// as arguments lets a caller pick the port and the signal, as mini-redis's `server::run` does.
+/// A socket bound to `addr` (as a listener is: the address may be reused at once after a
+/// restart), not yet listening.
+///
+/// # Errors
+/// When the address cannot be bound (in use, not local).
+pub fn bind(addr: SocketAddr) -> std::io::Result<TcpSocket> {
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    Ok(socket)
+}
+
+/// Serves `store` on `socket` (bound, not yet listening) until `shutdown` completes. The
+/// socket starts listening only once the store is open and a new store's first admin token
+/// is printed and flushed: a script that waits for the port and then reads the token finds
+/// it, and before then a client is refused rather than queued. On shutdown it stops
+/// accepting (the listener is closed, so new connections are refused), lets the requests in
+/// flight finish for up to [`SHUTDOWN_GRACE`], and returns. Taking the socket and the
+/// shutdown future as arguments lets a caller pick the port and the signal, as mini-redis's
+/// `server::run` does.
 ///
 /// # Errors
 /// When the store cannot be opened, the cap on bytes in flight is below the largest state
-/// or above what a semaphore counts, or the first admin token cannot be written.
+/// or above what a semaphore counts, the first admin token cannot be written or printed, or
+/// the socket cannot listen.
 pub async fn serve(
-    listener: TcpListener,
+    socket: TcpSocket,
     store: &Store,
     key_file: Option<&Path>,
     limits: ClientLimits,
@@ -98,22 +136,24 @@ pub async fn serve(
     let bodies = Arc::new(Bodies {
         in_flight: Arc::new(Semaphore::new(permits)),
         idle: limits.timeout,
+        min_rate: limits.min_rate,
     });
     // The connection cap's slots, one per connection, released when its task ends. The
     // setting's range (main.rs) keeps it under the semaphore's maximum.
     let slots = Arc::new(Semaphore::new(
         usize::try_from(limits.max_connections).unwrap_or(Semaphore::MAX_PERMITS),
     ));
-    let bound = listener.local_addr()?;
+    let bound = socket.local_addr()?;
     // A new local store gets its first admin token here; an AWS deployment's first tokens
     // come from `token create --store aws`, never from a server starting.
     if store.kind == StoreKind::Local {
         let first_token =
             tokens::bootstrap(app.catalog.as_ref(), time::OffsetDateTime::now_utc()).await?;
         if let Some(token) = first_token {
-            print_welcome(bound, &token);
+            print_welcome(bound, &token)?;
         }
     }
+    let listener = socket.listen(LISTEN_BACKLOG)?;
     let sweeper = tokio::spawn(sweep_every_minute(app.clone()));
     tracing::info!("listening on http://{bound}");
     // Every connection watches `stopping`, so shutdown can ask each to finish its request
@@ -213,8 +253,18 @@ async fn connection(
     _slot: OwnedSemaphorePermit,
 ) {
     let timeout = bodies.idle;
-    let service = service_fn(move |req| answer(app.clone(), bodies.clone(), req));
-    let io = WriteTimeout::new(TokioIo::new(stream), timeout);
+    // Requests are numbered in the order hyper hands them over, the order the watch of their
+    // chunk sizes follows them in.
+    let (announce, announcements) = watch::channel(Announcement::default());
+    let requests = std::cell::Cell::new(0u64);
+    let service = service_fn(move |req| {
+        let announced = Announced {
+            announcements: announcements.clone(),
+            request: requests.replace(requests.get() + 1),
+        };
+        answer(app.clone(), bodies.clone(), announced, req)
+    });
+    let io = WriteTimeout::new(TokioIo::new(Watched::new(stream, announce)), timeout);
     // The head timeout runs from the moment the connection waits for a request: for the
     // first one, and again once each answer is written, so it also closes a keep-alive
     // connection left idle.
@@ -311,10 +361,14 @@ pub fn shutdown_signal() -> std::io::Result<impl Future<Output = ()>> {
 }
 
 /// Printed once, to the terminal only (never to a log): the first admin token, where the
-/// pages open, and a backend.hcl that works against this server.
-fn print_welcome(bound: SocketAddr, token: &str) {
+/// pages open, and a backend.hcl that works against this server. Flushed before the port
+/// opens, so that it is there, whole, for whoever connects first.
+fn print_welcome(bound: SocketAddr, token: &str) -> std::io::Result<()> {
+    use std::io::Write;
     let base = format!("http://{bound}/api/tf-states/example");
-    println!(
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
         "\nA new store: org \"{org}\" and an admin token were created. The token is shown only this once:\n\n    {token}\n\n\
          Open http://{bound}/ in a browser and sign in with it.\n\n\
          For Terraform, save this as backend.hcl (with terraform {{ backend \"http\" {{}} }} in your configuration):\n\n\
@@ -327,7 +381,8 @@ fn print_welcome(bound: SocketAddr, token: &str) {
          then:\n\n    export TF_HTTP_PASSWORD='{token}'\n    terraform init -backend-config=backend.hcl\n",
         org = tokens::DEFAULT_ORG,
         user = tokens::FIRST_ADMIN,
-    );
+    )?;
+    out.flush()
 }
 
 /// Runs one request's handling on a task of its own, so that a panic (a defect of ours)
@@ -348,6 +403,7 @@ async fn isolated(
 async fn answer(
     app: Arc<App>,
     bodies: Arc<Bodies>,
+    announced: Announced,
     req: hyper::Request<Incoming>,
 ) -> Result<hyper::Response<Either<Full<Bytes>, Streamed>>, Infallible> {
     let started = Instant::now();
@@ -360,7 +416,7 @@ async fn answer(
             isolated(route, async move {
                 let params: Vec<(&'static str, &str)> =
                     params.iter().map(|(k, v)| (*k, v.as_str())).collect();
-                routed(&app, &bodies, route, &params, req).await
+                routed(&app, &bodies, route, &params, announced, req).await
             })
             .await
         }
@@ -411,18 +467,22 @@ async fn routed(
     bodies: &Bodies,
     route: &'static Route,
     params: &[(&'static str, &str)],
+    announced: Announced,
     req: hyper::Request<Incoming>,
 ) -> lambda_http::Response<Body> {
     let (parts, incoming) = req.into_parts();
     let mut request = http::gateway::request(route, parts, params, Vec::new());
     // This server sends a version's content as it is opened, not gathered first.
     request.extensions_mut().insert(Streams);
-    let admitted = match http::admit(app, route, &request).await {
+    let admitted = match http::admit_head(app, route, &request).await {
         Ok(admitted) => admitted,
         Err(refused) => return refused,
     };
     let limit = route.body_limit(&app.limits);
-    let taken = match bodies.read(request.headers(), incoming, limit).await {
+    let taken = match bodies
+        .read(request.headers(), incoming, limit, announced)
+        .await
+    {
         Ok(taken) => taken,
         Err(refusal) => return admitted.refuse_body(refusal),
     };

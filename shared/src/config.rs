@@ -32,8 +32,8 @@ pub enum KeySetting {
         key: KeyTemplate,
         platform: Option<PlatformKey>,
     },
-    /// `HEGEMONY_TF_STATE_KEY_BACKEND=transit:<tag>`, or no key backend with the internal
-    /// OpenBao configured. A platform key configured as well still opens the versions it
+    /// `HEGEMONY_TF_STATE_KEY_BACKEND=<tag>` or `transit:<tag>`, or no key backend with the
+    /// internal OpenBao configured. A platform key configured as well still opens the versions it
     /// wrapped before the move; it wraps nothing new.
     Transit {
         backend: TransitSettings,
@@ -244,6 +244,62 @@ fn transit(
     })
 }
 
+/// The settings of one Transit engine, each read as `<prefix><suffix>` by [`transit`].
+const TRANSIT_SETTINGS: [&str; 9] = [
+    "ADDR",
+    "TOKEN_FILE",
+    "ROLE_ID_FILE",
+    "SECRET_ID_FILE",
+    "APPROLE_MOUNT",
+    "MOUNT",
+    "KEY",
+    "NAMESPACE",
+    "CA_FILE",
+];
+
+/// Tags a named backend may not take: `internal` is the internal OpenBao's, and the others
+/// are the setting's own words (`none`, `kms:`, `transit:`, and `keys rewrap --to platform`),
+/// so that a bare tag never reads as one of them.
+const RESERVED_TAGS: [&str; 4] = ["none", "kms", "transit", "platform"];
+
+/// The named Transit backend `tag`, as `given` in `HEGEMONY_TF_STATE_KEY_BACKEND` (the tag
+/// alone, or `transit:<tag>`), with its settings `HEGEMONY_TRANSIT_<TAG>_*`.
+fn named_transit(
+    env: &dyn Fn(&str) -> Option<String>,
+    given: &str,
+    tag: &str,
+) -> Result<TransitSettings, ConfigError> {
+    let refuse = |message: String| ConfigError {
+        variable: "HEGEMONY_TF_STATE_KEY_BACKEND".into(),
+        message,
+    };
+    if tag.is_empty()
+        || tag.len() > 32
+        || !tag
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    {
+        return Err(refuse(if given.starts_with("transit:") {
+            format!("{given:?}: the tag is 1 to 32 lower-case letters, digits and underscores, e.g. transit:vault")
+        } else {
+            format!("{given:?} is not allowed: use a Transit backend's tag (1 to 32 lower-case letters, digits and underscores, e.g. vault or transit:vault), kms:<key id | arn | alias> or none")
+        }));
+    }
+    if tag == INTERNAL_TAG {
+        return Err(refuse(format!("{given:?}: the tag {INTERNAL_TAG} names the internal OpenBao (HEGEMONY_OPENBAO_*); leave HEGEMONY_TF_STATE_KEY_BACKEND unset to use it")));
+    }
+    if RESERVED_TAGS.contains(&tag) {
+        return Err(refuse(format!("{given:?}: {tag} is not a backend's tag; use none (the platform key), kms:<key id | arn | alias>, or a Transit backend's tag such as vault (or transit:vault)")));
+    }
+    let prefix = format!("HEGEMONY_TRANSIT_{}_", tag.to_ascii_uppercase());
+    let set =
+        |suffix: &&str| env(&format!("{prefix}{suffix}")).is_some_and(|v| !v.trim().is_empty());
+    if !TRANSIT_SETTINGS.iter().any(set) {
+        return Err(refuse(format!("{given:?} names the Transit backend tagged {tag}, and none of its settings is set: looked for {prefix}ADDR and {prefix}TOKEN_FILE (or {prefix}ROLE_ID_FILE and {prefix}SECRET_ID_FILE), and {prefix}MOUNT, {prefix}KEY, {prefix}NAMESPACE, {prefix}CA_FILE, {prefix}APPROLE_MOUNT")));
+    }
+    transit(env, &prefix, tag, false)
+}
+
 impl Config {
     /// Reads the settings through `env` (the process environment in production).
     ///
@@ -328,28 +384,18 @@ impl Config {
             },
             Some(other) if other.starts_with("transit:") => {
                 let tag = &other["transit:".len()..];
-                if tag.is_empty()
-                    || tag.len() > 32
-                    || !tag
-                        .bytes()
-                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
-                {
-                    return Err(refuse(format!("{other:?}: the tag is 1 to 32 lower-case letters, digits and underscores, e.g. transit:vault")));
-                }
-                if tag == INTERNAL_TAG {
-                    return Err(refuse(format!("{other:?}: the tag {INTERNAL_TAG} names the internal OpenBao (HEGEMONY_OPENBAO_*); leave HEGEMONY_TF_STATE_KEY_BACKEND unset to use it")));
-                }
-                let prefix = format!("HEGEMONY_TRANSIT_{}_", tag.to_ascii_uppercase());
                 KeySetting::Transit {
-                    backend: transit(env, &prefix, tag, false)?,
+                    backend: named_transit(env, other, tag)?,
                     platform,
                 }
             }
-            Some(other) => {
-                return Err(refuse(format!(
-                "{other:?} is not allowed: use transit:<tag>, kms:<key id | arn | alias> or none"
-            )))
-            }
+            // The spec names the backend by its tag alone: a bare tag is `transit:<tag>`.
+            // `none` and the `kms:`/`transit:` forms are matched above, and a tag holds no
+            // `:`, so a bare tag is never mistaken for them.
+            Some(tag) => KeySetting::Transit {
+                backend: named_transit(env, tag, tag)?,
+                platform,
+            },
         };
         let name = |variable| {
             env(variable)
@@ -526,10 +572,97 @@ mod tests {
     }
 
     #[test]
-    fn key_backends_are_none_or_kms() {
+    fn key_backends_are_none_kms_or_a_transit_tag() {
         assert!(config(&[("HEGEMONY_TF_STATE_KEY_BACKEND", "none")]).is_ok());
-        let err = config(&[("HEGEMONY_TF_STATE_KEY_BACKEND", "vault")]).unwrap_err();
-        assert!(err.message.contains("kms:"));
+        for bad in ["vault:x", "Vault", "a-b", " kms", "transit"] {
+            let err = config(&[("HEGEMONY_TF_STATE_KEY_BACKEND", bad)]).unwrap_err();
+            assert_eq!(err.variable, "HEGEMONY_TF_STATE_KEY_BACKEND", "{bad}");
+            assert!(err.message.contains("kms:"), "{bad}: {err}");
+        }
+    }
+
+    /// The spec's `HEGEMONY_TF_STATE_KEY_BACKEND=<tag>`: the tag alone names the same
+    /// Transit backend as `transit:<tag>`, with the same settings.
+    #[test]
+    fn a_bare_tag_is_the_transit_backend_of_that_tag() {
+        let dir = tempfile::tempdir().unwrap();
+        let token = dir.path().join("token");
+        std::fs::write(&token, "s.abc\n").unwrap();
+        let settings = [
+            (
+                "HEGEMONY_TRANSIT_VAULT_ADDR",
+                "https://bao.example.com:8200",
+            ),
+            ("HEGEMONY_TRANSIT_VAULT_TOKEN_FILE", token.to_str().unwrap()),
+        ];
+        for given in ["vault", "transit:vault"] {
+            let mut vars = settings.to_vec();
+            vars.push(("HEGEMONY_TF_STATE_KEY_BACKEND", given));
+            match config(&vars).unwrap().key {
+                KeySetting::Transit { backend, .. } => {
+                    assert_eq!(backend.name(), "transit:vault", "{given}");
+                    assert_eq!(backend.addr, "https://bao.example.com:8200");
+                    assert!(!backend.create_keys);
+                }
+                other => panic!("{given}: {other:?}"),
+            }
+        }
+    }
+
+    /// A tag with nothing configured under it stops the start, naming where it looked.
+    #[test]
+    fn a_tag_without_settings_names_the_variables_it_looked_for() {
+        for given in ["vault", "transit:vault"] {
+            let err = config(&[
+                ("HEGEMONY_TF_STATE_KEY_BACKEND", given),
+                ("HEGEMONY_TRANSIT_OTHER_ADDR", "https://bao.example.com"),
+            ])
+            .unwrap_err();
+            assert_eq!(err.variable, "HEGEMONY_TF_STATE_KEY_BACKEND", "{given}");
+            for looked in [
+                "HEGEMONY_TRANSIT_VAULT_ADDR",
+                "HEGEMONY_TRANSIT_VAULT_TOKEN_FILE",
+                "HEGEMONY_TRANSIT_VAULT_ROLE_ID_FILE",
+                "HEGEMONY_TRANSIT_VAULT_SECRET_ID_FILE",
+            ] {
+                assert!(err.message.contains(looked), "{given}: {err}");
+            }
+        }
+    }
+
+    /// The setting's own words are never a tag, in either form, so a bare tag cannot read
+    /// as one of them (and `none` keeps meaning the platform key).
+    #[test]
+    fn the_settings_own_words_are_not_tags() {
+        let key = PlatformKey::generate().to_base64();
+        let c = config(&[
+            ("HEGEMONY_TF_STATE_KEY_BACKEND", " none "),
+            ("HEGEMONY_TF_STATE_ENCRYPTION_KEY", &key),
+            ("HEGEMONY_TRANSIT_NONE_ADDR", "https://bao.example.com"),
+        ])
+        .unwrap();
+        assert!(matches!(c.key, KeySetting::Platform(_)));
+        for given in [
+            "kms",
+            "transit",
+            "platform",
+            "internal",
+            "transit:none",
+            "transit:kms",
+            "transit:platform",
+            "transit:transit",
+        ] {
+            let tag = given.trim_start_matches("transit:").to_ascii_uppercase();
+            let err = config(&[
+                ("HEGEMONY_TF_STATE_KEY_BACKEND", given),
+                (
+                    &format!("HEGEMONY_TRANSIT_{tag}_ADDR"),
+                    "https://bao.example.com",
+                ),
+            ])
+            .unwrap_err();
+            assert_eq!(err.variable, "HEGEMONY_TF_STATE_KEY_BACKEND", "{given}");
+        }
     }
 
     #[test]
@@ -565,7 +698,9 @@ mod tests {
             config(&vars).unwrap_err()
         };
         let addr = ("HEGEMONY_TRANSIT_VAULT_ADDR", "https://bao.example.com");
-        assert_eq!(named(&[]).variable, "HEGEMONY_TRANSIT_VAULT_ADDR");
+        assert_eq!(named(&[]).variable, "HEGEMONY_TF_STATE_KEY_BACKEND");
+        let no_addr = named(&[("HEGEMONY_TRANSIT_VAULT_TOKEN_FILE", token)]);
+        assert_eq!(no_addr.variable, "HEGEMONY_TRANSIT_VAULT_ADDR");
         assert_eq!(named(&[addr]).variable, "HEGEMONY_TRANSIT_VAULT_TOKEN_FILE");
         let missing = named(&[
             addr,

@@ -1,8 +1,8 @@
 //! A Vault or OpenBao Transit engine as configured: a named backend
-//! (`HEGEMONY_TF_STATE_KEY_BACKEND=transit:<tag>`, settings `HEGEMONY_TRANSIT_<TAG>_*`) or the
-//! internal OpenBao (`HEGEMONY_OPENBAO_*`). A leaf module (no imports from the crate), so the
-//! settings parse it and the Transit adapter uses it without adapters reaching into the
-//! settings.
+//! (`HEGEMONY_TF_STATE_KEY_BACKEND=<tag>` or `transit:<tag>`, settings
+//! `HEGEMONY_TRANSIT_<TAG>_*`) or the internal OpenBao (`HEGEMONY_OPENBAO_*`). A leaf module
+//! (no imports from the crate), so the settings parse it and the Transit adapter uses it
+//! without adapters reaching into the settings.
 
 use std::path::PathBuf;
 

@@ -119,6 +119,22 @@ fn check_lock_id(id: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The lock ID a lock or unlock body names, read leniently (any JSON object with a string
+/// `ID`), for the log line of a refusal that comes before the body is checked: a request
+/// refused for its role or a missing key still names the lock it was about.
+pub fn named_id(body: &[u8]) -> Option<String> {
+    if body.len() > MAX_LOCK_BYTES {
+        return None;
+    }
+    match serde_json::from_slice::<Value>(body).ok()? {
+        Value::Object(mut object) => match object.remove("ID")? {
+            Value::String(id) if !id.is_empty() => Some(id),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 fn parse_object(
     body: &[u8],
     invalid: impl Fn(String) -> Refusal,

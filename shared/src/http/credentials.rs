@@ -1,5 +1,6 @@
 //! Credentials: Basic (any username, the token as password) or Bearer on the backend routes,
-//! Bearer only elsewhere. A token never reaches a log or an error message.
+//! Bearer only elsewhere, and exactly one `Authorization` header. A token never reaches a log
+//! or an error message.
 
 use base64::Engine;
 use lambda_http::http::header;
@@ -74,7 +75,24 @@ async fn caller(app: &App, takes: Takes, req: &Request) -> Result<Caller, HttpEr
     Ok(auth::authenticate(app, &token).await?)
 }
 
+/// Refuses a request that carries more than one set of credentials: two `Authorization`
+/// headers, or one whose value joins several with commas, as API Gateway (and some proxies)
+/// join repeated headers. Picking one would let a proxy in front, which may pick the other,
+/// disagree with us about who is calling. No credentials we take hold a comma: a token does
+/// not, nor does base64.
+fn one_authorization(req: &Request) -> Result<(), HttpError> {
+    let mut values = req.headers().get_all(header::AUTHORIZATION).iter();
+    let first = values.next();
+    if values.next().is_some() || first.is_some_and(|v| v.as_bytes().contains(&b',')) {
+        return Err(HttpError::InvalidRequest(
+            "the request carries more than one Authorization header (or one value joining several with commas): send exactly one".into(),
+        ));
+    }
+    Ok(())
+}
+
 fn token(takes: Takes, req: &Request) -> Result<String, HttpError> {
+    one_authorization(req)?;
     let value = req
         .headers()
         .get(header::AUTHORIZATION)

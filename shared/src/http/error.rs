@@ -89,8 +89,9 @@ error_codes! {
     NotFound = "not_found", NOT_FOUND, refused [Refusal::NotFound { .. }];
     /// The path exists, not for this method.
     MethodNotAllowed = "method_not_allowed", METHOD_NOT_ALLOWED;
-    /// A request body that stopped arriving (the local server and the container door).
-    RequestTimeout = "request_timeout", REQUEST_TIMEOUT, raised [HttpError::BodyStalled { .. }];
+    /// A request body that stopped arriving, or trickled (the local server and the container door).
+    RequestTimeout = "request_timeout", REQUEST_TIMEOUT,
+        raised [HttpError::BodyStalled { .. }, HttpError::BodyTooSlow { .. }];
     /// A lock ID that is not the current lock's.
     LockIdMismatch = "lock_id_mismatch", CONFLICT, refused [Refusal::LockIdMismatch { .. }];
     /// A state of another configuration.
@@ -180,6 +181,8 @@ pub enum HttpError {
     InvalidRequest(String),
     #[error("no bytes of the request body arrived for {seconds} s; send the request again")]
     BodyStalled { seconds: u64 },
+    #[error("the request body arrived at less than {bytes_per_second} bytes per second over {seconds} s; send the request again")]
+    BodyTooSlow { bytes_per_second: u64, seconds: u64 },
     #[error(
         "unsupported Content-Type {0:?}: send application/json, application/octet-stream or none"
     )]
@@ -201,9 +204,12 @@ pub struct LogContext {
     pub route: String,
     pub state: Option<String>,
     pub principal: Option<String>,
-    /// The lock ID a save named with `?ID=`; a lock or unlock body's `ID` comes with its
-    /// refusal instead.
+    /// The lock ID the request names: a save's `?ID=`, or a lock or unlock body's `ID` once
+    /// the body is read (a refusal may name more: the holder's).
     pub lock_id: Option<String>,
+    /// A lock or unlock refused before its body was read (the server refuses on the headers
+    /// what it need not read): the ID it names is not known, and the line says so.
+    pub lock_body_unread: bool,
 }
 
 impl LogContext {
@@ -214,6 +220,7 @@ impl LogContext {
             state: None,
             principal: None,
             lock_id: None,
+            lock_body_unread: false,
         }
     }
 }
@@ -233,8 +240,16 @@ pub fn error_response(err: &HttpError, ctx: &LogContext) -> Response<Body> {
                 .filter(|id| ctx.lock_id.as_deref() != Some(*id)),
         );
     }
+    let lock_ids = if lock_ids.is_empty() && ctx.lock_body_unread {
+        "not known: refused before its body was read".to_owned()
+    } else {
+        format!("{lock_ids:?}")
+    };
     let state = ctx.state.as_deref().unwrap_or("-");
-    let principal = ctx.principal.as_deref().unwrap_or("-");
+    let principal = ctx.principal.as_deref().unwrap_or(match code {
+        ErrorCode::Unauthenticated => "none: no valid credentials",
+        _ => "not known",
+    });
     let storage_fault = matches!(err, HttpError::Service(Error::StorageFault(_)));
     if storage_fault
         || status.is_server_error()
@@ -248,7 +263,7 @@ pub fn error_response(err: &HttpError, ctx: &LogContext) -> Response<Body> {
             reason = %err,
             route = %ctx.route,
             state,
-            lock_ids = ?lock_ids,
+            lock_ids = %lock_ids,
             principal,
             "request refused"
         );

@@ -57,9 +57,14 @@ pub async fn answer(app: &App, group: &Group, req: Request) -> Response<Body> {
         .uri()
         .path_and_query()
         .map_or_else(|| path.clone(), |p| p.as_str().to_owned());
-    let mut ctx = LogContext::new(route.method, route.path);
-    ctx.state = params.get("name").cloned();
-    let response = super::handle(app, route, req.with_path_parameters(params)).await;
+    let req = req.with_path_parameters(params);
+    let admitted = match super::admit(app, route, &req).await {
+        Ok(admitted) => admitted,
+        Err(refused) => return refused,
+    };
+    // A read too large for a function is refused with the caller's context.
+    let ctx = admitted.log_context().clone();
+    let response = super::answer(app, admitted, req).await;
     within_ceiling(app, response, &target, &ctx)
 }
 
@@ -447,6 +452,48 @@ mod tests {
         )
         .await;
         assert_eq!(small.status(), 200, "what fits is answered as always");
+    }
+
+    /// API Gateway joins a repeated header's values with commas: two Authorization headers
+    /// reach the function as one value holding both, and are refused as the server refuses
+    /// two headers, whichever comes first.
+    #[tokio::test]
+    async fn credentials_joined_by_api_gateway_are_refused() {
+        let (app, token) = holding(1 << 10, None).await;
+        let valid = format!("Bearer {token}");
+        for joined in [
+            format!("{valid},Bearer hgs_garbage"),
+            format!("Bearer hgs_garbage,{valid}"),
+        ] {
+            let event = serde_json::json!({
+                "version": "2.0",
+                "routeKey": "$default",
+                "rawPath": "/api/tf-states/big/state",
+                "rawQueryString": "",
+                "headers": {"authorization": joined, "host": "api.example.com"},
+                "requestContext": {
+                    "accountId": "111122223333", "apiId": "abcdef1234",
+                    "domainName": "api.example.com", "domainPrefix": "api",
+                    "http": {"method": "GET", "path": "/api/tf-states/big/state",
+                             "protocol": "HTTP/1.1", "sourceIp": "203.0.113.10", "userAgent": "Go-http-client/1.1"},
+                    "requestId": "JKJaXmPLvHcESHA=", "routeKey": "$default",
+                    "stage": "$default", "time": "30/Nov/2026:04:27:22 +0000", "timeEpoch": 1796013242000u64
+                },
+                "isBase64Encoded": false
+            });
+            let req = lambda_http::request::from_str(&event.to_string()).unwrap();
+            let refused = answer(&app, &group("state-read"), req).await;
+            assert_eq!(refused.status(), 400);
+            let body: serde_json::Value = serde_json::from_slice(refused.body()).unwrap();
+            assert_eq!(body["error"]["code"], "invalid_request");
+        }
+        let alone = answer(
+            &app,
+            &group("state-read"),
+            authorized("/api/tf-states/big/state", &token, false),
+        )
+        .await;
+        assert_eq!(alone.status(), 200);
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! The HTTP layer: the route table and one handler per route group, `lambda_http::Request`
 //! in, `Response` out. The only layer that knows status codes. The Lambda functions call
 //! [`handle`] with a request built the way API Gateway's HTTP API (payload v2) builds it; the
-//! local server takes the same two steps apart ([`admit`] on the headers, then [`answer`]
-//! once the body is read), so a body is read only for a client that may send it.
+//! local server takes the same two steps apart ([`admit_head`] on the headers, then
+//! [`answer`] once the body is read), so a body is read only for a client that may send it.
 
 mod admin;
 mod admission;
@@ -29,7 +29,7 @@ mod state;
 use lambda_http::http::header;
 use lambda_http::{Body, Request, Response};
 
-pub use admission::{admit, answer, Admitted, BodyRefusal};
+pub use admission::{admit, admit_head, answer, Admitted, BodyRefusal};
 pub use error::ErrorCode;
 pub use handler::{Credentials, Handler};
 pub use routes::{find_in, find_route, BodyLimit, Keyed, Need, Route, RouteMatch, ROUTES};

@@ -24,9 +24,9 @@ pub async fn read(call: Call<'_>, principal: &Principal) -> Answer {
 /// Writes a version: 200 on success (including an identical replay).
 pub async fn write(call: Call<'_>, principal: &Principal) -> Answer {
     let name = &call.state()?;
-    let Call { app, req, ctx } = call;
+    let Call { app, req, .. } = call;
+    // Admission put the ID in the log context already.
     let lock_id = req.query_string_parameters().first("ID").map(str::to_owned);
-    ctx.lock_id = lock_id.clone();
     let body = into_bytes(req.into_body());
     let outcome = state::write(app, principal, name, lock_id.as_deref(), body).await?;
     tracing::info!(state = %name, ?outcome, "state written");

@@ -24,6 +24,53 @@ async fn credentials_basic_or_bearer_and_their_refusals() {
     assert!(!logs.contains(&t), "a token never reaches the log");
 }
 
+/// Two sets of credentials are refused, whichever is valid and whichever comes first: a
+/// proxy in front that picks the other one must never disagree with us about the caller.
+#[tokio::test]
+async fn two_authorization_headers_are_refused_in_either_order() {
+    let api = Api::new();
+    let t = api.token("acme", "alice", "operator").await;
+    api.post_state(&t, "net", None, state_doc(1, "lin", "x"))
+        .await;
+    let valid = format!("Bearer {t}");
+    let invalid = "Bearer hgs_garbage".to_owned();
+    for (first, second) in [(&valid, &invalid), (&invalid, &valid), (&valid, &valid)] {
+        for (method, path, body) in [
+            ("GET", "/api/tf-states/net/state", String::new()),
+            ("POST", "/api/tf-states/net/lock", lock_doc("L")),
+            ("GET", "/api/tf-states", String::new()),
+        ] {
+            let r = api
+                .request(method, path)
+                .header("authorization", first)
+                .repeated_header("authorization", second)
+                .body(body)
+                .send()
+                .await;
+            let (code, msg) = r.error().expect(400);
+            assert_eq!(code, "invalid_request", "{method} {path}");
+            assert!(msg.contains("Authorization"), "{msg}");
+        }
+    }
+    // API Gateway and some proxies join a repeated header's values with commas.
+    let r = api
+        .request("GET", "/api/tf-states/net/state")
+        .header("authorization", &format!("{valid},{invalid}"))
+        .send()
+        .await;
+    assert_eq!(r.error().expect(400).0, "invalid_request");
+    assert_eq!(
+        api.get_state(&t, "net").await.status,
+        200,
+        "one header is served as ever"
+    );
+    assert_eq!(
+        api.lock(&t, "net", &lock_doc("M")).await.status,
+        200,
+        "no refused lock was taken"
+    );
+}
+
 #[tokio::test]
 async fn roles_and_orgs_bound_what_a_token_reaches() {
     let api = Api::new();

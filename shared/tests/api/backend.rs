@@ -492,3 +492,70 @@ async fn refusals_log_the_lock_ids_they_involve() {
         assert!(line.contains(&format!("lock_ids={ids}")), "{line}");
     }
 }
+
+/// Every refusal of a save, lock or unlock is logged with the state, the lock IDs and the
+/// caller, whatever refused it and however early: a body over the limit (on Lambda, where
+/// the body comes with the request), no valid credentials (said so), the role, no key. The
+/// ID a lock or unlock body names is on the line even when the refusal came before the body
+/// was checked.
+#[tokio::test]
+async fn every_refusal_line_names_the_state_the_lock_ids_and_the_caller() {
+    let (logs, _capturing) = logs::capture();
+    let mut api = Api::on(
+        Adapter::Memory,
+        hegemony_state::service::Limits {
+            max_state_bytes: 1024,
+            lambda_ceiling: Some(hegemony_state::http::lambda::PAYLOAD_CEILING),
+            ..crate::support::api::server_limits()
+        },
+    );
+    let alice = api.token("acme", "alice", "operator").await;
+    let vic = api.token("acme", "vic", "viewer").await;
+    let big = state_doc(1, "lin", &"x".repeat(2000));
+    assert_eq!(
+        api.post_state(&alice, "net", Some("W-1"), big).await.status,
+        413
+    );
+    assert_eq!(
+        api.lock("hgs_garbage", "net", &lock_doc("L-2"))
+            .await
+            .status,
+        401
+    );
+    assert_eq!(api.lock(&vic, "net", &lock_doc("L-3")).await.status, 403);
+    assert_eq!(api.unlock(&vic, "net", &lock_doc("U-4")).await.status, 403);
+    api.fx.app.keys = None;
+    assert_eq!(api.lock(&alice, "net", &lock_doc("L-5")).await.status, 503);
+    assert_eq!(
+        api.unlock(&alice, "net", &lock_doc("U-6")).await.status,
+        503
+    );
+    let text = logs.text();
+    let refusals: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("request refused"))
+        .collect();
+    assert_eq!(refusals.len(), 6, "{text}");
+    let alice = r#"principal="user alice in org acme (operator)""#;
+    let vic = r#"principal="user vic in org acme (viewer)""#;
+    for (line, (code, ids, caller)) in refusals.iter().zip([
+        ("too_large", r#"["W-1"]"#, alice),
+        (
+            "unauthenticated",
+            r#"["L-2"]"#,
+            r#"principal="none: no valid credentials""#,
+        ),
+        ("forbidden", r#"["L-3"]"#, vic),
+        ("forbidden", r#"["U-4"]"#, vic),
+        ("managed_state_unavailable", r#"["L-5"]"#, alice),
+        ("managed_state_unavailable", r#"["U-6"]"#, alice),
+    ]) {
+        assert!(
+            line.contains("WARN") && line.contains(code),
+            "{code}: {line}"
+        );
+        assert!(line.contains(r#"state="net""#), "{line}");
+        assert!(line.contains(&format!("lock_ids={ids}")), "{line}");
+        assert!(line.contains(caller), "{line}");
+    }
+}

@@ -100,6 +100,16 @@ impl Call<'_> {
         self
     }
 
+    /// `name` once more beside the value already set, as a client or a proxy may repeat a
+    /// header.
+    pub fn repeated_header(mut self, name: &str, value: &str) -> Self {
+        self.headers.append(
+            HeaderName::from_bytes(name.as_bytes()).unwrap(),
+            HeaderValue::from_str(value).unwrap(),
+        );
+        self
+    }
+
     pub fn bearer(self, token: &str) -> Self {
         self.header("authorization", &format!("Bearer {token}"))
     }
