@@ -292,6 +292,25 @@ fn rollback_is_what_plan_sees_and_stales_saved_plans(v: TfVersion) {
     assert_eq!(env.get("net").text().unwrap(), before, "nothing changed");
 }
 
+/// The answer of `GET .../changes` for the latest version of `net`, as text (to search it
+/// for values that must not be there).
+fn latest_changes(env: &Env) -> String {
+    let latest = env.api.listed(&env.alice, "net")["latest_version"]
+        .as_u64()
+        .unwrap();
+    let r = env
+        .api
+        .request(
+            "GET",
+            &format!("/api/tf-states/net/versions/{latest}/changes"),
+            Some(&env.alice),
+        )
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    r.text().unwrap()
+}
+
 /// Apply, change one resource and add one, apply again: the changes of the second version
 /// name exactly those, and no value of the configuration appears anywhere in the answer (a
 /// secret planted in a sensitive variable, a sensitive output and a plain attribute).
@@ -323,20 +342,7 @@ fn changes_name_exactly_what_an_apply_changed(v: TfVersion) {
         "-var",
         "label=label-two",
     ]);
-    let latest = env.api.listed(&env.alice, "net")["latest_version"]
-        .as_u64()
-        .unwrap();
-    let r = env
-        .api
-        .request(
-            "GET",
-            &format!("/api/tf-states/net/versions/{latest}/changes"),
-            Some(&env.alice),
-        )
-        .send()
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    let text = r.text().unwrap();
+    let text = latest_changes(&env);
     for value in [secret, "hunter2", "label-one", "label-two"] {
         assert!(
             !text.contains(value),
@@ -408,20 +414,7 @@ fn changes_mark_what_terraform_marks_inside_objects_maps_and_lists(v: TfVersion)
         let var = format!("secret={secret}");
         tf.ok(&["apply", "-auto-approve", "-no-color", "-var", &var]);
     }
-    let latest = env.api.listed(&env.alice, "net")["latest_version"]
-        .as_u64()
-        .unwrap();
-    let r = env
-        .api
-        .request(
-            "GET",
-            &format!("/api/tf-states/net/versions/{latest}/changes"),
-            Some(&env.alice),
-        )
-        .send()
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    let text = r.text().unwrap();
+    let text = latest_changes(&env);
     for value in [first, second] {
         assert!(
             !text.contains(value),

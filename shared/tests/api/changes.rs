@@ -3,6 +3,7 @@
 //! different lineage compared and flagged, no value ever in the answer, and its audit entry;
 //! and the counts the versions listing shows without opening a version.
 
+use hegemony_state::ports::Commit;
 use hegemony_state::service::sweep::sweep;
 use serde_json::{json, Value};
 
@@ -128,8 +129,10 @@ async fn names_what_was_added_changed_and_removed_against_the_version_before() {
     );
 }
 
-/// Another lineage gets into one state's history only past a version that had none (an
-/// OpenTofu-encrypted one without plaintext serial and lineage): compared all the same.
+/// Another lineage is in one state's history only where it was written past a version that
+/// had none (an OpenTofu-encrypted one without plaintext serial and lineage) before the
+/// state record kept the last lineage carried: compared all the same. Such a record is
+/// made here by storing the record without what it carried, as one stored then was.
 #[tokio::test]
 async fn a_different_lineage_is_compared_and_said() {
     let api = Api::new();
@@ -142,6 +145,28 @@ async fn a_different_lineage_is_compared_and_said() {
         r#"{"encrypted_data":"AA","encryption_version":"v0"}"#.into(),
     )
     .await;
+    let catalog = &api.fx.catalog;
+    let record = catalog.state("acme", "a").await.unwrap().unwrap();
+    let mut earlier = record.successor();
+    earlier.carried = Default::default();
+    catalog
+        .commit(Commit {
+            org: "acme".into(),
+            name: "a".into(),
+            expected_revision: record.revision,
+            at: earlier.created_at,
+            state: Some(earlier),
+            versions: Vec::new(),
+            contents: Vec::new(),
+            committed_blobs: Vec::new(),
+            doomed_blobs: Vec::new(),
+            run_items: Vec::new(),
+            step: None,
+            version_marks: Vec::new(),
+            audit: Vec::new(),
+        })
+        .await
+        .unwrap();
     save(&api, &operator, "a", state(1, "two", "p", true, true)).await;
     let (status, body) = changes(
         &api,
