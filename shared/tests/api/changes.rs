@@ -150,21 +150,7 @@ async fn a_different_lineage_is_compared_and_said() {
     let mut earlier = record.successor();
     earlier.carried = Default::default();
     catalog
-        .commit(Commit {
-            org: "acme".into(),
-            name: "a".into(),
-            expected_revision: record.revision,
-            at: earlier.created_at,
-            state: Some(earlier),
-            versions: Vec::new(),
-            contents: Vec::new(),
-            committed_blobs: Vec::new(),
-            doomed_blobs: Vec::new(),
-            run_items: Vec::new(),
-            step: None,
-            version_marks: Vec::new(),
-            audit: Vec::new(),
-        })
+        .commit(Commit::over(&record, record.created_at, Some(earlier)))
         .await
         .unwrap();
     save(&api, &operator, "a", state(1, "two", "p", true, true)).await;
