@@ -36,6 +36,15 @@ impl Env {
         }
     }
 
+    /// Writes `net`'s first version as alice, so the state is listed whatever holds it.
+    async fn save_first_version(&self) {
+        let saved = self
+            .api
+            .post_state(&self.alice, "net", None, state_doc(1, "lin", "one"))
+            .await;
+        assert_eq!(saved.status, 200, "a listed state has a version");
+    }
+
     /// Mints a step token for state `net`; returns the token.
     async fn mint(&self, run: &str, step: &str, attempt: u32, kind: &str, hold: bool) -> String {
         let r = self
@@ -313,11 +322,7 @@ async fn mint_from_a_proxy(env: &Env) -> crate::support::api::Answer {
 #[tokio::test]
 async fn an_empty_unlock_while_held_is_refused_unless_forcing_is_allowed() {
     let env = Env::new(Duration::seconds(600)).await;
-    let saved = env
-        .api
-        .post_state(&env.alice, "net", None, state_doc(1, "lin", "one"))
-        .await;
-    assert_eq!(saved.status, 200, "a listed state has a version");
+    env.save_first_version().await;
     let plan = env.mint("r1", "plan", 1, "plan", true).await;
     assert_eq!(env.lock(&plan, "P").await, 200);
     for who in [&env.alice, &plan] {
@@ -373,11 +378,7 @@ async fn an_unlock_naming_another_hold_is_a_mismatch() {
 #[tokio::test]
 async fn a_step_token_stops_with_its_run_and_sets_no_hold_once_it_ended() {
     let env = Env::new(Duration::seconds(60)).await;
-    let saved = env
-        .api
-        .post_state(&env.alice, "net", None, state_doc(1, "lin", "one"))
-        .await;
-    assert_eq!(saved.status, 200);
+    env.save_first_version().await;
     let plan = env.mint("r1", "plan", 1, "plan", true).await;
     let ended = env.post("/api/runs/r1/end", &env.platform, json!({})).await;
     assert_eq!(ended.status, 200);
@@ -534,11 +535,7 @@ async fn a_hold_on_a_state_with_no_version_yet_is_listed_and_can_be_forced() {
 #[tokio::test]
 async fn a_lock_whose_token_no_longer_works_is_shown_unlocked() {
     let env = Env::new(Duration::seconds(60)).await;
-    let saved = env
-        .api
-        .post_state(&env.alice, "net", None, state_doc(1, "lin", "one"))
-        .await;
-    assert_eq!(saved.status, 200);
+    env.save_first_version().await;
     let shown = |token: String| {
         let api = &env.api;
         async move {
