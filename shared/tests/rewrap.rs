@@ -299,8 +299,12 @@ async fn an_app_state_rewrap_beside_live_changes_moves_every_copy_and_the_old_ke
     .unwrap();
     writer.await.unwrap();
     assert!(first.failed.is_empty(), "{:?}", first.failed);
-    assert_eq!((first.rewrapped, first.current), (10, 0));
-    assert_eq!(seen.load(Ordering::Relaxed), 10);
+    // The ten files on the old key moved; a change the writer sealed before the run listed
+    // the archives is already on the new key and counts as current (on a loaded machine
+    // the writer can get there first).
+    assert_eq!(first.rewrapped, 10, "{first:?}");
+    assert!(first.current <= 10, "{first:?}");
+    assert_eq!(seen.load(Ordering::Relaxed), 10 + first.current);
 
     // A second run finds every copy on the key in use: each data key was moved once, and no
     // archive sealed during the first run kept a copy from before it.
