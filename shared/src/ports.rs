@@ -148,11 +148,13 @@ impl Commit {
 }
 
 /// An audit entry: who did what to which state and version, when.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AuditEntry {
     pub org: String,
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "crate::domain::schema::Rfc3339")]
     pub at: Timestamp,
+    #[schemars(with = "crate::domain::audit::AuditAction")]
     pub action: String,
     pub actor: Actor,
     pub state: Option<String>,

@@ -7,7 +7,7 @@ use super::permission::Role;
 use super::Timestamp;
 
 /// Who holds a lock or wrote a version, as the pinned shapes show it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Actor {
     /// A person or script with a personal access token. A person's lock belongs to the

@@ -120,7 +120,7 @@ pub fn tombstone(record: &StateRecord, now: Timestamp) -> StateRecord {
 }
 
 /// What the caller may do to one state now, so a page never hard-codes permissions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct AllowedActions {
     pub download: bool,
     pub import: bool,
@@ -152,7 +152,7 @@ pub fn allowed_actions(
 /// What the caller may do in its org, before any one state's condition: the pages offer
 /// an action (and the admin pages) only where this allows it, and a state's page narrows it
 /// further with that state's [`AllowedActions`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct OrgActions {
     pub download: bool,
     pub import: bool,

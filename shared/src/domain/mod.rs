@@ -15,6 +15,7 @@ pub mod name;
 pub mod permission;
 pub mod record;
 pub mod refusal;
+pub mod schema;
 pub mod version;
 pub mod write;
 

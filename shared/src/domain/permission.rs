@@ -7,7 +7,19 @@ use serde::{Deserialize, Serialize};
 use super::Refusal;
 
 /// A role within one org, ordered from least to most.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     Viewer,
@@ -62,7 +74,7 @@ impl Permission {
 }
 
 /// Which role (or none: disabled) each permission needs in one org.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Allocation {
     #[serde(rename = "tf_state:read")]
     pub read: Option<Role>,

@@ -7,7 +7,7 @@ use super::lock::{Lock, LockDocument};
 use super::{Actor, Timestamp};
 
 /// Where a version came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Source {
     Write,
@@ -16,8 +16,9 @@ pub enum Source {
 }
 
 /// How the operation that produced a version ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[schemars(rename = "VersionEnded")]
 pub enum Ended {
     /// The lock is still held: more saves may replace this version's content.
     Open,
@@ -37,7 +38,7 @@ pub enum Ended {
 }
 
 /// The lock as a change record shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LockSummary {
     #[serde(rename = "ID")]
     pub id: String,
@@ -64,17 +65,21 @@ impl From<&LockDocument> for LockSummary {
 }
 
 /// What the server saw of the operation that produced a version.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ChangeRecord {
     pub lock: Option<LockSummary>,
     #[serde(with = "time::serde::rfc3339::option")]
+    #[schemars(with = "Option<crate::domain::schema::Rfc3339>")]
     pub locked_at: Option<Timestamp>,
     #[serde(with = "time::serde::rfc3339::option")]
+    #[schemars(with = "Option<crate::domain::schema::Rfc3339>")]
     pub released_at: Option<Timestamp>,
     pub saves: u64,
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "crate::domain::schema::Rfc3339")]
     pub first_save_at: Timestamp,
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "crate::domain::schema::Rfc3339")]
     pub last_save_at: Timestamp,
     pub ended: Ended,
     /// For a rollback: the version whose content it made current again.

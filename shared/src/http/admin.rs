@@ -3,6 +3,8 @@
 
 use lambda_http::http::StatusCode;
 use lambda_http::{Request, RequestExt};
+use schemars::JsonSchema;
+use serde::Serialize;
 use serde_json::Value;
 
 use super::error::HttpError;
@@ -15,6 +17,8 @@ use crate::domain::permission::{Allocation, Role};
 use crate::domain::Principal;
 use crate::ports::AuditQuery;
 use crate::service::admin::{self, MAX_AUDIT_PAGE};
+use crate::service::app_keys::AppKeys;
+use crate::service::keys::StateKeys;
 
 const DEFAULT_AUDIT_PAGE: usize = 100;
 
@@ -41,8 +45,20 @@ pub async fn keys(call: Call<'_>, principal: &Principal) -> Answer {
     let apps = crate::service::app_keys::report(call.app, principal).await?;
     Ok(json_response(
         StatusCode::OK,
-        &serde_json::json!({"org": principal.org, "states": states, "apps": apps}),
+        &KeyReport {
+            org: &principal.org,
+            states,
+            apps,
+        },
     ))
+}
+
+/// The org's versions and app files by key.
+#[derive(Serialize, JsonSchema)]
+pub(super) struct KeyReport<'a> {
+    org: &'a str,
+    states: Vec<StateKeys>,
+    apps: Vec<AppKeys>,
 }
 
 fn audit_query(state: Option<&StateName>, req: &Request) -> Result<AuditQuery, HttpError> {

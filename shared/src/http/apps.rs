@@ -4,6 +4,8 @@
 
 use lambda_http::http::StatusCode;
 use lambda_http::{Body, RequestExt, Response};
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use super::error::HttpError;
 use super::handler::{Answer, Call};
@@ -11,7 +13,7 @@ use super::number::page_limit;
 use super::response::{accepts_gzip, content_response, json_response};
 use super::state::into_bytes;
 use crate::domain::app::change::LockRequest;
-use crate::domain::app::Ended;
+use crate::domain::app::{Ended, PublicLock};
 use crate::domain::name::{check_name, StateName};
 use crate::domain::Principal;
 use crate::service::app_reads::{self, ArchiveView, FileView, HeldLockView, Source};
@@ -194,6 +196,17 @@ pub async fn force_unlock(call: Call<'_>, principal: &Principal) -> Answer {
     };
     Ok(json_response(
         StatusCode::OK,
-        &serde_json::json!({"released": lock, "archive": archive}),
+        &AppForceUnlockResult {
+            released: lock,
+            archive,
+        },
     ))
+}
+
+/// What an app state's force-unlock ended: its lock, and the archive its change was sealed
+/// into; both null when nothing was locked.
+#[derive(Serialize, JsonSchema)]
+pub(super) struct AppForceUnlockResult {
+    released: Option<PublicLock>,
+    archive: Option<ArchiveView>,
 }

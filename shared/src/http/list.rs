@@ -9,7 +9,9 @@ use super::number::page_limit;
 use super::response::json_response;
 use crate::domain::name::StateName;
 use crate::domain::Principal;
-use crate::service::listing::{self, MAX_PAGE};
+use crate::service::listing::{self, VersionView, MAX_PAGE};
+use schemars::JsonSchema;
+use serde::Serialize;
 
 const DEFAULT_PAGE: usize = 100;
 
@@ -39,8 +41,11 @@ pub async fn show(call: Call<'_>, principal: &Principal) -> Answer {
 
 pub async fn versions(call: Call<'_>, principal: &Principal) -> Answer {
     let versions = listing::versions(call.app, principal, &call.state()?).await?;
-    Ok(json_response(
-        StatusCode::OK,
-        &serde_json::json!({ "versions": versions }),
-    ))
+    Ok(json_response(StatusCode::OK, &VersionList { versions }))
+}
+
+/// A state's versions, newest first.
+#[derive(Serialize, JsonSchema)]
+pub(super) struct VersionList {
+    versions: Vec<VersionView>,
 }

@@ -4,6 +4,8 @@
 
 use lambda_http::http::{header, StatusCode};
 use lambda_http::{Body, Request, RequestExt, Response};
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use super::error::HttpError;
 use super::handler::{Answer, Call};
@@ -129,11 +131,26 @@ pub async fn force_unlock(call: Call<'_>, principal: &Principal) -> Answer {
     let url = |run: &str| app.run_url(run);
     Ok(json_response(
         StatusCode::OK,
-        &serde_json::json!({"released": {
-            "lock": released.lock.as_ref().map(|l| LockView::of(l, &url)),
-            "hold": released.hold.as_ref().map(|h| HoldView::of(h, &url)),
-        }}),
+        &ForceUnlockResult {
+            released: Released {
+                lock: released.lock.as_ref().map(|l| LockView::of(l, &url)),
+                hold: released.hold.as_ref().map(|h| HoldView::of(h, &url)),
+            },
+        },
     ))
+}
+
+/// What a force-unlock released.
+#[derive(Serialize, JsonSchema)]
+pub(super) struct ForceUnlockResult {
+    released: Released,
+}
+
+/// The lock and the run's hold a force-unlock released; null for what there was not.
+#[derive(Serialize, JsonSchema)]
+struct Released {
+    lock: Option<LockView>,
+    hold: Option<HoldView>,
 }
 
 pub async fn delete(call: Call<'_>, principal: &Principal) -> Answer {

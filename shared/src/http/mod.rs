@@ -24,6 +24,7 @@ pub mod pages;
 mod response;
 pub mod routes;
 mod runs;
+mod schemas;
 mod state;
 
 use lambda_http::http::header;

@@ -16,6 +16,7 @@ use serde_json::{json, Map, Value};
 
 use super::groups::{RouteFacts, FACTS};
 use super::routes::{BodyLimit, DEFAULT_BODY_LIMIT};
+use super::schemas::derived;
 use super::{Credentials, ErrorCode};
 use crate::config::DEFAULT_MAX_BYTES;
 use crate::domain::lock::MAX_LOCK_BYTES;
@@ -51,9 +52,14 @@ fn build() -> Value {
     let components = &mut doc["components"];
     components["securitySchemes"] = security_schemes();
     let schemas = &mut components["schemas"];
+    for (name, schema) in derived() {
+        // A hand-written schema of the same name would be a second source: the tests refuse it.
+        schemas[name.as_str()] = schema;
+    }
     schemas["StateName"] = name_schema("A state's name");
     schemas["Name"] = name_schema("An org, run or step name");
     schemas["Error"] = error_schema();
+    schemas["AppLockedError"] = app_locked_schema();
     for route in &FACTS {
         if route.local_only {
             describe_local_only(&mut doc["paths"][route.path], route);
@@ -253,6 +259,23 @@ fn error_schema() -> Value {
     })
 }
 
+/// An app state's 423: the envelope with the holder's lock, which Octo's client names.
+fn app_locked_schema() -> Value {
+    json!({
+        "type": "object",
+        "required": ["error"],
+        "properties": {"error": {
+            "type": "object",
+            "required": ["code", "message", "lock"],
+            "properties": {
+                "code": {"type": "string", "enum": [ErrorCode::AppLocked.as_str()]},
+                "message": {"type": "string", "description": "What a person can do about it"},
+                "lock": {"$ref": "#/components/schemas/AppLock"},
+            },
+        }},
+    })
+}
+
 fn security_schemes() -> Value {
     json!({
         "token": {
@@ -321,6 +344,18 @@ mod tests {
 
     use crate::domain::audit::AuditAction;
 
+    /// The schemas `openapi.json` writes by hand: the request bodies, which the handlers read
+    /// field by field, and the tools' own lock document (also a 423's body).
+    const REQUEST_BODIES: &[&str] = &[
+        "LockDocument",
+        "UnlockDocument",
+        "StateDocument",
+        "RollbackRequest",
+        "MintRequest",
+        "AllocationChange",
+        "AppLockRequest",
+    ];
+
     /// The statuses every row brings, whatever its handler says.
     const GENERATED_STATUSES: &[u16] = &[400, 401, 403, 413, 500, 503];
 
@@ -330,6 +365,34 @@ mod tests {
 
     fn document() -> Value {
         serde_json::from_str(super::document()).expect("the document is JSON")
+    }
+
+    /// The served document, kept in the tree: a change to the API shows in review as a diff
+    /// of this file, and the pages' and Octo client's types are generated from it. After a
+    /// deliberate change, `UPDATE_EXPECT=1 cargo test -p hegemony-state --lib openapi`
+    /// rewrites it.
+    #[test]
+    fn the_served_document_is_the_one_in_the_tree() {
+        let pretty = serde_json::to_string_pretty(&document()).expect("the document serializes");
+        expect_test::expect_file!["../../../docs/api/openapi.json"]
+            .assert_eq(&format!("{pretty}\n"));
+    }
+
+    /// Every schema of an answered body is derived from a Rust type, never written by hand.
+    #[test]
+    fn the_hand_written_schemas_are_request_bodies_only() {
+        let written = described();
+        let derived = derived();
+        for name in written["components"]["schemas"].as_object().unwrap().keys() {
+            assert!(
+                !derived.contains_key(name),
+                "openapi.json writes {name} by hand, which a Rust type derives: remove it"
+            );
+            assert!(
+                REQUEST_BODIES.contains(&name.as_str()),
+                "openapi.json writes {name} by hand: only request bodies (and the tools' own lock document) are"
+            );
+        }
     }
 
     #[test]
@@ -527,21 +590,19 @@ mod tests {
     /// The document's list of audit actions is what a client generated from it accepts.
     #[test]
     fn the_audit_actions_are_the_domains() {
-        let doc = described();
+        let doc = document();
+        let schemas = &doc["components"]["schemas"];
         let actions: BTreeSet<&str> = AuditAction::ALL.iter().map(|a| a.as_str()).collect();
-        let listed = |v: &Value| -> BTreeSet<String> {
-            v.as_array()
-                .expect("an enum of audit actions")
-                .iter()
-                .map(|v| v.as_str().unwrap().to_owned())
-                .collect()
-        };
-        let entry =
-            listed(&doc["components"]["schemas"]["AuditEntry"]["properties"]["action"]["enum"]);
-        assert_eq!(entry, actions.iter().map(|a| a.to_string()).collect());
+        let listed: BTreeSet<&str> = schemas["AuditAction"]["enum"]
+            .as_array()
+            .expect("an enum of audit actions")
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert_eq!(listed, actions);
         assert_eq!(
-            listed(&doc["components"]["schemas"]["AuditAction"]["enum"]),
-            entry
+            schemas["AuditEntry"]["properties"]["action"]["$ref"],
+            "#/components/schemas/AuditAction"
         );
     }
 

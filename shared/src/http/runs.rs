@@ -3,7 +3,9 @@
 
 use lambda_http::http::{header, StatusCode};
 use lambda_http::Request;
-use serde_json::{json, Value};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
 
 use super::error::HttpError;
 use super::handler::{Answer, Call};
@@ -106,19 +108,58 @@ pub async fn mint(call: Call<'_>) -> Answer {
     let base = format!("{}/api/tf-states/{}", base_url(app, req), request.state);
     Ok(json_response(
         StatusCode::CREATED,
-        &json!({
-            "token": token,
-            "expires_at": record.expires_at.map(rfc3339),
-            "backend": {
-                "address": format!("{base}/state"),
-                "lock_address": format!("{base}/lock"),
-                "unlock_address": format!("{base}/lock"),
-                "lock_method": "POST",
-                "unlock_method": "DELETE",
-                "username": format!("run-{run}"),
-            }
-        }),
+        &Minted {
+            token,
+            expires_at: record.expires_at.map(rfc3339),
+            backend: BackendSettings {
+                address: format!("{base}/state"),
+                lock_address: format!("{base}/lock"),
+                unlock_address: format!("{base}/lock"),
+                lock_method: "POST",
+                unlock_method: "DELETE",
+                username: format!("run-{run}"),
+            },
+        },
     ))
+}
+
+/// A step token, as the platform hands it to the step's job.
+#[derive(Serialize, JsonSchema)]
+pub(super) struct Minted {
+    /// The secret: shown once, stored only as its hash.
+    token: String,
+    #[schemars(with = "Option<crate::domain::schema::Rfc3339>")]
+    expires_at: Option<String>,
+    backend: BackendSettings,
+}
+
+/// The http backend's settings for the step's state, ready for `-backend-config`: the token
+/// goes as the password.
+#[derive(Serialize, JsonSchema)]
+struct BackendSettings {
+    address: String,
+    lock_address: String,
+    unlock_address: String,
+    lock_method: &'static str,
+    unlock_method: &'static str,
+    username: String,
+}
+
+/// A run's end, as recorded.
+#[derive(Serialize, JsonSchema)]
+pub(super) struct RunEnded {
+    run: String,
+    #[schemars(with = "Option<crate::domain::schema::Rfc3339>")]
+    ended_at: Option<String>,
+    /// The status the platform reported, if any.
+    status: Option<String>,
+}
+
+/// A step attempt's gone report, as answered.
+#[derive(Serialize, JsonSchema)]
+pub(super) struct GoneReport {
+    /// How many of the attempt's tokens it revoked.
+    revoked: usize,
 }
 
 pub async fn end(call: Call<'_>) -> Answer {
@@ -133,7 +174,11 @@ pub async fn end(call: Call<'_>) -> Answer {
     let record = runs::end(app, run, status.as_deref()).await?;
     Ok(json_response(
         StatusCode::OK,
-        &json!({"run": record.run, "ended_at": record.ended_at.map(rfc3339), "status": record.status}),
+        &RunEnded {
+            run: record.run,
+            ended_at: record.ended_at.map(rfc3339),
+            status: record.status,
+        },
     ))
 }
 
@@ -145,5 +190,5 @@ pub async fn gone(call: Call<'_>) -> Answer {
     let attempt = u32::try_from(positive(&map, "attempt")?)
         .map_err(|_| invalid("\"attempt\" is too large"))?;
     let revoked = runs::gone(app, run, step, attempt).await?;
-    Ok(json_response(StatusCode::OK, &json!({"revoked": revoked})))
+    Ok(json_response(StatusCode::OK, &GoneReport { revoked }))
 }

@@ -28,7 +28,7 @@ pub(super) fn require_admin(principal: &Principal, what: &str) -> Result<(), Err
 }
 
 /// One page of the audit log, newest first.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct AuditPage {
     pub entries: Vec<AuditEntry>,
     pub next_cursor: Option<String>,

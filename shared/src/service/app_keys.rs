@@ -24,7 +24,7 @@ use crate::domain::{Actor, Principal};
 use crate::ports::{key_backend, AppCommit, AuditEntry, KeyContext, KeyService, StoreError};
 
 /// One app state's files by key, as the report shows them.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct AppKeys {
     pub app: String,
     /// The key a file sealed now gets: where a re-wrap takes the others.
@@ -34,7 +34,7 @@ pub struct AppKeys {
 
 /// How many files of one app state one key id wraps: each sealed file once, however many
 /// archives carry it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct FileKeys {
     pub key: String,
     /// `transit`, `kms` or `platform`.

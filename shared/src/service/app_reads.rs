@@ -12,7 +12,7 @@ use super::{App, Error};
 use crate::domain::app::change::{
     after_delete, change_files, check_delete, freed_blobs, holders_lock,
 };
-use crate::domain::app::{AppLock, AppRecord, ArchiveRecord, FileRef, PublicLock};
+use crate::domain::app::{AppLock, AppRecord, ArchiveRecord, Ended, FileRef, PublicLock};
 use crate::domain::audit::AuditAction;
 use crate::domain::name::StateName;
 use crate::domain::permission::Permission;
@@ -25,10 +25,13 @@ pub const MAX_APPS_PAGE: usize = 1000;
 pub const MAX_ARCHIVES_PAGE: usize = 100;
 
 /// A file as listed: never its content, never where it is stored.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "AppFile")]
 pub struct FileView {
     pub name: String,
+    /// `tfstate`, `journal` or `json`, as the file's name says (docs/octo.md).
     pub kind: &'static str,
+    /// The command a journal file came from; null for other kinds.
     pub command: Option<String>,
     pub size: u64,
     pub sha256: String,
@@ -38,6 +41,7 @@ pub struct FileView {
     pub serial: Option<u64>,
     pub uploaded_in: String,
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "crate::domain::schema::Rfc3339")]
     pub uploaded_at: crate::domain::Timestamp,
 }
 
@@ -58,16 +62,19 @@ impl FileView {
 }
 
 /// An archive as listed.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "Archive")]
 pub struct ArchiveView {
     pub commit_id: String,
-    pub ended: &'static str,
+    pub ended: Ended,
     pub holder: Actor,
     pub who: String,
     pub info: String,
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "crate::domain::schema::Rfc3339")]
     pub locked_at: crate::domain::Timestamp,
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "crate::domain::schema::Rfc3339")]
     pub sealed_at: crate::domain::Timestamp,
     pub sealed_by: Actor,
     pub size: u64,
@@ -78,7 +85,7 @@ impl ArchiveView {
     pub fn of(a: &ArchiveRecord) -> Self {
         Self {
             commit_id: a.commit_id.clone(),
-            ended: a.ended.as_str(),
+            ended: a.ended,
             holder: a.holder.clone(),
             who: a.who.clone(),
             info: a.info.clone(),
@@ -92,7 +99,8 @@ impl ArchiveView {
 }
 
 /// The lock as its holder sees it: with its lock ID.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "HeldAppLock")]
 pub struct HeldLockView {
     pub lock_id: String,
     #[serde(flatten)]
@@ -109,18 +117,20 @@ impl HeldLockView {
 }
 
 /// The newest archive in a list item: its files counted, not listed.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "NewestArchive")]
 pub struct NewestSummary {
     pub commit_id: String,
-    pub ended: &'static str,
+    pub ended: Ended,
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "crate::domain::schema::Rfc3339")]
     pub sealed_at: crate::domain::Timestamp,
     pub size: u64,
     pub files: usize,
 }
 
 /// An app state as the list shows it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct AppItem {
     pub name: String,
     pub lock: Option<PublicLock>,
@@ -135,7 +145,7 @@ impl AppItem {
             lock: r.lock.as_ref().map(AppLock::public),
             newest: r.newest.as_ref().map(|a| NewestSummary {
                 commit_id: a.commit_id.clone(),
-                ended: a.ended.as_str(),
+                ended: a.ended,
                 sealed_at: a.sealed_at,
                 size: a.size(),
                 files: a.files.len(),
@@ -146,7 +156,8 @@ impl AppItem {
 }
 
 /// One page of an org's app states.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "AppList")]
 pub struct AppListing {
     pub org: String,
     pub apps: Vec<AppItem>,
@@ -154,7 +165,7 @@ pub struct AppListing {
 }
 
 /// One app state, with what the caller may do to it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct AppView {
     pub name: String,
     pub lock: Option<PublicLock>,
@@ -164,7 +175,7 @@ pub struct AppView {
 }
 
 /// What the caller may do to an app state, so a page never hard-codes permissions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct AllowedAppActions {
     pub download: bool,
     pub force_unlock: bool,
@@ -172,7 +183,8 @@ pub struct AllowedAppActions {
 }
 
 /// A page of an app state's archives, newest first.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "ArchiveList")]
 pub struct ArchiveListing {
     pub app: String,
     pub archives: Vec<ArchiveView>,
@@ -180,7 +192,8 @@ pub struct ArchiveListing {
 }
 
 /// The holder's view of its open change.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "AppChange")]
 pub struct ChangeView {
     pub lock: HeldLockView,
     pub files: Vec<FileView>,

@@ -22,7 +22,7 @@ use crate::domain::{Principal, Refusal};
 use crate::ports::{AuditEntry, KeyService};
 
 /// The answer of `GET .../versions/{version}/changes?since={other}`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct VersionChanges {
     pub state: String,
     /// The version asked about.
@@ -37,7 +37,8 @@ pub struct VersionChanges {
 }
 
 /// One side of a comparison, as its content says.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "ComparedVersion")]
 pub struct Side {
     pub version: u64,
     pub serial: Option<u64>,

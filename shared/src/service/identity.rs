@@ -6,14 +6,15 @@ use serde::Serialize;
 use super::{App, Error};
 use crate::domain::actor::Actor;
 use crate::domain::manage::{org_actions, OrgActions};
+use crate::domain::permission::Role;
 use crate::domain::Principal;
 
 /// A token's identity, as `GET /api/whoami` answers it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Identity {
     pub org: String,
     pub actor: Actor,
-    pub role: &'static str,
+    pub role: Role,
     pub allowed_actions: OrgActions,
 }
 
@@ -26,7 +27,7 @@ pub async fn whoami(app: &App, principal: &Principal) -> Result<Identity, Error>
     Ok(Identity {
         org: principal.org.clone(),
         actor: principal.actor.clone(),
-        role: principal.role.as_str(),
+        role: principal.role,
         allowed_actions: org_actions(principal, &allocation),
     })
 }

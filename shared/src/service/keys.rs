@@ -23,7 +23,7 @@ pub(super) const PAGE: usize = 500;
 pub(super) const ATTEMPTS: usize = 5;
 
 /// One state's versions by key, as the report shows them.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct StateKeys {
     pub state: String,
     /// The key a version made now gets: where a re-wrap takes the others.
@@ -32,7 +32,8 @@ pub struct StateKeys {
 }
 
 /// How many versions of one state one key id wraps.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "VersionKeys")]
 pub struct KeyView {
     pub key: String,
     /// `transit`, `kms` or `platform`.

@@ -17,7 +17,8 @@ use crate::domain::{rfc3339, Principal, Timestamp};
 pub const MAX_PAGE: usize = 1000;
 
 /// One page of an org's states.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "StateList")]
 pub struct Listing {
     pub org: String,
     pub states: Vec<StateItem>,
@@ -25,13 +26,14 @@ pub struct Listing {
 }
 
 /// A state as the list shows it (DESIGN section 3, "Shapes").
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct StateItem {
     pub name: String,
     pub lineage: Option<String>,
     pub latest_version: Option<u64>,
     pub serial: Option<u64>,
     pub size: Option<u64>,
+    #[schemars(with = "Option<crate::domain::schema::Rfc3339>")]
     pub updated_at: Option<String>,
     pub updated_by: Option<Actor>,
     pub opentofu_encrypted: bool,
@@ -40,11 +42,13 @@ pub struct StateItem {
 }
 
 /// A run's hold as shown: `{"id": "hold-<run>", "run", "run_url", "since"}`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "Hold")]
 pub struct HoldView {
     pub id: String,
     pub run: String,
     pub run_url: Option<String>,
+    #[schemars(with = "crate::domain::schema::Rfc3339")]
     pub since: String,
 }
 
@@ -60,7 +64,8 @@ impl HoldView {
 }
 
 /// A lock as shown: the holder's document fields, who holds it, since when.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "Lock")]
 pub struct LockView {
     pub id: String,
     pub operation: Option<String>,
@@ -68,16 +73,17 @@ pub struct LockView {
     pub version: Option<String>,
     pub created: Option<String>,
     pub info: Option<String>,
-    /// The holder (an actor), with `run_url` for a step.
-    pub holder: serde_json::Value,
+    pub holder: LinkedActor,
+    #[schemars(with = "crate::domain::schema::Rfc3339")]
     pub since: String,
+    #[schemars(with = "Option<crate::domain::schema::Rfc3339>")]
     pub live_until: Option<String>,
 }
 
 impl LockView {
     pub fn of(lock: &Lock, run_url: &dyn Fn(&str) -> Option<String>) -> Self {
         let d = &lock.document;
-        let holder = linked(&lock.holder, run_url);
+        let holder = LinkedActor::of(&lock.holder, run_url);
         Self {
             id: d.id.clone(),
             operation: d.operation.clone(),
@@ -92,14 +98,28 @@ impl LockView {
     }
 }
 
-/// An actor as shown, with `run_url` (the run's link, or null) for a step.
-fn linked(actor: &Actor, run_url: &dyn Fn(&str) -> Option<String>) -> serde_json::Value {
-    // Serializing an actor (strings and numbers) cannot fail.
-    let mut value = serde_json::to_value(actor).expect("an actor serializes");
-    if let Actor::Step { run, .. } = actor {
-        value["run_url"] = run_url(run).into();
+/// A lock's holder or a version's writer as shown: the actor, and for a step its run's page.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct LinkedActor {
+    #[serde(flatten)]
+    pub actor: Actor,
+    /// A step's run page (null unless HEGEMONY_RUN_URL_TEMPLATE is set); absent for every
+    /// other actor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_url: Option<Option<String>>,
+}
+
+impl LinkedActor {
+    pub fn of(actor: &Actor, run_url: &dyn Fn(&str) -> Option<String>) -> Self {
+        let link = match actor {
+            Actor::Step { run, .. } => Some(run_url(run)),
+            _ => None,
+        };
+        Self {
+            actor: actor.clone(),
+            run_url: link,
+        }
     }
-    value
 }
 
 impl StateItem {
@@ -121,7 +141,7 @@ impl StateItem {
 }
 
 /// One state as its page shows it: the list's item and what the caller may do.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct StateView {
     #[serde(flatten)]
     pub item: StateItem,
@@ -129,7 +149,8 @@ pub struct StateView {
 }
 
 /// A version as listed (DESIGN section 3): everything but where its content is stored.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "Version")]
 pub struct VersionView {
     pub version: u64,
     pub serial: Option<u64>,
@@ -146,9 +167,9 @@ pub struct VersionView {
     /// Resource instances; unknown (`null`) when they cannot be counted or for versions
     /// written before they were.
     pub instances: Option<u64>,
+    #[schemars(with = "crate::domain::schema::Rfc3339")]
     pub created_at: String,
-    /// The writer (an actor), with `run_url` for a step.
-    pub writer: serde_json::Value,
+    pub writer: LinkedActor,
     pub change: ChangeRecord,
 }
 
@@ -167,7 +188,7 @@ impl VersionView {
             terraform_version: v.terraform_version.clone(),
             instances: v.instances,
             created_at: rfc3339(v.created_at),
-            writer: linked(&v.writer, run_url),
+            writer: LinkedActor::of(&v.writer, run_url),
             change: v.change.clone(),
         }
     }

@@ -76,13 +76,15 @@ pub struct AppLock {
 }
 
 /// The lock as everyone but its holder sees it: no lock ID (the holder's to pass on).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "AppLock")]
 pub struct PublicLock {
     pub commit_id: String,
     pub holder: Actor,
     pub who: String,
     pub info: String,
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "crate::domain::schema::Rfc3339")]
     pub since: Timestamp,
 }
 
@@ -99,8 +101,9 @@ impl AppLock {
 }
 
 /// How a change ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[schemars(rename = "ArchiveEnded")]
 pub enum Ended {
     /// Sealed by its holder (Octo's commit).
     Sealed,

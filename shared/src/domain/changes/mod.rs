@@ -29,7 +29,7 @@ use super::Refusal;
 pub const FORMAT: u64 = 4;
 
 /// What changed from one summary (`before`) to another (`after`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Comparison {
     /// Resource instances added, changed and removed, so a page can show `+3 ~1 -0`.
     pub counts: Counts,
@@ -37,7 +37,7 @@ pub struct Comparison {
     pub outputs: Lists<OutputView, ChangedOutput>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Counts {
     pub added: usize,
     pub changed: usize,
@@ -45,7 +45,8 @@ pub struct Counts {
 }
 
 /// What was added, changed and removed, each in address (or name) order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "{A}Lists")]
 pub struct Lists<A, C> {
     pub added: Vec<A>,
     pub changed: Vec<C>,
@@ -53,7 +54,7 @@ pub struct Lists<A, C> {
 }
 
 /// An instance as an answer names it: its address as Terraform writes it, and its parts.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct InstanceView {
     pub address: String,
     #[serde(flatten)]
@@ -70,7 +71,7 @@ impl From<&Address> for InstanceView {
 }
 
 /// A changed instance: which of its attribute paths, and which of its other fields, differ.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ChangedInstance {
     #[serde(flatten)]
     pub instance: InstanceView,
@@ -89,13 +90,13 @@ pub struct ChangedInstance {
 }
 
 /// An output as an answer names it: never its value.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct OutputView {
     pub name: String,
     pub sensitive: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ChangedOutput {
     pub name: String,
     pub sensitive: bool,

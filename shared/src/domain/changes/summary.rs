@@ -50,7 +50,7 @@ impl Sink for BTreeMap<Address, Instance> {
 }
 
 /// A resource instance's full address: where Terraform would find it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 pub struct Address {
     /// The module path (`module.network["eu"]`); `None` in the root module.
     pub module: Option<String>,
@@ -66,7 +66,7 @@ pub struct Address {
 }
 
 /// A `count` or `for_each` key.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum IndexKey {
     Number(i64),

@@ -1,0 +1,60 @@
+//! The schemas of every body the API answers with, derived from the types the handlers
+//! serialize (`schemars` follows their serde attributes, so a schema is the wire form and a
+//! new field reaches the document, and the types generated from it, by being written once).
+//! What a request body may hold stays written by hand in `openapi.json`: the handlers read
+//! those field by field, with the limits and messages of the domain's parsers.
+
+use schemars::generate::SchemaSettings;
+use schemars::{JsonSchema, SchemaGenerator};
+use serde_json::{Map, Value};
+
+use super::admin::KeyReport;
+use super::apps::AppForceUnlockResult;
+use super::list::VersionList;
+use super::manage::ForceUnlockResult;
+use super::runs::{GoneReport, Minted, RunEnded};
+use crate::domain::permission::Allocation;
+use crate::service::admin::AuditPage;
+use crate::service::app_reads::{AppListing, AppView, ArchiveListing, ArchiveView, ChangeView};
+use crate::service::app_reads::{FileView, HeldLockView};
+use crate::service::changes::VersionChanges;
+use crate::service::identity::Identity;
+use crate::service::listing::{Listing, StateView, VersionView};
+
+/// Where the document keeps its schemas, as a JSON pointer.
+const SCHEMAS: &str = "/components/schemas";
+
+/// Every answered body's schema, and those they refer to, by the name the document gives it.
+pub fn derived() -> Map<String, Value> {
+    let mut generator = SchemaSettings::draft2020_12()
+        .with(|s| s.definitions_path = SCHEMAS.into())
+        .for_serialize()
+        .into_generator();
+    add::<Listing>(&mut generator);
+    add::<StateView>(&mut generator);
+    add::<VersionList>(&mut generator);
+    add::<VersionView>(&mut generator);
+    add::<VersionChanges>(&mut generator);
+    add::<ForceUnlockResult>(&mut generator);
+    add::<AuditPage>(&mut generator);
+    add::<KeyReport<'_>>(&mut generator);
+    add::<Allocation>(&mut generator);
+    add::<Identity>(&mut generator);
+    add::<Minted>(&mut generator);
+    add::<RunEnded>(&mut generator);
+    add::<GoneReport>(&mut generator);
+    add::<AppListing>(&mut generator);
+    add::<AppView>(&mut generator);
+    add::<HeldLockView>(&mut generator);
+    add::<ChangeView>(&mut generator);
+    add::<FileView>(&mut generator);
+    add::<ArchiveView>(&mut generator);
+    add::<ArchiveListing>(&mut generator);
+    add::<AppForceUnlockResult>(&mut generator);
+    generator.take_definitions(true)
+}
+
+/// Puts `T`'s schema (and those it refers to) among the generator's definitions.
+fn add<T: JsonSchema>(generator: &mut SchemaGenerator) {
+    generator.subschema_for::<T>();
+}
