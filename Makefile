@@ -18,7 +18,8 @@ run:
 ## a rebuilt web/dist makes cargo rebuild the library and relink every binary. npm ci runs
 ## only when the lock file changed.
 WEB_SOURCES := $(filter-out %.test.ts,$(shell find web/src web/public -type f 2>/dev/null)) \
-	web/index.html web/package.json web/package-lock.json web/tsconfig.json web/vite.config.ts
+	web/index.html web/package.json web/package-lock.json web/tsconfig.json web/vite.config.ts \
+	docs/api/openapi.json
 web: web/dist/index.html
 web/dist/index.html: $(WEB_SOURCES)
 	@command -v npm >/dev/null 2>&1 || { echo "make web needs Node.js 20.19 or later and npm" >&2; exit 1; }

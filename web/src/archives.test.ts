@@ -7,7 +7,7 @@ import type { AppFile } from './types';
 const file = (name: string, kind: AppFile['kind'], command?: string): AppFile => ({
   name,
   kind,
-  command,
+  command: command ?? null,
   size: 10,
   sha256: 'a'.repeat(64),
   uploaded_in: '1791692253600-5bbc6995',

@@ -132,7 +132,7 @@ describe('one change, five commands', () => {
   it('apply uploads every interval and at the end, while a reader sees only the previous seal', async () => {
     const apply = provider(lock.lock_id);
     const ticks: number[][] = [];
-    const uploader: Uploader = await apply.startUploads({ onUpload: (sent) => ticks.push(sent.flatMap((f) => (f.serial === undefined ? [] : [f.serial]))) });
+    const uploader: Uploader = await apply.startUploads({ onUpload: (sent) => ticks.push(sent.flatMap((f) => (f.serial == null ? [] : [f.serial]))) });
     let serial = 1;
     const entries = ['CommandStartedEvent'];
     const copy = async () => {
