@@ -42,12 +42,9 @@ export function VersionsSection(props: {
               <th scope="col">Changes</th>
               <th scope="col">Size</th>
               <th scope="col">SHA-256</th>
-              <th scope="col">Source</th>
-              <th scope="col">Writer</th>
-              <th scope="col">Created</th>
+              <th scope="col">Written</th>
               <th scope="col">Key</th>
-              <th scope="col">Change ended</th>
-              <th scope="col">Saves</th>
+              <th scope="col">Change</th>
               <th scope="col">Actions</th>
             </tr>
           </thead>
@@ -82,8 +79,7 @@ export function VersionsSection(props: {
                   <code title={v.sha256}>{shortSha(v.sha256)}</code>
                   <CopyButton text={v.sha256} label={`Copy the SHA-256 of version ${v.version}`} />
                 </td>
-                <td>{v.source}</td>
-                <td>
+                <td class="written">
                   {v.writer.kind === 'step' ? (
                     <span>
                       <RunLink run={v.writer.run} url={v.writer.run_url} /> · step {v.writer.step} · attempt{' '}
@@ -92,18 +88,20 @@ export function VersionsSection(props: {
                   ) : (
                     actor(v.writer)
                   )}
-                </td>
-                <td class="nowrap">
-                  <Time at={v.created_at} />
+                  <div class="muted">
+                    <Time at={v.created_at} />
+                  </div>
                 </td>
                 <td>
-                  <code class="key">{v.key}</code>
+                  <code class="key">{keyParts(v.key)}</code>
                 </td>
                 <td>
                   {ended(v.change.ended)}
                   {v.change.rolled_back_from ? ` (from version ${v.change.rolled_back_from})` : ''}
+                  <div class="muted">
+                    {v.source} · {v.change.saves} {v.change.saves === 1 ? 'save' : 'saves'}
+                  </div>
                 </td>
-                <td>{v.change.saves}</td>
                 <td class="actions">
                   {allowed.download && (
                     <button
@@ -139,6 +137,11 @@ export function VersionsSection(props: {
       )}
     </section>
   );
+}
+
+/** A key id with a line break allowed after each `:` and `/`, where its parts end. */
+function keyParts(key: string) {
+  return key.split(/(?<=[:/])/).flatMap((part, i) => (i === 0 ? [part] : [<wbr />, part]));
 }
 
 /** The rollback confirmation: the version it makes, and that plans from before it go stale. */
