@@ -1,7 +1,7 @@
 // A state's page: what each role is offered, every confirmation cancelled with nothing
 // changed, a rollback that Terraform then plans and applies from, a download identical to
 // the version, force unlock of Terraform's lock, and delete by typing the name; all by
-// keyboard where a person would use it.
+// keyboard where a person would use it. And the versions table fits a 1280-pixel window.
 
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 
-import { accessible, call, keyboardReachable, launch, open, screenshot, Server, signIn, startServer, tabTo, Tf, until } from './harness';
+import { accessible, call, keyboardReachable, launch, open, screenshot, Server, signIn, startServer, stateDoc, tabTo, Tf, until } from './harness';
 
 let server: Server;
 let browser: Browser;
@@ -205,6 +205,64 @@ describe('actions', () => {
     await page.getByRole('heading', { name: 'Terraform States' }).waitFor();
     expect((await call(server, tokens.admin, 'GET', '/api/tf-states/network')).status).toBe(404);
     expect(problems).toEqual([]);
+    await close();
+  });
+});
+
+describe('layout', () => {
+  it('fits the versions table in a 1280-pixel-wide window: nothing scrolls sideways and the last column shows whole', async () => {
+    // Several versions with the widest cells the table has: a run step as the writer, a
+    // rollback's "(from version N)", and a row's `+a ~c -r` counts with its Changes button.
+    const platform = server.platformToken();
+    for (let serial = 1; serial <= 3; serial++) {
+      const r = await call(server, tokens.operator, 'POST', '/api/tf-states/wide/state', stateDoc(serial, 'lin-wide', `v${serial}`));
+      expect(r.status, r.text).toBe(200);
+    }
+    const minted = await call(server, platform, 'POST', '/api/runs/run-20260102-0042/tf-state-tokens', {
+      org: 'acme',
+      state: 'wide',
+      step: 'apply-network',
+      attempt: 12,
+      kind: 'apply',
+      timeout_seconds: 600,
+      hold: false,
+    });
+    expect(minted.status, minted.text).toBe(201);
+    const step = await fetch(`${server.base}/api/tf-states/wide/state`, {
+      method: 'POST',
+      headers: { Authorization: `Basic ${Buffer.from(`tester:${minted.json().token}`).toString('base64')}` },
+      body: stateDoc(4, 'lin-wide', 'v4'),
+    });
+    expect(step.status, await step.text()).toBe(200);
+    const rolled = await call(server, tokens.admin, 'POST', '/api/tf-states/wide/rollback', { version: 1 });
+    expect(rolled.status, rolled.text).toBe(200);
+
+    const { page, close } = await openState(tokens.admin, 'wide?changes=2');
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.locator('table.versions tbody tr .counts').waitFor();
+    expect(await page.locator('table.versions tbody tr').count()).toBe(5);
+    const fit = await page.evaluate(() => {
+      const root = document.scrollingElement!;
+      const table = document.querySelector('table.versions')!;
+      const box = table.parentElement!;
+      const right = Math.min(root.clientWidth, box.getBoundingClientRect().right);
+      const cut = [...table.querySelectorAll('tr > :last-child')]
+        .map((cell) => ({ text: cell.textContent, rect: cell.getBoundingClientRect() }))
+        .filter(({ rect }) => rect.left < 0 || rect.right > right + 0.5)
+        .map(({ text, rect }) => `${text} (${Math.round(rect.left)} to ${Math.round(rect.right)})`);
+      return {
+        page: [root.scrollWidth, root.clientWidth],
+        box: [box.scrollWidth, box.clientWidth],
+        table: [table.scrollWidth, table.clientWidth],
+        cut,
+      };
+    });
+    expect(fit.page[0], 'the page scrolls sideways').toBeLessThanOrEqual(fit.page[1]);
+    expect(fit.box[0], "the versions table's box scrolls sideways").toBeLessThanOrEqual(fit.box[1]);
+    expect(fit.table[0], 'the versions table scrolls sideways').toBeLessThanOrEqual(fit.table[1]);
+    expect(fit.cut, 'cells of the last column outside the window').toEqual([]);
+    await accessible(page, 'a state with many versions at 1280 pixels');
+    await keyboardReachable(page, 'a state with many versions at 1280 pixels');
     await close();
   });
 });

@@ -6,11 +6,12 @@
 // names and paths only, and every one of them is rendered as text.
 
 import type { ComponentChildren } from 'preact';
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useRef } from 'preact/hooks';
 
 import { api, ApiError, seg } from './api';
 import { countsText, countsWords, nothingChanged, otherText, outputChange, pathParts } from './changes';
 import { ErrorText } from './components';
+import { useLoad } from './loading';
 import type { ChangeCounts, ChangedInstance, Changes, ComparedSide, InstanceRef, OutputRef, Version } from './types';
 
 function Side(props: { side: ComparedSide }) {
@@ -89,8 +90,6 @@ export function VersionChanges(props: {
   onCounts: (version: number, counts: ChangeCounts) => void;
 }) {
   const { name, version, since } = props;
-  const [changes, setChanges] = useState<Changes | null>(null);
-  const [error, setError] = useState<string | null>(null);
   const heading = useRef<HTMLHeadingElement>(null);
 
   useEffect(() => {
@@ -99,27 +98,21 @@ export function VersionChanges(props: {
     heading.current?.focus();
   }, [name, version]);
 
-  useEffect(() => {
-    let current = true;
-    setChanges(null);
-    setError(null);
+  const compared = useLoad(async () => {
     const query = since === null ? '' : `?since=${since}`;
-    api<Changes>('GET', `/api/tf-states/${seg(name)}/versions/${version}/changes${query}`)
-      .then((c) => {
-        if (!current) return;
-        setChanges(c);
-        // Only the default comparison is the row's `+a ~c -r`: another one says something else.
-        if (since === null) props.onCounts(version, c.counts);
-      })
-      .catch((e: Error) => {
-        if (!current) return;
-        const refused = e instanceof ApiError && e.code === 'cannot_compare';
-        setError(refused ? `These versions cannot be compared here: ${e.message}` : e.message);
-      });
-    return () => {
-      current = false;
-    };
+    try {
+      const c = await api<Changes>('GET', `/api/tf-states/${seg(name)}/versions/${version}/changes${query}`);
+      // Only the default comparison is the row's `+a ~c -r`: another one says something else.
+      if (since === null) props.onCounts(version, c.counts);
+      return c;
+    } catch (e) {
+      const refused = e instanceof ApiError && e.code === 'cannot_compare';
+      throw refused ? new Error(`These versions cannot be compared here: ${e.message}`) : e;
+    }
   }, [name, version, since]);
+  // What another comparison answered is not shown while this one is read, nor beside its error.
+  const changes = compared.loading || compared.error ? null : compared.value;
+  const error = compared.loading ? null : compared.error;
 
   const others = props.versions.filter((v) => v.version !== version);
   return (

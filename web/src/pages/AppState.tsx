@@ -2,12 +2,11 @@
 // how the change ended, who, when, its files with their sizes), a page at a time; each
 // archive links to its own page.
 
-import { useEffect, useState } from 'preact/hooks';
-
 import { api, seg } from '../api';
 import { appPath, archiveEnded, splitFiles } from '../archives';
-import { ErrorText, Link, Time } from '../components';
+import { Link, Time } from '../components';
 import { actor, bytes, exact } from '../format';
+import { NotYet, Pager, useLoad, usePaged } from '../loading';
 import type { AppArchive, AppView, ArchiveList } from '../types';
 
 /** Archives per page. */
@@ -15,38 +14,25 @@ export const PAGE = 20;
 
 export function AppStatePage(props: { name: string; location: URL }) {
   const { name } = props;
-  const cursor = props.location.searchParams.get('cursor');
-  const [app, setApp] = useState<AppView | null>(null);
-  const [list, setList] = useState<ArchiveList | null>(null);
-  const [error, setError] = useState<string | null>(null);
-
-  useEffect(() => {
-    const params = new URLSearchParams({ limit: String(PAGE) });
-    if (cursor) params.set('cursor', cursor);
-    setError(null);
-    Promise.all([api<AppView>('GET', `/api/apps/${seg(name)}`), api<ArchiveList>('GET', `/api/apps/${seg(name)}/archives?${params}`)])
-      .then(([view, page]) => {
-        setApp(view);
-        setList(page);
-      })
-      .catch((e: Error) => setError(e.message));
-  }, [name, cursor]);
+  // The app's lock is read again with every page of archives, so paging shows it as it is.
+  const paged = usePaged<ArchiveList>({ location: props.location, from: `/api/apps/${seg(name)}/archives`, here: appPath(name), size: PAGE });
+  const view = useLoad(() => api<AppView>('GET', `/api/apps/${seg(name)}`), [name, paged.cursor]);
+  const { value: app } = view;
+  const { value: list, cursor } = paged;
 
   const crumbs = (
     <p class="crumbs">
       <Link href="/apps">Octo apps</Link> /
     </p>
   );
-  if (error && !app) {
+  if (!app || !list) {
     return (
-      <>
+      <NotYet error={view.error ?? paged.error}>
         {crumbs}
         <h1>{name}</h1>
-        <ErrorText error={error} />
-      </>
+      </NotYet>
     );
   }
-  if (!app || !list) return <p>Loading…</p>;
 
   return (
     <>
@@ -100,18 +86,7 @@ export function AppStatePage(props: { name: string; location: URL }) {
             </table>
           </div>
         )}
-        <nav class="pager" aria-label="Pages of archives">
-          {cursor && (
-            <button type="button" class="secondary" onClick={() => history.back()}>
-              Previous page
-            </button>
-          )}
-          {list.next_cursor && (
-            <Link href={`${appPath(name)}?${new URLSearchParams({ cursor: list.next_cursor })}`} class="button secondary">
-              Next page
-            </Link>
-          )}
-        </nav>
+        <Pager of={paged} label="Pages of archives" />
       </section>
     </>
   );

@@ -2,30 +2,18 @@
 // archives it has), a page at a time through the API's cursor, and what an app needs to
 // start saving here when there are none yet.
 
-import { useEffect, useState } from 'preact/hooks';
-
-import { api } from '../api';
 import { appPath, archiveEnded } from '../archives';
 import { ErrorText, Link, Time } from '../components';
 import { actor, bytes } from '../format';
+import { Pager, usePaged } from '../loading';
 import type { AppList } from '../types';
 
 /** App states per page. */
 export const PAGE = 50;
 
 export function AppsPage(props: { location: URL }) {
-  const cursor = props.location.searchParams.get('cursor');
-  const [list, setList] = useState<AppList | null>(null);
-  const [error, setError] = useState<string | null>(null);
-
-  useEffect(() => {
-    const params = new URLSearchParams({ limit: String(PAGE) });
-    if (cursor) params.set('cursor', cursor);
-    setError(null);
-    api<AppList>('GET', `/api/apps?${params}`)
-      .then(setList)
-      .catch((e: Error) => setError(e.message));
-  }, [cursor]);
+  const paged = usePaged<AppList>({ location: props.location, from: '/api/apps', here: '/apps', size: PAGE });
+  const { value: list, error, cursor } = paged;
 
   return (
     <>
@@ -87,18 +75,7 @@ export function AppsPage(props: { location: URL }) {
           </tbody>
         </table>
       )}
-      <nav class="pager" aria-label="Pages of apps">
-        {cursor && (
-          <button type="button" class="secondary" onClick={() => history.back()}>
-            Previous page
-          </button>
-        )}
-        {list?.next_cursor && (
-          <Link href={`/apps?${new URLSearchParams({ cursor: list.next_cursor })}`} class="button secondary">
-            Next page
-          </Link>
-        )}
-      </nav>
+      <Pager of={paged} label="Pages of apps" />
     </>
   );
 }

@@ -3,36 +3,31 @@
 // each came from, in the order the commands ran. Downloads are offered when the role may
 // read content (`allowed_actions.download`); each one is audited by the server.
 
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 
 import { api, fetchContent, seg } from '../api';
 import { appPath, archiveEnded, commandStarted, journalHolds, splitFiles } from '../archives';
 import { ErrorText, Link, save, Time } from '../components';
 import { actor, bytes, exact, shortSha } from '../format';
+import { NotYet, useLoad } from '../loading';
 import type { AppArchive, AppFile, AppView, Identity } from '../types';
 
 export function ArchivePage(props: { me: Identity; name: string; commitId: string }) {
   const { name, commitId } = props;
-  const [app, setApp] = useState<AppView | null>(null);
-  const [archive, setArchive] = useState<AppArchive | null>(null);
-  const [error, setError] = useState<string | null>(null);
-
   const path = `/api/apps/${seg(name)}`;
-  useEffect(() => {
-    setError(null);
-    Promise.all([api<AppView>('GET', path), api<AppArchive>('GET', `${path}/archives/${seg(commitId)}`)])
-      .then(([view, a]) => {
-        setApp(view);
-        setArchive(a);
-      })
-      .catch((e: Error) => setError(e.message));
-  }, [name, commitId]);
+  const loaded = useLoad(
+    () => Promise.all([api<AppView>('GET', path), api<AppArchive>('GET', `${path}/archives/${seg(commitId)}`)]),
+    [name, commitId],
+  );
+  // A download's failure, shown under the title.
+  const [failed, setFailed] = useState<string | null>(null);
+  const error = loaded.error ?? failed;
 
   const download = async (f: AppFile) => {
     try {
       save(await fetchContent(`${path}/archives/${seg(commitId)}/files/${seg(f.name)}`), f.name);
     } catch (e) {
-      setError((e as Error).message);
+      setFailed((e as Error).message);
     }
   };
 
@@ -41,16 +36,15 @@ export function ArchivePage(props: { me: Identity; name: string; commitId: strin
       <Link href="/apps">Octo apps</Link> / <Link href={appPath(name)}>{name}</Link> /
     </p>
   );
-  if (error && !archive) {
+  if (!loaded.value) {
     return (
-      <>
+      <NotYet error={loaded.error}>
         {crumbs}
         <h1>{commitId}</h1>
-        <ErrorText error={error} />
-      </>
+      </NotYet>
     );
   }
-  if (!app || !archive) return <p>Loading…</p>;
+  const [app, archive] = loaded.value;
 
   const allowed = app.allowed_actions.download;
   const { state, journal } = splitFiles(archive.files);

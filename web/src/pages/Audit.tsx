@@ -1,11 +1,9 @@
 // The audit log (admins): the org's, or one state's, newest first, a page at a time,
 // filtered by action.
 
-import { useEffect, useState } from 'preact/hooks';
-
-import { api } from '../api';
 import { ErrorText, Link, Time } from '../components';
 import { actor } from '../format';
+import { Pager, usePaged } from '../loading';
 import { navigate } from '../router';
 import type { AuditPage as Page, Identity } from '../types';
 
@@ -30,23 +28,15 @@ export function AuditPage(props: { me: Identity; location: URL }) {
   const q = props.location.searchParams;
   const state = q.get('state') ?? '';
   const action = q.get('action') ?? '';
-  const cursor = q.get('cursor');
-  const [page, setPage] = useState<Page | null>(null);
-  const [error, setError] = useState<string | null>(null);
-
-  useEffect(() => {
-    if (!props.me.allowed_actions.audit) return;
-    const params = new URLSearchParams({ limit: String(PAGE) });
-    if (state) params.set('state', state);
-    if (action) params.set('action', action);
-    if (cursor) params.set('cursor', cursor);
-    api<Page>('GET', `/api/audit?${params}`)
-      .then((p) => {
-        setPage(p);
-        setError(null);
-      })
-      .catch((e: Error) => setError(e.message));
-  }, [state, action, cursor]);
+  const paged = usePaged<Page>({
+    location: props.location,
+    from: '/api/audit',
+    here: '/audit',
+    size: PAGE,
+    filters: { state, action },
+    enabled: props.me.allowed_actions.audit,
+  });
+  const { value: page, error } = paged;
 
   if (!props.me.allowed_actions.audit) {
     return (
@@ -119,18 +109,7 @@ export function AuditPage(props: { me: Identity; location: URL }) {
           </tbody>
         </table>
       )}
-      <nav class="pager" aria-label="Pages of the log">
-        {cursor && (
-          <button type="button" class="secondary" onClick={() => history.back()}>
-            Newer entries
-          </button>
-        )}
-        {page?.next_cursor && (
-          <Link href={link({ cursor: page.next_cursor })} class="button secondary">
-            Older entries
-          </Link>
-        )}
-      </nav>
+      <Pager of={paged} label="Pages of the log" previous="Newer entries" next="Older entries" />
     </>
   );
 }

@@ -1,32 +1,26 @@
 // Permissions (admins): which role each of tf_state:read, :write and :manage needs, edited
 // and saved after a confirmation that says who gains or loses what.
 
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 
 import { api } from '../api';
 import { Confirm, ErrorText } from '../components';
+import { useLoad } from '../loading';
 import { changes, PERMISSIONS, ROLES, sentence, WHAT } from '../permissions';
 import type { Allocation, Identity, Role } from '../types';
 
 export function PermissionsPage(props: { me: Identity }) {
-  const [saved, setSaved] = useState<Allocation | null>(null);
-  const [draft, setDraft] = useState<Allocation | null>(null);
+  const allowed = props.me.allowed_actions.permissions;
+  const loaded = useLoad(allowed ? () => api<Allocation>('GET', '/api/org/permissions') : null, []);
+  // The edited allocation; null while it is the saved one.
+  const [edited, setEdited] = useState<Allocation | null>(null);
   const [confirming, setConfirming] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  // Why saving failed.
+  const [failed, setFailed] = useState<string | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
 
-  useEffect(() => {
-    if (!props.me.allowed_actions.permissions) return;
-    api<Allocation>('GET', '/api/org/permissions')
-      .then((a) => {
-        setSaved(a);
-        setDraft(a);
-      })
-      .catch((e: Error) => setError(e.message));
-  }, []);
-
-  if (!props.me.allowed_actions.permissions) {
+  if (!allowed) {
     return (
       <>
         <h1>Permissions</h1>
@@ -34,20 +28,21 @@ export function PermissionsPage(props: { me: Identity }) {
       </>
     );
   }
-  if (!saved || !draft) return <ErrorText error={error} />;
+  const saved = loaded.value;
+  if (!saved) return <ErrorText error={loaded.error} />;
+  const draft = edited ?? saved;
   const pending = changes(saved, draft);
   const save = async () => {
     setBusy(true);
     try {
       const body = Object.fromEntries(pending.map((c) => [c.permission, c.to]));
-      const now = await api<Allocation>('PUT', '/api/org/permissions', body);
-      setSaved(now);
-      setDraft(now);
+      loaded.set(await api<Allocation>('PUT', '/api/org/permissions', body));
+      setEdited(null);
       setConfirming(false);
       setNotice('Saved.');
-      setError(null);
+      setFailed(null);
     } catch (e) {
-      setError((e as Error).message);
+      setFailed((e as Error).message);
     } finally {
       setBusy(false);
     }
@@ -93,7 +88,7 @@ export function PermissionsPage(props: { me: Identity }) {
                     value={draft[p] ?? ''}
                     onChange={(e) => {
                       const v = (e.target as HTMLSelectElement).value;
-                      setDraft({ ...draft, [p]: v === '' ? null : (v as Role) });
+                      setEdited({ ...draft, [p]: v === '' ? null : (v as Role) });
                     }}
                   >
                     {ROLES.map((r) => (
@@ -106,9 +101,9 @@ export function PermissionsPage(props: { me: Identity }) {
             ))}
           </tbody>
         </table>
-        <ErrorText error={error} />
+        <ErrorText error={failed} />
         <div class="buttons">
-          <button type="button" class="secondary" disabled={pending.length === 0} onClick={() => setDraft(saved)}>
+          <button type="button" class="secondary" disabled={pending.length === 0} onClick={() => setEdited(null)}>
             Undo changes
           </button>
           <button type="submit" disabled={pending.length === 0}>
@@ -121,7 +116,7 @@ export function PermissionsPage(props: { me: Identity }) {
           title="Change permissions?"
           confirm="Save changes"
           busy={busy}
-          error={error}
+          error={failed}
           onConfirm={save}
           onCancel={() => setConfirming(false)}
         >

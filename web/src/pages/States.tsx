@@ -4,10 +4,10 @@
 
 import { useEffect, useState } from 'preact/hooks';
 
-import { api } from '../api';
 import { backendHcl } from '../backend';
 import { ErrorText, Hcl, Link, LockSummary, Time } from '../components';
 import { actor, bytes } from '../format';
+import { Pager, usePaged } from '../loading';
 import { navigate } from '../router';
 import type { Identity, StateList } from '../types';
 
@@ -17,20 +17,9 @@ export const PAGE = 50;
 export function StatesPage(props: { me: Identity; location: URL }) {
   const query = props.location.searchParams;
   const prefix = query.get('prefix') ?? '';
-  const cursor = query.get('cursor');
   const [filter, setFilter] = useState(prefix);
-  const [list, setList] = useState<StateList | null>(null);
-  const [error, setError] = useState<string | null>(null);
-
-  useEffect(() => {
-    const params = new URLSearchParams({ limit: String(PAGE) });
-    if (prefix) params.set('prefix', prefix);
-    if (cursor) params.set('cursor', cursor);
-    setError(null);
-    api<StateList>('GET', `/api/tf-states?${params}`)
-      .then(setList)
-      .catch((e: Error) => setError(e.message));
-  }, [prefix, cursor]);
+  const paged = usePaged<StateList>({ location: props.location, from: '/api/tf-states', here: '/', size: PAGE, filters: { prefix } });
+  const { value: list, error, cursor } = paged;
 
   // Filtering as one types, a moment after the last key, from the first page.
   useEffect(() => {
@@ -42,13 +31,6 @@ export function StatesPage(props: { me: Identity; location: URL }) {
     }, 250);
     return () => clearTimeout(timer);
   }, [filter]);
-
-  const pageLink = (next: string | null) => {
-    const params = new URLSearchParams();
-    if (prefix) params.set('prefix', prefix);
-    if (next) params.set('cursor', next);
-    return `/?${params}`;
-  };
 
   return (
     <>
@@ -108,18 +90,7 @@ export function StatesPage(props: { me: Identity; location: URL }) {
           </tbody>
         </table>
       )}
-      <nav class="pager" aria-label="Pages of states">
-        {cursor && (
-          <button type="button" class="secondary" onClick={() => history.back()}>
-            Previous page
-          </button>
-        )}
-        {list?.next_cursor && (
-          <Link href={pageLink(list.next_cursor)} class="button secondary">
-            Next page
-          </Link>
-        )}
-      </nav>
+      <Pager of={paged} label="Pages of states" />
     </>
   );
 }
