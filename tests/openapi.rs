@@ -5,6 +5,8 @@
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
 
 use hegemony_state_blackbox::*;
 
@@ -126,14 +128,14 @@ fn seed_a_held_state(server: &Server, platform: &str) {
     );
 }
 
-#[test]
-fn the_api_tester_finds_the_server_and_its_document_agree() {
-    let server = Server::start();
+/// Runs the tester against `server` with an admin of the default org, and asserts it found
+/// nothing and ran every phase.
+fn run_the_tester(server: &Server) {
     let admin = server.token("default", "root", "admin");
     let platform = server.platform_token();
     let permissions_admin = server.token("permissions", "root", "admin");
-    seed_a_held_state(&server, &platform);
-    let doc = fetch_document(&server);
+    seed_a_held_state(server, &platform);
+    let doc = fetch_document(server);
     let config = server.dir.path().join("schemathesis.toml");
     std::fs::write(&config, settings(&admin, &platform, &permissions_admin)).unwrap();
     let out = Command::new(tool("schemathesis"))
@@ -156,4 +158,69 @@ fn the_api_tester_finds_the_server_and_its_document_agree() {
             "{phase} did not pass:\n{text}"
         );
     }
+}
+
+#[test]
+fn the_api_tester_finds_the_server_and_its_document_agree() {
+    run_the_tester(&Server::start());
+}
+
+/// The same run while another user of the org keeps locking every state and app state the
+/// tester makes, as a busy org does: each refusal it then meets (423 on a write, a lock, an
+/// import, a rollback, a delete or an app state's lock) must be one the document lists.
+#[test]
+fn the_api_tester_agrees_with_a_server_where_others_hold_locks() {
+    let server = Server::start();
+    let rival = server.token("default", "rival", "operator");
+    let done = AtomicBool::new(false);
+    let taken = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let api = Api::new(&server);
+            while !done.load(Ordering::Relaxed) {
+                taken.fetch_add(lock_what_is_free(&api, &rival), Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        let tested =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_the_tester(&server)));
+        done.store(true, Ordering::Relaxed);
+        if let Err(panic) = tested {
+            std::panic::resume_unwind(panic);
+        }
+    });
+    assert!(
+        taken.load(Ordering::Relaxed) > 0,
+        "the rival never locked anything the tester made"
+    );
+    // The tester met the rival's locks, so the run checked those answers against the document.
+    let met = server
+        .logs()
+        .lines()
+        .filter(|l| l.contains("request refused") && l.contains("locked") && l.contains("root"))
+        .count();
+    assert!(met > 0, "the tester never met a lock the rival held");
+}
+
+/// Locks, as `rival`, every state and app state of the org that nobody holds; how many.
+fn lock_what_is_free(api: &Api, rival: &str) -> usize {
+    let mut taken = 0;
+    let states = api.json("GET", "/api/tf-states?limit=1000", rival);
+    for state in states["states"].as_array().into_iter().flatten() {
+        let name = state["name"].as_str().unwrap_or_default();
+        if state["lock"].is_null() && state["hold"].is_null() {
+            let doc = lock_doc(&format!("rival-{name}"));
+            taken += usize::from(api.lock(rival, name, &doc).status() == 200);
+        }
+    }
+    let apps = api.json("GET", "/api/apps?limit=1000", rival);
+    for app in apps["apps"].as_array().into_iter().flatten() {
+        let name = app["name"].as_str().unwrap_or_default();
+        if app["lock"].is_null() {
+            let path = format!("/api/apps/{name}/lock");
+            let body = serde_json::json!({"who": "rival", "info": "a busy org"});
+            taken += usize::from(api.post_json(&path, rival, &body).status() == 200);
+        }
+    }
+    taken
 }
