@@ -13,7 +13,8 @@ use serde::Serialize;
 
 use super::admin::require_admin;
 use super::apps::key_state;
-use super::keys::{header_wrapped_key, ATTEMPTS, PAGE};
+use super::content::{self, Place, RecordedKey};
+use super::keys::{ATTEMPTS, PAGE};
 use super::{App, Error};
 use crate::domain::app::key_slots::{blobs, holds_behind};
 use crate::domain::app::{AppRecord, ArchiveRecord, FileRef};
@@ -228,23 +229,21 @@ async fn rewrap_file(
     record: &AppRecord,
     file: &FileRef,
 ) -> Result<KeySlot, Error> {
-    let wrapped = match &file.wrapped_key {
-        Some(wrapped) => wrapped.clone(),
-        None => {
-            let what = format!("file {} of app state {}", file.name, record.name);
-            header_wrapped_key(app, &file.blob, &what).await?
-        }
-    };
     let state = key_state(&record.name);
-    let context = KeyContext {
+    let what = format!("file {} of app state {}", file.name, record.name);
+    let place = Place {
         org: &record.org,
-        state: &state,
+        key_state: &state,
+        incarnation: &record.incarnation,
+        number: file.seq,
+        blob: &file.blob,
+        what: &what,
     };
-    let new = keys.rewrap_key(&file.key, &wrapped, &context).await?;
-    Ok(KeySlot {
-        key: new.key_id,
-        wrapped_key: Some(new.wrapped),
-    })
+    let recorded = RecordedKey {
+        key_id: &file.key,
+        wrapped: file.wrapped_key.as_deref(),
+    };
+    content::rewrap(app, keys, &place, recorded).await
 }
 
 /// Writes the moved slots into every copy still behind, passing over the archives again

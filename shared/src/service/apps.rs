@@ -8,10 +8,9 @@ use std::sync::Arc;
 use serde::de::IgnoredAny;
 use sha2::{Digest, Sha256};
 
-use super::key_cache::KeySlot;
+use super::content::{self, open_whole, Keep, Place, RecordedKey};
 use super::retry::{until_done, Attempt, Carried};
 use super::{App, Error};
-use crate::crypto::{self, Binding};
 use crate::domain::app::change::{
     apply_upload, check_upload, decide_lock, decide_seal, holders_lock, is_retry_of,
     may_be_older_retry, seal as seal_change, LockDecision, LockRequest, SealDecision, UploadFacts,
@@ -23,7 +22,7 @@ use crate::domain::name::{check_name, StateName};
 use crate::domain::permission::Permission;
 use crate::domain::{Principal, Refusal, Timestamp};
 use crate::ids::{hex, new_id};
-use crate::ports::{AppCommit, AuditEntry, KeyContext, KeyService, StoreError};
+use crate::ports::{AppCommit, AuditEntry, KeyService, OpenedBlob, StoreError};
 
 /// The key context of an app state's files: `app:<name>` can never be a state's name (a
 /// name holds no `:`), so an app state's data keys never open a state's content.
@@ -183,8 +182,25 @@ struct SealedFile {
     incarnation: String,
     seq: u64,
     blob: String,
-    key: String,
-    wrapped_key: Vec<u8>,
+    sealed: content::Sealed,
+}
+
+/// Where a file of `record` is sealed.
+fn place<'a>(
+    record: &'a AppRecord,
+    key_state: &'a str,
+    seq: u64,
+    blob: &'a str,
+    what: &'a str,
+) -> Place<'a> {
+    Place {
+        org: &record.org,
+        key_state,
+        incarnation: &record.incarnation,
+        number: seq,
+        blob,
+        what,
+    }
 }
 
 /// Seals `body` under a fresh data key into its blob, pending until a commit names it.
@@ -195,105 +211,41 @@ async fn seal_file(
     body: &Arc<Vec<u8>>,
     now: Timestamp,
 ) -> Result<SealedFile, Error> {
-    let state = key_state(&record.name);
-    let context = KeyContext {
-        org: &record.org,
-        state: &state,
-    };
-    let data_key = keys.data_key(&context).await?;
-    let seq = record.next_seq;
+    let (state, seq) = (key_state(&record.name), record.next_seq);
     let blob = blob_key(&record.org, &record.incarnation, seq);
-    app.catalog.add_pending_blob(&blob, now).await?;
-    let (body, org, incarnation, blob_id) = (
-        body.clone(),
-        record.org.clone(),
-        record.incarnation.clone(),
-        blob.clone(),
-    );
-    let (key, wrapped_key) = (data_key.key_id.clone(), data_key.wrapped.clone());
-    // Sealed into its blob as it is made (off the async threads): an upload holds its body
-    // and a segment, not its whole sealed object too.
-    let write = Box::new(move |out: &mut dyn std::io::Write| {
-        let binding = Binding {
-            org: &org,
-            incarnation: &incarnation,
-            version: seq,
-            blob_id: &blob_id,
-        };
-        crypto::seal_into(&body, &data_key.plaintext, &binding, out)
-    });
-    app.blobs.put_written(&blob, write).await?;
+    let what = format!("file {seq} of app state {}", record.name);
+    let place = place(record, &state, seq, &blob, &what);
+    let sealed = content::seal(app, keys, &place, body, Keep::Blob, now).await?;
     Ok(SealedFile {
         incarnation: record.incarnation.clone(),
         seq,
         blob,
-        key,
-        wrapped_key,
+        sealed,
     })
 }
 
-/// Opens a stored file of `record`.
+/// Opens a stored file of `record`, through the key cache as a version is: a file read again
+/// (every Octo command reads the newest seal) calls no key service again.
 pub(super) async fn open_file(
     app: &App,
     keys: &dyn KeyService,
     record: &AppRecord,
     file: &FileRef,
 ) -> Result<Vec<u8>, Error> {
+    let what = format!("file {} of app state {}", file.name, record.name);
     let object = app.blobs.get(&file.blob).await?.ok_or_else(|| {
         Error::Damaged(format!(
-            "the content of file {} of app state {} is missing from the blob store",
-            file.name, record.name
+            "the content of {what} is missing from the blob store"
         ))
     })?;
-    let header = crypto::read_header(&object).map_err(|e| Error::Damaged(e.to_string()))?;
     let state = key_state(&record.name);
-    // The record's key slot, as for a version; a format-1 header's copy only for a file
-    // sealed before the slot was kept.
-    let (key_id, wrapped) = match (&file.wrapped_key, &header.key) {
-        (Some(wrapped), _) => (file.key.as_str(), wrapped.as_slice()),
-        (None, Some(key)) => (key.key_id.as_str(), key.wrapped.as_slice()),
-        (None, None) => {
-            return Err(Error::Damaged(format!(
-                "file {} of app state {} has no wrapped data key in its record",
-                file.name, record.name
-            )))
-        }
+    let place = place(record, &state, file.seq, &file.blob, &what);
+    let recorded = RecordedKey {
+        key_id: &file.key,
+        wrapped: file.wrapped_key.as_deref(),
     };
-    // Through the key cache, as a version is: a file read again (every Octo command reads
-    // the newest seal) does not call KMS or Transit again. A re-wrapped slot misses.
-    let slot = KeySlot {
-        org: &record.org,
-        state: &state,
-        incarnation: &record.incarnation,
-        version: file.seq,
-        key_id,
-        wrapped,
-    };
-    let data_key = app
-        .key_cache
-        .unwrap_key(keys, &slot, std::time::Instant::now())
-        .await?;
-    let (org, incarnation, blob, seq, size) = (
-        record.org.clone(),
-        record.incarnation.clone(),
-        file.blob.clone(),
-        file.seq,
-        file.size as usize,
-    );
-    let name = file.name.clone();
-    tokio::task::spawn_blocking(move || {
-        let binding = Binding {
-            org: &org,
-            incarnation: &incarnation,
-            version: seq,
-            blob_id: &blob,
-        };
-        let opening = crypto::Opening::new(object, &header, &data_key, &binding)?;
-        crypto::open_into(opening, size, Vec::new())
-    })
-    .await
-    .map_err(|e| Error::Unavailable(format!("decryption task failed: {e}")))?
-    .map_err(|e| Error::Damaged(format!("file {name}: {e}")))
+    let opening = content::opening(app, keys, &place, recorded, OpenedBlob::Whole(object)).await?;
+    open_whole(opening, file.size, Vec::new(), &what).await
 }
 
 /// Uploads one file to the caller's open change, replacing its earlier upload of that name.
@@ -343,8 +295,8 @@ pub async fn upload(
             uploaded_at: now,
             blob: blob.blob.clone(),
             seq: blob.seq,
-            key: blob.key.clone(),
-            wrapped_key: Some(blob.wrapped_key.clone()),
+            key: blob.sealed.key_id.clone(),
+            wrapped_key: Some(blob.sealed.wrapped_key.clone()),
         };
         let (next, replaced) = apply_upload(&snapshot, stored.clone());
         let changes = AppCommit {

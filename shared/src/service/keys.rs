@@ -7,12 +7,12 @@
 use serde::Serialize;
 
 use super::admin::require_admin;
+use super::content::{self, Place, RecordedKey};
 use super::{App, Error};
-use crate::crypto;
 use crate::domain::audit::AuditAction;
 use crate::domain::keys::{needs_rewrap, tally, KeyUse};
 use crate::domain::record::StateRecord;
-use crate::domain::version::{KeySlot, VersionRecord};
+use crate::domain::version::VersionRecord;
 use crate::domain::{Actor, Principal};
 use crate::ports::{key_backend, AuditEntry, KeyContext, KeyService, StoreError};
 
@@ -207,20 +207,20 @@ async fn rewrap_version(
             return Ok(Moved::AlreadyCurrent);
         }
         let old = version.slot();
-        let wrapped = match &old.wrapped_key {
-            Some(wrapped) => wrapped.clone(),
-            None => {
-                header_wrapped_key(app, &version.blob, &format!("version {}", version.version))
-                    .await?
-            }
+        let what = format!("version {} of state {}", version.version, record.name);
+        let place = Place {
+            org,
+            key_state: name,
+            incarnation,
+            number: version.version,
+            blob: &version.blob,
+            what: &what,
         };
-        let new = keys
-            .rewrap_key(&old.key, &wrapped, &context(record))
-            .await?;
-        let new = KeySlot {
-            key: new.key_id,
-            wrapped_key: Some(new.wrapped),
+        let recorded = RecordedKey {
+            key_id: &old.key,
+            wrapped: old.wrapped_key.as_deref(),
         };
+        let new = content::rewrap(app, keys, &place, recorded).await?;
         match app
             .catalog
             .replace_key_slot(org, name, incarnation, version.version, &old, &new)
@@ -244,23 +244,4 @@ async fn rewrap_version(
         "version {} kept changing during the re-wrap; run it again",
         version.version
     )))
-}
-
-/// The wrapped key in a sealed object's header: the only copy of a version (or an app
-/// state's file, `what`) recorded before the record kept its slot.
-pub(super) async fn header_wrapped_key(
-    app: &App,
-    blob: &str,
-    what: &str,
-) -> Result<Vec<u8>, Error> {
-    let object = app.blobs.get(blob).await?.ok_or_else(|| {
-        Error::Damaged(format!(
-            "the content of {what} is missing from the blob store"
-        ))
-    })?;
-    let header = crypto::read_header(&object).map_err(|e| Error::Damaged(e.to_string()))?;
-    header
-        .key
-        .map(|key| key.wrapped)
-        .ok_or_else(|| Error::Damaged(format!("{what} has no wrapped data key in its record")))
 }

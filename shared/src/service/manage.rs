@@ -110,7 +110,7 @@ pub async fn import(
             Some(blob) if blob.fits(&snapshot, version) => blob,
             _ => seal(app, keys, &snapshot, version, &body, now).await?,
         };
-        let detail = serde_json::json!({"source": "import", "key": blob.key_id, "key_backend": key_backend(&blob.key_id), "serial": meta.serial, "lineage": meta.lineage});
+        let detail = serde_json::json!({"source": "import", "key": blob.sealed.key_id, "key_backend": key_backend(&blob.sealed.key_id), "serial": meta.serial, "lineage": meta.lineage});
         let content = blob.content(body.len(), sha256.clone());
         let audit = entry(
             principal,
@@ -175,7 +175,7 @@ pub async fn rollback(
             }
         };
         let detail =
-            serde_json::json!({"from": version, "serial": plan.serial, "key": blob.key_id, "key_backend": key_backend(&blob.key_id)});
+            serde_json::json!({"from": version, "serial": plan.serial, "key": blob.sealed.key_id, "key_backend": key_backend(&blob.sealed.key_id)});
         let audit = entry(
             principal,
             name,

@@ -9,6 +9,7 @@ pub mod apps;
 pub mod auth;
 pub mod changes;
 mod commit;
+mod content;
 pub mod identity;
 pub mod key_cache;
 pub mod keys;

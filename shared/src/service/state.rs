@@ -5,10 +5,10 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 
 use super::commit::take_over_dead_lock;
-use super::key_cache::KeySlot;
+use super::content::{self, open_whole, Keep, Place, RecordedKey};
 use super::retry::{commit, until_done, Attempt, Carried};
 use super::{work, App, Error};
-use crate::crypto::{self, Binding};
+use crate::crypto;
 use crate::domain::audit::AuditAction;
 use crate::domain::document::{sniff, StateMeta};
 use crate::domain::name::StateName;
@@ -20,9 +20,7 @@ use crate::domain::write::{
 };
 use crate::domain::{Principal, Refusal, Timestamp};
 use crate::ids::{hex, new_id};
-use crate::ports::{
-    key_backend, AuditEntry, Commit, InlineContent, KeyContext, OpenedBlob, INLINE_MAX_BYTES,
-};
+use crate::ports::{key_backend, AuditEntry, Commit, InlineContent, OpenedBlob};
 
 /// What a write did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,15 +36,6 @@ pub enum WriteOutcome {
 /// The blob key of a version's content: ids only, never the state's name.
 fn blob_key(org: &str, incarnation: &str, version: u64, blob_id: &str) -> String {
     format!("orgs/{org}/states/{incarnation}/{version}-{blob_id}")
-}
-
-fn binding<'a>(org: &'a str, incarnation: &'a str, version: u64, blob: &'a str) -> Binding<'a> {
-    Binding {
-        org,
-        incarnation,
-        version,
-        blob_id: blob,
-    }
 }
 
 /// A version's content as a read gets it.
@@ -109,7 +98,8 @@ pub(super) async fn content(
             size: version.size,
         });
     }
-    open_whole(opening, version, Vec::new())
+    let what = version_of(record, version);
+    open_whole(opening, version.size, Vec::new(), &what)
         .await
         .map(Content::Whole)
 }
@@ -134,22 +124,13 @@ pub(super) async fn open_version_into(
 ) -> Result<Vec<u8>, Error> {
     let object = sealed_object(app, record, version).await?;
     let opening = opening(app, keys, record, version, OpenedBlob::Whole(object)).await?;
-    open_whole(opening, version, buffer).await
+    let what = version_of(record, version);
+    open_whole(opening, version.size, buffer, &what).await
 }
 
-/// The whole plaintext, off the async threads when it is large: decompressing a large state
-/// takes a while.
-async fn open_whole(
-    opening: crypto::Opening,
-    version: &VersionRecord,
-    buffer: Vec<u8>,
-) -> Result<Vec<u8>, Error> {
-    let (number, size) = (version.version, version.size as usize);
-    work::run(size, "decryption", move || {
-        crypto::open_into(opening, size, buffer)
-    })
-    .await?
-    .map_err(|e| Error::Damaged(format!("version {number}: {e}")))
+/// How errors name a version: `version 3 of state net`.
+fn version_of(record: &StateRecord, version: &VersionRecord) -> String {
+    format!("version {} of state {}", version.version, record.name)
 }
 
 /// A version's sealed bytes: from the catalog when inline, else from its blob.
@@ -220,51 +201,31 @@ async fn opening(
     version: &VersionRecord,
     object: OpenedBlob,
 ) -> Result<crypto::Opening, Error> {
-    let number = version.version;
-    let first_bytes = match &object {
-        OpenedBlob::Whole(bytes) => bytes,
-        OpenedBlob::Reading { head, .. } => head,
+    let what = version_of(record, version);
+    let recorded = RecordedKey {
+        key_id: &version.key,
+        wrapped: version.wrapped_key.as_deref(),
     };
-    let header = crypto::read_header(first_bytes).map_err(|e| Error::Damaged(e.to_string()))?;
-    // The record's key slot is the one a re-wrap replaces, and the only place a format-2
-    // object's wrapped key is kept; a format-1 header's copy is the original wrapping, and
-    // the only one of a version recorded before the slot was kept.
-    let (key_id, wrapped) = match (&version.wrapped_key, &header.key) {
-        (Some(wrapped), _) => (version.key.as_str(), wrapped.as_slice()),
-        (None, Some(key)) => (key.key_id.as_str(), key.wrapped.as_slice()),
-        (None, None) => {
-            return Err(Error::Damaged(format!(
-                "version {number} of state {} has no wrapped data key in its record",
-                record.name
-            )))
-        }
-    };
-    // The slot as read: a re-wrapped key is another cache entry.
-    let slot = KeySlot {
+    content::opening(
+        app,
+        keys,
+        &place(record, version.version, &version.blob, &what),
+        recorded,
+        object,
+    )
+    .await
+}
+
+/// Where a version of `record` is sealed.
+fn place<'a>(record: &'a StateRecord, version: u64, blob: &'a str, what: &'a str) -> Place<'a> {
+    Place {
         org: &record.org,
-        state: &record.name,
+        key_state: &record.name,
         incarnation: &record.incarnation,
-        version: number,
-        key_id,
-        wrapped,
-    };
-    let data_key = app
-        .key_cache
-        .unwrap_key(keys, &slot, std::time::Instant::now())
-        .await?;
-    let binding = binding(&record.org, &record.incarnation, number, &version.blob);
-    let opened = match object {
-        OpenedBlob::Whole(bytes) => crypto::Opening::new(bytes, &header, &data_key, &binding),
-        OpenedBlob::Reading { head, rest, len } => {
-            crypto::Opening::reading(head, rest, len, &header, &data_key, &binding)
-        }
-    };
-    opened.map_err(|e| match e {
-        crypto::EnvelopeError::Unreadable(why) => {
-            Error::StorageFault(format!("version {number} of state {}: {why}", record.name))
-        }
-        e => Error::Damaged(format!("version {number}: {e}")),
-    })
+        number: version,
+        blob,
+        what,
+    }
 }
 
 /// Sealed content, remembered across compare-and-swap retries so the same decision does not
@@ -273,11 +234,9 @@ pub(super) struct Sealed {
     incarnation: String,
     version: u64,
     pub(super) blob: String,
-    pub(super) key_id: String,
-    /// The sealed bytes of a version small enough to live inline in the catalog: the commit
-    /// carries them, and no blob was written. `None` for a blob version.
-    inline: Option<Arc<Vec<u8>>>,
-    wrapped_key: Vec<u8>,
+    /// Its key, and the sealed bytes of a version small enough to live inline in the
+    /// catalog (the commit carries them, and no blob was written).
+    pub(super) sealed: content::Sealed,
 }
 
 impl Sealed {
@@ -286,10 +245,10 @@ impl Sealed {
         SealedContent {
             size: size as u64,
             sha256,
-            key: self.key_id.clone(),
-            wrapped_key: self.wrapped_key.clone(),
+            key: self.sealed.key_id.clone(),
+            wrapped_key: self.sealed.wrapped_key.clone(),
             blob: self.blob.clone(),
-            inline: self.inline.is_some(),
+            inline: self.sealed.inline.is_some(),
         }
     }
 
@@ -301,7 +260,7 @@ impl Sealed {
     /// Adds what storing this content needs to `commit`: the inline bytes for the catalog,
     /// or the blob whose pending record goes.
     pub(super) fn add_to(&self, mut commit: Commit) -> Commit {
-        match &self.inline {
+        match &self.sealed.inline {
             Some(sealed) => commit.contents.push(InlineContent {
                 version: self.version,
                 sealed: sealed.clone(),
@@ -362,7 +321,7 @@ pub async fn write(
                     actor: principal.actor.clone(),
                     state: Some(name.to_string()),
                     version: Some(version),
-                    detail: serde_json::json!({"source": "write", "key": blob.key_id, "key_backend": key_backend(&blob.key_id)}),
+                    detail: serde_json::json!({"source": "write", "key": blob.sealed.key_id, "key_backend": key_backend(&blob.sealed.key_id)}),
                 }],
                 app.prune_mark(&snapshot.incarnation, version),
             ),
@@ -409,17 +368,8 @@ pub(super) async fn examine(
     .await
 }
 
-/// The largest state sealed in memory, where its size decides between inline and blob;
-/// a larger one is sealed straight into its blob. Sealed to 64 KiB or less
-/// ([`INLINE_MAX_BYTES`]), a state this large would have compressed more than 64 times,
-/// which Terraform states do not (about 4 to 10 times); one that did is a blob version,
-/// which reads the same.
-const SEALED_IN_MEMORY_MAX: usize = 4 << 20;
-
-/// Seals the body for one version under a fresh data key. Sealed bytes up to
-/// [`INLINE_MAX_BYTES`] are kept for the commit to store inline; larger ones are stored as a
-/// blob, pending until a commit names it. A body over [`SEALED_IN_MEMORY_MAX`] is sealed
-/// into its blob as it is made.
+/// Seals the body for one version under a fresh data key: kept for the commit to store
+/// inline when small, else stored as a blob pending until a commit names it.
 pub(super) async fn seal(
     app: &App,
     keys: &dyn crate::ports::KeyService,
@@ -428,49 +378,14 @@ pub(super) async fn seal(
     body: &Arc<Vec<u8>>,
     now: Timestamp,
 ) -> Result<Sealed, Error> {
-    let context = KeyContext {
-        org: &snapshot.org,
-        state: &snapshot.name,
-    };
-    let data_key = keys.data_key(&context).await?;
     let blob = blob_key(&snapshot.org, &snapshot.incarnation, version, &new_id());
-    let (body, org, incarnation, blob_for_task) = (
-        body.clone(),
-        snapshot.org.clone(),
-        snapshot.incarnation.clone(),
-        blob.clone(),
-    );
-    let (key_id, wrapped_key) = (data_key.key_id.clone(), data_key.wrapped.clone());
-    let inline = if body.len() > SEALED_IN_MEMORY_MAX {
-        // Sealed straight into its blob, so the save holds the body and a segment, not the
-        // body and its whole sealed object too.
-        app.catalog.add_pending_blob(&blob, now).await?;
-        let write = Box::new(move |out: &mut dyn std::io::Write| {
-            let binding = binding(&org, &incarnation, version, &blob_for_task);
-            crypto::seal_into(&body, &data_key.plaintext, &binding, out)
-        });
-        app.blobs.put_written(&blob, write).await?;
-        None
-    } else {
-        let object = work::run(body.len(), "encryption", move || {
-            let binding = binding(&org, &incarnation, version, &blob_for_task);
-            crypto::seal(&body, &data_key.plaintext, &binding)
-        })
-        .await?;
-        if object.len() <= INLINE_MAX_BYTES {
-            Some(Arc::new(object))
-        } else {
-            app.catalog.add_pending_blob(&blob, now).await?;
-            app.blobs.put(&blob, object).await?;
-            None
-        }
-    };
+    let what = format!("version {version} of state {}", snapshot.name);
+    let place = place(snapshot, version, &blob, &what);
+    let sealed = content::seal(app, keys, &place, body, Keep::InlineWhenSmall, now).await?;
     Ok(Sealed {
         incarnation: snapshot.incarnation.clone(),
         version,
         blob,
-        key_id,
-        inline,
-        wrapped_key,
+        sealed,
     })
 }
