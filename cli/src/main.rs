@@ -5,9 +5,9 @@
 
 mod apps;
 mod body;
-mod changes;
 mod chunks;
 mod client;
+mod comparison;
 mod import;
 mod keys;
 mod pacing;

@@ -11,7 +11,7 @@ use reqwest::Method;
 use serde_json::Value;
 
 use crate::client::Client;
-use crate::{changes, table};
+use crate::{comparison, table};
 
 #[derive(Subcommand)]
 pub enum Command {
@@ -331,7 +331,7 @@ pub async fn run(api: &crate::Api, command: Command) -> anyhow::Result<()> {
             if json {
                 return print_json(&answer);
             }
-            for line in changes::render(&answer) {
+            for line in comparison::render(&answer) {
                 println!("{line}");
             }
         }

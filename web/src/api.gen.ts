@@ -914,7 +914,7 @@ export interface components {
         /** @description How the operation that produced a version ended. */
         VersionEnded: "open" | "released" | "force_unlocked" | "expired" | "unlocked_write" | "import" | "rollback";
         /** @description The answer of `GET .../versions/{version}/changes?since={other}`. */
-        VersionChanges: {
+        VersionComparison: {
             state: string;
             /** @description The version asked about. */
             version: components["schemas"]["ComparedVersion"];
@@ -1330,7 +1330,7 @@ export type Source = components['schemas']['Source'];
 export type ChangeRecord = components['schemas']['ChangeRecord'];
 export type LockSummary = components['schemas']['LockSummary'];
 export type VersionEnded = components['schemas']['VersionEnded'];
-export type VersionChanges = components['schemas']['VersionChanges'];
+export type VersionComparison = components['schemas']['VersionComparison'];
 export type ComparedVersion = components['schemas']['ComparedVersion'];
 export type Counts = components['schemas']['Counts'];
 export type InstanceViewLists = components['schemas']['InstanceViewLists'];
@@ -2305,7 +2305,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["VersionChanges"];
+                    "application/json": components["schemas"]["VersionComparison"];
                 };
             };
             /** @description Bad version number or since. Also: `invalid_request`: the body could not be read; `invalid_name`: the path's name is outside the naming rule */

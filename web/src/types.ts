@@ -24,7 +24,7 @@ export type Allocation = api.Allocation;
 export type Permission = keyof Allocation;
 
 /** `GET /api/tf-states/{name}/versions/{version}/changes`: names and paths, never a value. */
-export type Changes = api.VersionChanges;
+export type Comparison = api.VersionComparison;
 export type ComparedSide = api.ComparedVersion;
 export type ChangeCounts = api.Counts;
 export type InstanceRef = api.InstanceView;

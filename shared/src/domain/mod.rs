@@ -4,7 +4,7 @@
 pub mod actor;
 pub mod app;
 pub mod audit;
-pub mod changes;
+pub mod comparison;
 pub mod document;
 pub mod hold;
 pub mod keys;

@@ -14,7 +14,7 @@ use super::response::json_response;
 use super::state::into_bytes;
 use crate::domain::Principal;
 use crate::service::listing::{HoldView, LockView, VersionView};
-use crate::service::{changes as compare, manage};
+use crate::service::{comparison, manage};
 
 /// A version number from the path: a positive whole number.
 fn version_number(raw: Option<&str>) -> Result<u64, HttpError> {
@@ -45,7 +45,7 @@ pub async fn download(call: Call<'_>, principal: &Principal) -> Answer {
 
 /// What changed between the version and `?since=` (by default the version before it):
 /// resources and outputs by name and attribute paths, never a value.
-pub async fn changes(call: Call<'_>, principal: &Principal) -> Answer {
+pub async fn compare(call: Call<'_>, principal: &Principal) -> Answer {
     let version = version_number(call.param("version").as_deref())?;
     let since = match call.req.query_string_parameters().first("since") {
         Some(raw) => Some(version_number(Some(raw)).map_err(|_| {
@@ -56,8 +56,8 @@ pub async fn changes(call: Call<'_>, principal: &Principal) -> Answer {
         None => None,
     };
     let name = call.state()?;
-    let changes = compare::changes(call.app, principal, &name, version, since).await?;
-    Ok(json_response(StatusCode::OK, &changes))
+    let comparison = comparison::compare(call.app, principal, &name, version, since).await?;
+    Ok(json_response(StatusCode::OK, &comparison))
 }
 
 /// An import takes `application/json`, `application/octet-stream` or no Content-Type.

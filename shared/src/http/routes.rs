@@ -210,7 +210,7 @@ pub const ROUTES: &[Route] = &[
     route("GET",    "/api/tf-states/{name}",                            "list",        OneMib, LOOKUP,       Bearer(&list::show)),
     route("GET",    "/api/tf-states/{name}/versions",                   "versions",    OneMib, LOOKUP,       Bearer(&list::versions)),
     route("GET",    "/api/tf-states/{name}/versions/{version}/content", "download",    OneMib, OPEN_VERSION, Bearer(&manage::download)),
-    route("GET",    "/api/tf-states/{name}/versions/{version}/changes", "download",    OneMib, OPEN_VERSION, Bearer(&manage::changes)),
+    route("GET",    "/api/tf-states/{name}/versions/{version}/changes", "download",    OneMib, OPEN_VERSION, Bearer(&manage::compare)),
     route("POST",   "/api/tf-states/{name}/import",                     "import",      State,  SEAL_STATE,   Bearer(&manage::import)),
     route("POST",   "/api/tf-states/{name}/rollback",                   "rollback",    OneMib, RESEAL,       Bearer(&manage::rollback)),
     route("POST",   "/api/tf-states/{name}/force-unlock",               "admin",       OneMib, CHANGE,       Bearer(&manage::force_unlock)),

@@ -17,7 +17,7 @@ use crate::domain::permission::Allocation;
 use crate::service::admin::AuditPage;
 use crate::service::app_reads::{AppListing, AppView, ArchiveListing, ArchiveView, ChangeView};
 use crate::service::app_reads::{FileView, HeldLockView};
-use crate::service::changes::VersionChanges;
+use crate::service::comparison::VersionComparison;
 use crate::service::identity::Identity;
 use crate::service::listing::{Listing, StateView, VersionView};
 
@@ -34,7 +34,7 @@ pub fn derived() -> Map<String, Value> {
     add::<StateView>(&mut generator);
     add::<VersionList>(&mut generator);
     add::<VersionView>(&mut generator);
-    add::<VersionChanges>(&mut generator);
+    add::<VersionComparison>(&mut generator);
     add::<ForceUnlockResult>(&mut generator);
     add::<AuditPage>(&mut generator);
     add::<KeyReport<'_>>(&mut generator);

@@ -17,7 +17,7 @@ mod apps;
 mod audit;
 mod authorization;
 mod backend;
-mod changes;
+mod comparison;
 mod identity;
 mod listing;
 mod management;

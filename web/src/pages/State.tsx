@@ -12,13 +12,13 @@ import { useEffect, useState } from 'preact/hooks';
 
 import { api, seg } from '../api';
 import { backendHcl } from '../backend';
-import { versionParam } from '../changes';
+import { versionParam } from '../comparison';
 import { Hcl, Link } from '../components';
 import { actor } from '../format';
 import { NotYet, useLoad } from '../loading';
 import { navigate } from '../router';
 import type { ChangeCounts, Identity, StateView, Version } from '../types';
-import { VersionChanges } from '../versionChanges';
+import { VersionComparison } from '../versionComparison';
 import { useStateActions } from './state/actions';
 import { DeleteDialog, DeleteSection } from './state/Delete';
 import { LockSection, UnlockDialog } from './state/Lock';
@@ -77,7 +77,7 @@ export function StatePage(props: { me: Identity; name: string; location: URL }) 
       />
 
       {changesOf !== null && state.allowed_actions.download && (
-        <VersionChanges
+        <VersionComparison
           name={name}
           version={changesOf}
           since={since}

@@ -4,7 +4,7 @@
 // is not offered to a role that may not read content.
 
 import { SizeChart } from '../../chart';
-import { countsText, countsWords } from '../../changes';
+import { countsText, countsWords } from '../../comparison';
 import { Confirm, CopyButton, RunLink, Time } from '../../components';
 import { actor, bytes, ended, shortSha } from '../../format';
 import type { ChangeCounts, Identity, StateView, Version } from '../../types';

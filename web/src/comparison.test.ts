@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
-import { countsText, countsWords, nothingChanged, otherText, outputChange, pathParts, versionParam } from './changes';
-import type { ChangedInstance, Changes } from './types';
+import { countsText, countsWords, nothingChanged, otherText, outputChange, pathParts, versionParam } from './comparison';
+import type { ChangedInstance, Comparison } from './types';
 
 const role: ChangedInstance = {
   address: 'module.app["eu"].aws_iam_role.app[0]',
@@ -52,7 +52,7 @@ describe('outputChange', () => {
 });
 
 describe('nothingChanged', () => {
-  const empty: Changes = {
+  const empty: Comparison = {
     state: 's',
     version: { version: 2, serial: 2, lineage: 'l', terraform_version: '1.11.4' },
     since: { version: 1, serial: 1, lineage: 'l', terraform_version: '1.11.4' },

@@ -3,7 +3,7 @@
 // sensitive ones marked, and what changed about an output. Names and paths only: the API
 // answers no value, and nothing here makes one up. Pure functions, unit-tested.
 
-import type { ChangeCounts, ChangedInstance, ChangedOutput, Changes } from './types';
+import type { ChangeCounts, ChangedInstance, ChangedOutput, Comparison } from './types';
 
 /** `+3 ~1 -0`, as a plan summary reads. */
 export function countsText(c: ChangeCounts): string {
@@ -42,7 +42,7 @@ export function outputChange(o: ChangedOutput): string {
 }
 
 /** True when the comparison found nothing added, changed or removed, in resources or outputs. */
-export function nothingChanged(c: Changes): boolean {
+export function nothingChanged(c: Comparison): boolean {
   const { resources: r, outputs: o } = c;
   return [r.added, r.changed, r.removed, o.added, o.changed, o.removed].every((l) => l.length === 0);
 }

@@ -11,7 +11,7 @@ use super::manage::existing;
 use super::state::open_version_into;
 use super::{App, Error};
 use crate::domain::audit::AuditAction;
-use crate::domain::changes::{
+use crate::domain::comparison::{
     check_format, check_readable, compare_to, summarize, Comparison, Facts, Summary,
 };
 use crate::domain::name::StateName;
@@ -23,7 +23,7 @@ use crate::ports::{AuditEntry, KeyService};
 
 /// The answer of `GET .../versions/{version}/changes?since={other}`.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-pub struct VersionChanges {
+pub struct VersionComparison {
     pub state: String,
     /// The version asked about.
     pub version: Side,
@@ -63,13 +63,13 @@ impl Side {
 /// # Errors
 /// `Refused`: without tf_state:read, `NotFound` (the state, or either version: unknown or
 /// pruned), `CannotCompare` (an OpenTofu-encrypted version, or a format other than 4).
-pub async fn changes(
+pub async fn compare(
     app: &App,
     principal: &Principal,
     name: &StateName,
     version: u64,
     since: Option<u64>,
-) -> Result<VersionChanges, Error> {
+) -> Result<VersionComparison, Error> {
     app.require(principal, Permission::Read).await?;
     let keys = app.keys()?;
     let record = existing(app, &principal.org, name).await?;
@@ -113,7 +113,7 @@ pub async fn changes(
             detail: serde_json::json!({"since": since}),
         })
         .await?;
-    Ok(VersionChanges {
+    Ok(VersionComparison {
         state: name.to_string(),
         same_lineage: before_facts
             .as_ref()

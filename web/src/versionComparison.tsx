@@ -9,10 +9,10 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useRef } from 'preact/hooks';
 
 import { api, ApiError, seg } from './api';
-import { countsText, countsWords, nothingChanged, otherText, outputChange, pathParts } from './changes';
+import { countsText, countsWords, nothingChanged, otherText, outputChange, pathParts } from './comparison';
 import { ErrorText } from './components';
 import { useLoad } from './loading';
-import type { ChangeCounts, ChangedInstance, Changes, ComparedSide, InstanceRef, OutputRef, Version } from './types';
+import type { ChangeCounts, ChangedInstance, Comparison, ComparedSide, InstanceRef, OutputRef, Version } from './types';
 
 function Side(props: { side: ComparedSide }) {
   const s = props.side;
@@ -80,7 +80,7 @@ const output = (o: OutputRef) => (
   </>
 );
 
-export function VersionChanges(props: {
+export function VersionComparison(props: {
   name: string;
   version: number;
   since: number | null;
@@ -101,7 +101,7 @@ export function VersionChanges(props: {
   const compared = useLoad(async () => {
     const query = since === null ? '' : `?since=${since}`;
     try {
-      const c = await api<Changes>('GET', `/api/tf-states/${seg(name)}/versions/${version}/changes${query}`);
+      const c = await api<Comparison>('GET', `/api/tf-states/${seg(name)}/versions/${version}/changes${query}`);
       // Only the default comparison is the row's `+a ~c -r`: another one says something else.
       if (since === null) props.onCounts(version, c.counts);
       return c;
