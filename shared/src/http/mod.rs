@@ -6,7 +6,8 @@
 
 mod admin;
 mod admission;
-mod apps;
+mod app_changes;
+mod app_reads;
 pub mod content;
 mod credentials;
 mod error;

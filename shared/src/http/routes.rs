@@ -13,7 +13,7 @@
 use std::fmt;
 
 use super::handler::Handler;
-use super::{admin, apps, identity, list, lock, manage, runs, state};
+use super::{admin, app_changes, app_reads, identity, list, lock, manage, runs, state};
 use crate::domain::lock::MAX_LOCK_BYTES;
 use crate::service::Limits;
 
@@ -222,20 +222,20 @@ pub const ROUTES: &[Route] = &[
     route("PUT",    "/api/org/permissions",                             "admin",       OneMib, RECORDS,      Bearer(&admin::set_permissions)),
     route("GET",    "/api/whoami",                                      "list",        OneMib, RECORD,       Bearer(&identity::whoami)),
     route("GET",    "/api/openapi.json",                                "list",        OneMib, NOTHING,      Open),
-    route("GET",    "/api/apps",                                        "apps",        OneMib, LOOKUP,       Bearer(&apps::list)),
-    route("GET",    "/api/apps/{name}",                                 "apps",        OneMib, LOOKUP,       Bearer(&apps::show)),
-    route("POST",   "/api/apps/{name}/lock",                            "apps",        Lock,   RECORDS,      Bearer(&apps::lock)),
-    route("GET",    "/api/apps/{name}/locks/{lock_id}",                 "apps",        OneMib, RECORD,       Bearer(&apps::change)),
-    route("PUT",    "/api/apps/{name}/locks/{lock_id}/files/{file}",    "apps",        State,  SEAL,         Bearer(&apps::upload)),
-    route("GET",    "/api/apps/{name}/locks/{lock_id}/files/{file}",    "apps",        OneMib, OPEN_AUDITED, Bearer(&apps::change_file)),
-    route("POST",   "/api/apps/{name}/locks/{lock_id}/seal",            "apps",        OneMib, RECORDS,      Bearer(&apps::seal)),
-    route("POST",   "/api/apps/{name}/locks/{lock_id}/unlock",          "apps",        OneMib, RECORDS,      Bearer(&apps::unlock)),
-    route("GET",    "/api/apps/{name}/files/{file}",                    "apps",        OneMib, OPEN_AUDITED, Bearer(&apps::newest_file)),
-    route("GET",    "/api/apps/{name}/archives",                        "apps",        OneMib, LOOKUP,       Bearer(&apps::archives)),
-    route("GET",    "/api/apps/{name}/archives/{commit_id}",            "apps",        OneMib, RECORD,       Bearer(&apps::archive)),
-    route("GET",    "/api/apps/{name}/archives/{commit_id}/files/{file}", "apps",      OneMib, OPEN_AUDITED, Bearer(&apps::archive_file)),
-    route("DELETE", "/api/apps/{name}/archives/{commit_id}",            "apps",        OneMib, RECORDS_LOOKUP, Bearer(&apps::delete_archive)),
-    route("POST",   "/api/apps/{name}/force-unlock",                    "apps",        OneMib, RECORDS,      Bearer(&apps::force_unlock)),
+    route("GET",    "/api/apps",                                        "apps",        OneMib, LOOKUP,       Bearer(&app_reads::list)),
+    route("GET",    "/api/apps/{name}",                                 "apps",        OneMib, LOOKUP,       Bearer(&app_reads::show)),
+    route("POST",   "/api/apps/{name}/lock",                            "apps",        Lock,   RECORDS,      Bearer(&app_changes::lock)),
+    route("GET",    "/api/apps/{name}/locks/{lock_id}",                 "apps",        OneMib, RECORD,       Bearer(&app_reads::change)),
+    route("PUT",    "/api/apps/{name}/locks/{lock_id}/files/{file}",    "apps",        State,  SEAL,         Bearer(&app_changes::upload)),
+    route("GET",    "/api/apps/{name}/locks/{lock_id}/files/{file}",    "apps",        OneMib, OPEN_AUDITED, Bearer(&app_reads::change_file)),
+    route("POST",   "/api/apps/{name}/locks/{lock_id}/seal",            "apps",        OneMib, RECORDS,      Bearer(&app_changes::seal)),
+    route("POST",   "/api/apps/{name}/locks/{lock_id}/unlock",          "apps",        OneMib, RECORDS,      Bearer(&app_changes::unlock)),
+    route("GET",    "/api/apps/{name}/files/{file}",                    "apps",        OneMib, OPEN_AUDITED, Bearer(&app_reads::newest_file)),
+    route("GET",    "/api/apps/{name}/archives",                        "apps",        OneMib, LOOKUP,       Bearer(&app_reads::archives)),
+    route("GET",    "/api/apps/{name}/archives/{commit_id}",            "apps",        OneMib, RECORD,       Bearer(&app_reads::archive)),
+    route("GET",    "/api/apps/{name}/archives/{commit_id}/files/{file}", "apps",      OneMib, OPEN_AUDITED, Bearer(&app_reads::archive_file)),
+    route("DELETE", "/api/apps/{name}/archives/{commit_id}",            "apps",        OneMib, RECORDS_LOOKUP, Bearer(&app_reads::delete_archive)),
+    route("POST",   "/api/apps/{name}/force-unlock",                    "apps",        OneMib, RECORDS,      Bearer(&app_changes::force_unlock)),
     route("POST",   "/api/runs/{run}/tf-state-tokens",                  "runs",        OneMib, RUNS,         Platform(&runs::mint)),
     route("POST",   "/api/runs/{run}/end",                              "runs",        OneMib, RUNS,         Platform(&runs::end)),
     route("POST",   "/api/runs/{run}/steps/{step}/gone",                "runs",        OneMib, RUNS,         Platform(&runs::gone)),

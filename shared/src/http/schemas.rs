@@ -9,7 +9,7 @@ use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::{Map, Value};
 
 use super::admin::KeyReport;
-use super::apps::AppForceUnlockResult;
+use super::app_changes::AppForceUnlockResult;
 use super::list::VersionList;
 use super::manage::ForceUnlockResult;
 use super::runs::{GoneReport, Minted, RunEnded};

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::admin::require_admin;
-use super::apps::key_state;
+use super::app_changes::key_state;
 use super::content::{self, Place, RecordedKey};
 use super::keys::{ATTEMPTS, PAGE};
 use super::{App, Error};

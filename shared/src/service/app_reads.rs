@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use super::apps::{check_id, entry, existing, open_file};
+use super::app_changes::{check_id, entry, existing, open_file};
 use super::retry::{until_done, Attempt};
 use super::{App, Error};
 use crate::domain::app::change::{

@@ -22,7 +22,7 @@ use crate::ports::{KeyContext, KeyService, OpenedBlob, INLINE_MAX_BYTES};
 pub(super) struct Place<'a> {
     pub org: &'a str,
     /// The state the key service is asked for a key for: a state's name, or an app state's
-    /// key name (`apps::key_state`), so neither kind's keys open the other's content.
+    /// key name (`app_changes::key_state`), so neither kind's keys open the other's content.
     pub key_state: &'a str,
     pub incarnation: &'a str,
     /// A version, or an app file's sequence number.

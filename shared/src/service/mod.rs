@@ -3,9 +3,9 @@
 //! lost race is never an error a client sees).
 
 pub mod admin;
+pub mod app_changes;
 pub mod app_keys;
 pub mod app_reads;
-pub mod apps;
 pub mod auth;
 mod commit;
 pub mod comparison;
