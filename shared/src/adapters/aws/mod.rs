@@ -10,6 +10,7 @@ mod catalog;
 mod items;
 mod keys;
 pub mod schema;
+mod state;
 mod sweep;
 
 use std::time::Duration;
