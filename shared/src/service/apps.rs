@@ -3,6 +3,7 @@
 //! decision, seals and stores any file first, and commits with one compare-and-swap; a seal
 //! and the lock's release are one commit, so either both happen or neither does.
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use serde::de::IgnoredAny;
@@ -23,6 +24,7 @@ use crate::domain::name::{check_name, StateName};
 use crate::domain::permission::Permission;
 use crate::domain::{Principal, Refusal, Timestamp};
 use crate::ids::{hex, new_id};
+use crate::paging::{self, Page};
 use crate::ports::{AppCommit, AuditEntry, KeyContext, KeyService, StoreError};
 
 /// The key context of an app state's files: `app:<name>` can never be a state's name (a
@@ -406,23 +408,25 @@ async fn sealed_before(
     ended: Ended,
 ) -> Result<Option<ArchiveRecord>, Error> {
     const PAGE: usize = 100;
-    let mut before: Option<String> = None;
-    loop {
-        let page = app
-            .catalog
-            .archives(&principal.org, name.as_str(), before.as_deref(), PAGE)
-            .await?;
-        if let Some(found) = page
-            .iter()
+    let org = principal.org.as_str();
+    let found = paging::walk(
+        move |before: Option<String>| async move {
+            let page = app
+                .catalog
+                .archives(org, name.as_str(), before.as_deref(), PAGE)
+                .await;
+            page.map(|archives| Page::of(archives, PAGE, |a| a.commit_id.clone()))
+        },
+        |page| match page
+            .into_iter()
             .find(|a| is_retry_of(a, lock_id, principal, ended))
         {
-            return Ok(Some(found.clone()));
-        }
-        match page.last() {
-            Some(last) if page.len() == PAGE => before = Some(last.commit_id.clone()),
-            _ => return Ok(None),
-        }
-    }
+            Some(found) => ControlFlow::Break(found),
+            None => ControlFlow::Continue(()),
+        },
+    )
+    .await?;
+    Ok(found)
 }
 
 /// The commit of a sealed change, audited.

@@ -5,6 +5,7 @@
 //! keys and codecs are `items`; what a port's call does with them is its own file (`state`,
 //! `access`, `apps`, `sweep`). Nothing here knows a port's rules.
 
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
@@ -16,6 +17,7 @@ use aws_sdk_dynamodb::Client;
 
 use super::describe_failure;
 use super::items::*;
+use crate::paging::{self, Page};
 use crate::ports::{AuditEntry, StoreError};
 
 /// DynamoDB's limit on the items of one transaction.
@@ -210,24 +212,32 @@ impl DynamoCatalog {
         limit: Option<usize>,
     ) -> Result<Vec<Item>, StoreError> {
         let mut items = Vec::new();
-        let mut start = None;
-        loop {
-            let page = query
-                .clone()
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(|e| StoreError::Unavailable(describe_failure("Query", &e)))?;
-            items.extend(page.items.unwrap_or_default());
-            if limit.is_some_and(|l| items.len() >= l) {
-                items.truncate(limit.unwrap_or(usize::MAX));
-                return Ok(items);
-            }
-            match page.last_evaluated_key {
-                Some(key) if !key.is_empty() => start = Some(key),
-                _ => return Ok(items),
-            }
-        }
+        paging::walk(
+            |start| {
+                let query = query.clone();
+                async move {
+                    let page = query
+                        .set_exclusive_start_key(start)
+                        .send()
+                        .await
+                        .map_err(|e| StoreError::Unavailable(describe_failure("Query", &e)))?;
+                    Ok::<_, StoreError>(Page {
+                        items: page.items.unwrap_or_default(),
+                        next: page.last_evaluated_key.filter(|key| !key.is_empty()),
+                    })
+                }
+            },
+            |page| {
+                items.extend(page);
+                match limit {
+                    Some(limit) if items.len() >= limit => ControlFlow::Break(()),
+                    _ => ControlFlow::Continue(()),
+                }
+            },
+        )
+        .await?;
+        items.truncate(limit.unwrap_or(usize::MAX));
+        Ok(items)
     }
 
     /// The record an item holds, read strongly consistently. Only the key and the record
