@@ -72,6 +72,8 @@ fn warn_at_start(config: &Config, keyless: bool) {
 
 /// What wraps every new data key, as a deployment's settings choose it.
 #[cfg_attr(not(any(feature = "local", feature = "aws")), allow(dead_code))]
+// One value, made once at start and consumed at once: a Transit variant's size costs nothing.
+#[allow(clippy::large_enum_variant)]
 enum Wrapping {
     /// A Transit engine; the platform key, when there is one, opens the versions it wrapped.
     Transit {
