@@ -9,6 +9,7 @@ mod blobs;
 mod catalog;
 mod items;
 mod keys;
+mod runs;
 pub mod schema;
 mod state;
 mod sweep;

@@ -1,11 +1,12 @@
 //! The ports in memory: one lock around plain maps. For tests and the contract suite's
 //! reference; nothing survives the process. The maps are here; each port's impl is its own
-//! file (`state`, `access` with runs, `apps`, `sweep`, `blobs`), as the local and AWS
+//! file (`state`, `access`, `runs`, `apps`, `sweep`, `blobs`), as the local and AWS
 //! adapters are split.
 
 mod access;
 mod apps;
 mod blobs;
+mod runs;
 mod state;
 mod sweep;
 
