@@ -4,7 +4,6 @@
 //! nothing of the crate.
 
 use std::future::Future;
-use std::ops::ControlFlow;
 
 /// One page of a listing and the cursor of the page after it (`None`: this is the last): a
 /// name or commit ID for our listings, DynamoDB's last evaluated key for a query.
@@ -27,14 +26,14 @@ impl<T> Page<T> {
 }
 
 /// Reads the first page (`read(None)`), then each page from the cursor the one before it
-/// gave, handing every page's items to `visit`, until `visit` breaks with what it looked for
-/// (`Some`) or a page is the last (`None`).
+/// gave, handing every page's items to `visit`, until `visit` finds what it looks for (its
+/// `Some`, returned) or a page is the last (`None`).
 ///
 /// # Errors
 /// The first error `read` gives.
 pub async fn walk<T, C, R, E, Fut>(
     mut read: impl FnMut(Option<C>) -> Fut,
-    mut visit: impl FnMut(Vec<T>) -> ControlFlow<R>,
+    mut visit: impl FnMut(Vec<T>) -> Option<R>,
 ) -> Result<Option<R>, E>
 where
     Fut: Future<Output = Result<Page<T, C>, E>>,
@@ -42,7 +41,7 @@ where
     let mut cursor = None;
     loop {
         let page = read(cursor).await?;
-        if let ControlFlow::Break(found) = visit(page.items) {
+        if let Some(found) = visit(page.items) {
             return Ok(Some(found));
         }
         match page.next {
@@ -63,7 +62,7 @@ where
     let mut items = Vec::new();
     walk(read, |page| {
         items.extend(page);
-        ControlFlow::<()>::Continue(())
+        None::<()>
     })
     .await?;
     Ok(items)
@@ -96,17 +95,11 @@ mod tests {
                 pages += 1;
                 listing(100, 3, after)
             },
-            |page| match page.into_iter().find(|i| *i == 4) {
-                Some(i) => ControlFlow::Break(i),
-                None => ControlFlow::Continue(()),
-            },
+            |page| page.into_iter().find(|i| *i == 4),
         )
         .await;
         assert_eq!((found, pages), (Ok(Some(4)), 2));
-        let missing = walk(
-            |after| listing(5, 3, after),
-            |_| ControlFlow::<()>::Continue(()),
-        );
+        let missing = walk(|after| listing(5, 3, after), |_| None::<()>);
         assert_eq!(missing.await, Ok(None));
     }
 

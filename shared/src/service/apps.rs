@@ -3,7 +3,6 @@
 //! decision, seals and stores any file first, and commits with one compare-and-swap; a seal
 //! and the lock's release are one commit, so either both happen or neither does.
 
-use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use serde::de::IgnoredAny;
@@ -417,12 +416,9 @@ async fn sealed_before(
                 .await;
             page.map(|archives| Page::of(archives, PAGE, |a| a.commit_id.clone()))
         },
-        |page| match page
-            .into_iter()
-            .find(|a| is_retry_of(a, lock_id, principal, ended))
-        {
-            Some(found) => ControlFlow::Break(found),
-            None => ControlFlow::Continue(()),
+        |page| {
+            page.into_iter()
+                .find(|a| is_retry_of(a, lock_id, principal, ended))
         },
     )
     .await?;

@@ -5,7 +5,6 @@
 //! keys and codecs are `items`; what a port's call does with them is its own file (`state`,
 //! `access`, `apps`, `sweep`). Nothing here knows a port's rules.
 
-use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
@@ -227,12 +226,10 @@ impl DynamoCatalog {
                     })
                 }
             },
+            // Enough once `limit` items are in.
             |page| {
                 items.extend(page);
-                match limit {
-                    Some(limit) if items.len() >= limit => ControlFlow::Break(()),
-                    _ => ControlFlow::Continue(()),
-                }
+                limit.filter(|limit| items.len() >= *limit).map(|_| ())
             },
         )
         .await?;
