@@ -12,7 +12,7 @@ use clap::Subcommand;
 use reqwest::Method;
 use serde_json::Value;
 
-use crate::client::Client;
+use crate::client::{items, Client};
 use crate::states::{actor, confirm, print_json, text};
 use crate::table;
 
@@ -77,24 +77,6 @@ fn lock_text(lock: &Value) -> String {
     )
 }
 
-/// Every page of a listing: `key`'s items, following `next_cursor`.
-async fn all_pages(client: &Client, path: &str, key: &str) -> anyhow::Result<Vec<Value>> {
-    let mut items = Vec::new();
-    let mut cursor: Option<String> = None;
-    loop {
-        let page_path = match &cursor {
-            Some(c) => format!("{path}&cursor={c}"),
-            None => path.to_owned(),
-        };
-        let page = client.get_json(&page_path).await?;
-        items.extend(page[key].as_array().cloned().unwrap_or_default());
-        match page["next_cursor"].as_str() {
-            Some(next) => cursor = Some(next.to_owned()),
-            None => return Ok(items),
-        }
-    }
-}
-
 fn print_files(files: &Value) {
     let rows: Vec<Vec<String>> = files
         .as_array()
@@ -119,7 +101,7 @@ pub async fn run(api: &crate::Api, command: Command) -> anyhow::Result<()> {
     let client = Client::new(api)?;
     match command {
         Command::List { json } => {
-            let apps = all_pages(&client, "/api/apps?limit=1000", "apps").await?;
+            let apps = items(&client.pages("/api/apps?limit=1000").await?, "apps");
             if json {
                 return print_json(&serde_json::json!({ "apps": apps }));
             }
@@ -143,7 +125,7 @@ pub async fn run(api: &crate::Api, command: Command) -> anyhow::Result<()> {
         }
         Command::Archives { app, json } => {
             let path = format!("/api/apps/{app}/archives?limit=100");
-            let archives = all_pages(&client, &path, "archives").await?;
+            let archives = items(&client.pages(&path).await?, "archives");
             if json {
                 return print_json(&serde_json::json!({ "app": app, "archives": archives }));
             }

@@ -1,6 +1,7 @@
 //! The HTTP API as the management commands and the import script call it: a base URL and a
 //! Bearer token; an error answer becomes an error carrying the API's code and message.
 
+use hegemony_state::paging::{self, Page};
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
@@ -94,4 +95,30 @@ impl Client {
         let (_, bytes) = self.send(Method::GET, path, None).await?;
         Ok(serde_json::from_slice(&bytes)?)
     }
+
+    /// Every page of the listing at `path` (whose query has begun), as JSON, following each
+    /// page's `next_cursor` until a page has none.
+    pub async fn pages(&self, path: &str) -> anyhow::Result<Vec<Value>> {
+        paging::all(move |cursor: Option<String>| async move {
+            let page_path = match cursor {
+                Some(c) => format!("{path}&cursor={c}"),
+                None => path.to_owned(),
+            };
+            let page = self.get_json(&page_path).await?;
+            let next = page["next_cursor"].as_str().map(str::to_owned);
+            Ok::<_, anyhow::Error>(Page {
+                items: vec![page],
+                next,
+            })
+        })
+        .await
+    }
+}
+
+/// The items under `key` of every page of a listing, in order.
+pub fn items(pages: &[Value], key: &str) -> Vec<Value> {
+    pages
+        .iter()
+        .flat_map(|page| page[key].as_array().cloned().unwrap_or_default())
+        .collect()
 }

@@ -10,7 +10,7 @@ use clap::Subcommand;
 use reqwest::Method;
 use serde_json::Value;
 
-use crate::client::Client;
+use crate::client::{items, Client};
 use crate::{comparison, table};
 
 #[derive(Subcommand)]
@@ -188,20 +188,10 @@ pub async fn run(api: &crate::Api, command: Command) -> anyhow::Result<()> {
     let client = Client::new(api)?;
     match command {
         Command::List { json } => {
-            let mut states = Vec::new();
-            let mut cursor: Option<String> = None;
-            let org = loop {
-                let path = match &cursor {
-                    Some(c) => format!("/api/tf-states?limit=1000&cursor={c}"),
-                    None => "/api/tf-states?limit=1000".to_owned(),
-                };
-                let page = client.get_json(&path).await?;
-                states.extend(page["states"].as_array().cloned().unwrap_or_default());
-                match page["next_cursor"].as_str() {
-                    Some(next) => cursor = Some(next.to_owned()),
-                    None => break page["org"].clone(),
-                }
-            };
+            let pages = client.pages("/api/tf-states?limit=1000").await?;
+            let states = items(&pages, "states");
+            // Every page names the org; the first page is always read.
+            let org = pages.last().map_or(Value::Null, |page| page["org"].clone());
             if json {
                 return print_json(&serde_json::json!({"org": org, "states": states}));
             }

@@ -19,6 +19,8 @@
 //!   store, AWS behind the Lambda functions or the container, the sweepers); the start-up
 //!   warnings and the Lambda clamp.
 //! - [`ids`]: random ids and hex, used by every layer.
+//! - [`paging`]: the one loop that follows a paged listing to its end, used by the service,
+//!   the AWS catalog and the command line.
 //! - [`key_template`]: the configured KMS key and how it names each org's key, parsed by
 //!   [`config`] and used by the KMS adapter.
 //! - [`transit_settings`]: a configured Transit engine (named backend or internal OpenBao),
@@ -31,6 +33,7 @@ pub mod domain;
 pub mod http;
 pub mod ids;
 pub mod key_template;
+pub mod paging;
 pub mod ports;
 pub mod service;
 pub mod transit_settings;

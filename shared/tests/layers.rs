@@ -10,8 +10,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// The modules every layer may use: ids, and the parsed settings the adapters read.
-const LEAVES: &[&str] = &["ids", "key_template", "transit_settings"];
+/// The modules every layer may use: ids, following a paged listing, and the parsed settings
+/// the adapters read.
+const LEAVES: &[&str] = &["ids", "paging", "key_template", "transit_settings"];
 
 /// Each top-level module of the crate and what it may import besides itself and
 /// [`LEAVES`]; `None` for the one module that may import anything (start-up wiring).
@@ -27,6 +28,7 @@ const LAYERS: &[(&str, Option<&[&str]>)] = &[
     ),
     ("config", Some(&["domain", "crypto"])),
     ("ids", Some(&[])),
+    ("paging", Some(&[])),
     ("key_template", Some(&[])),
     ("transit_settings", Some(&[])),
     ("wiring", None),

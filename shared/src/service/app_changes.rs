@@ -22,6 +22,7 @@ use crate::domain::name::{check_name, StateName};
 use crate::domain::permission::Permission;
 use crate::domain::{Principal, Refusal, Timestamp};
 use crate::ids::{hex, new_id};
+use crate::paging::{self, Page};
 use crate::ports::{AppCommit, AuditEntry, KeyService, OpenedBlob, StoreError};
 
 /// The key context of an app state's files: `app:<name>` can never be a state's name (a
@@ -358,23 +359,22 @@ async fn sealed_before(
     ended: Ended,
 ) -> Result<Option<ArchiveRecord>, Error> {
     const PAGE: usize = 100;
-    let mut before: Option<String> = None;
-    loop {
-        let page = app
-            .catalog
-            .archives(&principal.org, name.as_str(), before.as_deref(), PAGE)
-            .await?;
-        if let Some(found) = page
-            .iter()
-            .find(|a| is_retry_of(a, lock_id, principal, ended))
-        {
-            return Ok(Some(found.clone()));
-        }
-        match page.last() {
-            Some(last) if page.len() == PAGE => before = Some(last.commit_id.clone()),
-            _ => return Ok(None),
-        }
-    }
+    let org = principal.org.as_str();
+    let found = paging::walk(
+        move |before: Option<String>| async move {
+            let page = app
+                .catalog
+                .archives(org, name.as_str(), before.as_deref(), PAGE)
+                .await;
+            page.map(|archives| Page::of(archives, PAGE, |a| a.commit_id.clone()))
+        },
+        |page| {
+            page.into_iter()
+                .find(|a| is_retry_of(a, lock_id, principal, ended))
+        },
+    )
+    .await?;
+    Ok(found)
 }
 
 /// The commit of a sealed change, audited.

@@ -22,6 +22,7 @@ use crate::domain::audit::AuditAction;
 use crate::domain::keys::{needs_rewrap, tally};
 use crate::domain::version::KeySlot;
 use crate::domain::{Actor, Principal};
+use crate::paging::{self, Page};
 use crate::ports::{key_backend, AppCommit, AuditEntry, KeyContext, KeyService, StoreError};
 
 /// One app state's files by key, as the report shows them.
@@ -60,35 +61,26 @@ pub struct AppRewrap {
 
 /// Every app state of `org` that anyone may know exists, in name order.
 pub async fn org_apps(app: &App, org: &str) -> Result<Vec<AppRecord>, Error> {
-    let mut apps = Vec::new();
-    let mut after: Option<String> = None;
-    loop {
-        let page = app.catalog.apps(org, after.as_deref(), PAGE).await?;
-        let full = page.len() == PAGE;
-        after = page.last().map(|r| r.name.clone());
-        apps.extend(page.into_iter().filter(AppRecord::is_visible));
-        if !full {
-            return Ok(apps);
-        }
-    }
+    let apps = paging::all(move |after: Option<String>| async move {
+        let page = app.catalog.apps(org, after.as_deref(), PAGE).await;
+        page.map(|records| Page::of(records, PAGE, |r| r.name.clone()))
+    })
+    .await?;
+    Ok(apps.into_iter().filter(AppRecord::is_visible).collect())
 }
 
 /// Every archive of an app state, newest first.
 async fn archives(app: &App, record: &AppRecord) -> Result<Vec<ArchiveRecord>, Error> {
-    let mut archives = Vec::new();
-    let mut before: Option<String> = None;
-    loop {
+    let (org, name) = (record.org.as_str(), record.name.as_str());
+    let archives = paging::all(move |before: Option<String>| async move {
         let page = app
             .catalog
-            .archives(&record.org, &record.name, before.as_deref(), PAGE)
-            .await?;
-        let full = page.len() == PAGE;
-        before = page.last().map(|a| a.commit_id.clone());
-        archives.extend(page);
-        if !full {
-            return Ok(archives);
-        }
-    }
+            .archives(org, name, before.as_deref(), PAGE)
+            .await;
+        page.map(|archives| Page::of(archives, PAGE, |a| a.commit_id.clone()))
+    })
+    .await?;
+    Ok(archives)
 }
 
 /// Every copy of a file's key slot: in the archives and in the record itself.

@@ -14,6 +14,7 @@ use crate::domain::keys::{needs_rewrap, tally, KeyUse};
 use crate::domain::record::StateRecord;
 use crate::domain::version::VersionRecord;
 use crate::domain::{Actor, Principal};
+use crate::paging::{self, Page};
 use crate::ports::{key_backend, AuditEntry, KeyContext, KeyService, StoreError};
 
 /// Records read per catalog page.
@@ -56,17 +57,12 @@ impl From<KeyUse> for KeyView {
 
 /// Every state of `org` that exists, in name order.
 pub async fn org_states(app: &App, org: &str) -> Result<Vec<StateRecord>, Error> {
-    let mut states = Vec::new();
-    let mut after: Option<String> = None;
-    loop {
-        let page = app.catalog.states(org, after.as_deref(), PAGE).await?;
-        let full = page.len() == PAGE;
-        after = page.last().map(|r| r.name.clone());
-        states.extend(page.into_iter().filter(StateRecord::is_visible));
-        if !full {
-            return Ok(states);
-        }
-    }
+    let states = paging::all(move |after: Option<String>| async move {
+        let page = app.catalog.states(org, after.as_deref(), PAGE).await;
+        page.map(|records| Page::of(records, PAGE, |r| r.name.clone()))
+    })
+    .await?;
+    Ok(states.into_iter().filter(StateRecord::is_visible).collect())
 }
 
 fn context(record: &StateRecord) -> KeyContext<'_> {

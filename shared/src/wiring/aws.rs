@@ -7,15 +7,11 @@ use std::sync::Arc;
 
 use aws_config::SdkConfig;
 
-use super::{
-    assemble, key_cache, limits, links, opening_internal, opening_retired, platform_keys,
-    transit_keys, warn_at_start, FrontDoor,
-};
+use super::{assemble, key_cache, key_ring, limits, links, warn_at_start, FrontDoor, Wrapping};
 use crate::adapters::absent;
 use crate::adapters::aws::{self, store, AwsSettings, KmsKeys, KmsOpener};
-use crate::adapters::key_ring::KeyRing;
 use crate::config::{Config, ConfigError, KeySetting};
-use crate::ports::{BlobStore, KeyService};
+use crate::ports::{BlobStore, KeyOpener, KeyService};
 use crate::service::key_cache::KeyCache;
 use crate::service::App;
 
@@ -98,32 +94,28 @@ fn keys(config: Config, sdk: &SdkConfig) -> Result<Option<Arc<dyn KeyService>>, 
         variable: "HEGEMONY_TF_STATE_KEY_BACKEND".into(),
         message,
     };
-    Ok(match config.key {
+    // KMS, always at hand on AWS, opens what it wrapped before a move away from it.
+    let kms_opener = || -> (&'static str, Arc<dyn KeyOpener>) {
+        ("kms:", Arc::new(KmsOpener::new(kms_client(sdk))))
+    };
+    let (wrapping, also) = match config.key {
+        // KMS opens the platform key's versions itself; the ring adds the internal
+        // OpenBao's.
         KeySetting::Kms { key, platform } => {
             let name = format!("kms:{}", key.as_str());
-            let kms = KmsKeys::new(kms_client(sdk), key, platform);
-            // KMS opens the platform key's versions itself; the ring adds the internal
-            // OpenBao's.
-            let ring = KeyRing::new(Arc::new(kms), &name, "");
-            let ring = opening_internal(ring, config.internal_openbao, &name).map_err(refuse)?;
-            Some(Arc::new(opening_retired(ring, config.retired_keys)))
+            let service = Arc::new(KmsKeys::new(kms_client(sdk), key, platform));
+            (Wrapping::CatchAll { service, name }, None)
         }
-        // KMS, always at hand on AWS, opens what it wrapped before a move away from it.
-        KeySetting::Transit { backend, platform } => Some(Arc::new(opening_retired(
-            transit_keys(backend, platform, config.internal_openbao)
-                .map_err(refuse)?
-                .opening("kms:", Arc::new(KmsOpener::new(kms_client(sdk)))),
-            config.retired_keys,
-        ))),
-        KeySetting::Platform(key) => Some(Arc::new(opening_retired(
-            platform_keys(key, config.internal_openbao)
-                .map_err(refuse)?
-                .opening("kms:", Arc::new(KmsOpener::new(kms_client(sdk)))),
-            config.retired_keys,
-        ))),
+        KeySetting::Transit { backend, platform } => {
+            (Wrapping::Transit { backend, platform }, Some(kms_opener()))
+        }
+        KeySetting::Platform(key) => (Wrapping::Platform(key), Some(kms_opener())),
         // Every route then says why managed state is unavailable.
-        KeySetting::Unset => None,
-    })
+        KeySetting::Unset => return Ok(None),
+    };
+    let ring =
+        key_ring(wrapping, config.internal_openbao, also, config.retired_keys).map_err(refuse)?;
+    Ok(Some(Arc::new(ring)))
 }
 
 fn kms_client(sdk: &SdkConfig) -> aws_sdk_kms::Client {

@@ -4,10 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{
-    assemble, key_cache, limits, links, opening_retired, platform_keys, transit_keys,
-    warn_at_start, FrontDoor,
-};
+use super::{assemble, key_cache, key_ring, limits, links, warn_at_start, FrontDoor, Wrapping};
 use crate::adapters::local;
 use crate::config::{Config, KeySetting};
 use crate::ports::KeyService;
@@ -31,32 +28,28 @@ pub fn app(config: Config, data_dir: &Path, key_file: Option<&Path>) -> Result<A
         Path::to_owned,
     );
     let cache = key_cache(&config);
-    let (keys, key_name): (Arc<dyn KeyService>, String) = match config.key {
-        KeySetting::Platform(key) => {
-            let name = key.key_id().to_owned();
-            let ring = platform_keys(key, config.internal_openbao)?;
-            (Arc::new(opening_retired(ring, config.retired_keys)), name)
-        }
+    let wrapping = match config.key {
+        KeySetting::Platform(key) => Wrapping::Platform(key),
         KeySetting::Kms { .. } => return Err(
             "HEGEMONY_TF_STATE_KEY_BACKEND=kms:... needs the AWS store (--store aws); the local store seals with Transit or a platform key".into()
         ),
         KeySetting::Transit { backend, platform } => {
-            let name = backend.name();
             let platform = match platform {
                 Some(key) => Some(key),
                 None if key_file.exists() => Some(local::key_file::read_or_create(&key_file, data_dir)?),
                 None => None,
             };
-            let ring = transit_keys(backend, platform, config.internal_openbao)?;
-            (Arc::new(opening_retired(ring, config.retired_keys)), name)
+            Wrapping::Transit { backend, platform }
         }
-        KeySetting::Unset => {
-            let key = local::key_file::read_or_create(&key_file, data_dir)?;
-            let name = key.key_id().to_owned();
-            let ring = platform_keys(key, config.internal_openbao)?;
-            (Arc::new(opening_retired(ring, config.retired_keys)), name)
-        }
+        KeySetting::Unset => Wrapping::Platform(local::key_file::read_or_create(&key_file, data_dir)?),
     };
+    let key_name = wrapping.name();
+    let keys: Arc<dyn KeyService> = Arc::new(key_ring(
+        wrapping,
+        config.internal_openbao,
+        None,
+        config.retired_keys,
+    )?);
     tracing::info!(
         data_dir = %data_dir.display(),
         key = key_name,

@@ -12,7 +12,7 @@ use crate::adapters::transit::TransitKeys;
 use crate::config::Config;
 use crate::crypto::PlatformKey;
 use crate::http::lambda::{MAX_STATE_BYTES, PAYLOAD_CEILING};
-use crate::ports::{BlobStore, Catalog, KeyService};
+use crate::ports::{BlobStore, Catalog, KeyOpener, KeyService};
 use crate::service::key_cache::KeyCache;
 use crate::service::{App, Limits, Links, SystemClock};
 use crate::transit_settings::TransitSettings;
@@ -70,41 +70,79 @@ fn warn_at_start(config: &Config, keyless: bool) {
     }
 }
 
-/// Transit (`backend`) wrapping every new data key; the platform key and the internal
-/// OpenBao, when configured and not `backend` itself, opening the versions they wrapped.
+/// What wraps every new data key, as a deployment's settings choose it.
+#[cfg_attr(not(any(feature = "local", feature = "aws")), allow(dead_code))]
+// One value, made once at start and consumed at once: a Transit variant's size costs nothing.
+#[allow(clippy::large_enum_variant)]
+enum Wrapping {
+    /// A Transit engine; the platform key, when there is one, opens the versions it wrapped.
+    Transit {
+        backend: TransitSettings,
+        platform: Option<PlatformKey>,
+    },
+    /// The platform key.
+    Platform(PlatformKey),
+    /// A service that also opens every key id no other service claims (KMS, which opens the
+    /// platform key's versions itself), called `name`. Only the AWS store has one.
+    #[cfg_attr(not(feature = "aws"), allow(dead_code))]
+    CatchAll {
+        service: Arc<dyn KeyService>,
+        name: String,
+    },
+}
+
+impl Wrapping {
+    /// What the wrapping service is called: the start-up log's key, and what a version no
+    /// service opens is told to configure.
+    #[cfg_attr(not(any(feature = "local", feature = "aws")), allow(dead_code))]
+    fn name(&self) -> String {
+        match self {
+            Self::Transit { backend, .. } => backend.name(),
+            Self::Platform(key) => key.key_id().to_owned(),
+            Self::CatchAll { name, .. } => name.clone(),
+        }
+    }
+}
+
+/// The key ring of a deployment, built here alone for every store: `wrapping` makes every new
+/// data key; the internal OpenBao (when configured and not the wrapping service itself),
+/// `also` (a service only one store has at hand, opening what it wrapped before a move away
+/// from it) and the retired platform keys open the versions they wrapped.
 ///
 /// # Errors
-/// A CA file the HTTP client does not accept.
+/// A Transit CA file the HTTP client does not accept.
 #[cfg_attr(not(any(feature = "local", feature = "aws")), allow(dead_code))]
-fn transit_keys(
-    backend: TransitSettings,
-    platform: Option<PlatformKey>,
+fn key_ring(
+    wrapping: Wrapping,
     internal: Option<TransitSettings>,
+    also: Option<(&str, Arc<dyn KeyOpener>)>,
+    retired: Vec<PlatformKey>,
 ) -> Result<KeyRing, String> {
-    let name = backend.name();
-    let transit = TransitKeys::new(backend)?;
-    let prefix = transit.key_id_prefix();
-    let mut ring = opening_internal(
-        KeyRing::new(Arc::new(transit), &name, &prefix),
-        internal,
-        &name,
-    )?;
+    let name = wrapping.name();
+    // The wrapping service opens the key ids of its own prefix (every one no other claims,
+    // for a catch-all); a Transit engine's platform key opens those it wrapped.
+    let (service, prefix, platform): (Arc<dyn KeyService>, String, _) = match wrapping {
+        Wrapping::Transit { backend, platform } => {
+            let transit = TransitKeys::new(backend)?;
+            let prefix = transit.key_id_prefix();
+            (Arc::new(transit), prefix, platform)
+        }
+        Wrapping::Platform(key) => (Arc::new(key), "platform:".to_owned(), None),
+        Wrapping::CatchAll { service, .. } => (service, String::new(), None),
+    };
+    let mut ring = opening_internal(KeyRing::new(service, &name, &prefix), internal, &name)?;
     if let Some(platform) = platform {
         ring = ring.opening("platform:", Arc::new(platform));
     }
-    Ok(ring)
-}
-
-/// The platform key wrapping every new data key; the internal OpenBao, when configured,
-/// opening the versions it wrapped before `HEGEMONY_TF_STATE_KEY_BACKEND=none`.
-///
-/// # Errors
-/// A CA file the HTTP client does not accept.
-#[cfg_attr(not(any(feature = "local", feature = "aws")), allow(dead_code))]
-fn platform_keys(key: PlatformKey, internal: Option<TransitSettings>) -> Result<KeyRing, String> {
-    let name = key.key_id().to_owned();
-    let ring = KeyRing::new(Arc::new(key), &name, "platform:");
-    opening_internal(ring, internal, &name)
+    if let Some((prefix, opener)) = also {
+        ring = ring.opening(prefix, opener);
+    }
+    // Each retired key by its own fingerprint, so it wins over a `platform:` prefix, until a
+    // re-wrap has moved its versions.
+    Ok(retired.into_iter().fold(ring, |ring, key| {
+        let prefix = key.key_id().to_owned();
+        ring.opening(&prefix, Arc::new(key))
+    }))
 }
 
 /// `ring`, also opening the internal OpenBao's versions when it is configured and is not
@@ -126,16 +164,6 @@ fn opening_internal(
             Ok(ring.opening(&prefix, Arc::new(internal)))
         }
     }
-}
-
-/// `ring`, also opening the versions the retired platform keys wrapped (each by its own
-/// fingerprint, so it wins over a `platform:` prefix), until a re-wrap has moved them.
-#[cfg_attr(not(any(feature = "local", feature = "aws")), allow(dead_code))]
-fn opening_retired(ring: KeyRing, retired: Vec<PlatformKey>) -> KeyRing {
-    retired.into_iter().fold(ring, |ring, key| {
-        let prefix = key.key_id().to_owned();
-        ring.opening(&prefix, Arc::new(key))
-    })
 }
 
 /// Where the links the app hands out point, from the settings.

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
 use sha2::{Digest, Sha256};
 
-use super::catalog::{doomed_item, DynamoCatalog};
+use super::catalog::DynamoCatalog;
 use super::items::*;
 use crate::domain::app::{AppRecord, ArchiveRecord};
 use crate::ports::{AppCatalog, AppCommit, StoreError};

@@ -117,6 +117,15 @@ pub fn age_below(at: Timestamp) -> String {
     format!("{:012}", at.unix_timestamp().max(0))
 }
 
+/// The record of a blob listed for deletion at `at`.
+pub fn doomed_item(blob: &str, at: Timestamp) -> Item {
+    let mut item = key(doomed_pk(blob), ONLY);
+    item.insert("blob".into(), s(blob));
+    item.insert(SWEEP_PK.into(), s(SWEEP_DOOMED));
+    item.insert(SWEEP_SK.into(), s(age_sk(at, blob)));
+    item
+}
+
 /// A time as a number a condition can compare: nanoseconds since the epoch.
 pub fn nanos(at: Timestamp) -> AttributeValue {
     AttributeValue::N(at.unix_timestamp_nanos().to_string())

@@ -9,7 +9,9 @@ mod blobs;
 mod catalog;
 mod items;
 mod keys;
+mod runs;
 pub mod schema;
+mod state;
 mod sweep;
 
 use std::time::Duration;

@@ -6,7 +6,6 @@
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{Delete, TransactWriteItem};
 
-use super::catalog::doomed_item;
 use super::describe_failure;
 use super::items::*;
 use super::DynamoCatalog;

@@ -4,10 +4,11 @@
 //! cut: the commit is durable (WAL, `synchronous=FULL`: one fsync of the log), a small
 //! version's sealed content is inside it, and a larger version's blob is fsynced before the
 //! commit that names it. The catalog is split by port as the AWS store's is: `catalog`
-//! (states, versions, audit), `access` (tokens, orgs, runs), `apps` (app states and their
-//! archives), `sweep`, and `tables` (the schema and row codecs); `key_file` keeps the
-//! platform key beside the folder when none is configured; `disk` makes its folders and
-//! files private and their entries durable.
+//! (opening it, its connections, the audit insert), `state` (states, versions, audit),
+//! `access` (tokens, orgs), `runs`, `apps` (app states and their archives), `sweep`, and
+//! `tables` (the schema and row codecs); `key_file` keeps the platform key beside the folder
+//! when none is configured; `disk` makes its folders and files private and their entries
+//! durable.
 
 mod access;
 mod apps;
@@ -15,6 +16,8 @@ mod blobs;
 mod catalog;
 mod disk;
 pub mod key_file;
+mod runs;
+mod state;
 mod sweep;
 mod tables;
 

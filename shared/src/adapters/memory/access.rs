@@ -1,0 +1,70 @@
+//! Tokens and orgs in memory: an org's allocation compared and swapped under the one lock.
+
+use async_trait::async_trait;
+
+use super::MemoryStore;
+use crate::domain::permission::Allocation;
+use crate::ports::{AccessCatalog, AuditEntry, OrgRecord, StoreError, TokenRecord};
+
+#[async_trait]
+impl AccessCatalog for MemoryStore {
+    async fn token(&self, hash: &str) -> Result<Option<TokenRecord>, StoreError> {
+        Ok(self.lock().tokens.iter().find(|t| t.hash == hash).cloned())
+    }
+
+    async fn put_token(&self, token: &TokenRecord, audit: &AuditEntry) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        match inner.tokens.iter_mut().find(|t| t.hash == token.hash) {
+            Some(stored) => *stored = token.clone(),
+            None => inner.tokens.push(token.clone()),
+        }
+        inner.audit.push(audit.clone());
+        Ok(())
+    }
+
+    async fn tokens(&self) -> Result<Vec<TokenRecord>, StoreError> {
+        Ok(self.lock().tokens.clone())
+    }
+
+    async fn set_allocation(
+        &self,
+        org: &str,
+        expected: &Allocation,
+        allocation: &Allocation,
+        audit: &AuditEntry,
+    ) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        let stored = inner
+            .orgs
+            .get(org)
+            .map(|o| o.allocation)
+            .unwrap_or_default();
+        if stored != *expected {
+            return Err(StoreError::Conflict);
+        }
+        let record = inner
+            .orgs
+            .entry(org.to_owned())
+            .or_insert_with(|| OrgRecord {
+                org: org.to_owned(),
+                allocation: *allocation,
+                created_at: audit.at,
+            });
+        record.allocation = *allocation;
+        inner.audit.push(audit.clone());
+        Ok(())
+    }
+
+    async fn org(&self, org: &str) -> Result<Option<OrgRecord>, StoreError> {
+        Ok(self.lock().orgs.get(org).cloned())
+    }
+
+    async fn create_org(&self, org: &OrgRecord) -> Result<bool, StoreError> {
+        let mut inner = self.lock();
+        if inner.orgs.contains_key(&org.org) {
+            return Ok(false);
+        }
+        inner.orgs.insert(org.org.clone(), org.clone());
+        Ok(true)
+    }
+}

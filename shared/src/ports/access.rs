@@ -1,0 +1,87 @@
+//! The access port: tokens (stored by hash, never the token) and orgs' settings. No adapter,
+//! no I/O.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use super::{AuditEntry, StoreError};
+use crate::domain::actor::StepGrant;
+use crate::domain::permission::{Allocation, Role};
+use crate::domain::Timestamp;
+
+/// What a token is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenKind {
+    /// A person's or script's, bound to one org, user and role.
+    #[default]
+    Personal,
+    /// The platform's: calls the runs API only, for any org.
+    Platform,
+    /// A step's: the backend routes of one state, for one attempt of one step of one run.
+    Step,
+}
+
+/// A token as stored: its SHA-256, never the token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenRecord {
+    /// Hex SHA-256 of the token.
+    pub hash: String,
+    /// A short public id, to list and revoke it by.
+    pub id: String,
+    #[serde(default)]
+    pub kind: TokenKind,
+    pub org: String,
+    pub user: String,
+    pub role: Role,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: Timestamp,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub expires_at: Option<Timestamp>,
+    pub revoked: bool,
+    /// What a step token allows.
+    #[serde(default)]
+    pub step: Option<StepGrant>,
+}
+
+/// An org's settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OrgRecord {
+    pub org: String,
+    pub allocation: Allocation,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: Timestamp,
+}
+
+/// Tokens and orgs.
+#[async_trait]
+pub trait AccessCatalog: Send + Sync {
+    /// The token with this hash. Looked up on every request, never cached, so a revocation
+    /// takes effect at once.
+    async fn token(&self, hash: &str) -> Result<Option<TokenRecord>, StoreError>;
+
+    /// Stores a new or revoked token and its audit entry together.
+    async fn put_token(&self, token: &TokenRecord, audit: &AuditEntry) -> Result<(), StoreError>;
+
+    /// Every token (hashes only: no token is ever stored), oldest first.
+    async fn tokens(&self) -> Result<Vec<TokenRecord>, StoreError>;
+
+    /// Replaces an org's allocation and records the change, together, if the stored one (the
+    /// default for an org not created yet) is still `expected`: two admins changing it at
+    /// once then cannot lose a change or audit the wrong old value.
+    ///
+    /// # Errors
+    /// `Conflict` when the stored allocation is not `expected`; nothing is written.
+    async fn set_allocation(
+        &self,
+        org: &str,
+        expected: &Allocation,
+        allocation: &Allocation,
+        audit: &AuditEntry,
+    ) -> Result<(), StoreError>;
+
+    async fn org(&self, org: &str) -> Result<Option<OrgRecord>, StoreError>;
+
+    /// Creates the org unless it exists; returns whether it was created.
+    async fn create_org(&self, org: &OrgRecord) -> Result<bool, StoreError>;
+}

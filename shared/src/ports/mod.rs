@@ -1,0 +1,43 @@
+//! The ports: what storage must provide, as few and as narrow traits as the use cases need.
+//! Adapters (memory, local, AWS) implement them and pass one contract suite. One file per
+//! port, each with the records its calls carry: `state` (state records, versions, commits),
+//! `audit` (the entries every port may write), `access` (tokens and orgs), `runs`, `sweep`,
+//! `apps` (app states and their archives), `blobs` and `keys`. Every type is re-exported
+//! here, so callers name `crate::ports::X` whichever file holds it. No adapter, no I/O, no
+//! AWS or HTTP types.
+
+mod access;
+mod apps;
+mod audit;
+mod blobs;
+mod keys;
+mod runs;
+mod state;
+mod sweep;
+
+pub use access::{AccessCatalog, OrgRecord, TokenKind, TokenRecord};
+pub use apps::{AppCatalog, AppCommit};
+pub use audit::{AuditEntry, AuditQuery, AuditRecord};
+pub use blobs::{BlobStore, OpenedBlob, WriteObject};
+pub use keys::{key_backend, DataKey, KeyContext, KeyError, KeyOpener, KeyService, WrappedKey};
+pub use runs::{RunCatalog, RunItem, RunRecord};
+pub use state::{
+    Commit, InlineContent, OrgAndState, StateCatalog, StepCheck, VersionMark, INLINE_MAX_BYTES,
+};
+pub use sweep::SweepCatalog;
+
+/// Why storage could not do what was asked. A lost compare-and-swap is an expected outcome
+/// (`Conflict`), which the services retry; it never reaches a client as an error.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("the record changed since it was read")]
+    Conflict,
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
+    #[error("stored data is damaged: {0}")]
+    Corrupt(String),
+}
+
+/// Everything a catalog provides.
+pub trait Catalog: StateCatalog + AccessCatalog + SweepCatalog + RunCatalog + AppCatalog {}
+impl<T: StateCatalog + AccessCatalog + SweepCatalog + RunCatalog + AppCatalog> Catalog for T {}

@@ -1,0 +1,118 @@
+//! The access port's cases of the contract (included by ../contract.rs): tokens found by
+//! hash, orgs created once and their allocation compared and swapped.
+
+use super::*;
+use hegemony_state::domain::permission::{Allocation, Role};
+use hegemony_state::ports::{OrgRecord, TokenKind, TokenRecord};
+
+pub async fn tokens_are_found_by_hash(f: Fixture) {
+    let token = TokenRecord {
+        hash: "ab".repeat(32),
+        id: "tok-1".into(),
+        kind: TokenKind::Personal,
+        org: "acme".into(),
+        user: "alice".into(),
+        role: Role::Operator,
+        created_at: NOW,
+        expires_at: None,
+        revoked: false,
+        step: None,
+    };
+    f.catalog
+        .put_token(&token, &audit("acme", "token.created"))
+        .await
+        .unwrap();
+    assert_eq!(
+        f.catalog.token(&token.hash).await.unwrap(),
+        Some(token.clone())
+    );
+    assert!(f.catalog.token(&"cd".repeat(32)).await.unwrap().is_none());
+    let revoked = TokenRecord {
+        revoked: true,
+        ..token.clone()
+    };
+    f.catalog
+        .put_token(&revoked, &audit("acme", "token.revoked"))
+        .await
+        .unwrap();
+    assert!(f.catalog.token(&token.hash).await.unwrap().unwrap().revoked);
+    assert_eq!(f.catalog.tokens().await.unwrap(), vec![revoked]);
+    let actions: Vec<_> = f
+        .catalog
+        .audit("acme", &query(10))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.entry.action)
+        .collect();
+    assert_eq!(
+        actions,
+        ["token.revoked", "token.created"],
+        "each with its audit entry"
+    );
+}
+
+pub async fn an_org_is_created_once(f: Fixture) {
+    let org = OrgRecord {
+        org: "acme".into(),
+        allocation: Allocation::default(),
+        created_at: NOW,
+    };
+    assert!(f.catalog.create_org(&org).await.unwrap());
+    let other = OrgRecord {
+        allocation: Allocation {
+            read: None,
+            ..Allocation::default()
+        },
+        ..org.clone()
+    };
+    assert!(!f.catalog.create_org(&other).await.unwrap());
+    assert_eq!(f.catalog.org("acme").await.unwrap(), Some(org.clone()));
+    assert!(f.catalog.org("nobody").await.unwrap().is_none());
+    f.catalog
+        .set_allocation(
+            "acme",
+            &Allocation::default(),
+            &other.allocation,
+            &audit("acme", "permissions.changed"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        f.catalog.org("acme").await.unwrap().unwrap().allocation,
+        other.allocation
+    );
+    assert_eq!(f.catalog.audit("acme", &query(10)).await.unwrap().len(), 1);
+    // A change decided on an allocation that is no longer stored loses the race and
+    // writes nothing, neither the allocation nor its audit entry.
+    let stale = f
+        .catalog
+        .set_allocation(
+            "acme",
+            &Allocation::default(),
+            &Allocation {
+                write: None,
+                ..Allocation::default()
+            },
+            &audit("acme", "permissions.changed"),
+        )
+        .await;
+    assert!(matches!(stale, Err(StoreError::Conflict)), "{stale:?}");
+    assert_eq!(
+        f.catalog.org("acme").await.unwrap().unwrap().allocation,
+        other.allocation
+    );
+    assert_eq!(f.catalog.audit("acme", &query(10)).await.unwrap().len(), 1);
+    // An org not created yet has the default allocation to compare with.
+    let stale_new = f
+        .catalog
+        .set_allocation(
+            "fresh",
+            &other.allocation,
+            &Allocation::default(),
+            &audit("fresh", "permissions.changed"),
+        )
+        .await;
+    assert!(matches!(stale_new, Err(StoreError::Conflict)));
+    assert!(f.catalog.org("fresh").await.unwrap().is_none());
+}

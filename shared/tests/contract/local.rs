@@ -1,0 +1,127 @@
+//! The local adapter's own cases (included by ../contract.rs), beside the contract every
+//! adapter passes: its folder private to its owner, two processes on one folder sharing one
+//! truth, and a catalog of an older schema brought up to date.
+
+use super::*;
+
+/// The folder holds state names, sizes and the audit log in the clear: a new one, its
+/// catalog (with SQLite's journal files) and its blobs are the owner's alone.
+#[tokio::test]
+async fn a_new_local_store_is_readable_by_its_owner_only() {
+    use hegemony_state::ports::{BlobStore, StateCatalog};
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("data");
+    let (catalog, blobs) = local::open(&dir).unwrap();
+    let record = StateRecord::fresh("acme", "net", "inc", NOW);
+    catalog
+        .commit(commit(&record, 0, vec![version(1, "b1")]))
+        .await
+        .unwrap();
+    blobs.put("orgs/acme/b1", b"sealed".to_vec()).await.unwrap();
+    assert_eq!(mode(&dir), 0o700, "the data folder");
+    for entry in walk(&dir) {
+        let expected = if entry.is_dir() { 0o700 } else { 0o600 };
+        assert_eq!(mode(&entry), expected, "{}", entry.display());
+    }
+    assert!(walk(&dir).iter().any(|p| p.ends_with("catalog.sqlite-wal")));
+}
+
+/// Every file and folder under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            found.extend(walk(&path));
+        }
+        found.push(path);
+    }
+    found
+}
+
+/// Two connections on one folder, as `serve` and `token create` are two processes: a commit
+/// through one is seen by the other at once, and their compare-and-swaps exclude each other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_local_catalogs_on_one_folder_share_one_truth() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, _) = local::open(dir.path()).unwrap();
+    let (b, _) = local::open(dir.path()).unwrap();
+    let record = StateRecord::fresh("acme", "net", "inc", NOW);
+    use hegemony_state::ports::StateCatalog;
+    a.commit(commit(&record, 0, vec![])).await.unwrap();
+    assert_eq!(b.state("acme", "net").await.unwrap().unwrap().revision, 1);
+    assert!(matches!(
+        b.commit(commit(&record, 0, vec![])).await,
+        Err(StoreError::Conflict)
+    ));
+}
+
+/// A catalog made before inline content existed opens, gains the `contents` table, and reads
+/// its blob versions as before; new inline versions go beside them. Both older schemas: 2
+/// (before app states and inline content) and 3 (app states, no `contents`).
+#[tokio::test]
+async fn a_catalog_from_before_inline_content_opens_and_reads_as_before() {
+    for older in [
+        "DROP TABLE contents; DROP TABLE apps; DROP TABLE archives; PRAGMA user_version = 2;",
+        "DROP TABLE contents; PRAGMA user_version = 3;",
+    ] {
+        an_older_catalog_opens_and_reads_as_before(older).await;
+    }
+}
+
+async fn an_older_catalog_opens_and_reads_as_before(older: &str) {
+    use hegemony_state::ports::StateCatalog;
+    let dir = tempfile::tempdir().unwrap();
+    let mut record = StateRecord::fresh("acme", "net", "inc", NOW);
+    record.latest = Some(version(1, "b1"));
+    record.next_version = 2;
+    {
+        let (catalog, _) = local::open(dir.path()).unwrap();
+        catalog
+            .commit(commit(&record, 0, vec![version(1, "b1")]))
+            .await
+            .unwrap();
+    }
+    let file = dir.path().join(local::CATALOG_FILE);
+    let old = rusqlite::Connection::open(&file).unwrap();
+    old.execute_batch(older).unwrap();
+    let stored: String = old
+        .query_row("SELECT record FROM versions", [], |r| r.get(0))
+        .unwrap();
+    assert!(
+        !stored.contains("inline"),
+        "a blob version's record is as before: {stored}"
+    );
+    drop(old);
+    let (catalog, _) = local::open(dir.path()).unwrap();
+    let (_, state) = catalog
+        .org_and_state_with_content("acme", "net")
+        .await
+        .unwrap();
+    let (read, content) = state.unwrap();
+    assert_eq!(
+        (read.latest, content),
+        (Some(version(1, "b1")), None),
+        "{older}"
+    );
+    record.latest = Some(inline_version(2));
+    record.next_version = 3;
+    let mut c = commit(&record, 1, vec![inline_version(2)]);
+    c.contents.push(sealed(2, 100));
+    catalog.commit(c).await.unwrap();
+    assert_eq!(
+        catalog
+            .content("acme", "net", "inc", 2)
+            .await
+            .unwrap()
+            .map(|c| c.len()),
+        Some(100)
+    );
+    let version: i64 = rusqlite::Connection::open(&file)
+        .unwrap()
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 4, "brought up to date from: {older}");
+}
