@@ -1,0 +1,158 @@
+//! The unit tests of `document`, beside it so that the file holds its code alone.
+
+use super::*;
+
+fn reason(body: &str) -> String {
+    match sniff(body.as_bytes()) {
+        Err(Refusal::NotAState { reason }) => reason,
+        other => panic!("expected a refusal for {body:?}, got {other:?}"),
+    }
+}
+
+#[test]
+fn keeps_serial_and_lineage_of_a_terraform_state() {
+    let meta = sniff(
+        br#"{"version":4,"terraform_version":"1.11.4","serial":9,"lineage":"abc","outputs":{"x":{"value":[1,{"a":null}]}},"resources":[],"check_results":null}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        meta,
+        StateMeta {
+            serial: Some(9),
+            lineage: Some("abc".into()),
+            opentofu_encrypted: false,
+            terraform_version: Some("1.11.4".into()),
+            instances: Some(0),
+        }
+    );
+}
+
+#[test]
+fn counts_every_instance_of_every_resource_in_the_same_pass() {
+    let meta = sniff(
+        br#"{"version":4,"terraform_version":"1.11.4","serial":2,"lineage":"l","resources":[
+            {"mode":"managed","type":"terraform_data","name":"a","instances":[{"attributes":{"instances":[1,2,3]}}]},
+            {"module":"module.m","mode":"data","type":"t","name":"b","instances":[{"index_key":0},{"index_key":1},{"index_key":"x","deposed":"0001"}]},
+            {"mode":"managed","type":"t","name":"empty","instances":[]}
+        ]}"#,
+    )
+    .unwrap();
+    assert_eq!(meta.instances, Some(4));
+    assert_eq!(meta.terraform_version.as_deref(), Some("1.11.4"));
+}
+
+#[test]
+fn instances_of_other_shapes_and_formats_are_unknown() {
+    let count = |doc: &str| sniff(doc.as_bytes()).unwrap().instances;
+    assert_eq!(count(r#"{"version":4,"serial":1,"lineage":"l"}"#), Some(0));
+    assert_eq!(
+        count(r#"{"version":4,"serial":1,"lineage":"l","resources":{}}"#),
+        None
+    );
+    assert_eq!(
+        count(r#"{"version":4,"serial":1,"lineage":"l","resources":[7]}"#),
+        None
+    );
+    assert_eq!(
+        count(r#"{"version":4,"serial":1,"lineage":"l","resources":[{"instances":"x"}]}"#),
+        None
+    );
+    assert_eq!(
+        count(r#"{"version":3,"serial":1,"lineage":"l","modules":[{"resources":{}}]}"#),
+        None
+    );
+    let encrypted = sniff(br#"{"serial":7,"lineage":"l","terraform_version":"1.10.0","resources":[{"instances":[{}]}],"encrypted_data":"AAAA","encryption_version":"v0"}"#).unwrap();
+    assert_eq!(encrypted.instances, None);
+    assert_eq!(encrypted.terraform_version.as_deref(), Some("1.10.0"));
+}
+
+#[test]
+fn broken_json_inside_counted_resources_is_still_refused() {
+    assert!(reason(
+        r#"{"version":4,"serial":1,"lineage":"l","resources":[{"instances":[{"a":tru}]}]}"#
+    )
+    .contains("invalid JSON"));
+}
+
+#[test]
+fn classifies_opentofu_encryption_by_its_last_field() {
+    let meta = sniff(br#"{"serial":7,"lineage":"l","meta":{"key_provider.pbkdf2.main":"eA=="},"encrypted_data":"AAAA","encryption_version":"v0"}"#).unwrap();
+    assert!(meta.opentofu_encrypted);
+    assert_eq!(meta.serial, Some(7));
+    let bare = sniff(br#"{"encrypted_data":"AAAA","encryption_version":"v0"}"#).unwrap();
+    assert!(bare.opentofu_encrypted);
+    assert_eq!(bare.serial, None);
+}
+
+#[test]
+fn an_empty_encryption_version_is_a_plain_state_and_needs_its_fields() {
+    assert!(reason(r#"{"encryption_version":"","encrypted_data":"x"}"#).contains("version"));
+}
+
+#[test]
+fn refuses_broken_json_anywhere_in_the_document() {
+    assert!(
+        reason(r#"{"version":4,"serial":1,"lineage":"l","resources":[1,2,}"#)
+            .contains("invalid JSON")
+    );
+    assert!(
+        reason(r#"{"version":4,"serial":1,"lineage":"l","outputs":{"a":"\q"}}"#)
+            .contains("invalid JSON")
+    );
+    assert!(reason(r#"{"version":4,"serial":1,"lineage":"l"} trailing"#).contains("invalid JSON"));
+}
+
+#[test]
+fn refuses_invalid_utf8_inside_ignored_strings() {
+    let mut body = br#"{"version":4,"serial":1,"lineage":"l","outputs":{"a":""#.to_vec();
+    body.extend_from_slice(&[0xff, 0xfe]);
+    body.extend_from_slice(br#""}}"#);
+    assert!(matches!(sniff(&body), Err(Refusal::NotAState { reason }) if reason.contains("UTF-8")));
+}
+
+#[test]
+fn refuses_non_objects_and_empty_bodies() {
+    assert!(reason("[]").contains("not a JSON object"));
+    assert!(reason("42").contains("not a JSON object"));
+    assert!(reason("  ").contains("empty"));
+}
+
+#[test]
+fn names_the_missing_or_mistyped_field() {
+    assert!(reason(r#"{"serial":1,"lineage":"l"}"#).contains("\"version\""));
+    assert!(reason(r#"{"version":4,"lineage":"l"}"#).contains("\"serial\""));
+    assert!(reason(r#"{"version":4,"serial":1}"#).contains("\"lineage\""));
+    assert!(reason(r#"{"version":4,"serial":"1","lineage":"l"}"#).contains("not a string"));
+    assert!(reason(r#"{"version":4,"serial":-1,"lineage":"l"}"#).contains("negative"));
+    assert!(reason(r#"{"version":4,"serial":1.5,"lineage":"l"}"#).contains("fraction"));
+    assert!(reason(r#"{"version":4,"serial":1,"lineage":7}"#).contains("must be a string"));
+    assert!(reason(r#"{"version":4,"serial":1,"lineage":""}"#).contains("empty"));
+}
+
+#[test]
+fn raising_the_serial_changes_only_its_digits() {
+    let body = b"{\n  \"version\": 4,\n  \"serial\": 9,\n  \"lineage\": \"l\",\n  \"outputs\": {\"serial\": 1, \"s\": \"}\\\"\"}\n}\n";
+    let raised = with_serial(body, 12).unwrap();
+    let expected = String::from_utf8_lossy(body).replace("\"serial\": 9", "\"serial\": 12");
+    assert_eq!(String::from_utf8(raised.clone()).unwrap(), expected);
+    assert_eq!(sniff(&raised).unwrap().serial, Some(12));
+    let compact =
+        br#"{"serial":7,"lineage":"l","meta":{},"encrypted_data":"x","encryption_version":"v0"}"#;
+    assert_eq!(
+        sniff(&with_serial(compact, 8).unwrap()).unwrap().serial,
+        Some(8)
+    );
+}
+
+#[test]
+fn raising_needs_a_top_level_serial() {
+    assert!(with_serial(br#"{"outputs":{"serial":1}}"#, 2).is_err());
+    assert!(with_serial(b"[]", 2).is_err());
+    assert!(with_serial(b"{}", 2).is_err());
+}
+
+#[test]
+fn a_later_duplicate_key_wins() {
+    let meta = sniff(br#"{"version":4,"serial":1,"serial":2,"lineage":"l"}"#).unwrap();
+    assert_eq!(meta.serial, Some(2));
+}
