@@ -12,8 +12,8 @@ use lambda_http::http::{header, HeaderValue, StatusCode};
 use lambda_http::{Body, Request, RequestExt, Response};
 
 use super::error::{error_response, HttpError, LogContext};
-use super::groups::FACTS;
-use super::routes::{find_in, Route, RouteMatch};
+use super::groups::serves;
+use super::routes::{find_route, RouteMatch};
 use crate::service::App;
 
 /// Lambda's limit on a synchronous invocation's request and response payloads.
@@ -24,30 +24,19 @@ pub const PAYLOAD_CEILING: u64 = 6_291_456;
 /// real states stay well under (typically 5-20%), with room for the event's headers.
 pub const MAX_STATE_BYTES: u64 = 4 * 1024 * 1024;
 
-/// One Lambda function's share of the route table: its name and the rows it serves, chosen
-/// at compile time ([`lambda_group`](super::groups::lambda_group)) so that its binary links
-/// those rows' handlers and no others.
-#[derive(Debug, Clone, Copy)]
-pub struct Group {
-    pub function: &'static str,
-    pub routes: &'static [Route],
-}
-
-/// Answers a request for one of `group`'s routes. The route and its parameters come from
-/// the route table, the same match the local server makes, not from the event's route key;
-/// a route of another function means a deployment that routes it wrongly, and is logged as
-/// such.
-pub async fn answer(app: &App, group: &Group, req: Request) -> Response<Body> {
+/// Answers a request for one of the Lambda function `function`'s routes. The route and its
+/// parameters come from the route table, the same match the local server makes, not from
+/// the event's route key; a route of another function (or a local-only one) means a
+/// deployment that routes it wrongly, and is logged as such.
+pub async fn answer(app: &App, function: &str, req: Request) -> Response<Body> {
     let path = req.uri().path().to_owned();
     let method = req.method().as_str().to_owned();
-    let RouteMatch::Found { route, params } = find_in(group.routes, &method, &path) else {
-        // The whole table without its handlers says why: another function's route, or none.
-        return match find_in(&FACTS, &method, &path) {
-            RouteMatch::Found { route, .. } => {
-                misrouted(&method, &path, group.function, route.function)
-            }
-            other => super::no_route(&other),
-        };
+    let (route, params) = match find_route(&method, &path) {
+        RouteMatch::Found { route, params } if serves(route, function) => (route, params),
+        RouteMatch::Found { route, .. } => {
+            return misrouted(&method, &path, function, route.function)
+        }
+        other => return super::no_route(&other),
     };
     let params: HashMap<String, String> = params
         .iter()
@@ -77,7 +66,7 @@ fn misrouted(method: &str, path: &str, function: &str, serves: &str) -> Response
         serves,
         "the API routes this request to the wrong function: check the deployment's routes"
     );
-    super::no_route(&RouteMatch::<Route>::NotFound)
+    super::no_route(&RouteMatch::NotFound)
 }
 
 /// `response` if the function can return it; otherwise (a version saved through the
@@ -140,7 +129,7 @@ const PAYLOAD_FIELDS: usize = 256;
 /// server gives. A request for a route of the table here means routes deployed wrongly.
 pub fn answer_pages(req: &Request) -> Response<Body> {
     let (method, path) = (req.method().as_str(), req.uri().path());
-    match find_in(&FACTS, method, path) {
+    match find_route(method, path) {
         RouteMatch::Found { route, .. } => {
             misrouted(method, path, super::pages::FUNCTION, route.function)
         }
@@ -263,23 +252,6 @@ mod tests {
         }
     }
 
-    /// `function`'s group, as its binary builds it at compile time.
-    fn group(function: &'static str) -> Group {
-        use crate::http::groups::{lambda_group, lambda_group_len};
-        const STATE_READ: [Route; lambda_group_len("state-read")] = lambda_group("state-read");
-        const LIST: [Route; lambda_group_len("list")] = lambda_group("list");
-        const LOCK: [Route; lambda_group_len("lock")] = lambda_group("lock");
-        const DOWNLOAD: [Route; lambda_group_len("download")] = lambda_group("download");
-        let routes: &'static [Route] = match function {
-            "state-read" => &STATE_READ,
-            "list" => &LIST,
-            "lock" => &LOCK,
-            "download" => &DOWNLOAD,
-            other => panic!("no test group for {other}"),
-        };
-        Group { function, routes }
-    }
-
     fn request(method: &str, path: &str) -> Request {
         let mut req = lambda_http::http::Request::new(Body::Empty);
         *req.method_mut() = method.parse().unwrap();
@@ -290,25 +262,15 @@ mod tests {
     #[tokio::test]
     async fn a_function_answers_only_its_own_routes() {
         let app = app();
-        let own = answer(&app, &group("list"), request("GET", "/api/openapi.json")).await;
+        let own = answer(&app, "list", request("GET", "/api/openapi.json")).await;
         assert_eq!(own.status(), 200);
-        let other = answer(
-            &app,
-            &group("list"),
-            request("GET", "/api/tf-states/net/state"),
-        )
-        .await;
+        let other = answer(&app, "list", request("GET", "/api/tf-states/net/state")).await;
         assert_eq!(
             other.status(),
             404,
             "a route of state-read, misrouted to list"
         );
-        let local = answer(
-            &app,
-            &group("lock"),
-            request("LOCK", "/api/tf-states/net/lock"),
-        )
-        .await;
+        let local = answer(&app, "lock", request("LOCK", "/api/tf-states/net/lock")).await;
         assert_eq!(
             local.status(),
             404,
@@ -318,7 +280,7 @@ mod tests {
         // state-read handler gets as far as authentication.
         let read = answer(
             &app,
-            &group("state-read"),
+            "state-read",
             request("GET", "/api/tf-states/net/state"),
         )
         .await;
@@ -413,7 +375,7 @@ mod tests {
     async fn a_read_too_large_for_a_function_names_the_container_door() {
         let (app, token) = holding(5 << 20, None).await;
         let path = "/api/tf-states/big/state";
-        let plain = answer(&app, &group("state-read"), authorized(path, &token, false)).await;
+        let plain = answer(&app, "state-read", authorized(path, &token, false)).await;
         assert_eq!(plain.status(), 413);
         let body: serde_json::Value = serde_json::from_slice(plain.body()).unwrap();
         assert_eq!(body["error"]["code"], "too_large_for_functions");
@@ -422,16 +384,11 @@ mod tests {
             message.contains("serve --store aws") && message.contains("HEGEMONY_CONTAINER_URL"),
             "{message}"
         );
-        let zipped = answer(&app, &group("state-read"), authorized(path, &token, true)).await;
+        let zipped = answer(&app, "state-read", authorized(path, &token, true)).await;
         assert_eq!(zipped.status(), 200, "gzip'd, it fits");
         assert!(returned_size(&zipped) <= PAYLOAD_CEILING);
         let download = "/api/tf-states/big/versions/1/content";
-        let plain = answer(
-            &app,
-            &group("download"),
-            authorized(download, &token, false),
-        )
-        .await;
+        let plain = answer(&app, "download", authorized(download, &token, false)).await;
         assert_eq!(plain.status(), 413);
     }
 
@@ -440,17 +397,12 @@ mod tests {
         let door = "https://door.example.com";
         let (app, token) = holding(5 << 20, Some(door)).await;
         let path = "/api/tf-states/big/versions/1/content";
-        let sent = answer(&app, &group("download"), authorized(path, &token, false)).await;
+        let sent = answer(&app, "download", authorized(path, &token, false)).await;
         assert_eq!(sent.status(), 307);
         assert_eq!(sent.headers()[header::LOCATION], format!("{door}{path}"));
         let body: serde_json::Value = serde_json::from_slice(sent.body()).unwrap();
         assert!(body["error"]["message"].as_str().unwrap().contains(door));
-        let small = answer(
-            &app,
-            &group("list"),
-            authorized("/api/tf-states", &token, false),
-        )
-        .await;
+        let small = answer(&app, "list", authorized("/api/tf-states", &token, false)).await;
         assert_eq!(small.status(), 200, "what fits is answered as always");
     }
 
@@ -482,14 +434,14 @@ mod tests {
                 "isBase64Encoded": false
             });
             let req = lambda_http::request::from_str(&event.to_string()).unwrap();
-            let refused = answer(&app, &group("state-read"), req).await;
+            let refused = answer(&app, "state-read", req).await;
             assert_eq!(refused.status(), 400);
             let body: serde_json::Value = serde_json::from_slice(refused.body()).unwrap();
             assert_eq!(body["error"]["code"], "invalid_request");
         }
         let alone = answer(
             &app,
-            &group("state-read"),
+            "state-read",
             authorized("/api/tf-states/big/state", &token, false),
         )
         .await;
