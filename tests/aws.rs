@@ -73,7 +73,8 @@ fn terraform_on_the_lambda_functions() {
 
 /// The functions built without a blob store (`lock`, `list`, `versions`, `audit`, `admin`,
 /// `runs`) or a key service (all of those but `audit`) answer each of their routes, and no
-/// request reaches a part its function was built without.
+/// request reaches a part its function was built without. Each function's rows decide, at
+/// start, what it builds: its "ready" line says so.
 #[test]
 fn functions_built_without_blobs_or_keys_answer_their_routes() {
     let deployment = Deployment::create();
@@ -125,6 +126,38 @@ fn functions_built_without_blobs_or_keys_answer_their_routes() {
     assert!(deleted.status().is_success(), "{}", deleted.status());
     let logs = gateway.logs();
     assert!(!logs.contains("is built without"), "{logs}");
+    let built: Vec<(String, bool, bool)> = logs
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|line| line["fields"]["message"] == "ready")
+        .filter_map(|line| {
+            let fields = &line["fields"];
+            Some((
+                fields["function"].as_str()?.to_owned(),
+                fields["blob_store"].as_bool()?,
+                fields["key_service"].as_bool()?,
+            ))
+        })
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let (blobs, keys) = (true, true);
+    let expected = [
+        ("admin", !blobs, !keys),
+        ("apps", blobs, keys),
+        ("audit", !blobs, keys),
+        ("download", blobs, keys),
+        ("import", blobs, keys),
+        ("list", !blobs, !keys),
+        ("lock", !blobs, !keys),
+        ("rollback", blobs, keys),
+        ("runs", !blobs, !keys),
+        ("state-read", blobs, keys),
+        ("state-write", blobs, keys),
+        ("versions", !blobs, !keys),
+    ]
+    .map(|(f, b, k)| (f.to_owned(), b, k));
+    assert_eq!(built, expected, "{logs}");
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! What every Lambda function shares: JSON logs, the app on the AWS store built once at start
 //! (the clients its routes need included), and the loop that hands each event to the
-//! handlers. Each binary in `src/bin/` names its route group of the route table with
-//! [`function!`], or is the sweeper and calls [`sweep`], or serves the pages and calls
+//! handlers. Each binary in `src/bin/` names its route group of the route table to
+//! [`serve`], or is the sweeper and calls [`sweep`], or serves the pages and calls
 //! [`serve_pages`]; nothing else happens in a function.
 
 use std::convert::Infallible;
@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use hegemony_state::adapters::aws;
 use hegemony_state::config::Config;
-use hegemony_state::http::lambda::{self, Group};
+use hegemony_state::http::groups::{self, GroupNeeds};
+use hegemony_state::http::lambda;
 use hegemony_state::http::pages;
 use hegemony_state::service::sweep as sweeper;
 use hegemony_state::wiring;
@@ -35,48 +36,31 @@ fn config() -> Result<Config, Error> {
     Ok(Config::from_env(&|name| std::env::var(name).ok())?)
 }
 
-/// A function's `main`: its rows of the route table and what they need, both evaluated at
-/// compile time, then [`serve`]. The binary references those rows' handlers and, through
-/// the needs, the clients they call, and nothing else of the handler layer.
-#[macro_export]
-macro_rules! function {
-    ($name:literal) => {
-        const ROWS: [hegemony_state::http::Route;
-            hegemony_state::http::groups::lambda_group_len($name)] =
-            hegemony_state::http::groups::lambda_group($name);
-        const NEEDS: hegemony_state::http::groups::GroupNeeds =
-            hegemony_state::http::groups::GroupNeeds::of(&ROWS);
-        static ROUTES: [hegemony_state::http::Route; ROWS.len()] = ROWS;
-
-        #[tokio::main]
-        async fn main() -> Result<(), lambda_http::Error> {
-            let group = hegemony_state::http::lambda::Group {
-                function: $name,
-                routes: &ROUTES,
-            };
-            $crate::serve::<{ NEEDS.blobs }, { NEEDS.keys }>(group).await
-        }
-    };
-}
-
-/// Serves `group`'s routes until the runtime stops the process, with a blob store when
-/// `BLOBS` and the configured key service when `KEYS` ([`function!`] gives both from the
-/// group's rows).
-pub async fn serve<const BLOBS: bool, const KEYS: bool>(group: Group) -> Result<(), Error> {
+/// Serves the rows of the route table that name `function` until the runtime stops the
+/// process, with a blob store and the configured key service only when those rows' `needs`
+/// call for them.
+///
+/// # Errors
+/// A name no row of the table gives (the function would answer nothing), or a bad setting.
+pub async fn serve(function: &'static str) -> Result<(), Error> {
     init_logging();
+    if groups::rows(function).next().is_none() {
+        return Err(format!("no row of the route table names the function {function}").into());
+    }
+    let needs = GroupNeeds::of(function);
     let sdk = aws::sdk_config().await;
-    let app = wiring::aws::function_app::<BLOBS, KEYS>(config()?, &sdk, group.function)?;
+    let app = wiring::aws::function_app(config()?, &sdk, function, needs)?;
     let app = Arc::new(app);
     tracing::info!(
-        function = group.function,
+        function,
         max_state_bytes = app.limits.max_state_bytes,
-        blob_store = BLOBS,
-        key_service = KEYS,
+        blob_store = needs.blobs,
+        key_service = needs.keys,
         "ready"
     );
     lambda_http::run(service_fn(move |req: Request| {
         let app = app.clone();
-        async move { Ok::<_, Infallible>(lambda::answer(&app, &group, req).await) }
+        async move { Ok::<_, Infallible>(lambda::answer(&app, function, req).await) }
     }))
     .await
 }

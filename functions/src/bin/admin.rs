@@ -1,3 +1,6 @@
 //! The `admin` function: force-unlocks and deletes states, and reads and sets the org's permissions. Wiring only.
 
-hegemony_state_functions::function!("admin");
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    hegemony_state_functions::serve("admin").await
+}

@@ -1,3 +1,6 @@
 //! The `download` function: downloads a version's content. Wiring only.
 
-hegemony_state_functions::function!("download");
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    hegemony_state_functions::serve("download").await
+}

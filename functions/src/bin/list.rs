@@ -1,3 +1,6 @@
 //! The `list` function: lists states, shows one, and serves the API description. Wiring only.
 
-hegemony_state_functions::function!("list");
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    hegemony_state_functions::serve("list").await
+}

@@ -1,3 +1,6 @@
 //! The `rollback` function: rolls a state back to an earlier version. Wiring only.
 
-hegemony_state_functions::function!("rollback");
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    hegemony_state_functions::serve("rollback").await
+}

@@ -1,3 +1,6 @@
 //! The `state-read` function: reads a state (GET .../state). Wiring only.
 
-hegemony_state_functions::function!("state-read");
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    hegemony_state_functions::serve("state-read").await
+}

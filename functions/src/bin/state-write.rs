@@ -1,3 +1,6 @@
 //! The `state-write` function: saves a state (POST .../state). Wiring only.
 
-hegemony_state_functions::function!("state-write");
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    hegemony_state_functions::serve("state-write").await
+}

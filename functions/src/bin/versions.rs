@@ -1,3 +1,6 @@
 //! The `versions` function: lists a state's versions. Wiring only.
 
-hegemony_state_functions::function!("versions");
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    hegemony_state_functions::serve("versions").await
+}

@@ -1,8 +1,8 @@
 //! Stand-ins for the parts a Lambda function is built without: a function whose routes need
-//! no blob stores no S3 client, and one whose routes open, seal and report no key holds no
-//! key service's client (KMS, Transit), so its binary links neither. No route of such a
-//! function calls them; a call that still arrives is a defect of the deployment or of a
-//! row's `needs`, refused as a fault an operator must look at, never a panic.
+//! no blob builds no S3 client, and one whose routes open, seal and report no key builds no
+//! key service's client (KMS, Transit). No route of such a function calls them; a call that
+//! still arrives is a defect of the deployment or of a row's `needs`, refused as a fault an
+//! operator must look at, never a panic.
 
 use async_trait::async_trait;
 use zeroize::Zeroizing;

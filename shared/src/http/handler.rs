@@ -71,7 +71,7 @@ pub enum Credentials {
 }
 
 impl Handler {
-    pub const fn credentials(&self) -> Credentials {
+    pub fn credentials(&self) -> Credentials {
         match self {
             Handler::Open => Credentials::Open,
             Handler::Backend(_) => Credentials::Backend,

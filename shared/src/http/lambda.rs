@@ -12,8 +12,8 @@ use lambda_http::http::{header, HeaderValue, StatusCode};
 use lambda_http::{Body, Request, RequestExt, Response};
 
 use super::error::{error_response, HttpError, LogContext};
-use super::groups::FACTS;
-use super::routes::{find_in, Route, RouteMatch};
+use super::groups::serves;
+use super::routes::{find_route, RouteMatch};
 use crate::service::App;
 
 /// Lambda's limit on a synchronous invocation's request and response payloads.
@@ -24,30 +24,19 @@ pub const PAYLOAD_CEILING: u64 = 6_291_456;
 /// real states stay well under (typically 5-20%), with room for the event's headers.
 pub const MAX_STATE_BYTES: u64 = 4 * 1024 * 1024;
 
-/// One Lambda function's share of the route table: its name and the rows it serves, chosen
-/// at compile time ([`lambda_group`](super::groups::lambda_group)) so that its binary links
-/// those rows' handlers and no others.
-#[derive(Debug, Clone, Copy)]
-pub struct Group {
-    pub function: &'static str,
-    pub routes: &'static [Route],
-}
-
-/// Answers a request for one of `group`'s routes. The route and its parameters come from
-/// the route table, the same match the local server makes, not from the event's route key;
-/// a route of another function means a deployment that routes it wrongly, and is logged as
-/// such.
-pub async fn answer(app: &App, group: &Group, req: Request) -> Response<Body> {
+/// Answers a request for one of the Lambda function `function`'s routes. The route and its
+/// parameters come from the route table, the same match the local server makes, not from
+/// the event's route key; a route of another function (or a local-only one) means a
+/// deployment that routes it wrongly, and is logged as such.
+pub async fn answer(app: &App, function: &str, req: Request) -> Response<Body> {
     let path = req.uri().path().to_owned();
     let method = req.method().as_str().to_owned();
-    let RouteMatch::Found { route, params } = find_in(group.routes, &method, &path) else {
-        // The whole table without its handlers says why: another function's route, or none.
-        return match find_in(&FACTS, &method, &path) {
-            RouteMatch::Found { route, .. } => {
-                misrouted(&method, &path, group.function, route.function)
-            }
-            other => super::no_route(&other),
-        };
+    let (route, params) = match find_route(&method, &path) {
+        RouteMatch::Found { route, params } if serves(route, function) => (route, params),
+        RouteMatch::Found { route, .. } => {
+            return misrouted(&method, &path, function, route.function)
+        }
+        other => return super::no_route(&other),
     };
     let params: HashMap<String, String> = params
         .iter()
@@ -77,7 +66,7 @@ fn misrouted(method: &str, path: &str, function: &str, serves: &str) -> Response
         serves,
         "the API routes this request to the wrong function: check the deployment's routes"
     );
-    super::no_route(&RouteMatch::<Route>::NotFound)
+    super::no_route(&RouteMatch::NotFound)
 }
 
 /// `response` if the function can return it; otherwise (a version saved through the
@@ -140,7 +129,7 @@ const PAYLOAD_FIELDS: usize = 256;
 /// server gives. A request for a route of the table here means routes deployed wrongly.
 pub fn answer_pages(req: &Request) -> Response<Body> {
     let (method, path) = (req.method().as_str(), req.uri().path());
-    match find_in(&FACTS, method, path) {
+    match find_route(method, path) {
         RouteMatch::Found { route, .. } => {
             misrouted(method, path, super::pages::FUNCTION, route.function)
         }

@@ -34,7 +34,7 @@ use lambda_http::{Body, Request, Response};
 pub use admission::{admit, admit_head, answer, Admitted, BodyRefusal};
 pub use error::ErrorCode;
 pub use handler::{Credentials, Handler};
-pub use routes::{find_in, find_route, BodyLimit, Keyed, Need, Route, RouteMatch, ROUTES};
+pub use routes::{find_route, BodyLimit, Need, Route, RouteMatch, ROUTES};
 
 use crate::service::App;
 use error::{error_body, error_response, HttpError, LogContext};
@@ -49,7 +49,7 @@ pub async fn handle(app: &App, route: &Route, req: Request) -> Response<Body> {
 }
 
 /// Answers a request that matched no route: 404, or 405 naming the allowed methods.
-pub fn no_route<R: Keyed>(matched: &RouteMatch<'_, R>) -> Response<Body> {
+pub fn no_route(matched: &RouteMatch<'_>) -> Response<Body> {
     let (code, message) = match matched {
         RouteMatch::MethodNotAllowed { allowed } => (
             ErrorCode::MethodNotAllowed,
@@ -68,7 +68,7 @@ pub fn no_route<R: Keyed>(matched: &RouteMatch<'_, R>) -> Response<Body> {
 
 /// Answers a request that matched no route: a page outside `/api` for `GET` and `HEAD`
 /// ([`pages`]), otherwise as [`no_route`] does (an unknown API path stays a JSON 404).
-pub fn unrouted<R: Keyed>(method: &str, path: &str, matched: &RouteMatch<'_, R>) -> Response<Body> {
+pub fn unrouted(method: &str, path: &str, matched: &RouteMatch<'_>) -> Response<Body> {
     match matched {
         RouteMatch::NotFound if pages::serves(method, path) => pages::answer(path),
         other => no_route(other),

@@ -5,8 +5,7 @@
 //! the `error_codes!` table). What only a person can say is written in `openapi.json`, one
 //! operation per row: summary, query parameters, body schema, the route's own statuses (a
 //! description only: the generator adds the body), and links. The tests hold the two to each
-//! other both ways. The rows are read without their handlers ([`FACTS`]), so the function that
-//! serves the document links none of them.
+//! other both ways.
 
 use std::sync::OnceLock;
 
@@ -14,8 +13,7 @@ use lambda_http::http::{header, StatusCode};
 use lambda_http::{Body, Response};
 use serde_json::{json, Map, Value};
 
-use super::groups::{RouteFacts, FACTS};
-use super::routes::{BodyLimit, DEFAULT_BODY_LIMIT};
+use super::routes::{BodyLimit, Route, DEFAULT_BODY_LIMIT, ROUTES};
 use super::schemas::derived;
 use super::{Credentials, ErrorCode};
 use crate::config::DEFAULT_MAX_BYTES;
@@ -60,7 +58,7 @@ fn build() -> Value {
     schemas["Name"] = name_schema("An org, run or step name");
     schemas["Error"] = error_schema();
     schemas["AppLockedError"] = app_locked_schema();
-    for route in &FACTS {
+    for route in ROUTES {
         if route.local_only {
             describe_local_only(&mut doc["paths"][route.path], route);
             continue;
@@ -78,7 +76,7 @@ fn build() -> Value {
 }
 
 /// Merges what `route`'s row says into its hand-written operation.
-fn merge_row(op: &mut Map<String, Value>, route: &RouteFacts) {
+fn merge_row(op: &mut Map<String, Value>, route: &Route) {
     let mut parameters: Vec<Value> = path_parameters(route.path)
         .map(|name| {
             json!({
@@ -95,7 +93,7 @@ fn merge_row(op: &mut Map<String, Value>, route: &RouteFacts) {
     if !parameters.is_empty() {
         op.insert("parameters".into(), Value::Array(parameters));
     }
-    op.insert("security".into(), security(route.credentials));
+    op.insert("security".into(), security(route.handler.credentials()));
     let limit = limit_text(route.body);
     if let Some(Value::Object(body)) = op.get_mut("requestBody") {
         let described = body
@@ -132,7 +130,7 @@ fn merge_row(op: &mut Map<String, Value>, route: &RouteFacts) {
 }
 
 /// The statuses `route`'s row brings, with why.
-fn generated_reasons(route: &RouteFacts, limit: &str) -> Vec<(u16, String)> {
+fn generated_reasons(route: &Route, limit: &str) -> Vec<(u16, String)> {
     let codes = |status: u16| {
         ErrorCode::ALL
             .iter()
@@ -157,7 +155,7 @@ fn generated_reasons(route: &RouteFacts, limit: &str) -> Vec<(u16, String)> {
             ),
         ),
     ];
-    let (unauthenticated, forbidden) = match route.credentials {
+    let (unauthenticated, forbidden) = match route.handler.credentials() {
         Credentials::Open => return reasons,
         Credentials::Backend => (
             "no, unknown, expired or revoked credentials",
@@ -308,8 +306,11 @@ fn security(credentials: Credentials) -> Value {
 
 /// A method only the local server and the container answer: OpenAPI 3.1 has no place for
 /// it as an operation, so its path says it in words and in `x-local-only-methods`.
-fn describe_local_only(item: &mut Value, route: &RouteFacts) {
-    let alias = route.same_as.unwrap_or_default();
+fn describe_local_only(item: &mut Value, route: &Route) {
+    let alias = ROUTES
+        .iter()
+        .find(|r| r.path == route.path && !r.local_only && r.handler.name() == route.handler.name())
+        .map_or("", |r| r.method);
     let Some(item) = item.as_object_mut() else {
         return;
     };

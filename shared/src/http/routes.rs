@@ -4,13 +4,6 @@
 //! adding one is a row, a handler and a service function, and the tests say what follows
 //! (the OpenAPI document, the template's routes and grants). Matching a request to a row is
 //! all this file decides. `LOCK`/`UNLOCK` are local-only: API Gateway cannot route them.
-//!
-//! The table is a `const`, so that what reads it at compile time links nothing: each Lambda
-//! function's binary holds only its own rows ([`lambda_group`]) and what they need
-//! ([`GroupNeeds`]), and the readers that need no handler (the OpenAPI document, the
-//! answers to unrouted requests) read [`FACTS`], the table without its handlers.
-
-use std::fmt;
 
 use super::handler::Handler;
 use super::{admin, app_changes, app_reads, identity, list, lock, manage, runs, state};
@@ -194,10 +187,9 @@ const fn local(
 }
 
 /// Every route the service answers, one row each (DESIGN section 3). `local` rows are served
-/// by the local server and the container only, and each follows the row it answers as.
-/// A `const`: a binary links the rows (and their handlers) it reads at run time, no others.
+/// by the local server and the container only.
 #[rustfmt::skip]
-pub const ROUTES: &[Route] = &[
+pub static ROUTES: &[Route] = &[
     //    method    path                                                function       body    needs         handler
     route("GET",    "/api/tf-states/{name}/state",                      "state-read",  OneMib, OPEN,         Backend(&state::read)),
     route("POST",   "/api/tf-states/{name}/state",                      "state-write", State,  SEAL_STATE,   Backend(&state::write)),
@@ -241,31 +233,11 @@ pub const ROUTES: &[Route] = &[
     route("POST",   "/api/runs/{run}/steps/{step}/gone",                "runs",        OneMib, RUNS,         Platform(&runs::gone)),
 ];
 
-/// What matching reads of a row: a whole row, or its facts alone
-/// (the handler-free rows of the compile-time views), for a caller that must not link handlers.
-pub trait Keyed: fmt::Debug + Eq + 'static {
-    fn method(&self) -> &'static str;
-    fn path(&self) -> &'static str;
-    fn local_only(&self) -> bool;
-}
-
-impl Keyed for Route {
-    fn method(&self) -> &'static str {
-        self.method
-    }
-    fn path(&self) -> &'static str {
-        self.path
-    }
-    fn local_only(&self) -> bool {
-        self.local_only
-    }
-}
-
-/// The outcome of matching a request against a table of `R`s.
+/// The outcome of matching a request against the table.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RouteMatch<'a, R: Keyed = Route> {
+pub enum RouteMatch<'a> {
     Found {
-        route: &'static R,
+        route: &'static Route,
         params: Vec<(&'static str, &'a str)>,
     },
     /// The path exists, but not for this method.
@@ -275,32 +247,23 @@ pub enum RouteMatch<'a, R: Keyed = Route> {
     NotFound,
 }
 
-/// Matches a method and raw path against the whole table: see [`find_in`].
-pub fn find_route<'a>(method: &str, path: &'a str) -> RouteMatch<'a> {
-    find_in(ROUTES, method, path)
-}
-
-/// Matches a method and raw path against `table` (percent-encoding left as is: a `%` in a
+/// Matches a method and raw path against the table (percent-encoding left as is: a `%` in a
 /// name is refused by the name check, so an encoded slash can never become a path). A
 /// trailing slash is part of the path, as it is to API Gateway: `/api/tf-states/` has a row
 /// of its own, so the template routes it too and it is answered, never redirected.
-pub fn find_in<'a, R: Keyed>(
-    table: &'static [R],
-    method: &str,
-    path: &'a str,
-) -> RouteMatch<'a, R> {
+pub fn find_route<'a>(method: &str, path: &'a str) -> RouteMatch<'a> {
     let mut allowed = Vec::new();
-    for route in table {
-        let Some(params) = match_path(route.path(), path) else {
+    for route in ROUTES {
+        let Some(params) = match_path(route.path, path) else {
             continue;
         };
-        if route.method() == method {
+        if route.method == method {
             return RouteMatch::Found { route, params };
         }
         // `Allow` names what every front door answers, as the OpenAPI document does: the
         // local-only verbs are described there in words, and a 405 stays the same everywhere.
-        if !route.local_only() {
-            allowed.push(route.method());
+        if !route.local_only {
+            allowed.push(route.method);
         }
     }
     if allowed.is_empty() {

@@ -1,5 +1,5 @@
 //! The apps on the AWS store: behind the container front door (every part), behind a Lambda
-//! function (the parts its routes need, chosen at compile time), the clients built once and
+//! function (the parts its routes need), the clients built once and
 //! the key chosen by the settings alone (Transit, KMS or the platform key; never created
 //! here); and the sweeper's, with no key.
 
@@ -11,6 +11,7 @@ use super::{assemble, key_cache, key_ring, limits, links, warn_at_start, FrontDo
 use crate::adapters::absent;
 use crate::adapters::aws::{self, store, AwsSettings, KmsKeys, KmsOpener};
 use crate::config::{Config, ConfigError, KeySetting};
+use crate::http::groups::GroupNeeds;
 use crate::ports::{BlobStore, KeyOpener, KeyService};
 use crate::service::key_cache::KeyCache;
 use crate::service::App;
@@ -38,42 +39,43 @@ pub fn settings(config: &Config) -> Result<AwsSettings, ConfigError> {
 /// # Errors
 /// A missing table or bucket setting, a Transit CA file the client does not accept.
 pub fn app(config: Config, sdk: &SdkConfig, door: FrontDoor) -> Result<App, ConfigError> {
-    with_parts::<true, true>(config, sdk, door, "container")
+    with_parts(config, sdk, door, "container", GroupNeeds::ALL)
 }
 
 /// The app of the Lambda function `function`, with a blob store when its routes need one
-/// (`BLOBS`) and the configured key service when they need one (`KEYS`). Both are constants
-/// the function's route group gives at compile time, so a part it does not need is never
-/// built and its clients (S3; KMS and the Transit engines' HTTP client) are not linked; the
-/// [`absent`] stand-ins take their place.
+/// and the configured key service when they need one (`needs`, from its rows). A part it
+/// does not need is never built, nor its clients (S3; KMS and the Transit engines' HTTP
+/// client); the [`absent`] stand-ins take its place.
 ///
 /// # Errors
-/// A missing table or bucket setting; with `KEYS`, a Transit CA file the client does not
-/// accept.
-pub fn function_app<const BLOBS: bool, const KEYS: bool>(
+/// A missing table or bucket setting; when its routes need keys, a Transit CA file the
+/// client does not accept.
+pub fn function_app(
     config: Config,
     sdk: &SdkConfig,
     function: &'static str,
+    needs: GroupNeeds,
 ) -> Result<App, ConfigError> {
-    with_parts::<BLOBS, KEYS>(config, sdk, FrontDoor::Lambda, function)
+    with_parts(config, sdk, FrontDoor::Lambda, function, needs)
 }
 
-fn with_parts<const BLOBS: bool, const KEYS: bool>(
+fn with_parts(
     config: Config,
     sdk: &SdkConfig,
     door: FrontDoor,
     function: &'static str,
+    needs: GroupNeeds,
 ) -> Result<App, ConfigError> {
     warn_at_start(&config, matches!(config.key, KeySetting::Unset));
     let settings = settings(&config)?;
     let (limits, links) = (limits(&config, door), links(&config));
     let catalog = aws::catalog(sdk, &settings);
-    let blobs: Arc<dyn BlobStore> = if BLOBS {
+    let blobs: Arc<dyn BlobStore> = if needs.blobs {
         Arc::new(aws::blobs(sdk, &settings))
     } else {
         Arc::new(absent::NoBlobs { function })
     };
-    let keys = if KEYS {
+    let keys = if needs.keys {
         let cache = key_cache(&config);
         keys(config, sdk)?.map(|keys| (keys, cache))
     } else {

@@ -113,23 +113,6 @@ fn app() -> App {
     }
 }
 
-/// `function`'s group, as its binary builds it at compile time.
-fn group(function: &'static str) -> Group {
-    use crate::http::groups::{lambda_group, lambda_group_len};
-    const STATE_READ: [Route; lambda_group_len("state-read")] = lambda_group("state-read");
-    const LIST: [Route; lambda_group_len("list")] = lambda_group("list");
-    const LOCK: [Route; lambda_group_len("lock")] = lambda_group("lock");
-    const DOWNLOAD: [Route; lambda_group_len("download")] = lambda_group("download");
-    let routes: &'static [Route] = match function {
-        "state-read" => &STATE_READ,
-        "list" => &LIST,
-        "lock" => &LOCK,
-        "download" => &DOWNLOAD,
-        other => panic!("no test group for {other}"),
-    };
-    Group { function, routes }
-}
-
 fn request(method: &str, path: &str) -> Request {
     let mut req = lambda_http::http::Request::new(Body::Empty);
     *req.method_mut() = method.parse().unwrap();
@@ -140,25 +123,15 @@ fn request(method: &str, path: &str) -> Request {
 #[tokio::test]
 async fn a_function_answers_only_its_own_routes() {
     let app = app();
-    let own = answer(&app, &group("list"), request("GET", "/api/openapi.json")).await;
+    let own = answer(&app, "list", request("GET", "/api/openapi.json")).await;
     assert_eq!(own.status(), 200);
-    let other = answer(
-        &app,
-        &group("list"),
-        request("GET", "/api/tf-states/net/state"),
-    )
-    .await;
+    let other = answer(&app, "list", request("GET", "/api/tf-states/net/state")).await;
     assert_eq!(
         other.status(),
         404,
         "a route of state-read, misrouted to list"
     );
-    let local = answer(
-        &app,
-        &group("lock"),
-        request("LOCK", "/api/tf-states/net/lock"),
-    )
-    .await;
+    let local = answer(&app, "lock", request("LOCK", "/api/tf-states/net/lock")).await;
     assert_eq!(
         local.status(),
         404,
@@ -168,7 +141,7 @@ async fn a_function_answers_only_its_own_routes() {
     // state-read handler gets as far as authentication.
     let read = answer(
         &app,
-        &group("state-read"),
+        "state-read",
         request("GET", "/api/tf-states/net/state"),
     )
     .await;
@@ -263,7 +236,7 @@ fn authorized(path: &str, token: &str, gzip: bool) -> Request {
 async fn a_read_too_large_for_a_function_names_the_container_door() {
     let (app, token) = holding(5 << 20, None).await;
     let path = "/api/tf-states/big/state";
-    let plain = answer(&app, &group("state-read"), authorized(path, &token, false)).await;
+    let plain = answer(&app, "state-read", authorized(path, &token, false)).await;
     assert_eq!(plain.status(), 413);
     let body: serde_json::Value = serde_json::from_slice(plain.body()).unwrap();
     assert_eq!(body["error"]["code"], "too_large_for_functions");
@@ -272,16 +245,11 @@ async fn a_read_too_large_for_a_function_names_the_container_door() {
         message.contains("serve --store aws") && message.contains("HEGEMONY_CONTAINER_URL"),
         "{message}"
     );
-    let zipped = answer(&app, &group("state-read"), authorized(path, &token, true)).await;
+    let zipped = answer(&app, "state-read", authorized(path, &token, true)).await;
     assert_eq!(zipped.status(), 200, "gzip'd, it fits");
     assert!(returned_size(&zipped) <= PAYLOAD_CEILING);
     let download = "/api/tf-states/big/versions/1/content";
-    let plain = answer(
-        &app,
-        &group("download"),
-        authorized(download, &token, false),
-    )
-    .await;
+    let plain = answer(&app, "download", authorized(download, &token, false)).await;
     assert_eq!(plain.status(), 413);
 }
 
@@ -290,17 +258,12 @@ async fn with_a_container_door_a_read_too_large_is_sent_there() {
     let door = "https://door.example.com";
     let (app, token) = holding(5 << 20, Some(door)).await;
     let path = "/api/tf-states/big/versions/1/content";
-    let sent = answer(&app, &group("download"), authorized(path, &token, false)).await;
+    let sent = answer(&app, "download", authorized(path, &token, false)).await;
     assert_eq!(sent.status(), 307);
     assert_eq!(sent.headers()[header::LOCATION], format!("{door}{path}"));
     let body: serde_json::Value = serde_json::from_slice(sent.body()).unwrap();
     assert!(body["error"]["message"].as_str().unwrap().contains(door));
-    let small = answer(
-        &app,
-        &group("list"),
-        authorized("/api/tf-states", &token, false),
-    )
-    .await;
+    let small = answer(&app, "list", authorized("/api/tf-states", &token, false)).await;
     assert_eq!(small.status(), 200, "what fits is answered as always");
 }
 
@@ -332,14 +295,14 @@ async fn credentials_joined_by_api_gateway_are_refused() {
             "isBase64Encoded": false
         });
         let req = lambda_http::request::from_str(&event.to_string()).unwrap();
-        let refused = answer(&app, &group("state-read"), req).await;
+        let refused = answer(&app, "state-read", req).await;
         assert_eq!(refused.status(), 400);
         let body: serde_json::Value = serde_json::from_slice(refused.body()).unwrap();
         assert_eq!(body["error"]["code"], "invalid_request");
     }
     let alone = answer(
         &app,
-        &group("state-read"),
+        "state-read",
         authorized("/api/tf-states/big/state", &token, false),
     )
     .await;

@@ -3,7 +3,7 @@
 use super::*;
 use std::collections::BTreeSet;
 
-use crate::http::{Handler, ROUTES};
+use crate::http::Handler;
 
 use crate::domain::audit::AuditAction;
 
