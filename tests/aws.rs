@@ -59,6 +59,22 @@ fn terraform_on_the_lambda_functions() {
     let bob = deployment.token("acme", "bob", "operator");
     let gateway = Gateway::start(&deployment, &[]);
     day_one(&gateway, &admin, &bob);
+    // A state's outputs, and the consumer's document, through the download function.
+    let api = Api::new(&gateway);
+    let outputs = api.json("GET", "/api/tf-states/net/outputs", &bob);
+    assert_eq!(
+        outputs["outputs"]["value"],
+        serde_json::json!({"type": "string", "value": "two"}),
+        "{outputs}"
+    );
+    let consumer = api
+        .backend("GET", "/api/tf-states/net/outputs/state", &bob)
+        .send()
+        .unwrap();
+    assert_eq!(consumer.status(), StatusCode::OK);
+    let consumer: serde_json::Value = consumer.json().unwrap();
+    assert_eq!(consumer["outputs"]["value"]["value"], "two");
+    assert_eq!(consumer["resources"], serde_json::json!([]));
     // API Gateway cannot route the LOCK method: only the local server and the container do.
     let lock = Api::new(&gateway)
         .backend("LOCK", "/api/tf-states/net/lock", &admin)

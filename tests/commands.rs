@@ -210,7 +210,7 @@ fn the_states_commands_show_tables_json_and_confirm_destructive_actions() {
     assert_eq!(json["states"][0]["name"], "net");
     let show = stdout(&server.cli(&op, &["states", "show", "net"]));
     assert!(
-        show.contains("latest version") && show.contains("download, rollback"),
+        show.contains("latest version") && show.contains("download, outputs, rollback"),
         "{show}"
     );
     let versions = stdout(&server.cli(&op, &["states", "versions", "net"]));
@@ -348,6 +348,60 @@ fn infra_state(serial: u64, policy: &str, queue: bool, bucket: bool) -> String {
         serial > 1,
         resources.join(",")
     )
+}
+
+/// `states outputs` prints the latest version's outputs as a table, a sensitive one marked
+/// and never its value; `--json` gives the API's answer; a token whose role the allocation
+/// leaves out is refused, naming the permission.
+#[test]
+fn the_outputs_command_shows_names_types_and_plain_values() {
+    let server = Server::start();
+    let op = server.token("acme", "alice", "operator");
+    let admin = server.token("acme", "root", "admin");
+    let viewer = server.token("acme", "vic", "viewer");
+    let api = Api::new(&server);
+    let secret = "planted-secret-c3a9";
+    let body = format!(
+        r#"{{"version":4,"terraform_version":"1.11.4","serial":4,"lineage":"lin","outputs":{{"password":{{"value":"{secret}","type":"string","sensitive":true}},"subnets":{{"value":["a","b"],"type":["list","string"]}},"url":{{"value":"https://db.example.com","type":"string"}}}},"resources":[]}}"#
+    );
+    assert_eq!(api.post_state(&op, "db", None, body).status(), 200);
+    let out = server.cli(&viewer, &["states", "outputs", "db"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        stdout(&out),
+        "db: serial 4, lineage lin
+
+NAME      TYPE          VALUE
+password  string        (sensitive)
+subnets   list(string)  [\"a\",\"b\"]
+url       string        https://db.example.com
+"
+    );
+    let json = server.cli(&viewer, &["states", "outputs", "db", "--json"]);
+    let answer: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(
+        answer,
+        serde_json::json!({"serial": 4, "lineage": "lin", "outputs": {
+            "password": {"type": "string", "sensitive": true},
+            "subnets": {"type": ["list", "string"], "value": ["a", "b"]},
+            "url": {"type": "string", "value": "https://db.example.com"}
+        }})
+    );
+    assert!(!stdout(&json).contains(secret) && !stdout(&out).contains(secret));
+    let moved = api
+        .request("PUT", "/api/org/permissions", Some(&admin))
+        .body(r#"{"tf_state:outputs": "operator"}"#)
+        .send()
+        .unwrap();
+    assert_eq!(moved.status(), 200);
+    let refused = server.cli(&viewer, &["states", "outputs", "db"]);
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("tf_state:outputs"), "{stderr}");
 }
 
 /// `states changes` prints the latest version's changes like a plan, `--since` names the

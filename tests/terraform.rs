@@ -458,6 +458,92 @@ fn changes_mark_what_terraform_marks_inside_objects_maps_and_lists(v: TfVersion)
     );
 }
 
+/// A producer with a plain output and a sensitive one (a secret planted in it and in two
+/// resource attributes, one marked sensitive and one not), read by a consumer
+/// configuration through `terraform_remote_state` over the http backend at
+/// `.../outputs/state` with a viewer's token: the plain output arrives, the sensitive one is
+/// absent, and the same token is refused the full state. The secret is in no answer of the
+/// outputs routes, in nothing the consumer stored, and in no server log.
+fn a_consumer_reads_the_plain_outputs_through_terraform_remote_state(v: TfVersion) {
+    let env = Env::new();
+    let viewer = env.server.token("default", "vic", "viewer");
+    let secret = "hunter2-0e7d4b-planted";
+    let producer = Tf::new(v, &env.server, "db", &env.alice);
+    std::fs::write(
+        producer.path().join("main.tf"),
+        format!(
+            "terraform {{\n  backend \"http\" {{}}\n}}\nvariable \"secret\" {{\n  type      = string\n  sensitive = true\n}}\nresource \"terraform_data\" \"marked\" {{\n  input = var.secret\n}}\nresource \"terraform_data\" \"plain\" {{\n  input = \"{secret}-in-a-plain-attribute\"\n}}\noutput \"endpoint\" {{\n  value = \"db.example.com\"\n}}\noutput \"password\" {{\n  value     = var.secret\n  sensitive = true\n}}\n"
+        ),
+    )
+    .unwrap();
+    producer.init();
+    let var = format!("secret={secret}");
+    producer.ok(&["apply", "-auto-approve", "-no-color", "-var", &var]);
+    assert!(env.get("db").text().unwrap().contains(secret), "planted");
+
+    let consumer = Tf::local(v, &viewer);
+    let address = env.server.url("/api/tf-states/db/outputs/state");
+    std::fs::write(
+        consumer.path().join("main.tf"),
+        format!(
+            "variable \"state_token\" {{\n  type      = string\n  sensitive = true\n}}\ndata \"terraform_remote_state\" \"db\" {{\n  backend = \"http\"\n  config = {{\n    address  = \"{address}\"\n    username = \"consumer\"\n    password = var.state_token\n  }}\n}}\noutput \"endpoint\" {{\n  value = data.terraform_remote_state.db.outputs.endpoint\n}}\noutput \"names\" {{\n  value = keys(data.terraform_remote_state.db.outputs)\n}}\n"
+        ),
+    )
+    .unwrap();
+    consumer.ok(&["init", "-no-color"]);
+    let token = format!("state_token={viewer}");
+    consumer.ok(&["apply", "-auto-approve", "-no-color", "-var", &token]);
+    let endpoint = consumer.ok(&["output", "-raw", "endpoint"]).stdout;
+    assert_eq!(endpoint, "db.example.com");
+    let names: Value =
+        serde_json::from_str(&consumer.ok(&["output", "-json", "names"]).stdout).unwrap();
+    assert_eq!(
+        names,
+        serde_json::json!(["endpoint"]),
+        "the sensitive output is absent"
+    );
+    let stored = std::fs::read_to_string(consumer.path().join("terraform.tfstate")).unwrap();
+    assert!(!stored.contains(secret), "{stored}");
+
+    // The consumer's document carries the producer's serial, lineage and Terraform version.
+    let full = env.stored("db");
+    let served = env
+        .api
+        .backend("GET", "/api/tf-states/db/outputs/state", &viewer)
+        .send()
+        .unwrap();
+    assert_eq!(served.status(), 200);
+    let served: Value = served.json().unwrap();
+    for field in ["serial", "lineage", "terraform_version"] {
+        assert_eq!(served[field], full[field], "{field}");
+    }
+    assert_eq!(served["resources"], serde_json::json!([]));
+    assert_eq!(
+        env.api.get_state(&viewer, "db").status(),
+        403,
+        "a viewer never reads the full state"
+    );
+    for path in [
+        "/api/tf-states/db/outputs",
+        "/api/tf-states/db/outputs/state",
+    ] {
+        for token in [&viewer, &env.admin] {
+            let r = env.api.request("GET", path, Some(token)).send().unwrap();
+            assert_eq!(r.status(), 200, "{path}");
+            let text = r.text().unwrap();
+            assert!(
+                !text.contains(secret) && !text.contains("hunter2"),
+                "{path}: {text}"
+            );
+        }
+    }
+    let logs = env.server.logs();
+    assert!(
+        !logs.contains(secret) && !logs.contains("hunter2"),
+        "{logs}"
+    );
+}
+
 macro_rules! both_versions {
     ($($scenario:ident),* $(,)?) => {
         mod terraform_1_11 {
@@ -482,4 +568,5 @@ both_versions!(
     rollback_is_what_plan_sees_and_stales_saved_plans,
     changes_name_exactly_what_an_apply_changed,
     changes_mark_what_terraform_marks_inside_objects_maps_and_lists,
+    a_consumer_reads_the_plain_outputs_through_terraform_remote_state,
 );

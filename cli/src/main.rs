@@ -10,6 +10,7 @@ mod client;
 mod comparison;
 mod import;
 mod keys;
+mod outputs;
 mod pacing;
 mod server;
 mod stalled;

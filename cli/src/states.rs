@@ -1,4 +1,4 @@
-//! `hegemony-state states ...`: list, show, versions, what changed, download, roll back,
+//! `hegemony-state states ...`: list, show, versions, what changed, outputs, download, roll back,
 //! force-unlock, delete and audit over the HTTP API. Tables for people, `--json` for scripts; destructive
 //! commands ask to confirm unless `--yes`.
 
@@ -11,7 +11,7 @@ use reqwest::Method;
 use serde_json::Value;
 
 use crate::client::{items, Client};
-use crate::{comparison, table};
+use crate::{comparison, outputs, table};
 
 #[derive(Subcommand)]
 pub enum Command {
@@ -40,6 +40,12 @@ pub enum Command {
         /// The version to compare with.
         #[arg(long)]
         since: Option<u64>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The latest version's outputs: names, types, and the values of those not sensitive.
+    Outputs {
+        name: String,
         #[arg(long)]
         json: bool,
     },
@@ -323,6 +329,21 @@ pub async fn run(api: &crate::Api, command: Command) -> anyhow::Result<()> {
             }
             for line in comparison::render(&answer) {
                 println!("{line}");
+            }
+        }
+        Command::Outputs { name, json } => {
+            let answer = client
+                .get_json(&format!("/api/tf-states/{name}/outputs"))
+                .await?;
+            if json {
+                return print_json(&answer);
+            }
+            println!("{}\n", outputs::heading(&name, &answer));
+            let rows = outputs::rows(&answer);
+            if rows.is_empty() {
+                println!("No outputs.");
+            } else {
+                table::print(&["NAME", "TYPE", "VALUE"], &rows);
             }
         }
         Command::Download {

@@ -172,12 +172,12 @@ describe('the admin pages', () => {
     await screenshot(page, 'permissions');
     await dialog.getByRole('button', { name: 'Cancel' }).click();
     const allocation = () => call(server, admin, 'GET', '/api/org/permissions').then((r) => r.json());
-    expect(await allocation()).toEqual({ 'tf_state:read': 'operator', 'tf_state:write': 'operator', 'tf_state:manage': 'admin' });
+    expect(await allocation()).toEqual({ 'tf_state:read': 'operator', 'tf_state:write': 'operator', 'tf_state:manage': 'admin', 'tf_state:outputs': 'viewer' });
     await page.getByLabel('Role needed for tf_state:manage').selectOption('admin');
     await page.getByRole('button', { name: 'Save changes' }).click();
     await dialog.getByRole('button', { name: 'Save changes' }).click();
     await page.getByText('Saved.').waitFor();
-    expect(await allocation()).toEqual({ 'tf_state:read': 'viewer', 'tf_state:write': 'operator', 'tf_state:manage': 'admin' });
+    expect(await allocation()).toEqual({ 'tf_state:read': 'viewer', 'tf_state:write': 'operator', 'tf_state:manage': 'admin', 'tf_state:outputs': 'viewer' });
     expect((await call(server, viewer, 'GET', '/api/whoami')).json().allowed_actions.download).toBe(true);
     expect(problems).toEqual([]);
     await context.close();

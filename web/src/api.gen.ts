@@ -176,6 +176,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/tf-states/{name}/outputs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A state's outputs
+         * @description The latest version's outputs by name, each with its type and value; a sensitive one with its type and "sensitive": true only, never its value, for anyone. Carries an ETag named after the version; If-None-Match naming it is answered 304. Not audited (no secret crosses). tf_state:outputs (viewer by default).
+         */
+        get: operations["readOutputs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/tf-states/{name}/outputs/state": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A state's outputs as a state (for terraform_remote_state)
+         * @description A format-4 state document with the latest version's serial, lineage and terraform_version, no resources, and its non-sensitive outputs only: the address a consumer's terraform_remote_state (backend "http") reads. The same bytes for the same version, with an ETag named after it; If-None-Match naming it is answered 304. Read only: no lock, no write. Not audited (no secret crosses). tf_state:outputs (viewer by default).
+         */
+        get: operations["readOutputsState"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/tf-states/{name}/import": {
         parameters: {
             query?: never;
@@ -310,7 +350,7 @@ export interface paths {
         get: operations["getPermissions"];
         /**
          * Change permissions
-         * @description Each of tf_state:read, tf_state:write, tf_state:manage to viewer, operator, admin or null (disabled); those left out keep theirs. Audited. Admin role.
+         * @description Each of tf_state:read, tf_state:write, tf_state:manage, tf_state:outputs to viewer, operator, admin or null (disabled); those left out keep theirs. Audited. Admin role.
          */
         put: operations["setPermissions"];
         post?: never;
@@ -718,6 +758,7 @@ export interface components {
             "tf_state:read"?: components["schemas"]["Role"] | null;
             "tf_state:write"?: components["schemas"]["Role"] | null;
             "tf_state:manage"?: components["schemas"]["Role"] | null;
+            "tf_state:outputs"?: components["schemas"]["Role"] | null;
         };
         AppLockRequest: {
             /** @description The caller's own lock ID, so a retried lock is answered the same (by default the server makes one) */
@@ -841,6 +882,11 @@ export interface components {
         /** @description What the caller may do to one state now, so a page never hard-codes permissions. */
         AllowedActions: {
             download: boolean;
+            /**
+             * @description Read its outputs (never a sensitive value), and the document a consumer's
+             *     `terraform_remote_state` reads.
+             */
+            outputs: boolean;
             import: boolean;
             rollback: boolean;
             force_unlock: boolean;
@@ -1020,6 +1066,37 @@ export interface components {
             /** @description Whether its value (or type) changed. */
             value_changed: boolean;
         };
+        /**
+         * @description The answer of `GET /api/tf-states/{name}/outputs`: the latest version's outputs, a
+         *     sensitive one by its type alone.
+         */
+        StateOutputs: {
+            /**
+             * Format: uint64
+             * @description The serial of the version read.
+             */
+            serial: number;
+            /** @description The lineage of the version read. */
+            lineage: string;
+            /** @description Every output by name. */
+            outputs: {
+                [key: string]: components["schemas"]["StateOutput"];
+            };
+        };
+        /** @description One output: its type and value, or, when sensitive, its type and the mark only. */
+        StateOutput: {
+            /** @description Its type as Terraform writes it: `"string"`, `["list", "string"]`, ... */
+            type: unknown;
+            value: unknown;
+        } | {
+            /** @description Its type as Terraform writes it. */
+            type: unknown;
+            /**
+             * @description Always true.
+             * @constant
+             */
+            sensitive: true;
+        };
         /** @description What a force-unlock released. */
         ForceUnlockResult: {
             released: components["schemas"]["Released"];
@@ -1100,6 +1177,11 @@ export interface components {
             "tf_state:read": components["schemas"]["Role"] | null;
             "tf_state:write": components["schemas"]["Role"] | null;
             "tf_state:manage": components["schemas"]["Role"] | null;
+            /**
+             * @description An allocation stored before this permission existed reads as viewer, its default.
+             * @default viewer
+             */
+            "tf_state:outputs": components["schemas"]["Role"] | null;
         };
         /**
          * @description A role within one org, ordered from least to most.
@@ -1120,6 +1202,8 @@ export interface components {
          */
         OrgActions: {
             download: boolean;
+            /** @description Read states' outputs. */
+            outputs: boolean;
             import: boolean;
             rollback: boolean;
             force_unlock: boolean;
@@ -1288,7 +1372,7 @@ export interface components {
                  * @description docs/errors.md says what each means
                  * @enum {string}
                  */
-                code: "invalid_name" | "invalid_lock" | "invalid_unlock" | "not_a_state" | "invalid_file_name" | "not_json" | "invalid_request" | "unauthenticated" | "forbidden" | "not_lock_holder" | "permission_not_allocated" | "not_found" | "method_not_allowed" | "request_timeout" | "lock_id_mismatch" | "lineage_mismatch" | "stale_serial" | "fork" | "state_exists" | "rollback_encrypted" | "cannot_compare" | "serial_exhausted" | "newest_archive" | "run_ended" | "run_org_mismatch" | "too_large" | "change_too_large" | "too_large_for_functions" | "unsupported_media_type" | "locked" | "app_locked" | "unavailable" | "managed_state_unavailable" | "wrong_key" | "damaged" | "internal";
+                code: "invalid_name" | "invalid_lock" | "invalid_unlock" | "not_a_state" | "invalid_file_name" | "not_json" | "invalid_request" | "unauthenticated" | "forbidden" | "not_lock_holder" | "permission_not_allocated" | "not_found" | "method_not_allowed" | "request_timeout" | "lock_id_mismatch" | "lineage_mismatch" | "stale_serial" | "fork" | "state_exists" | "rollback_encrypted" | "cannot_compare" | "cannot_read_outputs" | "serial_exhausted" | "newest_archive" | "run_ended" | "run_org_mismatch" | "too_large" | "change_too_large" | "too_large_for_functions" | "unsupported_media_type" | "locked" | "app_locked" | "unavailable" | "managed_state_unavailable" | "wrong_key" | "damaged" | "internal";
                 /** @description What a person can do about it */
                 message: string;
             };
@@ -1340,6 +1424,8 @@ export type ChangedInstance = components['schemas']['ChangedInstance'];
 export type OutputViewLists = components['schemas']['OutputViewLists'];
 export type OutputView = components['schemas']['OutputView'];
 export type ChangedOutput = components['schemas']['ChangedOutput'];
+export type StateOutputs = components['schemas']['StateOutputs'];
+export type StateOutput = components['schemas']['StateOutput'];
 export type ForceUnlockResult = components['schemas']['ForceUnlockResult'];
 export type Released = components['schemas']['Released'];
 export type AuditPage = components['schemas']['AuditPage'];
@@ -2345,6 +2431,230 @@ export interface operations {
                 };
             };
             /** @description A version is OpenTofu-encrypted, or of a state format other than 4 (cannot_compare) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `too_large`: a body over 1048576 bytes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A defect or damaged storage: `wrong_key`, `damaged`, `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A transient fault, retried after `Retry-After` seconds, or no key configured: `unavailable`, `managed_state_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying a transient fault (`unavailable`); absent when no key is configured */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    readOutputs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: components["schemas"]["StateName"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The outputs */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StateOutputs"];
+                };
+            };
+            /** @description If-None-Match named the ETag of the latest version's answer: unchanged */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description On Lambda with HEGEMONY_CONTAINER_URL set: the answer is too large for a function; Location is the same path on the container front door (too_large_for_functions as the body) */
+            307: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `invalid_request`: the body could not be read; `invalid_name`: the path's name is outside the naming rule */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unauthenticated`: no, unknown, expired or revoked credentials, or Basic credentials (Bearer only here) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `forbidden`: the token's role or the org's allocation does not allow it, a step token, or a platform token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such state in the caller's org, or no version yet */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The latest version is OpenTofu-encrypted, or of a state format other than 4 (cannot_read_outputs) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `too_large`: a body over 1048576 bytes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A defect or damaged storage: `wrong_key`, `damaged`, `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A transient fault, retried after `Retry-After` seconds, or no key configured: `unavailable`, `managed_state_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying a transient fault (`unavailable`); absent when no key is configured */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    readOutputsState: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: components["schemas"]["StateName"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The consumer's state document */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description If-None-Match named the ETag of the latest version's answer: unchanged */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description On Lambda with HEGEMONY_CONTAINER_URL set: the answer is too large for a function; Location is the same path on the container front door (too_large_for_functions as the body) */
+            307: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `invalid_request`: the body could not be read; `invalid_name`: the path's name is outside the naming rule */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unauthenticated`: no, unknown, expired or revoked credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `forbidden`: the token's role or the org's allocation does not allow it, a step token of another state, or a platform token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No version yet */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The latest version is OpenTofu-encrypted, or of a state format other than 4 (cannot_read_outputs) */
             409: {
                 headers: {
                     [name: string]: unknown;

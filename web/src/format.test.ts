@@ -89,7 +89,12 @@ describe('backend.hcl', () => {
 });
 
 describe('permission changes', () => {
-  const defaults = { 'tf_state:read': 'operator', 'tf_state:write': 'operator', 'tf_state:manage': 'admin' } as const;
+  const defaults = {
+    'tf_state:read': 'operator',
+    'tf_state:write': 'operator',
+    'tf_state:manage': 'admin',
+    'tf_state:outputs': 'viewer',
+  } as const;
   it('counts the roles at and above the one a permission needs', () => {
     expect(holders('viewer')).toEqual(['viewer', 'operator', 'admin']);
     expect(holders('admin')).toEqual(['admin']);
@@ -103,6 +108,10 @@ describe('permission changes', () => {
     const up = changes(defaults, { ...defaults, 'tf_state:write': 'admin' });
     expect(sentence(up[0])).toBe('operators lose tf_state:write: lock, write, import and roll back.');
     expect(changes(defaults, defaults)).toEqual([]);
+    const outputs = changes(defaults, { ...defaults, 'tf_state:outputs': 'operator' });
+    expect(sentence(outputs[0])).toBe(
+      "viewers lose tf_state:outputs: read outputs, never a sensitive one's value (terraform_remote_state).",
+    );
   });
 });
 

@@ -3,13 +3,14 @@
 
 import type { Allocation, Permission, Role } from './types';
 
-export const PERMISSIONS: Permission[] = ['tf_state:read', 'tf_state:write', 'tf_state:manage'];
+export const PERMISSIONS: Permission[] = ['tf_state:read', 'tf_state:write', 'tf_state:manage', 'tf_state:outputs'];
 export const ROLES: Role[] = ['viewer', 'operator', 'admin'];
 
 export const WHAT: Record<Permission, string> = {
   'tf_state:read': 'read state content (backend reads, downloads)',
   'tf_state:write': 'lock, write, import and roll back',
   'tf_state:manage': 'force unlock and delete',
+  'tf_state:outputs': "read outputs, never a sensitive one's value (terraform_remote_state)",
 };
 
 /** The roles that hold a permission allocated to `needed` (or none, when disabled). */

@@ -32,6 +32,10 @@ export type ChangedInstance = api.ChangedInstance;
 export type OutputRef = api.OutputView;
 export type ChangedOutput = api.ChangedOutput;
 
+/** `GET /api/tf-states/{name}/outputs`: a sensitive output by its type alone. */
+export type StateOutputs = api.StateOutputs;
+export type OutputValue = api.StateOutput;
+
 export type AppLock = api.AppLock;
 export type AppFile = api.AppFile;
 export type ArchiveEnded = api.ArchiveEnded;

@@ -123,6 +123,9 @@ pub fn tombstone(record: &StateRecord, now: Timestamp) -> StateRecord {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct AllowedActions {
     pub download: bool,
+    /// Read its outputs (never a sensitive value), and the document a consumer's
+    /// `terraform_remote_state` reads.
+    pub outputs: bool,
     pub import: bool,
     pub rollback: bool,
     pub force_unlock: bool,
@@ -142,6 +145,7 @@ pub fn allowed_actions(
     let written = record.is_visible();
     AllowedActions {
         download: written && may(Permission::Read),
+        outputs: written && may(Permission::Outputs),
         import: !written && !locked && may(Permission::Write),
         rollback: written && !locked && may(Permission::Write),
         force_unlock: locked && may(Permission::Manage),
@@ -155,6 +159,8 @@ pub fn allowed_actions(
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct OrgActions {
     pub download: bool,
+    /// Read states' outputs.
+    pub outputs: bool,
     pub import: bool,
     pub rollback: bool,
     pub force_unlock: bool,
@@ -172,6 +178,7 @@ pub fn org_actions(principal: &Principal, allocation: &Allocation) -> OrgActions
     let admin = principal.role == Role::Admin;
     OrgActions {
         download: may(Permission::Read),
+        outputs: may(Permission::Outputs),
         import: may(Permission::Write),
         rollback: may(Permission::Write),
         force_unlock: may(Permission::Manage),
@@ -366,6 +373,7 @@ mod tests {
             op,
             AllowedActions {
                 download: true,
+                outputs: true,
                 import: false,
                 rollback: true,
                 force_unlock: false,
@@ -377,6 +385,7 @@ mod tests {
             admin_locked,
             AllowedActions {
                 download: true,
+                outputs: true,
                 import: false,
                 rollback: false,
                 force_unlock: true,
@@ -385,12 +394,16 @@ mod tests {
         );
         let viewer = allowed_actions(&free, &who(Role::Viewer), &a, NOW);
         assert!(!viewer.download && !viewer.rollback && !viewer.delete);
+        assert!(viewer.outputs, "viewers read outputs by default");
+        let no_outputs = a.with(Permission::Outputs, Some(Role::Admin));
+        assert!(!allowed_actions(&free, &who(Role::Operator), &no_outputs, NOW).outputs);
     }
 
     #[test]
     fn org_actions_follow_the_allocation_and_the_admin_role() {
         let viewer = org_actions(&who(Role::Viewer), &Allocation::default());
         assert!(!viewer.download && !viewer.rollback && !viewer.audit);
+        assert!(viewer.outputs);
         let operator = org_actions(&who(Role::Operator), &Allocation::default());
         assert!(operator.download && operator.import && operator.rollback);
         assert!(!operator.force_unlock && !operator.delete && !operator.permissions);

@@ -12,6 +12,7 @@ pub mod lock;
 pub mod locking;
 pub mod manage;
 pub mod name;
+pub mod outputs;
 pub mod permission;
 pub mod record;
 pub mod refusal;

@@ -71,6 +71,10 @@ pub enum Refusal {
     #[error("version {version} cannot be compared: {reason}")]
     CannotCompare { version: u64, reason: String },
 
+    /// A version whose outputs cannot be read here.
+    #[error("the outputs of version {version} cannot be read: {reason}")]
+    OutputsUnreadable { version: u64, reason: String },
+
     #[error("invalid request: {reason}")]
     InvalidRequest { reason: String },
 

@@ -13,7 +13,7 @@ use super::number::page_limit;
 use super::response::json_response;
 use crate::domain::audit::AuditAction;
 use crate::domain::name::StateName;
-use crate::domain::permission::{Allocation, Role};
+use crate::domain::permission::{Allocation, Permission, Role};
 use crate::domain::Principal;
 use crate::ports::AuditQuery;
 use crate::service::admin::{self, MAX_AUDIT_PAGE};
@@ -110,9 +110,9 @@ pub async fn permissions(call: Call<'_>, principal: &Principal) -> Answer {
     Ok(json_response(StatusCode::OK, &allocation))
 }
 
-/// Parses `{"tf_state:read": "operator", ...}`: any of the three permissions, each a role or
+/// Parses `{"tf_state:read": "operator", ...}`: any of the four permissions, each a role or
 /// null (disabled); the ones left out keep their allocation.
-fn parse_update(body: &[u8]) -> Result<Vec<(&'static str, Option<Role>)>, HttpError> {
+fn parse_update(body: &[u8]) -> Result<Vec<(Permission, Option<Role>)>, HttpError> {
     let invalid = |why: String| HttpError::InvalidRequest(why);
     let value: Value =
         serde_json::from_slice(body).map_err(|e| invalid(format!("the body is not JSON: {e}")))?;
@@ -123,25 +123,21 @@ fn parse_update(body: &[u8]) -> Result<Vec<(&'static str, Option<Role>)>, HttpEr
     };
     let mut changes = Vec::new();
     for (key, role) in map {
-        let permission = match key.as_str() {
-            "tf_state:read" => "tf_state:read",
-            "tf_state:write" => "tf_state:write",
-            "tf_state:manage" => "tf_state:manage",
-            other => {
-                return Err(invalid(format!(
-                    "unknown permission {other:?}: use tf_state:read, tf_state:write or tf_state:manage"
-                )))
-            }
+        let Some(permission) = Permission::named(&key) else {
+            return Err(invalid(format!(
+                "unknown permission {key:?}: use tf_state:read, tf_state:write, tf_state:manage or tf_state:outputs"
+            )));
         };
+        let name = permission.as_str();
         let role = match role {
             Value::Null => None,
             Value::String(r) => Some(
                 r.parse::<Role>()
-                    .map_err(|e| invalid(format!("{permission}: {e}, or null")))?,
+                    .map_err(|e| invalid(format!("{name}: {e}, or null")))?,
             ),
             _ => {
                 return Err(invalid(format!(
-                    "{permission}: use viewer, operator, admin or null"
+                    "{name}: use viewer, operator, admin or null"
                 )))
             }
         };
@@ -152,15 +148,10 @@ fn parse_update(body: &[u8]) -> Result<Vec<(&'static str, Option<Role>)>, HttpEr
 
 pub async fn set_permissions(call: Call<'_>, principal: &Principal) -> Answer {
     let changes = parse_update(call.req.body())?;
-    let allocation = admin::set_permissions(call.app, principal, |mut a: Allocation| {
-        for (permission, role) in &changes {
-            match *permission {
-                "tf_state:read" => a.read = *role,
-                "tf_state:write" => a.write = *role,
-                _ => a.manage = *role,
-            }
-        }
-        a
+    let allocation = admin::set_permissions(call.app, principal, |a: Allocation| {
+        changes
+            .iter()
+            .fold(a, |a, (permission, role)| a.with(*permission, *role))
     })
     .await?;
     Ok(json_response(StatusCode::OK, &allocation))

@@ -106,6 +106,9 @@ error_codes! {
     RollbackEncrypted = "rollback_encrypted", CONFLICT, refused [Refusal::RollbackEncrypted { .. }];
     /// A comparison of versions with one it cannot read (OpenTofu-encrypted, an old format).
     CannotCompare = "cannot_compare", CONFLICT, refused [Refusal::CannotCompare { .. }];
+    /// A state's outputs when its latest version cannot be read (OpenTofu-encrypted, an old
+    /// format).
+    CannotReadOutputs = "cannot_read_outputs", CONFLICT, refused [Refusal::OutputsUnreadable { .. }];
     /// A rollback of a state whose serial is already the largest number there is.
     SerialExhausted = "serial_exhausted", CONFLICT, refused [Refusal::SerialExhausted { .. }];
     /// Deleting an app state's newest archive.

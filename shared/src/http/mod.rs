@@ -21,6 +21,7 @@ mod lock;
 mod manage;
 mod number;
 pub mod openapi;
+mod outputs;
 pub mod pages;
 mod response;
 pub mod routes;

@@ -284,7 +284,7 @@ fn security_schemes() -> Value {
         "basic": {
             "type": "http",
             "scheme": "basic",
-            "description": "Backend routes only (state and lock): any username, the token as password, as Terraform's http backend sends it",
+            "description": "Backend routes only (state, lock, and a state's outputs as a state): any username, the token as password, as Terraform's http backend sends it",
         },
         "platform": {
             "type": "http",

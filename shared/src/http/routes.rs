@@ -6,7 +6,7 @@
 //! all this file decides. `LOCK`/`UNLOCK` are local-only: API Gateway cannot route them.
 
 use super::handler::Handler;
-use super::{admin, app_changes, app_reads, identity, list, lock, manage, runs, state};
+use super::{admin, app_changes, app_reads, identity, list, lock, manage, outputs, runs, state};
 use crate::domain::lock::MAX_LOCK_BYTES;
 use crate::service::Limits;
 
@@ -203,6 +203,8 @@ pub static ROUTES: &[Route] = &[
     route("GET",    "/api/tf-states/{name}/versions",                   "versions",    OneMib, LOOKUP,       Bearer(&list::versions)),
     route("GET",    "/api/tf-states/{name}/versions/{version}/content", "download",    OneMib, OPEN_VERSION, Bearer(&manage::download)),
     route("GET",    "/api/tf-states/{name}/versions/{version}/changes", "download",    OneMib, OPEN_VERSION, Bearer(&manage::compare)),
+    route("GET",    "/api/tf-states/{name}/outputs",                    "download",    OneMib, OPEN,         Bearer(&outputs::outputs)),
+    route("GET",    "/api/tf-states/{name}/outputs/state",              "download",    OneMib, OPEN,         Backend(&outputs::consumer_state)),
     route("POST",   "/api/tf-states/{name}/import",                     "import",      State,  SEAL_STATE,   Bearer(&manage::import)),
     route("POST",   "/api/tf-states/{name}/rollback",                   "rollback",    OneMib, RESEAL,       Bearer(&manage::rollback)),
     route("POST",   "/api/tf-states/{name}/force-unlock",               "admin",       OneMib, CHANGE,       Bearer(&manage::force_unlock)),
@@ -328,6 +330,31 @@ mod tests {
         assert_eq!(
             found("UNLOCK", "/api/tf-states/net/lock").0,
             "Backend(lock::unlock)"
+        );
+    }
+
+    #[test]
+    fn a_consumer_reads_outputs_state_as_a_backend_and_nothing_else_there() {
+        assert_eq!(
+            found("GET", "/api/tf-states/net/outputs/state").0,
+            "Backend(outputs::consumer_state)"
+        );
+        assert_eq!(
+            found("GET", "/api/tf-states/net/outputs").0,
+            "Bearer(outputs::outputs)"
+        );
+        for method in ["POST", "LOCK", "DELETE", "PUT"] {
+            assert_eq!(
+                find_route(method, "/api/tf-states/net/outputs/state"),
+                RouteMatch::MethodNotAllowed {
+                    allowed: vec!["GET"]
+                },
+                "{method}"
+            );
+        }
+        assert_eq!(
+            find_route("GET", "/api/tf-states/net/outputs/lock"),
+            RouteMatch::NotFound
         );
     }
 

@@ -13,6 +13,7 @@ use super::app_changes::AppForceUnlockResult;
 use super::list::VersionList;
 use super::manage::ForceUnlockResult;
 use super::runs::{GoneReport, Minted, RunEnded};
+use crate::domain::outputs::OutputsView;
 use crate::domain::permission::Allocation;
 use crate::service::admin::AuditPage;
 use crate::service::app_reads::{AppListing, AppView, ArchiveListing, ArchiveView, ChangeView};
@@ -35,6 +36,7 @@ pub fn derived() -> Map<String, Value> {
     add::<VersionList>(&mut generator);
     add::<VersionView>(&mut generator);
     add::<VersionComparison>(&mut generator);
+    add::<OutputsView>(&mut generator);
     add::<ForceUnlockResult>(&mut generator);
     add::<AuditPage>(&mut generator);
     add::<KeyReport<'_>>(&mut generator);

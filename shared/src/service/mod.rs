@@ -16,6 +16,7 @@ pub mod keys;
 pub mod listing;
 pub mod lock;
 pub mod manage;
+pub mod outputs;
 mod retry;
 pub mod runs;
 pub mod state;

@@ -113,6 +113,18 @@ async fn authorization_matrix() {
             [401, 401, 403, 200, 200, 404, 403, 401],
         ),
         (
+            "GET",
+            "/api/tf-states/{s}/outputs",
+            None,
+            [401, 401, 200, 200, 200, 404, 403, 401],
+        ),
+        (
+            "GET",
+            "/api/tf-states/{s}/outputs/state",
+            None,
+            [401, 401, 200, 200, 200, 404, 403, 200],
+        ),
+        (
             "POST",
             "/api/tf-states/{s}-new/import",
             Some(state_doc(1, "imp", "x")),
@@ -233,7 +245,7 @@ async fn moving_and_disabling_permissions_refuses_accordingly_and_admins_keep_th
     assert_eq!(r.status, 200);
     assert_eq!(
         r.json(),
-        json!({"tf_state:read": "admin", "tf_state:write": "operator", "tf_state:manage": "admin"})
+        json!({"tf_state:read": "admin", "tf_state:write": "operator", "tf_state:manage": "admin", "tf_state:outputs": "viewer"})
     );
     assert_eq!(get(&operator).await, 403);
     assert_eq!(get(&admin).await, 200);

@@ -17,14 +17,14 @@ async fn whoami_names_the_org_the_user_the_role_and_what_it_may_do() {
     assert_eq!(me["role"], "viewer");
     assert_eq!(
         me["allowed_actions"],
-        json!({"download": false, "import": false, "rollback": false,
+        json!({"download": false, "outputs": true, "import": false, "rollback": false,
                "force_unlock": false, "delete": false, "audit": false, "permissions": false})
     );
     assert!(!me.to_string().contains(&viewer), "never the token");
     let me = api.json("GET", "/api/whoami", &operator).await;
     assert_eq!(
         me["allowed_actions"],
-        json!({"download": true, "import": true, "rollback": true,
+        json!({"download": true, "outputs": true, "import": true, "rollback": true,
                "force_unlock": false, "delete": false, "audit": false, "permissions": false})
     );
     let me = api.json("GET", "/api/whoami", &admin).await;

@@ -21,5 +21,6 @@ mod comparison;
 mod identity;
 mod listing;
 mod management;
+mod outputs;
 mod pages;
 mod runs;

@@ -43,7 +43,7 @@ async fn versions_show_download_and_their_shapes() {
     assert_eq!(show["latest_version"], 2);
     assert_eq!(
         show["allowed_actions"],
-        json!({"download": true, "import": false, "rollback": true, "force_unlock": false, "delete": false})
+        json!({"download": true, "outputs": true, "import": false, "rollback": true, "force_unlock": false, "delete": false})
     );
     let show = api.json("GET", "/api/tf-states/net", &admin).await;
     assert_eq!(show["allowed_actions"]["delete"], true);

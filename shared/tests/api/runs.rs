@@ -497,7 +497,7 @@ async fn a_hold_on_a_state_with_no_version_yet_is_listed_and_can_be_forced() {
     assert_eq!(page["latest_version"], Value::Null);
     assert_eq!(
         page["allowed_actions"],
-        json!({"download": false, "import": false, "rollback": false, "force_unlock": true, "delete": false})
+        json!({"download": false, "outputs": false, "import": false, "rollback": false, "force_unlock": true, "delete": false})
     );
     let page = env.api.json("GET", "/api/tf-states/net", &env.alice).await;
     assert_eq!(page["allowed_actions"]["force_unlock"], false, "{page}");

@@ -1,4 +1,4 @@
-// Permissions (admins): which role each of tf_state:read, :write and :manage needs, edited
+// Permissions (admins): which role each of tf_state:read, :write, :manage and :outputs needs, edited
 // and saved after a confirmation that says who gains or loses what.
 
 import { useState } from 'preact/hooks';

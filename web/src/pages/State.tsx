@@ -1,12 +1,13 @@
 // A state's page: lineage, the lock or hold in full (a run's hold too before the state's
 // first version, so the 423 everyone else gets has a visible cause), the versions with their
-// size over time, backend.hcl, and the actions `allowed_actions` allows: download, what changed in a
+// size over time, its outputs and the terraform_remote_state block that reads them, backend.hcl,
+// and the actions `allowed_actions` allows: download, what changed in a
 // version (`?changes=N&since=M` in the address), roll back, force unlock, delete. Each
 // destructive action is confirmed first; an action the role allows but the state's
 // condition does not is replaced by the reason.
 //
 // This file reads the state and lays out its sections, one file each in `state/`: the
-// summary, the lock, the versions, the delete section, and the actions they call.
+// summary, the lock, the versions, the outputs, the delete section, and the actions they call.
 
 import { useEffect, useState } from 'preact/hooks';
 
@@ -22,6 +23,7 @@ import { VersionComparison } from '../versionComparison';
 import { useStateActions } from './state/actions';
 import { DeleteDialog, DeleteSection } from './state/Delete';
 import { LockSection, UnlockDialog } from './state/Lock';
+import { OutputsSection } from './state/Outputs';
 import { Summary } from './state/Summary';
 import { RollbackDialog, VersionsSection } from './state/Versions';
 
@@ -87,6 +89,8 @@ export function StatePage(props: { me: Identity; name: string; location: URL }) 
           onCounts={(version, c) => setCounts((known) => ({ ...known, [version]: c }))}
         />
       )}
+
+      {state.allowed_actions.outputs && <OutputsSection name={name} state={state} user={actor(me.actor)} />}
 
       <section aria-labelledby="backend-title">
         <h2 id="backend-title">Use it</h2>
