@@ -4,7 +4,7 @@
 //!
 //! Here are the fixtures, the helpers every case shares, and the one list of cases each
 //! adapter runs (`every_adapter!`); the cases are in `contract/`, one file per port (`state`,
-//! with its `key_slots` and `inline` content, `access`, `runs`, `sweep`, `blobs`, `apps`), and
+//! with its `key_slots` and `inline` content, `access`, `trust`, `runs`, `sweep`, `blobs`, `apps`), and
 //! the local adapter's own in `contract/local.rs`. A new case goes in its port's file and in
 //! the list.
 
@@ -164,6 +164,8 @@ mod run_cases;
 mod state_cases;
 #[path = "contract/sweep.rs"]
 mod sweep_cases;
+#[path = "contract/trust.rs"]
+mod trust_cases;
 
 /// Every case, by the name the adapters' test modules call it.
 mod cases {
@@ -175,6 +177,7 @@ mod cases {
     pub use super::run_cases::*;
     pub use super::state_cases::*;
     pub use super::sweep_cases::*;
+    pub use super::trust_cases::*;
 }
 
 /// Runs every case against one adapter, each in a module named after the adapter.
@@ -235,6 +238,10 @@ every_adapter!(
     // contract/access.rs
     tokens_are_found_by_hash,
     an_org_is_created_once,
+    // contract/trust.rs
+    trust_policies_are_listed_by_org_and_found_by_issuer,
+    a_trust_policy_is_replaced_and_removed_only_as_read,
+    an_issuer_and_audience_pair_belongs_to_one_org,
     // contract/runs.rs
     a_steps_commit_checks_its_token_and_its_runs_end,
     // contract/sweep.rs

@@ -46,6 +46,7 @@ fn app(store: &Arc<MemoryStore>, keys: Arc<dyn KeyService>) -> App {
 
 fn alice() -> Principal {
     Principal {
+        session: None,
         org: "acme".into(),
         role: Role::Admin,
         actor: Actor::User {

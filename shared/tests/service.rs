@@ -35,6 +35,7 @@ fn app_with(store: Arc<MemoryStore>, key: Option<PlatformKey>) -> App {
 
 fn who(user: &str, role: Role) -> Principal {
     Principal {
+        session: None,
         org: "acme".into(),
         role,
         actor: Actor::User { user: user.into() },

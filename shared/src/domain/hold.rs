@@ -92,6 +92,7 @@ mod tests {
 
     fn step(run: &str, hold: bool) -> Principal {
         Principal {
+            session: None,
             org: "acme".into(),
             role: Role::Operator,
             actor: Actor::Step {

@@ -169,6 +169,7 @@ mod tests {
 
     fn principal(user: &str, role: Role) -> Principal {
         Principal {
+            session: None,
             org: "acme".into(),
             role,
             actor: Actor::User { user: user.into() },

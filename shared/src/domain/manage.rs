@@ -201,6 +201,7 @@ mod tests {
 
     fn who(role: Role) -> Principal {
         Principal {
+            session: None,
             org: "acme".into(),
             role,
             actor: Actor::User {

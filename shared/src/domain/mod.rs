@@ -17,6 +17,7 @@ pub mod permission;
 pub mod record;
 pub mod refusal;
 pub mod schema;
+pub mod trust;
 pub mod version;
 pub mod write;
 

@@ -2,7 +2,7 @@
 //! Adapters (memory, local, AWS) implement them and pass one contract suite. One file per
 //! port, each with the records its calls carry: `state` (state records, versions, commits),
 //! `audit` (the entries every port may write), `access` (tokens and orgs), `runs`, `sweep`,
-//! `apps` (app states and their archives), `blobs` and `keys`. Every type is re-exported
+//! `apps` (app states and their archives), `trust` (trust policies), `blobs` and `keys`. Every type is re-exported
 //! here, so callers name `crate::ports::X` whichever file holds it. No adapter, no I/O, no
 //! AWS or HTTP types.
 
@@ -14,6 +14,7 @@ mod keys;
 mod runs;
 mod state;
 mod sweep;
+mod trust;
 
 pub use access::{AccessCatalog, OrgRecord, TokenKind, TokenRecord};
 pub use apps::{AppCatalog, AppCommit};
@@ -25,6 +26,7 @@ pub use state::{
     Commit, InlineContent, OrgAndState, StateCatalog, StepCheck, VersionMark, INLINE_MAX_BYTES,
 };
 pub use sweep::SweepCatalog;
+pub use trust::{TrustCatalog, TrustRecord, TrustWrite};
 
 /// Why storage could not do what was asked. A lost compare-and-swap is an expected outcome
 /// (`Conflict`), which the services retry; it never reaches a client as an error.
@@ -39,5 +41,11 @@ pub enum StoreError {
 }
 
 /// Everything a catalog provides.
-pub trait Catalog: StateCatalog + AccessCatalog + SweepCatalog + RunCatalog + AppCatalog {}
-impl<T: StateCatalog + AccessCatalog + SweepCatalog + RunCatalog + AppCatalog> Catalog for T {}
+pub trait Catalog:
+    StateCatalog + AccessCatalog + SweepCatalog + RunCatalog + AppCatalog + TrustCatalog
+{
+}
+impl<T> Catalog for T where
+    T: StateCatalog + AccessCatalog + SweepCatalog + RunCatalog + AppCatalog + TrustCatalog
+{
+}

@@ -77,6 +77,7 @@ async fn by_hash(app: &App, hash: String) -> Result<Caller, Error> {
             token_id: record.id,
         },
         TokenKind::Personal => Caller::Org(Box::new(Principal {
+            session: None,
             org: record.org,
             role: record.role,
             actor: Actor::User { user: record.user },
@@ -102,6 +103,7 @@ async fn by_hash(app: &App, hash: String) -> Result<Caller, Error> {
                 grant.expires_at = grant.expires_at.min(last);
             }
             Caller::Org(Box::new(Principal {
+                session: None,
                 org: record.org,
                 // A step token acts as operator, within its grant.
                 role: Role::Operator,

@@ -113,6 +113,7 @@ pub fn fixture(adapter: Adapter, limits: Limits) -> Fixture {
 
 pub fn user(name: &str, role: Role) -> Principal {
     Principal {
+        session: None,
         org: "acme".into(),
         role,
         actor: Actor::User { user: name.into() },

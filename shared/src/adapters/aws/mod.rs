@@ -13,6 +13,7 @@ mod runs;
 pub mod schema;
 mod state;
 mod sweep;
+mod trust;
 
 use std::time::Duration;
 

@@ -5,7 +5,7 @@
 //! version's sealed content is inside it, and a larger version's blob is fsynced before the
 //! commit that names it. The catalog is split by port as the AWS store's is: `catalog`
 //! (opening it, its connections, the audit insert), `state` (states, versions, audit),
-//! `access` (tokens, orgs), `runs`, `apps` (app states and their archives), `sweep`, and
+//! `access` (tokens, orgs), `runs`, `apps` (app states and their archives), `sweep`, `trust` (trust policies), and
 //! `tables` (the schema and row codecs); `key_file` keeps the platform key beside the folder
 //! when none is configured; `disk` makes its folders and files private and their entries
 //! durable.
@@ -20,6 +20,7 @@ mod runs;
 mod state;
 mod sweep;
 mod tables;
+mod trust;
 
 use std::path::Path;
 

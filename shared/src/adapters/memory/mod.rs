@@ -1,6 +1,6 @@
 //! The ports in memory: one lock around plain maps. For tests and the contract suite's
 //! reference; nothing survives the process. The maps are here; each port's impl is its own
-//! file (`state`, `access`, `runs`, `apps`, `sweep`, `blobs`), as the local and AWS
+//! file (`state`, `access`, `runs`, `apps`, `sweep`, `trust`, `blobs`), as the local and AWS
 //! adapters are split.
 
 mod access;
@@ -9,12 +9,14 @@ mod blobs;
 mod runs;
 mod state;
 mod sweep;
+mod trust;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use crate::domain::app::{AppRecord, ArchiveRecord};
 use crate::domain::record::StateRecord;
+use crate::domain::trust::TrustPolicy;
 use crate::domain::version::VersionRecord;
 use crate::domain::Timestamp;
 use crate::ports::{AuditEntry, OrgRecord, RunItem, RunRecord, TokenRecord};
@@ -48,6 +50,8 @@ struct Inner {
     apps: BTreeMap<(String, String), AppRecord>,
     /// (org, app, commit ID) -> archive: in commit ID order, which is the changes' order.
     archives: BTreeMap<(String, String, String), ArchiveRecord>,
+    /// (org, policy name) -> trust policy.
+    trust: BTreeMap<(String, String), TrustPolicy>,
 }
 
 impl MemoryStore {

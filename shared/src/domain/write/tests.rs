@@ -13,6 +13,7 @@ const NOW: Timestamp = datetime!(2026-11-30 01:00:00 UTC);
 
 fn user(name: &str) -> Principal {
     Principal {
+        session: None,
         org: "acme".into(),
         role: Role::Operator,
         actor: Actor::User { user: name.into() },

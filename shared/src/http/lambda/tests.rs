@@ -188,6 +188,7 @@ async fn holding(size: usize, door: Option<&str>) -> (App, String) {
         links: Default::default(),
     };
     let alice = Principal {
+        session: None,
         org: "acme".into(),
         role: Role::Operator,
         actor: Actor::User {

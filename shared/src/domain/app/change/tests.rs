@@ -7,6 +7,7 @@ use crate::domain::permission::Role;
 
 fn person(user: &str) -> Principal {
     Principal {
+        session: None,
         org: "acme".into(),
         role: Role::Operator,
         actor: Actor::User { user: user.into() },
