@@ -360,6 +360,58 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/org/trust-policies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Trust policies
+         * @description The org's trust policies for OpenID Connect workloads (CI jobs), by name. Admin role.
+         */
+        get: operations["listTrustPolicies"];
+        put?: never;
+        /**
+         * Add a trust policy
+         * @description Lets the CI jobs whose ID tokens come from `issuer` for `audience` and match every claim condition (an exact value, or `*` for any run of characters; a condition on a claim the token lacks fails) open a session with `role` (viewer or operator) on the states matching `states`, for at most `session_seconds` (1-86400). An issuer and audience pair belongs to one org. Audited. Admin role.
+         */
+        post: operations["createTrustPolicy"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/org/trust-policies/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A trust policy
+         * @description One of the org's trust policies. Admin role.
+         */
+        get: operations["getTrustPolicy"];
+        /**
+         * Set a trust policy
+         * @description Creates or replaces the policy of that name (the body's `name` must be the path's). Sessions it opened before keep what they were granted until they end. Audited. Admin role.
+         */
+        put: operations["putTrustPolicy"];
+        post?: never;
+        /**
+         * Remove a trust policy
+         * @description No new session opens under it; sessions it opened run to their end. Audited. Admin role.
+         */
+        delete: operations["deleteTrustPolicy"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/whoami": {
         parameters: {
             query?: never;
@@ -801,7 +853,7 @@ export interface components {
             step: string;
             /** Format: uint32 */
             attempt: number;
-        } | {
+        } | components["schemas"]["WorkloadJob"] | {
             /** @constant */
             kind: "platform";
         } | {
@@ -810,6 +862,25 @@ export interface components {
         } | {
             /** @constant */
             kind: "cli";
+        };
+        /**
+         * @description The CI job behind a workload session, from its verified ID token's claims: who holds a
+         *     lock, wrote a version or did what the audit records. Claims the token lacks are left out.
+         */
+        WorkloadJob: {
+            issuer: string;
+            subject: string;
+            /** @description GitHub's `repository`, GitLab's `project_path`. */
+            repository?: string | null;
+            ref?: string | null;
+            /** @description GitHub's `run_id`, GitLab's `pipeline_id`. */
+            run?: string | null;
+            /** @description GitLab's `job_id`, GitHub's `workflow` (its ID tokens name no job). */
+            job?: string | null;
+            /** @description GitHub's `run_attempt`. */
+            attempt?: string | null;
+            sha?: string | null;
+            environment?: string | null;
         };
         /** @description A lock as shown: the holder's document fields, who holds it, since when. */
         Lock: {
@@ -843,7 +914,7 @@ export interface components {
             step: string;
             /** Format: uint32 */
             attempt: number;
-        } | {
+        } | components["schemas"]["WorkloadJob"] | {
             /** @constant */
             kind: "platform";
         } | {
@@ -1128,7 +1199,7 @@ export interface components {
          * @description What an entry records (docs/managing-states.md lists each)
          * @enum {string}
          */
-        AuditAction: "version.created" | "state.imported" | "state.rolled_back" | "lock.force_unlocked" | "lock.expired" | "state.deleted" | "version.downloaded" | "versions.compared" | "permissions.changed" | "token.created" | "token.revoked" | "step_token.minted" | "keys.rewrapped" | "app.sealed" | "app.force_unlocked" | "app.archive_deleted" | "app.file_downloaded";
+        AuditAction: "version.created" | "state.imported" | "state.rolled_back" | "lock.force_unlocked" | "lock.expired" | "state.deleted" | "version.downloaded" | "versions.compared" | "permissions.changed" | "token.created" | "token.revoked" | "step_token.minted" | "keys.rewrapped" | "app.sealed" | "app.force_unlocked" | "app.archive_deleted" | "app.file_downloaded" | "trust_policy.created" | "trust_policy.changed" | "trust_policy.deleted" | "workload.session_opened" | "workload.session_ended";
         /** @description The org's versions and app files by key. */
         KeyReport: {
             org: string;
@@ -1362,6 +1433,32 @@ export interface components {
             released: components["schemas"]["AppLock"] | null;
             archive: components["schemas"]["Archive"] | null;
         };
+        /** @description An org's trust policies, by name. */
+        TrustPolicies: {
+            org: string;
+            policies: components["schemas"]["TrustPolicy"][];
+        };
+        /** @description An org's trust policy, in the pinned shape of `/api/org/trust-policies`. */
+        TrustPolicy: {
+            name: string;
+            /** @description The issuer, exactly as the tokens' `iss` claim writes it (an `https://` URL). */
+            issuer: string;
+            /** @description The audience the token must carry in its `aud` claim. */
+            audience: string;
+            /** @description Claim name -> exact value, or a pattern where `*` stands for any run of characters. */
+            claims: {
+                [key: string]: string;
+            };
+            /** @description The role a session acts with: viewer or operator, never admin. */
+            role: components["schemas"]["Role"];
+            /** @description State name patterns (`*` for any run of characters) the session may reach. */
+            states: string[];
+            /**
+             * Format: uint64
+             * @description The longest session the policy opens, and the longest ID token lifetime it takes.
+             */
+            session_seconds: number;
+        };
         /** @description A state's name: 1-128 of A-Z a-z 0-9 . _ -, not starting with '.' */
         StateName: string;
         /** @description An org, run or step name: 1-128 of A-Z a-z 0-9 . _ -, not starting with '.' */
@@ -1372,7 +1469,7 @@ export interface components {
                  * @description docs/errors.md says what each means
                  * @enum {string}
                  */
-                code: "invalid_name" | "invalid_lock" | "invalid_unlock" | "not_a_state" | "invalid_file_name" | "not_json" | "invalid_request" | "unauthenticated" | "forbidden" | "not_lock_holder" | "permission_not_allocated" | "not_found" | "method_not_allowed" | "request_timeout" | "lock_id_mismatch" | "lineage_mismatch" | "stale_serial" | "fork" | "state_exists" | "rollback_encrypted" | "cannot_compare" | "cannot_read_outputs" | "serial_exhausted" | "newest_archive" | "run_ended" | "run_org_mismatch" | "too_large" | "change_too_large" | "too_large_for_functions" | "unsupported_media_type" | "locked" | "app_locked" | "unavailable" | "managed_state_unavailable" | "wrong_key" | "damaged" | "internal";
+                code: "invalid_name" | "invalid_lock" | "invalid_unlock" | "not_a_state" | "invalid_file_name" | "not_json" | "invalid_request" | "unauthenticated" | "forbidden" | "not_lock_holder" | "permission_not_allocated" | "not_found" | "method_not_allowed" | "request_timeout" | "lock_id_mismatch" | "lineage_mismatch" | "stale_serial" | "fork" | "state_exists" | "policy_exists" | "trust_pair_taken" | "rollback_encrypted" | "cannot_compare" | "cannot_read_outputs" | "serial_exhausted" | "newest_archive" | "run_ended" | "run_org_mismatch" | "too_large" | "change_too_large" | "too_large_for_functions" | "unsupported_media_type" | "locked" | "app_locked" | "unavailable" | "managed_state_unavailable" | "wrong_key" | "damaged" | "internal";
                 /** @description What a person can do about it */
                 message: string;
             };
@@ -1403,6 +1500,7 @@ export type AppLockRequest = components['schemas']['AppLockRequest'];
 export type StateList = components['schemas']['StateList'];
 export type StateItem = components['schemas']['StateItem'];
 export type Actor = components['schemas']['Actor'];
+export type WorkloadJob = components['schemas']['WorkloadJob'];
 export type Lock = components['schemas']['Lock'];
 export type LinkedActor = components['schemas']['LinkedActor'];
 export type Hold = components['schemas']['Hold'];
@@ -1457,6 +1555,8 @@ export type HeldAppLock = components['schemas']['HeldAppLock'];
 export type AppChange = components['schemas']['AppChange'];
 export type ArchiveList = components['schemas']['ArchiveList'];
 export type AppForceUnlockResult = components['schemas']['AppForceUnlockResult'];
+export type TrustPolicies = components['schemas']['TrustPolicies'];
+export type TrustPolicy = components['schemas']['TrustPolicy'];
 export type StateName = components['schemas']['StateName'];
 export type Name = components['schemas']['Name'];
 export type Error = components['schemas']['Error'];
@@ -3373,6 +3473,445 @@ export interface operations {
             };
             /** @description `forbidden`: the token's role or the org's allocation does not allow it, a step token, or a platform token */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `too_large`: a body over 1048576 bytes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A defect or damaged storage: `wrong_key`, `damaged`, `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A transient fault, retried after `Retry-After` seconds, or no key configured: `unavailable`, `managed_state_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying a transient fault (`unavailable`); absent when no key is configured */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listTrustPolicies: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The policies */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrustPolicies"];
+                };
+            };
+            /** @description `invalid_request`: the body could not be read */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unauthenticated`: no, unknown, expired or revoked credentials, or Basic credentials (Bearer only here) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `forbidden`: the token's role or the org's allocation does not allow it, a step token, or a platform token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `too_large`: a body over 1048576 bytes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A defect or damaged storage: `wrong_key`, `damaged`, `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A transient fault, retried after `Retry-After` seconds, or no key configured: `unavailable`, `managed_state_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying a transient fault (`unavailable`); absent when no key is configured */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createTrustPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description At most 1048576 bytes; a larger body is refused with 413. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TrustPolicy"];
+            };
+        };
+        responses: {
+            /** @description The policy, stored */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrustPolicy"];
+                };
+            };
+            /** @description `invalid_request`: the body could not be read */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unauthenticated`: no, unknown, expired or revoked credentials, or Basic credentials (Bearer only here) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `forbidden`: the token's role or the org's allocation does not allow it, a step token, or a platform token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A policy of that name exists (`policy_exists`), or another org's policies use the issuer and audience (`trust_pair_taken`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `too_large`: a body over 1048576 bytes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A defect or damaged storage: `wrong_key`, `damaged`, `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A transient fault, retried after `Retry-After` seconds, or no key configured: `unavailable`, `managed_state_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying a transient fault (`unavailable`); absent when no key is configured */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getTrustPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: components["schemas"]["StateName"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The policy */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrustPolicy"];
+                };
+            };
+            /** @description `invalid_request`: the body could not be read; `invalid_name`: the path's name is outside the naming rule */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unauthenticated`: no, unknown, expired or revoked credentials, or Basic credentials (Bearer only here) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `forbidden`: the token's role or the org's allocation does not allow it, a step token, or a platform token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No policy of that name */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `too_large`: a body over 1048576 bytes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A defect or damaged storage: `wrong_key`, `damaged`, `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A transient fault, retried after `Retry-After` seconds, or no key configured: `unavailable`, `managed_state_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying a transient fault (`unavailable`); absent when no key is configured */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putTrustPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: components["schemas"]["StateName"];
+            };
+            cookie?: never;
+        };
+        /** @description At most 1048576 bytes; a larger body is refused with 413. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TrustPolicy"];
+            };
+        };
+        responses: {
+            /** @description The policy, replaced */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrustPolicy"];
+                };
+            };
+            /** @description The policy, created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrustPolicy"];
+                };
+            };
+            /** @description `invalid_request`: the body could not be read; `invalid_name`: the path's name is outside the naming rule */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unauthenticated`: no, unknown, expired or revoked credentials, or Basic credentials (Bearer only here) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `forbidden`: the token's role or the org's allocation does not allow it, a step token, or a platform token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Another org's policies use the issuer and audience (`trust_pair_taken`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `too_large`: a body over 1048576 bytes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A defect or damaged storage: `wrong_key`, `damaged`, `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A transient fault, retried after `Retry-After` seconds, or no key configured: `unavailable`, `managed_state_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying a transient fault (`unavailable`); absent when no key is configured */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteTrustPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: components["schemas"]["StateName"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `invalid_request`: the body could not be read; `invalid_name`: the path's name is outside the naming rule */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unauthenticated`: no, unknown, expired or revoked credentials, or Basic credentials (Bearer only here) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `forbidden`: the token's role or the org's allocation does not allow it, a step token, or a platform token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No policy of that name */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -26,6 +26,13 @@ pub enum AuditAction {
     AppForceUnlocked,
     AppArchiveDeleted,
     AppFileDownloaded,
+    TrustPolicyCreated,
+    TrustPolicyChanged,
+    TrustPolicyDeleted,
+    /// A workload's ID token exchanged for a session token under a trust policy.
+    WorkloadSessionOpened,
+    /// A workload session ended early by its job, its locks released.
+    WorkloadSessionEnded,
 }
 
 impl AuditAction {
@@ -47,6 +54,11 @@ impl AuditAction {
         AuditAction::AppForceUnlocked,
         AuditAction::AppArchiveDeleted,
         AuditAction::AppFileDownloaded,
+        AuditAction::TrustPolicyCreated,
+        AuditAction::TrustPolicyChanged,
+        AuditAction::TrustPolicyDeleted,
+        AuditAction::WorkloadSessionOpened,
+        AuditAction::WorkloadSessionEnded,
     ];
 
     /// The name stored with the entry and used to filter the log.
@@ -69,6 +81,11 @@ impl AuditAction {
             AuditAction::AppForceUnlocked => "app.force_unlocked",
             AuditAction::AppArchiveDeleted => "app.archive_deleted",
             AuditAction::AppFileDownloaded => "app.file_downloaded",
+            AuditAction::TrustPolicyCreated => "trust_policy.created",
+            AuditAction::TrustPolicyChanged => "trust_policy.changed",
+            AuditAction::TrustPolicyDeleted => "trust_policy.deleted",
+            AuditAction::WorkloadSessionOpened => "workload.session_opened",
+            AuditAction::WorkloadSessionEnded => "workload.session_ended",
         }
     }
 }

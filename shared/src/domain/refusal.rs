@@ -61,6 +61,14 @@ pub enum Refusal {
     #[error("state {name} already has a version: an import only creates a state; delete it first, or write a new version with `terraform state push`")]
     StateExists { name: String },
 
+    #[error("trust policy {name} exists already: change it with PUT /api/org/trust-policies/{name}, or pick another name")]
+    PolicyExists { name: String },
+
+    /// The issuer and audience pair of a trust policy is another org's: the org of a
+    /// workload comes from the pair, so it belongs to one org only.
+    #[error("another org's trust policies use issuer {issuer} with audience {audience}: an issuer and audience pair belongs to one org; give your policies an audience of your own (the CI job asks for it when it requests its ID token)")]
+    TrustPairTaken { issuer: String, audience: String },
+
     #[error("version {version} is OpenTofu-encrypted: its serial cannot be raised without OpenTofu's key, so it cannot be rolled back here; download it and push it with `tofu state push` instead")]
     RollbackEncrypted { version: u64 },
 

@@ -102,6 +102,10 @@ error_codes! {
     Fork = "fork", CONFLICT, refused [Refusal::Fork { .. }];
     /// An import to a name that already has a version.
     StateExists = "state_exists", CONFLICT, refused [Refusal::StateExists { .. }];
+    /// A new trust policy under a name the org already uses.
+    PolicyExists = "policy_exists", CONFLICT, refused [Refusal::PolicyExists { .. }];
+    /// A trust policy on an issuer and audience pair that another org's policies use.
+    TrustPairTaken = "trust_pair_taken", CONFLICT, refused [Refusal::TrustPairTaken { .. }];
     /// A rollback to an OpenTofu-encrypted version.
     RollbackEncrypted = "rollback_encrypted", CONFLICT, refused [Refusal::RollbackEncrypted { .. }];
     /// A comparison of versions with one it cannot read (OpenTofu-encrypted, an old format).

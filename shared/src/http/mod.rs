@@ -28,6 +28,7 @@ pub mod routes;
 mod runs;
 mod schemas;
 mod state;
+mod trust;
 
 use lambda_http::http::header;
 use lambda_http::{Body, Request, Response};

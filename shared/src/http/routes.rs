@@ -6,7 +6,9 @@
 //! all this file decides. `LOCK`/`UNLOCK` are local-only: API Gateway cannot route them.
 
 use super::handler::Handler;
-use super::{admin, app_changes, app_reads, identity, list, lock, manage, outputs, runs, state};
+use super::{
+    admin, app_changes, app_reads, identity, list, lock, manage, outputs, runs, state, trust,
+};
 use crate::domain::lock::MAX_LOCK_BYTES;
 use crate::service::Limits;
 
@@ -134,7 +136,7 @@ const RESEAL: &[Need] = &[
     NewDataKey,
 ];
 /// Changing records after reading a range of them: an app state's archive deletion reads its
-/// neighbours.
+/// neighbours; a trust policy's change reads the org's policies.
 const RECORDS_LOOKUP: &[Need] = &[GetRecord, PutRecord, DeleteRecord, QueryRecords];
 /// The runs API: runs, their tokens and holds.
 const RUNS: &[Need] = &[
@@ -214,6 +216,11 @@ pub static ROUTES: &[Route] = &[
     route("GET",    "/api/keys",                                        "audit",       OneMib, KEY_REPORT,   Bearer(&admin::keys)),
     route("GET",    "/api/org/permissions",                             "admin",       OneMib, RECORDS,      Bearer(&admin::permissions)),
     route("PUT",    "/api/org/permissions",                             "admin",       OneMib, RECORDS,      Bearer(&admin::set_permissions)),
+    route("GET",    "/api/org/trust-policies",                          "admin",       OneMib, LOOKUP,       Bearer(&trust::list)),
+    route("POST",   "/api/org/trust-policies",                          "admin",       OneMib, RECORDS_LOOKUP, Bearer(&trust::create)),
+    route("GET",    "/api/org/trust-policies/{name}",                   "admin",       OneMib, LOOKUP,       Bearer(&trust::show)),
+    route("PUT",    "/api/org/trust-policies/{name}",                   "admin",       OneMib, RECORDS_LOOKUP, Bearer(&trust::replace)),
+    route("DELETE", "/api/org/trust-policies/{name}",                   "admin",       OneMib, RECORDS_LOOKUP, Bearer(&trust::delete)),
     route("GET",    "/api/whoami",                                      "list",        OneMib, RECORD,       Bearer(&identity::whoami)),
     route("GET",    "/api/openapi.json",                                "list",        OneMib, NOTHING,      Open),
     route("GET",    "/api/apps",                                        "apps",        OneMib, LOOKUP,       Bearer(&app_reads::list)),

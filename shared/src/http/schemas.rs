@@ -15,12 +15,14 @@ use super::manage::ForceUnlockResult;
 use super::runs::{GoneReport, Minted, RunEnded};
 use crate::domain::outputs::OutputsView;
 use crate::domain::permission::Allocation;
+use crate::domain::trust::TrustPolicy;
 use crate::service::admin::AuditPage;
 use crate::service::app_reads::{AppListing, AppView, ArchiveListing, ArchiveView, ChangeView};
 use crate::service::app_reads::{FileView, HeldLockView};
 use crate::service::comparison::VersionComparison;
 use crate::service::identity::Identity;
 use crate::service::listing::{Listing, StateView, VersionView};
+use crate::service::trust::TrustPolicies;
 
 /// Where the document keeps its schemas, as a JSON pointer.
 const SCHEMAS: &str = "/components/schemas";
@@ -53,6 +55,8 @@ pub fn derived() -> Map<String, Value> {
     add::<ArchiveView>(&mut generator);
     add::<ArchiveListing>(&mut generator);
     add::<AppForceUnlockResult>(&mut generator);
+    add::<TrustPolicies>(&mut generator);
+    add::<TrustPolicy>(&mut generator);
     generator.take_definitions(true)
 }
 

@@ -22,6 +22,7 @@ pub mod runs;
 pub mod state;
 pub mod sweep;
 pub mod tokens;
+pub mod trust;
 mod work;
 
 use std::sync::Arc;

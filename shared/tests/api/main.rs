@@ -24,3 +24,4 @@ mod management;
 mod outputs;
 mod pages;
 mod runs;
+mod trust;

@@ -3,12 +3,13 @@
 //! in its issuer's partition (`ISSUER#<issuer>`: the exchange's lookup, before it fetches
 //! anything), and its (issuer, audience) pair's claim (`PAIR#...`), which names the org and
 //! counts the org's policies that use it: another org may claim the pair only once that count
-//! is zero, a condition DynamoDB checks in the same transaction as the policy's write.
+//! is zero. The claim is read first and put on the condition that it is still as read, in the
+//! same transaction as the policy's write, so two orgs racing for a pair cannot both win.
 
 use std::collections::HashMap;
 
 use async_trait::async_trait;
-use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem};
 
 use super::items::*;
 use super::DynamoCatalog;
@@ -64,51 +65,64 @@ impl DynamoCatalog {
         TransactWriteItem::builder().put(put).build()
     }
 
-    /// One more (or one fewer, `by` = -1) of `org`'s policies uses `policy`'s pair. Taking
-    /// one is conditioned on the pair being free or the org's already.
-    fn pair_count(&self, org: &str, policy: &TrustPolicy, by: i64) -> TransactWriteItem {
-        let mut values = HashMap::from([(":by".to_owned(), AttributeValue::N(by.to_string()))]);
-        let mut names = HashMap::from([("#users".to_owned(), "users".to_owned())]);
-        let (expression, condition) = if by > 0 {
-            values.insert(":org".into(), s(org));
-            values.insert(":zero".into(), AttributeValue::N("0".into()));
-            names.insert("#org".into(), "org".into());
-            (
-                "SET #org = :org ADD #users :by",
-                Some("attribute_not_exists(pk) OR #org = :org OR #users <= :zero"),
-            )
-        } else {
-            ("ADD #users :by", None)
-        };
-        let update = Update::builder()
-            .table_name(&self.table)
-            .set_key(Some(key(pair_pk(policy), ONLY)))
-            .update_expression(expression)
-            .set_condition_expression(condition.map(str::to_owned))
-            .set_expression_attribute_names(Some(names))
-            .set_expression_attribute_values(Some(values))
-            .build()
-            .expect("table, key and expression are set");
-        TransactWriteItem::builder().update(update).build()
-    }
-
-    /// The org whose policies use `policy`'s pair, when it is not `org` (a transaction lost
-    /// on the pair's condition reads it to say whose it is).
-    async fn pair_owner(
-        &self,
-        org: &str,
-        policy: &TrustPolicy,
-    ) -> Result<Option<String>, StoreError> {
+    /// The pair's claim as stored: its org and how many of that org's policies use it.
+    async fn pair(&self, policy: &TrustPolicy) -> Result<Option<(String, i64)>, StoreError> {
         let Some(item) = self.get(key(pair_pk(policy), ONLY)).await? else {
             return Ok(None);
         };
-        let owner = string(&item, "org")?.to_owned();
-        // A count that went below zero (it never should) frees the pair as zero does.
-        let users: i64 = match item.get("users") {
-            Some(AttributeValue::N(n)) => n.parse().unwrap_or(0),
+        let users = match item.get("users") {
+            Some(AttributeValue::N(n)) => n.parse().map_err(|_| {
+                StoreError::Corrupt(format!(
+                    "the pair claim of {} has a bad count",
+                    policy.issuer
+                ))
+            })?,
             _ => 0,
         };
-        Ok((owner != org && users > 0).then_some(owner))
+        Ok(Some((string(&item, "org")?.to_owned(), users)))
+    }
+
+    /// The pair's claim with one more (`by` = 1) or one fewer (-1) of `org`'s policies on it,
+    /// put on the condition that it is still as `seen` read it: a put, not an update, so
+    /// the functions need no call beyond those of every other record.
+    fn pair_put(
+        &self,
+        org: &str,
+        policy: &TrustPolicy,
+        seen: Option<&(String, i64)>,
+        by: i64,
+    ) -> TransactWriteItem {
+        let users = match seen {
+            Some((owner, users)) if owner == org => users + by,
+            _ => by,
+        };
+        let mut item = key(pair_pk(policy), ONLY);
+        item.insert("org".into(), s(org));
+        item.insert("users".into(), AttributeValue::N(users.max(0).to_string()));
+        let (condition, values) = match seen {
+            Some((owner, users)) => (
+                "#org = :org AND #users = :users".to_owned(),
+                Some(HashMap::from([
+                    (":org".to_owned(), s(owner.clone())),
+                    (":users".to_owned(), AttributeValue::N(users.to_string())),
+                ])),
+            ),
+            None => ("attribute_not_exists(pk)".to_owned(), None),
+        };
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression(condition)
+            .set_expression_attribute_names(seen.map(|_| {
+                HashMap::from([
+                    ("#org".to_owned(), "org".to_owned()),
+                    ("#users".to_owned(), "users".to_owned()),
+                ])
+            }))
+            .set_expression_attribute_values(values)
+            .build()
+            .expect("table and item are set");
+        TransactWriteItem::builder().put(put).build()
     }
 }
 
@@ -164,25 +178,24 @@ impl TrustCatalog for DynamoCatalog {
             ),
             self.audit_put(audit),
         ];
-        match expected {
-            Some(old) if same_pair(old, policy) => {}
-            Some(old) => {
-                items.push(self.pair_count(org, old, -1));
-                items.push(self.pair_count(org, policy, 1));
+        if expected.is_none_or(|old| !same_pair(old, policy)) {
+            let seen = self.pair(policy).await?;
+            if let Some((owner, users)) = &seen {
+                if owner != org && *users > 0 {
+                    return Ok(TrustWrite::PairTaken { org: owner.clone() });
+                }
             }
-            None => items.push(self.pair_count(org, policy, 1)),
+            items.push(self.pair_put(org, policy, seen.as_ref(), 1));
+            if let Some(old) = expected {
+                let seen = self.pair(old).await?;
+                items.push(self.pair_put(org, old, seen.as_ref(), -1));
+            }
         }
         if let Some(old) = expected.filter(|old| old.issuer != policy.issuer) {
             items.push(self.delete(key(issuer_pk(&old.issuer), copy_sk.clone())));
         }
-        match self.transact(items, None).await {
-            Ok(()) => Ok(TrustWrite::Written),
-            Err(StoreError::Conflict) => match self.pair_owner(org, policy).await? {
-                Some(other) => Ok(TrustWrite::PairTaken { org: other }),
-                None => Err(StoreError::Conflict),
-            },
-            Err(e) => Err(e),
-        }
+        self.transact(items, None).await?;
+        Ok(TrustWrite::Written)
     }
 
     async fn delete_trust_policy(
@@ -198,13 +211,14 @@ impl TrustCatalog for DynamoCatalog {
             .expression_attribute_values(":read", s(to_json(policy)))
             .build()
             .expect("table and key are set");
+        let seen = self.pair(policy).await?;
         let items = vec![
             TransactWriteItem::builder().delete(delete).build(),
             self.delete(key(
                 issuer_pk(&policy.issuer),
                 format!("{org}/{}", policy.name),
             )),
-            self.pair_count(org, policy, -1),
+            self.pair_put(org, policy, seen.as_ref(), -1),
             self.audit_put(audit),
         ];
         self.transact(items, None).await
