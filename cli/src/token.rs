@@ -65,6 +65,7 @@ pub async fn list(store: &Store, json: bool) -> anyhow::Result<()> {
                     TokenKind::Personal => "personal",
                     TokenKind::Platform => "platform",
                     TokenKind::Step => "step",
+                    TokenKind::Session => "session",
                 }
                 .to_owned(),
                 t.org.clone(),

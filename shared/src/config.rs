@@ -73,6 +73,9 @@ pub struct Config {
     pub table: Option<String>,
     /// `HEGEMONY_TF_STATE_BUCKET`: the S3 bucket of the AWS store.
     pub bucket: Option<String>,
+    /// `HEGEMONY_OIDC_CA_FILE`, read: extra CA certificates (PEM) trusted when fetching
+    /// OpenID Connect issuers' keys, for a private issuer (a self-managed GitLab).
+    pub oidc_ca_pem: Option<Vec<u8>>,
 }
 
 /// A base URL setting (`HEGEMONY_PUBLIC_URL`, `HEGEMONY_CONTAINER_URL`) checked: an
@@ -419,6 +422,21 @@ impl Config {
         };
         let public_url = base("HEGEMONY_PUBLIC_URL")?;
         let container_url = base("HEGEMONY_CONTAINER_URL")?;
+        let oidc_ca_pem = match name("HEGEMONY_OIDC_CA_FILE") {
+            None => None,
+            Some(path) => {
+                let refuse = |message: String| ConfigError {
+                    variable: "HEGEMONY_OIDC_CA_FILE".into(),
+                    message,
+                };
+                let pem = std::fs::read(&path)
+                    .map_err(|e| refuse(format!("cannot read the file {path}: {e}")))?;
+                if !String::from_utf8_lossy(&pem).contains("-----BEGIN CERTIFICATE-----") {
+                    return Err(refuse(format!("the file {path} holds no PEM certificate")));
+                }
+                Some(pem)
+            }
+        };
         Ok(Self {
             max_state_bytes,
             keep_versions,
@@ -433,6 +451,7 @@ impl Config {
             internal_openbao,
             table: name("HEGEMONY_TF_STATE_TABLE"),
             bucket: name("HEGEMONY_TF_STATE_BUCKET"),
+            oidc_ca_pem,
         })
     }
 

@@ -202,6 +202,7 @@ async fn a_save_while_kms_is_down_writes_nothing() {
         clock: Arc::new(SystemClock),
         limits: limits(5),
         links: Default::default(),
+        issuers: hegemony_state::service::issuers::Issuers::off(),
     };
     let alice = user("alice", Role::Operator);
     let body = br#"{"version":4,"serial":1,"lineage":"l","resources":[]}"#.to_vec();
@@ -249,6 +250,7 @@ async fn a_version_stays_readable_after_the_key_setting_changes() {
         clock: Arc::new(SystemClock),
         limits: limits(5),
         links: Default::default(),
+        issuers: hegemony_state::service::issuers::Issuers::off(),
     };
     let alice = user("alice", Role::Operator);
     let one = br#"{"version":4,"serial":1,"lineage":"l","resources":[]}"#.to_vec();

@@ -41,6 +41,7 @@ fn app(store: &Arc<MemoryStore>, keys: Arc<dyn KeyService>) -> App {
             lambda_ceiling: None,
         },
         links: Default::default(),
+        issuers: hegemony_state::service::issuers::Issuers::off(),
     }
 }
 

@@ -609,6 +609,7 @@ mod cases {
             clock: f.app.clock.clone(),
             limits: f.app.limits,
             links: Default::default(),
+            issuers: hegemony_state::service::issuers::Issuers::off(),
         };
         assert!(matches!(
             mint(&no_key, "r4", &request("acme", false, StepKind::Plan)).await,

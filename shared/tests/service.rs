@@ -30,6 +30,7 @@ fn app_with(store: Arc<MemoryStore>, key: Option<PlatformKey>) -> App {
             lambda_ceiling: None,
         },
         links: Default::default(),
+        issuers: hegemony_state::service::issuers::Issuers::off(),
     }
 }
 

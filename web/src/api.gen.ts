@@ -412,6 +412,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/oidc/exchange": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Open a workload session
+         * @description Exchanges a CI job's OpenID Connect ID token (as a Bearer token, or the body's `token`) for a session token under the trust policy it matches: the issuer's keys from its discovery document (fetched only for issuers some policy names, again on an unknown key id at most once a minute), RS256, RS384, PS256, ES256 or ES384 only, `iss`, `aud`, `exp`, `nbf` and `iat` with at most 60 s of leeway, then the policy's claim conditions. The session token works as the http backend's password (any username) and as a Bearer token, on the policy's states only, with its role, until `expires_at`; its locks live until then plus the run-end grace. The org is the policy's. Audited.
+         */
+        post: operations["exchangeIdToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/oidc/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * End a workload session
+         * @description The session's token stops working, and every lock it holds is released at once (the next lock takes it over). Audited. A workload session's token only.
+         */
+        delete: operations["endWorkloadSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/whoami": {
         parameters: {
             query?: never;
@@ -817,6 +857,11 @@ export interface components {
             lock_id?: components["schemas"]["Name"];
             who?: string;
             info?: string;
+        };
+        /** @description The ID token in the body, when not sent as a Bearer token. */
+        IdTokenExchange: {
+            /** @description The job's OpenID Connect ID token (a compact JWS) */
+            token: string;
         };
         /** @description One page of an org's states. */
         StateList: {
@@ -1459,6 +1504,16 @@ export interface components {
              */
             session_seconds: number;
         };
+        /** @description A session opened for a job: its token (shown once) and what it reaches. */
+        Session: {
+            token: string;
+            /** @description RFC 3339: the session and its token end then; its locks a grace later. */
+            expires_at: string;
+            org: string;
+            role: components["schemas"]["Role"];
+            /** @description The policy's state name patterns. */
+            states: string[];
+        };
         /** @description A state's name: 1-128 of A-Z a-z 0-9 . _ -, not starting with '.' */
         StateName: string;
         /** @description An org, run or step name: 1-128 of A-Z a-z 0-9 . _ -, not starting with '.' */
@@ -1497,6 +1552,7 @@ export type UnlockDocument = components['schemas']['UnlockDocument'];
 export type StateDocument = components['schemas']['StateDocument'];
 export type AllocationChange = components['schemas']['AllocationChange'];
 export type AppLockRequest = components['schemas']['AppLockRequest'];
+export type IdTokenExchange = components['schemas']['IdTokenExchange'];
 export type StateList = components['schemas']['StateList'];
 export type StateItem = components['schemas']['StateItem'];
 export type Actor = components['schemas']['Actor'];
@@ -1557,6 +1613,7 @@ export type ArchiveList = components['schemas']['ArchiveList'];
 export type AppForceUnlockResult = components['schemas']['AppForceUnlockResult'];
 export type TrustPolicies = components['schemas']['TrustPolicies'];
 export type TrustPolicy = components['schemas']['TrustPolicy'];
+export type Session = components['schemas']['Session'];
 export type StateName = components['schemas']['StateName'];
 export type Name = components['schemas']['Name'];
 export type Error = components['schemas']['Error'];
@@ -3912,6 +3969,161 @@ export interface operations {
             };
             /** @description No policy of that name */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `too_large`: a body over 1048576 bytes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A defect or damaged storage: `wrong_key`, `damaged`, `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A transient fault, retried after `Retry-After` seconds, or no key configured: `unavailable`, `managed_state_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying a transient fault (`unavailable`); absent when no key is configured */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    exchangeIdToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description At most 1048576 bytes; a larger body is refused with 413. */
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["IdTokenExchange"];
+            };
+        };
+        responses: {
+            /** @description The session (its token shown once) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
+            };
+            /** @description `invalid_request`: the body could not be read */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unauthenticated`: no ID token, or not a signed, current ID token of an issuer and audience some trust policy names (its issuer, algorithm, key, signature, times or audience) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `forbidden`: a genuine ID token no trust policy lets in: a claim it does not take, or a token that lives longer than the policy's session */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `too_large`: a body over 1048576 bytes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A defect or damaged storage: `wrong_key`, `damaged`, `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A transient fault, retried after `Retry-After` seconds, or no key configured: `unavailable`, `managed_state_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying a transient fault (`unavailable`); absent when no key is configured */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    endWorkloadSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ended */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `invalid_request`: the body could not be read */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unauthenticated`: no, unknown, expired or revoked credentials, or Basic credentials (Bearer only here) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `forbidden`: the token's role or the org's allocation does not allow it, a step token, or a platform token */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

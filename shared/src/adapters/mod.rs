@@ -1,9 +1,10 @@
 //! Adapters: the ports on concrete storage. `memory` for tests, `local` for the embedded
 //! store a person runs with `make run`, `aws` for DynamoDB, S3 and KMS, `transit` for a Vault or
-//! OpenBao Transit engine, `key_ring` for opening each version by the key it records, `absent`
+//! OpenBao Transit engine, `oidc` for OpenID Connect issuers' keys over HTTPS, `key_ring` for opening each version by the key it records, `absent`
 //! for the parts a Lambda function is built without. `memory`, `local` and `aws` hold one
 //! file per port, named as the port's file in `ports/` (`state`, `access`, `runs`, `apps`,
-//! `sweep`, `blobs`, `keys`). Every adapter (but `absent`) passes the same contract suite
+//! `sweep`, `trust`, `blobs`, `keys`). Every adapter (but `absent` and `oidc`, which the
+//! black-box tests drive against a test issuer) passes the same contract suite
 //! (`shared/tests/contract.rs`, its cases in `contract/<port>.rs`). An adapter knows the
 //! ports, the domain and crypto only, never the use cases, the HTTP layer or the settings:
 //! `wiring` turns settings into adapters.
@@ -15,6 +16,7 @@ pub mod key_ring;
 #[cfg(feature = "local")]
 pub mod local;
 pub mod memory;
+pub mod oidc;
 pub mod transit;
 
 /// What [`BlobStore::put_written`] is on a store whose writes take the whole object: the

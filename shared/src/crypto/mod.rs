@@ -5,6 +5,7 @@
 
 pub mod envelope;
 mod gzip;
+pub mod id_token;
 pub mod opening;
 pub mod platform_key;
 

@@ -212,7 +212,7 @@ pub struct Lock {
     /// the lock ends, and close with it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub earlier_versions_opened: Vec<u64>,
-    /// The id of the step token that took it; `None` for a person's lock.
+    /// The id of the step or session token that took it; `None` for a person's lock.
     #[serde(default)]
     pub token: Option<String>,
 }
@@ -235,11 +235,16 @@ impl Lock {
     }
 
     /// Whether `principal` holds this lock: a person's lock belongs to the (org, user), a
-    /// step's to the token that took it, so the cleanup of one attempt never frees another's
-    /// lock.
+    /// step's or a workload session's to the token that took it, so the cleanup of one
+    /// attempt never frees another's lock, nor one job's session another job's.
     pub fn is_held_by(&self, principal: &Principal) -> bool {
-        match (&principal.step, &self.token) {
-            (Some(grant), Some(token)) => grant.token_id == *token,
+        let taken_with = principal
+            .step
+            .as_ref()
+            .map(|g| &g.token_id)
+            .or(principal.session.as_ref().map(|g| &g.token_id));
+        match (taken_with, &self.token) {
+            (Some(id), Some(token)) => id == token,
             (None, None) => principal.actor == self.holder,
             _ => false,
         }

@@ -44,16 +44,24 @@ pub fn decide_lock(
             rfc3339(now)
         ));
     }
-    // A step's lock lives as long as its token; a person's never expires.
-    let step = principal.step.as_ref();
+    // A step's lock lives as long as its token, a workload session's until the session's end
+    // plus the grace; a person's never expires.
+    let (live_until, token) = match (&principal.step, &principal.session) {
+        (Some(step), _) => (Some(step.expires_at), Some(step.token_id.clone())),
+        (None, Some(session)) => (
+            Some(session.locks_live_until),
+            Some(session.token_id.clone()),
+        ),
+        (None, None) => (None, None),
+    };
     Ok(LockDecision::Granted(Box::new(Lock {
         document,
         holder: principal.actor.clone(),
         since: now,
-        live_until: step.map(|g| g.expires_at),
+        live_until,
         version_opened: None,
         earlier_versions_opened: Vec::new(),
-        token: step.map(|g| g.token_id.clone()),
+        token,
     })))
 }
 
@@ -84,8 +92,10 @@ pub fn decide_unlock(
     allocation: &Allocation,
     now: Timestamp,
 ) -> Result<UnlockDecision, Refusal> {
-    let may_force =
-        principal.step.is_none() && allocation.allows(principal.role, Permission::Manage);
+    // Forcing is a person's act: a step or a CI job releases its own lock only.
+    let may_force = principal.step.is_none()
+        && principal.session.is_none()
+        && allocation.allows(principal.role, Permission::Manage);
     let refuse_force = |holder: String, lock_id: String| Refusal::NotYourLock { holder, lock_id };
     let hold = record.hold.as_ref();
     let live = record.live_lock(now);

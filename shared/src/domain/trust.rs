@@ -188,17 +188,16 @@ impl TrustPolicy {
     /// Checks a verified token's claims against the policy's conditions.
     ///
     /// # Errors
-    /// The first condition that fails, named, with what the token carries (claim values
-    /// are not secret; the token itself never appears).
+    /// The first condition that fails, named, with what the token carries (the token's
+    /// claims are its holder's own; the token itself never appears).
     pub fn match_claims(&self, claims: &Map<String, Value>) -> Result<(), String> {
         for (claim, wanted) in &self.claims {
             match claims.get(claim).and_then(claim_text) {
                 None => return Err(format!("the token has no {claim} claim")),
                 Some(got) if glob(wanted, &got) => {}
+                // What the policy wants is the org's to know, not the caller's.
                 Some(got) => {
-                    return Err(format!(
-                        "claim {claim} is {got:?}, and the policy wants {wanted:?}"
-                    ))
+                    return Err(format!("claim {claim} is {got:?}, which it does not take"))
                 }
             }
         }

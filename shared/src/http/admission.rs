@@ -12,7 +12,8 @@ use super::credentials::{self, Takes};
 use super::error::{error_response, HttpError, LogContext};
 use super::handler::{Call, Credentials, Handler, OrgHandler, PlatformHandler};
 use super::routes::{BodyLimit, Route};
-use crate::domain::{lock, Principal};
+use crate::domain::actor::SessionGrant;
+use crate::domain::{lock, Principal, Refusal};
 use crate::service::{self, App};
 
 /// A request whose body limit and credentials checked out: the handler that answers it, who
@@ -201,30 +202,65 @@ async fn caller(
         Handler::Open => Caller::Open,
         Handler::Backend(handler) => Caller::Org(
             handler,
-            Box::new(org_principal(app, Takes::Backend, req, ctx).await?),
+            Box::new(org_principal(app, route, Takes::Backend, req, ctx).await?),
         ),
         Handler::Bearer(handler) => Caller::Org(
             handler,
-            Box::new(org_principal(app, Takes::Bearer, req, ctx).await?),
+            Box::new(org_principal(app, route, Takes::Bearer, req, ctx).await?),
         ),
         Handler::Platform(handler) => {
             credentials::authenticate_platform(app, req).await?;
             ctx.principal = Some("the platform".into());
             Caller::Platform(handler)
         }
+        // The exchange reads and verifies the ID token itself, and names it in the context.
+        Handler::IdToken(handler) => Caller::Platform(handler),
     })
 }
 
 /// The principal of an org's token, named in the log context.
 async fn org_principal(
     app: &App,
+    route: &Route,
     takes: Takes,
     req: &Request,
     ctx: &mut LogContext,
 ) -> Result<Principal, HttpError> {
     let principal = credentials::authenticate(app, takes, req, ctx.state.as_deref()).await?;
     ctx.principal = Some(describe(&principal));
+    if let Some(session) = &principal.session {
+        session_reaches(session, route, ctx.state.as_deref())?;
+    }
     Ok(principal)
+}
+
+/// The routes a workload session reaches: those of a state its policy names, who it is, and
+/// its own end. Nothing of the org at large (no list of every state, no audit, no apps).
+fn session_reaches(
+    session: &SessionGrant,
+    route: &Route,
+    state: Option<&str>,
+) -> Result<(), HttpError> {
+    let of_state = route.path.starts_with("/api/tf-states/{name}");
+    let own = matches!(route.path, "/api/whoami" | "/api/oidc/session");
+    match state {
+        Some(name) if of_state && session.allows_state(name) => Ok(()),
+        None if own => Ok(()),
+        Some(name) if of_state => Err(Refusal::Forbidden {
+            reason: format!(
+                "this workload session (trust policy {}) reaches states {:?} only, not {name}",
+                session.policy, session.states
+            ),
+        }
+        .into()),
+        _ => Err(Refusal::Forbidden {
+            reason: format!(
+                "a workload session reaches the states of its trust policy ({}) only, not {} {}",
+                session.policy, route.method, route.path
+            ),
+        }
+        .into()),
+    }
 }
 
 fn describe(principal: &Principal) -> String {

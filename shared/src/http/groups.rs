@@ -3,6 +3,7 @@
 //! binary links the whole table; it answers its own rows and builds only the clients they
 //! call. Nothing here matches a request.
 
+use super::handler::Credentials;
 use super::routes::{Need, Route, ROUTES};
 
 /// Whether the Lambda function `function` serves `route`: its own rows, less the local-only
@@ -24,6 +25,8 @@ pub struct GroupNeeds {
     pub blobs: bool,
     /// Some row opens or seals content, or reports the key in use.
     pub keys: bool,
+    /// Some row verifies an OpenID Connect ID token, fetching its issuer's keys.
+    pub issuers: bool,
 }
 
 impl GroupNeeds {
@@ -31,6 +34,7 @@ impl GroupNeeds {
     pub const ALL: GroupNeeds = GroupNeeds {
         blobs: true,
         keys: true,
+        issuers: true,
     };
 
     /// What the rows of the Lambda function `function` need.
@@ -40,6 +44,7 @@ impl GroupNeeds {
             blobs: needs().any(|n| matches!(n, Need::GetBlob | Need::PutBlob)),
             keys: needs()
                 .any(|n| matches!(n, Need::UnwrapKey | Need::NewDataKey | Need::DescribeKey)),
+            issuers: rows(function).any(|r| r.handler.credentials() == Credentials::IdToken),
         }
     }
 }
@@ -69,6 +74,7 @@ mod tests {
         let nothing = GroupNeeds {
             blobs: false,
             keys: false,
+            issuers: false,
         };
         for function in ["lock", "list", "versions", "admin", "runs"] {
             assert_eq!(GroupNeeds::of(function), nothing, "{function}");
@@ -77,10 +83,15 @@ mod tests {
             GroupNeeds::of("audit"),
             GroupNeeds {
                 blobs: false,
-                keys: true
+                keys: true,
+                issuers: false,
             },
             "the key report reads which key is in use, no content"
         );
+        let content = GroupNeeds {
+            issuers: false,
+            ..GroupNeeds::ALL
+        };
         for function in [
             "state-read",
             "state-write",
@@ -89,8 +100,17 @@ mod tests {
             "rollback",
             "apps",
         ] {
-            assert_eq!(GroupNeeds::of(function), GroupNeeds::ALL, "{function}");
+            assert_eq!(GroupNeeds::of(function), content, "{function}");
         }
+        assert_eq!(
+            GroupNeeds::of("oidc"),
+            GroupNeeds {
+                blobs: false,
+                keys: false,
+                issuers: true,
+            },
+            "the exchange fetches issuers' keys, and opens no content"
+        );
     }
 
     #[test]
@@ -100,7 +120,8 @@ mod tests {
             GroupNeeds::of("lokc"),
             GroupNeeds {
                 blobs: false,
-                keys: false
+                keys: false,
+                issuers: false,
             }
         );
     }

@@ -59,6 +59,9 @@ pub enum Handler {
     Bearer(&'static dyn for<'a> OrgHandler<'a>),
     /// The platform's token only: the runs API.
     Platform(&'static dyn for<'a> PlatformHandler<'a>),
+    /// A CI job's OpenID Connect ID token, which the handler itself verifies: the exchange
+    /// for a workload session. No token of ours.
+    IdToken(&'static dyn for<'a> PlatformHandler<'a>),
 }
 
 /// The credentials a route takes: its handler's variant without the function it holds.
@@ -68,6 +71,7 @@ pub enum Credentials {
     Backend,
     Bearer,
     Platform,
+    IdToken,
 }
 
 impl Handler {
@@ -77,6 +81,7 @@ impl Handler {
             Handler::Backend(_) => Credentials::Backend,
             Handler::Bearer(_) => Credentials::Bearer,
             Handler::Platform(_) => Credentials::Platform,
+            Handler::IdToken(_) => Credentials::IdToken,
         }
     }
 
@@ -85,7 +90,7 @@ impl Handler {
         match self {
             Handler::Open => "hegemony_state::http::openapi::response",
             Handler::Backend(h) | Handler::Bearer(h) => h.name(),
-            Handler::Platform(h) => h.name(),
+            Handler::Platform(h) | Handler::IdToken(h) => h.name(),
         }
     }
 }
@@ -118,7 +123,8 @@ where
     }
 }
 
-/// `async fn(Call<'_>) -> Answer`: a route of the platform's runs API.
+/// `async fn(Call<'_>) -> Answer`: a route of the platform's runs API, or one that reads its
+/// credentials itself (the workload exchange).
 pub trait PlatformHandler<'a>: Sync {
     fn answer(&self, call: Call<'a>) -> Reply<'a>;
     fn name(&self) -> &'static str;

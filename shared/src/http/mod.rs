@@ -29,6 +29,7 @@ mod runs;
 mod schemas;
 mod state;
 mod trust;
+mod workload;
 
 use lambda_http::http::header;
 use lambda_http::{Body, Request, Response};

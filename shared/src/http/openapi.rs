@@ -169,6 +169,10 @@ fn generated_reasons(route: &Route, limit: &str) -> Vec<(u16, String)> {
             "no, unknown, expired or revoked credentials",
             "a token other than the platform's",
         ),
+        Credentials::IdToken => (
+            "no ID token, or not a signed, current ID token of an issuer and audience some trust policy names (its issuer, algorithm, key, signature, times or audience)",
+            "a genuine ID token no trust policy lets in: a claim it does not take, or a token that lives longer than the policy's session",
+        ),
     };
     reasons.push((401, format!("`unauthenticated`: {unauthenticated}")));
     reasons.push((403, format!("`forbidden`: {forbidden}")));
@@ -291,6 +295,12 @@ fn security_schemes() -> Value {
             "scheme": "bearer",
             "description": "The platform's token (`hegemony-state token create --platform`): the runs API only",
         },
+        "idToken": {
+            "type": "http",
+            "scheme": "bearer",
+            "bearerFormat": "JWT",
+            "description": "A CI job's OpenID Connect ID token (or the body's `token`): the exchange for a workload session only",
+        },
     })
 }
 
@@ -301,6 +311,7 @@ fn security(credentials: Credentials) -> Value {
         Credentials::Backend => json!([{"token": []}, {"basic": []}]),
         Credentials::Bearer => json!([{"token": []}]),
         Credentials::Platform => json!([{"platform": []}]),
+        Credentials::IdToken => json!([{"idToken": []}, {}]),
     }
 }
 

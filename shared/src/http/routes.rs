@@ -8,6 +8,7 @@
 use super::handler::Handler;
 use super::{
     admin, app_changes, app_reads, identity, list, lock, manage, outputs, runs, state, trust,
+    workload,
 };
 use crate::domain::lock::MAX_LOCK_BYTES;
 use crate::service::Limits;
@@ -138,7 +139,9 @@ const RESEAL: &[Need] = &[
 /// Changing records after reading a range of them: an app state's archive deletion reads its
 /// neighbours; a trust policy's change reads the org's policies.
 const RECORDS_LOOKUP: &[Need] = &[GetRecord, PutRecord, DeleteRecord, QueryRecords];
-/// The runs API: runs, their tokens and holds.
+/// A workload's exchange: the policies naming its issuer read, its session's token stored.
+const EXCHANGE: &[Need] = &[GetRecord, PutRecord, QueryRecords];
+/// The runs API (and a workload session's end): runs, their tokens and holds.
 const RUNS: &[Need] = &[
     GetRecord,
     PutRecord,
@@ -148,7 +151,7 @@ const RUNS: &[Need] = &[
 ];
 
 use BodyLimit::{Lock, OneMib, State};
-use Handler::{Backend, Bearer, Open, Platform};
+use Handler::{Backend, Bearer, IdToken, Open, Platform};
 
 const fn route(
     method: &'static str,
@@ -221,6 +224,8 @@ pub static ROUTES: &[Route] = &[
     route("GET",    "/api/org/trust-policies/{name}",                   "admin",       OneMib, LOOKUP,       Bearer(&trust::show)),
     route("PUT",    "/api/org/trust-policies/{name}",                   "admin",       OneMib, RECORDS_LOOKUP, Bearer(&trust::replace)),
     route("DELETE", "/api/org/trust-policies/{name}",                   "admin",       OneMib, RECORDS_LOOKUP, Bearer(&trust::delete)),
+    route("POST",   "/api/oidc/exchange",                               "oidc",        OneMib, EXCHANGE,     IdToken(&workload::exchange)),
+    route("DELETE", "/api/oidc/session",                                "oidc",        OneMib, RUNS,         Bearer(&workload::end_session)),
     route("GET",    "/api/whoami",                                      "list",        OneMib, RECORD,       Bearer(&identity::whoami)),
     route("GET",    "/api/openapi.json",                                "list",        OneMib, NOTHING,      Open),
     route("GET",    "/api/apps",                                        "apps",        OneMib, LOOKUP,       Bearer(&app_reads::list)),
@@ -399,7 +404,8 @@ mod tests {
     }
 
     /// DESIGN section 3: Basic (and step tokens) on the backend routes, state and lock,
-    /// only; the platform's token on the runs API only; no credentials for the description.
+    /// only; the platform's token on the runs API only; no credentials for the description;
+    /// a CI job's ID token on the exchange only (DESIGN section 16).
     #[test]
     fn each_route_takes_the_credentials_design_gives_it() {
         for r in ROUTES {
@@ -408,6 +414,7 @@ mod tests {
             let runs = r.path.starts_with("/api/runs/");
             let expected = match (backend, runs, r.path) {
                 (_, _, "/api/openapi.json") => "Open",
+                (_, _, "/api/oidc/exchange") => "IdToken",
                 (true, _, _) => "Backend",
                 (_, true, _) => "Platform",
                 _ => "Bearer",

@@ -23,6 +23,7 @@ use crate::service::comparison::VersionComparison;
 use crate::service::identity::Identity;
 use crate::service::listing::{Listing, StateView, VersionView};
 use crate::service::trust::TrustPolicies;
+use crate::service::workload::Session;
 
 /// Where the document keeps its schemas, as a JSON pointer.
 const SCHEMAS: &str = "/components/schemas";
@@ -57,6 +58,7 @@ pub fn derived() -> Map<String, Value> {
     add::<AppForceUnlockResult>(&mut generator);
     add::<TrustPolicies>(&mut generator);
     add::<TrustPolicy>(&mut generator);
+    add::<Session>(&mut generator);
     generator.take_definitions(true)
 }
 

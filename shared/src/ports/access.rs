@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::{AuditEntry, StoreError};
-use crate::domain::actor::StepGrant;
+use crate::domain::actor::{SessionGrant, StepGrant};
 use crate::domain::permission::{Allocation, Role};
 use crate::domain::Timestamp;
 
@@ -20,6 +20,9 @@ pub enum TokenKind {
     Platform,
     /// A step's: the backend routes of one state, for one attempt of one step of one run.
     Step,
+    /// A workload's session (a CI job's, opened with its OpenID Connect ID token): the
+    /// states of its trust policy, with the policy's role, until it ends.
+    Session,
 }
 
 /// A token as stored: its SHA-256, never the token.
@@ -42,6 +45,9 @@ pub struct TokenRecord {
     /// What a step token allows.
     #[serde(default)]
     pub step: Option<StepGrant>,
+    /// What a workload session allows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<Box<SessionGrant>>,
 }
 
 /// An org's settings.

@@ -2,7 +2,7 @@
 //! Adapters (memory, local, AWS) implement them and pass one contract suite. One file per
 //! port, each with the records its calls carry: `state` (state records, versions, commits),
 //! `audit` (the entries every port may write), `access` (tokens and orgs), `runs`, `sweep`,
-//! `apps` (app states and their archives), `trust` (trust policies), `blobs` and `keys`. Every type is re-exported
+//! `apps` (app states and their archives), `trust` (trust policies), `issuers` (OpenID Connect issuers' keys), `blobs` and `keys`. Every type is re-exported
 //! here, so callers name `crate::ports::X` whichever file holds it. No adapter, no I/O, no
 //! AWS or HTTP types.
 
@@ -10,6 +10,7 @@ mod access;
 mod apps;
 mod audit;
 mod blobs;
+mod issuers;
 mod keys;
 mod runs;
 mod state;
@@ -20,6 +21,7 @@ pub use access::{AccessCatalog, OrgRecord, TokenKind, TokenRecord};
 pub use apps::{AppCatalog, AppCommit};
 pub use audit::{AuditEntry, AuditQuery, AuditRecord};
 pub use blobs::{BlobStore, OpenedBlob, WriteObject};
+pub use issuers::{IssuerError, IssuerKeys};
 pub use keys::{key_backend, DataKey, KeyContext, KeyError, KeyOpener, KeyService, WrappedKey};
 pub use runs::{RunCatalog, RunItem, RunRecord};
 pub use state::{

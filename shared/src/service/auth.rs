@@ -40,21 +40,22 @@ pub async fn authenticate(app: &App, token: &str) -> Result<Caller, Error> {
     by_hash(app, token_hash(token)).await
 }
 
-/// Resolves a step's principal again from its token as it stands now: what a lock decides
-/// on after its commit found the token revoked or the run ended since the request was
-/// authenticated. Any other principal is returned as it is.
+/// Resolves a step's (or a workload session's) principal again from its token as it stands
+/// now: what a lock decides on after its commit found the token revoked or the run ended
+/// since the request was authenticated. Any other principal is returned as it is.
 ///
 /// # Errors
 /// As [`authenticate`].
 pub(super) async fn again(app: &App, principal: &Principal) -> Result<Principal, Error> {
-    let Some(grant) = &principal.step else {
-        return Ok(principal.clone());
+    let (hash, id) = match (&principal.step, &principal.session) {
+        (Some(grant), _) => (&grant.token_hash, &grant.token_id),
+        (None, Some(grant)) => (&grant.token_hash, &grant.token_id),
+        (None, None) => return Ok(principal.clone()),
     };
-    match by_hash(app, grant.token_hash.clone()).await? {
+    match by_hash(app, hash.clone()).await? {
         Caller::Org(principal) => Ok(*principal),
         Caller::Platform { token_id } => Err(Error::Damaged(format!(
-            "step token {} now reads as the platform's {token_id}",
-            grant.token_id
+            "token {id} now reads as the platform's {token_id}"
         ))),
     }
 }
@@ -113,6 +114,19 @@ async fn by_hash(app: &App, hash: String) -> Result<Caller, Error> {
                     attempt: grant.attempt,
                 },
                 step: Some(grant),
+            }))
+        }
+        TokenKind::Session => {
+            let mut grant = record.session.ok_or_else(|| {
+                Error::Damaged(format!("session token {} has no grant", record.id))
+            })?;
+            grant.token_hash = hash;
+            Caller::Org(Box::new(Principal {
+                org: record.org,
+                role: record.role,
+                actor: Actor::Workload(Box::new(grant.job.clone())),
+                step: None,
+                session: Some(grant),
             }))
         }
     })

@@ -68,21 +68,27 @@ pub async fn lock(
         if state.hold.is_none() {
             state.hold = hold_set_by(&principal, now);
         }
-        // A step's lock is findable from its run, for the run's end and the step's gone report.
-        let run_items = principal
-            .step
+        // A step's lock is findable from its run, for the run's end and the step's gone
+        // report; a workload session's from the session, for its early end. Either commits on
+        // its token being unrevoked still.
+        let taken_with = match (&principal.step, &principal.session) {
+            (Some(g), _) => Some((g.run.clone(), &g.token_id, &g.token_hash, g.expires_at)),
+            (None, Some(g)) => Some((g.run_key(), &g.token_id, &g.token_hash, g.locks_live_until)),
+            (None, None) => None,
+        };
+        let run_items = taken_with
             .iter()
-            .map(|grant| RunItem {
-                run: grant.run.clone(),
-                token_id: grant.token_id.clone(),
+            .map(|(run, token_id, _, _)| RunItem {
+                run: run.clone(),
+                token_id: (*token_id).clone(),
                 org: snapshot.org.clone(),
                 state: snapshot.name.clone(),
             })
             .collect();
-        let step = principal.step.as_ref().map(|grant| StepCheck {
-            run: grant.run.clone(),
-            token_hash: grant.token_hash.clone(),
-            ended_not_before: grant.expires_at - app.limits.run_end_grace,
+        let step = taken_with.map(|(run, _, token_hash, live_until)| StepCheck {
+            run,
+            token_hash: token_hash.clone(),
+            ended_not_before: live_until - app.limits.run_end_grace,
         });
         let changes = Commit {
             run_items,

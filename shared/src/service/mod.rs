@@ -11,6 +11,7 @@ mod commit;
 pub mod comparison;
 mod content;
 pub mod identity;
+pub mod issuers;
 pub mod key_cache;
 pub mod keys;
 pub mod listing;
@@ -24,6 +25,7 @@ pub mod sweep;
 pub mod tokens;
 pub mod trust;
 mod work;
+pub mod workload;
 
 use std::sync::Arc;
 
@@ -78,6 +80,8 @@ pub struct App {
     pub limits: Limits,
     /// Where the links the service hands out point.
     pub links: Links,
+    /// OpenID Connect issuers' signing keys, for the workload exchange.
+    pub issuers: issuers::Issuers,
 }
 
 /// Where the links the service hands out point, from the settings.

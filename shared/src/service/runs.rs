@@ -213,7 +213,7 @@ pub(super) async fn end_hold(app: &App, org: &str, state: &str, run: &str) -> Re
 
 /// Lowers the liveness of `token`'s lock on one state to `until` (never raises it), with a
 /// revision-checked write.
-async fn lower_liveness(
+pub(super) async fn lower_liveness(
     app: &App,
     org: &str,
     state: &str,

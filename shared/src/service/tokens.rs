@@ -1,5 +1,5 @@
-//! Tokens: personal access tokens for one org, user and role, and platform tokens for the
-//! runs API. Shown once, stored as their SHA-256 only; creating and revoking are audited.
+//! Tokens: personal access tokens for one org, user and role, platform tokens for the runs
+//! API, step tokens, and workload sessions opened by a CI job's ID token. Shown once, stored as their SHA-256 only; creating and revoking are audited.
 //! Creating a personal token creates its org (with the default allocation) if new.
 
 use aes_gcm::aead::rand_core::RngCore;
@@ -8,7 +8,7 @@ use base64::Engine;
 
 use super::auth::token_hash;
 use super::Error;
-use crate::domain::actor::StepGrant;
+use crate::domain::actor::{SessionGrant, StepGrant};
 use crate::domain::audit::AuditAction;
 use crate::domain::name::check_name;
 use crate::domain::permission::{Allocation, Role};
@@ -55,6 +55,12 @@ pub enum NewToken<'a> {
         org: &'a str,
         grant: StepGrant,
     },
+    /// A workload's session; its grant's `token_id` is filled in here.
+    Session {
+        org: &'a str,
+        role: Role,
+        grant: Box<SessionGrant>,
+    },
 }
 
 fn audit(
@@ -78,6 +84,7 @@ fn audit(
             "user": token.user,
             "role": token.role,
             "step": token.step,
+            "session": token.session,
         }),
     }
 }
@@ -102,6 +109,7 @@ pub async fn create(
     let mut id = [0u8; 6];
     OsRng.fill_bytes(&mut id);
     let id = format!("tok-{}", hex(&id));
+    let mut session = None;
     let (org, user, role, kind, step, action) = match new {
         NewToken::Personal { org, user, role } => {
             check_name("org", org)?;
@@ -145,6 +153,23 @@ pub async fn create(
                 AuditAction::StepTokenMinted,
             )
         }
+        NewToken::Session {
+            org,
+            role,
+            mut grant,
+        } => {
+            grant.token_id = id.clone();
+            let user = format!("workload {}", grant.job.subject);
+            session = Some(grant);
+            (
+                org,
+                user,
+                role,
+                TokenKind::Session,
+                None,
+                AuditAction::WorkloadSessionOpened,
+            )
+        }
     };
     let record = TokenRecord {
         hash: token_hash(&token),
@@ -154,9 +179,13 @@ pub async fn create(
         user,
         role,
         created_at: now,
-        expires_at: step.as_ref().map(|g| g.expires_at),
+        expires_at: step
+            .as_ref()
+            .map(|g| g.expires_at)
+            .or(session.as_ref().map(|g| g.expires_at)),
         revoked: false,
         step,
+        session,
     };
     catalog
         .put_token(&record, &audit(org, action, by, &record, now))

@@ -7,12 +7,15 @@ use std::sync::Arc;
 
 use aws_config::SdkConfig;
 
-use super::{assemble, key_cache, key_ring, limits, links, warn_at_start, FrontDoor, Wrapping};
+use super::{
+    assemble, issuers, key_cache, key_ring, limits, links, warn_at_start, FrontDoor, Wrapping,
+};
 use crate::adapters::absent;
 use crate::adapters::aws::{self, store, AwsSettings, KmsKeys, KmsOpener};
 use crate::config::{Config, ConfigError, KeySetting};
 use crate::http::groups::GroupNeeds;
 use crate::ports::{BlobStore, KeyOpener, KeyService};
+use crate::service::issuers::Issuers;
 use crate::service::key_cache::KeyCache;
 use crate::service::App;
 
@@ -69,6 +72,10 @@ fn with_parts(
     warn_at_start(&config, matches!(config.key, KeySetting::Unset));
     let settings = settings(&config)?;
     let (limits, links) = (limits(&config, door), links(&config));
+    let issuers = issuers(&config, needs.issuers).map_err(|message| ConfigError {
+        variable: "HEGEMONY_OIDC_CA_FILE".into(),
+        message,
+    })?;
     let catalog = aws::catalog(sdk, &settings);
     let blobs: Arc<dyn BlobStore> = if needs.blobs {
         Arc::new(aws::blobs(sdk, &settings))
@@ -84,7 +91,7 @@ fn with_parts(
         let keys: Arc<dyn KeyService> = Arc::new(absent::NoKeys { function });
         configured.then(|| (keys, KeyCache::off()))
     };
-    Ok(assemble(catalog, blobs, keys, limits, links))
+    Ok(assemble(catalog, blobs, keys, limits, links, issuers))
 }
 
 /// The key service the settings choose, `None` when they choose none.
@@ -138,5 +145,6 @@ pub fn sweeper(config: Config, sdk: &SdkConfig) -> Result<App, ConfigError> {
         // A sweeper answers no requests, so no front door's clamp applies.
         limits(&config, FrontDoor::Container),
         links(&config),
+        Issuers::off(),
     ))
 }

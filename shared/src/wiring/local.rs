@@ -4,10 +4,13 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{assemble, key_cache, key_ring, limits, links, warn_at_start, FrontDoor, Wrapping};
+use super::{
+    assemble, issuers, key_cache, key_ring, limits, links, warn_at_start, FrontDoor, Wrapping,
+};
 use crate::adapters::local;
 use crate::config::{Config, KeySetting};
 use crate::ports::KeyService;
+use crate::service::issuers::Issuers;
 use crate::service::App;
 
 /// The app on the local store in `data_dir`, sealed by a Transit engine (a named backend or
@@ -23,6 +26,7 @@ use crate::service::App;
 pub fn app(config: Config, data_dir: &Path, key_file: Option<&Path>) -> Result<App, String> {
     warn_at_start(&config, false);
     let (limits, links) = (limits(&config, FrontDoor::Container), links(&config));
+    let issuers = issuers(&config, true)?;
     let key_file = key_file.map_or_else(
         || local::key_file::default_key_file(data_dir),
         Path::to_owned,
@@ -64,6 +68,7 @@ pub fn app(config: Config, data_dir: &Path, key_file: Option<&Path>) -> Result<A
         Some((keys, cache)),
         limits,
         links,
+        issuers,
     ))
 }
 
@@ -83,5 +88,6 @@ pub fn sweeper(config: Config, data_dir: &Path) -> Result<App, String> {
         // A sweeper answers no requests, so no front door's clamp applies.
         limits(&config, FrontDoor::Container),
         links(&config),
+        Issuers::off(),
     ))
 }

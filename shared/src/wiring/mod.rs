@@ -8,11 +8,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::adapters::key_ring::KeyRing;
+use crate::adapters::oidc::HttpsIssuers;
 use crate::adapters::transit::TransitKeys;
 use crate::config::Config;
 use crate::crypto::PlatformKey;
 use crate::http::lambda::{MAX_STATE_BYTES, PAYLOAD_CEILING};
 use crate::ports::{BlobStore, Catalog, KeyOpener, KeyService};
+use crate::service::issuers::Issuers;
 use crate::service::key_cache::KeyCache;
 use crate::service::{App, Limits, Links, SystemClock};
 use crate::transit_settings::TransitSettings;
@@ -186,6 +188,20 @@ fn key_cache(config: &Config) -> KeyCache {
     )
 }
 
+/// The issuers' keys for the workload exchange, fetched over HTTPS with the extra CA of
+/// `HEGEMONY_OIDC_CA_FILE`; off where no route verifies an ID token (`wanted` false).
+///
+/// # Errors
+/// A CA file the HTTP client does not accept.
+#[cfg_attr(not(any(feature = "local", feature = "aws")), allow(dead_code))]
+fn issuers(config: &Config, wanted: bool) -> Result<Issuers, String> {
+    if !wanted {
+        return Ok(Issuers::off());
+    }
+    let fetcher = HttpsIssuers::new(config.oidc_ca_pem.as_deref())?;
+    Ok(Issuers::new(Arc::new(fetcher)))
+}
+
 /// The one place an `App` is assembled; every deployment reads the system clock.
 #[cfg_attr(not(any(feature = "local", feature = "aws")), allow(dead_code))]
 fn assemble(
@@ -194,6 +210,7 @@ fn assemble(
     keys: Option<(Arc<dyn KeyService>, KeyCache)>,
     limits: Limits,
     links: Links,
+    issuers: Issuers,
 ) -> App {
     let (keys, key_cache) = match keys {
         Some((keys, cache)) => (Some(keys), cache),
@@ -207,6 +224,7 @@ fn assemble(
         clock: Arc::new(SystemClock),
         limits,
         links,
+        issuers,
     }
 }
 

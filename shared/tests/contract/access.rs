@@ -17,6 +17,7 @@ pub async fn tokens_are_found_by_hash(f: Fixture) {
         expires_at: None,
         revoked: false,
         step: None,
+        session: None,
     };
     f.catalog
         .put_token(&token, &audit("acme", "token.created"))

@@ -33,6 +33,7 @@ pub async fn a_steps_commit_checks_its_token_and_its_runs_end(f: Fixture) {
         expires_at: Some(grant.expires_at),
         revoked: false,
         step: Some(grant),
+        session: None,
     };
     f.catalog
         .put_token(&token, &audit("acme", "token.created"))

@@ -101,6 +101,7 @@ pub fn fixture(adapter: Adapter, limits: Limits) -> Fixture {
         clock: clock.clone(),
         limits,
         links: Default::default(),
+        issuers: hegemony_state::service::issuers::Issuers::off(),
     };
     Fixture {
         app,

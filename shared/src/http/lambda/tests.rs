@@ -110,6 +110,7 @@ fn app() -> App {
             lambda_ceiling: None,
         }),
         links: Default::default(),
+        issuers: crate::service::issuers::Issuers::off(),
     }
 }
 
@@ -186,6 +187,7 @@ async fn holding(size: usize, door: Option<&str>) -> (App, String) {
         clock: std::sync::Arc::new(crate::service::SystemClock),
         limits,
         links: Default::default(),
+        issuers: crate::service::issuers::Issuers::off(),
     };
     let alice = Principal {
         session: None,
