@@ -15,6 +15,7 @@ pub mod aws_calls;
 pub mod bao;
 pub mod client;
 pub mod gateway;
+pub mod issuer;
 
 pub use client::{error_body, Api, ErrorBody};
 pub use reqwest::blocking::{Client, Response};

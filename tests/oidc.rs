@@ -1,0 +1,537 @@
+//! Workload identity end to end: the real server trusting the tests' own OpenID Connect
+//! issuer (HTTPS on loopback, a CA of its own), GitHub- and GitLab-shaped ID tokens
+//! exchanged for sessions, each refusal the design lists with its reason in the answer and
+//! in a WARNING line (never the token), a session's reach, and its locks ending with it.
+
+use std::time::Duration;
+
+use base64::Engine;
+use hegemony_state_blackbox::issuer::{now, TestIssuer};
+use hegemony_state_blackbox::{client, eventually, lock_doc, state_doc, Server};
+use serde_json::{json, Value};
+
+const AUDIENCE: &str = "https://state.example.com";
+
+/// A server that trusts `issuer`'s CA for its fetches, with `env` besides.
+fn server_for(issuer: &TestIssuer, env: &[(&str, &str)]) -> Server {
+    let ca = issuer.ca_file();
+    let mut all = vec![("HEGEMONY_OIDC_CA_FILE", ca.to_str().unwrap())];
+    all.extend_from_slice(env);
+    Server::start_with(&all)
+}
+
+fn github_policy(issuer: &TestIssuer, name: &str, session_seconds: u64) -> Value {
+    json!({
+        "name": name, "issuer": issuer.url, "audience": AUDIENCE,
+        "claims": {"repository_id": "123", "repository_owner_id": "77",
+                   "ref": "refs/heads/main", "environment": "prod*"},
+        "role": "operator", "states": ["net-*"], "session_seconds": session_seconds
+    })
+}
+
+fn gitlab_policy(issuer: &TestIssuer) -> Value {
+    json!({
+        "name": "gitlab", "issuer": issuer.url, "audience": AUDIENCE,
+        "claims": {"project_id": "42", "namespace_id": "7", "ref_protected": "true"},
+        "role": "viewer", "states": ["dns"], "session_seconds": 900
+    })
+}
+
+fn add_policy(server: &Server, admin: &str, policy: &Value) {
+    let r = client()
+        .post(server.url("/api/org/trust-policies"))
+        .bearer_auth(admin)
+        .json(policy)
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 201, "{}", r.text().unwrap());
+}
+
+/// The exchange's status and body, the token sent as Bearer.
+fn exchange(server: &Server, id_token: &str) -> (u16, Value) {
+    let r = client()
+        .post(server.url("/api/oidc/exchange"))
+        .bearer_auth(id_token)
+        .send()
+        .unwrap();
+    let status = r.status().as_u16();
+    (status, r.json().unwrap_or(Value::Null))
+}
+
+fn message(body: &Value) -> String {
+    body["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// A request with `token` as the backend's password (any username), as Terraform sends it.
+fn basic(
+    method: reqwest::Method,
+    server: &Server,
+    path: &str,
+    token: &str,
+) -> reqwest::blocking::RequestBuilder {
+    client()
+        .request(method, server.url(path))
+        .basic_auth("ci", Some(token))
+}
+
+#[test]
+fn a_github_job_exchanges_its_token_and_reaches_only_its_policys_states() {
+    let issuer = TestIssuer::start();
+    let server = server_for(&issuer, &[]);
+    let admin = server.token("acme", "root", "admin");
+    add_policy(&server, &admin, &github_policy(&issuer, "deploy", 3600));
+    let id_token = issuer.mint(&issuer.rsa, &issuer.github_claims(AUDIENCE));
+    let (status, session) = exchange(&server, &id_token);
+    assert_eq!(status, 200, "{session}");
+    assert_eq!(
+        (&session["org"], &session["role"], &session["states"]),
+        (&json!("acme"), &json!("operator"), &json!(["net-*"]))
+    );
+    let token = session["token"].as_str().unwrap();
+    assert!(token.starts_with("hgs_"));
+    let expires = time::OffsetDateTime::parse(
+        session["expires_at"].as_str().unwrap(),
+        &time::format_description::well_known::Rfc3339,
+    )
+    .unwrap();
+    let lasts = expires.unix_timestamp() - now();
+    assert!(
+        (3590..=3600).contains(&lasts),
+        "the policy's session: {lasts}"
+    );
+
+    // The backend password and Bearer, on its states only.
+    let r = basic(
+        reqwest::Method::POST,
+        &server,
+        "/api/tf-states/net-prod/state",
+        token,
+    )
+    .body(state_doc(1, "lin", "from-ci"))
+    .send()
+    .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().unwrap());
+    let r = client()
+        .get(server.url("/api/tf-states/net-prod/versions"))
+        .bearer_auth(token)
+        .send()
+        .unwrap();
+    let versions: Value = r.json().unwrap();
+    let writer = &versions["versions"][0]["writer"];
+    assert_eq!(
+        writer,
+        &json!({"kind": "workload", "issuer": issuer.url,
+                "subject": "repo:acme/net:environment:production",
+                "repository": "acme/net", "ref": "refs/heads/main", "run": "9001",
+                "job": "deploy", "attempt": "1", "sha": "0123abcd",
+                "environment": "production"}),
+        "the version names the job: {versions}"
+    );
+    let r = basic(
+        reqwest::Method::GET,
+        &server,
+        "/api/tf-states/dns/state",
+        token,
+    )
+    .send()
+    .unwrap();
+    assert_eq!(r.status(), 403, "a state outside the policy");
+    let body: Value = r.json().unwrap();
+    assert!(message(&body).contains("net-*"), "{body}");
+    for path in ["/api/tf-states", "/api/audit", "/api/org/trust-policies"] {
+        let r = client()
+            .get(server.url(path))
+            .bearer_auth(token)
+            .send()
+            .unwrap();
+        assert_eq!(r.status(), 403, "{path}: nothing of the org at large");
+    }
+    let r = client()
+        .get(server.url("/api/whoami"))
+        .bearer_auth(token)
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 200);
+
+    // The body form works too, and the ES256 key.
+    let es = issuer.mint(&issuer.ec, &issuer.github_claims(AUDIENCE));
+    let r = client()
+        .post(server.url("/api/oidc/exchange"))
+        .json(&json!({ "token": es }))
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().unwrap());
+
+    let logs = server.logs();
+    assert!(
+        !logs.contains(&id_token) && !logs.contains(&es),
+        "no ID token in the log"
+    );
+    assert!(!logs.contains(token), "no session token in the log");
+    let audit: Value = client()
+        .get(server.url("/api/audit?action=workload.session_opened"))
+        .bearer_auth(&admin)
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(audit["entries"].as_array().unwrap().len(), 2, "{audit}");
+    assert_eq!(audit["entries"][0]["actor"]["kind"], "workload");
+}
+
+/// Signs `header.claims` with HMAC-SHA-256 under `secret`: the classic attack of an HS256
+/// token "signed" with the issuer's public key.
+fn hmac_token(header: &Value, claims: &Value, secret: &[u8]) -> String {
+    let enc = |v: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
+    let input = format!("{}.{}", enc(header), enc(claims));
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret);
+    let tag = ring::hmac::sign(&key, input.as_bytes());
+    format!(
+        "{input}.{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(tag.as_ref())
+    )
+}
+
+#[test]
+fn each_refusal_is_401_or_403_in_words_and_logged_without_the_token() {
+    let issuer = TestIssuer::start();
+    let server = server_for(&issuer, &[]);
+    let admin = server.token("acme", "root", "admin");
+    add_policy(&server, &admin, &github_policy(&issuer, "deploy", 600));
+    add_policy(&server, &admin, &gitlab_policy(&issuer));
+    let good = issuer.github_claims(AUDIENCE);
+    let with = |changes: Value| {
+        let mut claims = good.clone();
+        for (k, v) in changes.as_object().unwrap() {
+            claims[k] = v.clone();
+        }
+        claims
+    };
+    let enc = |v: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
+    let t = now();
+    let mut fork = issuer.gitlab_claims(AUDIENCE);
+    // A merge request from a fork runs in the fork's project, on an unprotected ref.
+    fork["project_id"] = json!("4242");
+    fork["project_path"] = json!("mallory/net");
+    fork["namespace_id"] = json!("666");
+    fork["ref_protected"] = json!("false");
+    fork["pipeline_source"] = json!("merge_request_event");
+    let cases: Vec<(&str, String, u16, &str)> = vec![
+        (
+            "alg none",
+            format!(
+                "{}.{}.",
+                enc(&json!({"alg": "none", "kid": "rsa-1"})),
+                enc(&good)
+            ),
+            401,
+            "\"none\", which is not taken",
+        ),
+        (
+            "HMAC with the public key",
+            hmac_token(
+                &json!({"alg": "HS256", "kid": "rsa-1", "typ": "JWT"}),
+                &good,
+                issuer.rsa.jwk.to_string().as_bytes(),
+            ),
+            401,
+            "\"HS256\", which is not taken",
+        ),
+        (
+            "another issuer",
+            issuer.mint(
+                &issuer.rsa,
+                &with(json!({"iss": "https://token.actions.example.net"})),
+            ),
+            401,
+            "no trust policy names issuer https://token.actions.example.net",
+        ),
+        (
+            "another audience",
+            issuer.mint(
+                &issuer.rsa,
+                &with(json!({"aud": "https://elsewhere.example"})),
+            ),
+            401,
+            "audience",
+        ),
+        (
+            "expired",
+            issuer.mint(
+                &issuer.rsa,
+                &with(json!({"iat": t - 600, "nbf": t - 600, "exp": t - 61})),
+            ),
+            401,
+            "expired",
+        ),
+        (
+            "not yet valid",
+            issuer.mint(&issuer.rsa, &with(json!({"nbf": t + 120, "exp": t + 400}))),
+            401,
+            "not valid yet",
+        ),
+        (
+            "a lifetime over the policy's",
+            issuer.mint(&issuer.rsa, &with(json!({"exp": t + 601}))),
+            403,
+            "longer than the 600-second session",
+        ),
+        (
+            "a claim that does not match",
+            issuer.mint(&issuer.rsa, &with(json!({"ref": "refs/heads/feature"}))),
+            403,
+            "claim ref is \"refs/heads/feature\"",
+        ),
+        (
+            "a claim the token lacks",
+            issuer.mint(&issuer.rsa, &{
+                let mut c = good.clone();
+                c.as_object_mut().unwrap().remove("environment");
+                c
+            }),
+            403,
+            "no environment claim",
+        ),
+        (
+            "a GitLab fork's merge request",
+            issuer.mint(&issuer.rsa, &fork),
+            403,
+            "policy gitlab: claim namespace_id is \"666\"",
+        ),
+        (
+            "a bad signature",
+            {
+                let token = issuer.mint(&issuer.rsa, &good);
+                let (head, _) = token.rsplit_once('.').unwrap();
+                let other = issuer.mint(&issuer.rsa, &with(json!({"sub": "x"})));
+                format!("{head}.{}", other.rsplit_once('.').unwrap().1)
+            },
+            401,
+            "signature",
+        ),
+    ];
+    for (case, token, status, says) in &cases {
+        let (got, body) = exchange(&server, token);
+        assert_eq!(got, *status, "{case}: {body}");
+        assert!(message(&body).contains(says), "{case}: {body}");
+    }
+    let logs = server.logs();
+    for (case, token, _, _) in &cases {
+        assert!(
+            !logs.contains(token.as_str()),
+            "{case}: the token reached the log"
+        );
+    }
+    let refused: Vec<&str> = logs
+        .lines()
+        .filter(|l| l.contains("request refused") && l.contains("/api/oidc/exchange"))
+        .collect();
+    assert_eq!(refused.len(), cases.len(), "one WARNING line each:\n{logs}");
+    assert!(refused.iter().all(|l| l.contains("WARN")), "{refused:?}");
+    let claim_line = refused
+        .iter()
+        .find(|l| l.contains("refs/heads/feature"))
+        .unwrap();
+    assert!(
+        claim_line.contains("issuer https://127.0.0.1")
+            && claim_line.contains("subject repo:acme/net:environment:production")
+            && claim_line.contains("CI job deploy"),
+        "the line names issuer, subject and job: {claim_line}"
+    );
+    // The GitLab job of the protected branch is let in, with its policy's role and states.
+    let (status, session) = exchange(
+        &server,
+        &issuer.mint(&issuer.rsa, &issuer.gitlab_claims(AUDIENCE)),
+    );
+    assert_eq!(status, 200, "{session}");
+    assert_eq!(
+        (&session["role"], &session["states"]),
+        (&json!("viewer"), &json!(["dns"]))
+    );
+}
+
+/// The issuer's keys are fetched for an issuer some policy names only, and again for an
+/// unknown kid at most once a minute: a thousand tokens naming a key not published yet make
+/// no second fetch within the minute, and once the key is published (a rotation) the first
+/// token after the minute fetches it and is let in. The one test that waits a minute.
+#[test]
+fn unknown_keys_are_fetched_once_a_minute_at_most_and_a_rotated_key_after_it() {
+    let issuer = TestIssuer::start();
+    let server = server_for(&issuer, &[]);
+    let admin = server.token("acme", "root", "admin");
+    for _ in 0..20 {
+        let token = issuer.mint(&issuer.rsa, &issuer.github_claims(AUDIENCE));
+        let (status, body) = exchange(&server, &token);
+        assert_eq!(status, 401);
+        assert!(
+            message(&body).contains("no trust policy names issuer"),
+            "{body}"
+        );
+    }
+    assert_eq!(
+        issuer.jwks_fetches(),
+        0,
+        "nothing fetched for an issuer no policy names"
+    );
+    add_policy(&server, &admin, &github_policy(&issuer, "deploy", 3600));
+    let (status, body) = exchange(
+        &server,
+        &issuer.mint(&issuer.rsa, &issuer.github_claims(AUDIENCE)),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(issuer.jwks_fetches(), 1);
+    let rotated = issuer.mint(&issuer.rotated, &issuer.github_claims(AUDIENCE));
+    for i in 0..1000 {
+        let (status, body) = exchange(&server, &rotated);
+        assert_eq!(status, 401, "{i}: {body}");
+        if i == 0 {
+            assert!(message(&body).contains("\"rsa-2\""), "{body}");
+        }
+    }
+    let after_flood = issuer.jwks_fetches();
+    assert!(
+        after_flood <= 2,
+        "at most one fetch a minute: {after_flood}"
+    );
+    issuer.rotate();
+    assert!(
+        eventually(Duration::from_secs(90), || exchange(&server, &rotated).0
+            == 200),
+        "the rotated key was never fetched"
+    );
+    assert!(
+        issuer.jwks_fetches() <= after_flood + 2,
+        "a minute's wait, not a fetch per token: {}",
+        issuer.jwks_fetches()
+    );
+    let (status, body) = exchange(
+        &server,
+        &issuer.mint(&issuer.rsa, &issuer.github_claims(AUDIENCE)),
+    );
+    assert_eq!(status, 200, "the older key still verifies: {body}");
+}
+
+#[test]
+fn a_sessions_lock_names_the_job_and_frees_itself_after_the_session_and_the_grace() {
+    let issuer = TestIssuer::start();
+    let server = server_for(&issuer, &[("HEGEMONY_TF_STATE_RUN_END_GRACE_SECONDS", "1")]);
+    let admin = server.token("acme", "root", "admin");
+    let person = server.token("acme", "bob", "operator");
+    add_policy(&server, &admin, &github_policy(&issuer, "short", 3));
+    let mut claims = issuer.github_claims(AUDIENCE);
+    claims["exp"] = json!(claims["iat"].as_i64().unwrap() + 3);
+    let (status, session) = exchange(&server, &issuer.mint(&issuer.rsa, &claims));
+    assert_eq!(status, 200, "{session}");
+    let token = session["token"].as_str().unwrap();
+    let r = basic(
+        reqwest::Method::POST,
+        &server,
+        "/api/tf-states/net-a/lock",
+        token,
+    )
+    .body(lock_doc("JOB"))
+    .send()
+    .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().unwrap());
+    let r = basic(
+        reqwest::Method::POST,
+        &server,
+        "/api/tf-states/net-a/lock",
+        &person,
+    )
+    .body(lock_doc("BOB"))
+    .send()
+    .unwrap();
+    assert_eq!(r.status(), 423);
+    let holder: Value = r.json().unwrap();
+    let info = holder["Info"].as_str().unwrap_or_default();
+    assert!(
+        info.contains("CI job deploy run 9001 attempt 1 of acme/net at refs/heads/main"),
+        "the waiting person reads which job holds it: {holder}"
+    );
+    // Past the session's end plus the grace, the lock is taken over by the next one.
+    assert!(
+        eventually(Duration::from_secs(15), || {
+            basic(
+                reqwest::Method::POST,
+                &server,
+                "/api/tf-states/net-a/lock",
+                &person,
+            )
+            .body(lock_doc("BOB"))
+            .send()
+            .unwrap()
+            .status()
+                == 200
+        }),
+        "the session's lock never freed itself"
+    );
+    let r = basic(
+        reqwest::Method::GET,
+        &server,
+        "/api/tf-states/net-a/state",
+        token,
+    )
+    .send()
+    .unwrap();
+    assert_eq!(r.status(), 401, "a session past its end no longer works");
+}
+
+#[test]
+fn a_job_ends_its_session_early_and_its_locks_go_with_it() {
+    let issuer = TestIssuer::start();
+    let server = server_for(&issuer, &[]);
+    let admin = server.token("acme", "root", "admin");
+    let person = server.token("acme", "bob", "operator");
+    add_policy(&server, &admin, &github_policy(&issuer, "deploy", 3600));
+    let (_, session) = exchange(
+        &server,
+        &issuer.mint(&issuer.rsa, &issuer.github_claims(AUDIENCE)),
+    );
+    let token = session["token"].as_str().unwrap();
+    for state in ["net-a", "net-b"] {
+        let r = basic(
+            reqwest::Method::POST,
+            &server,
+            &format!("/api/tf-states/{state}/lock"),
+            token,
+        )
+        .body(lock_doc(state))
+        .send()
+        .unwrap();
+        assert_eq!(r.status(), 200);
+    }
+    let r = client()
+        .delete(server.url("/api/oidc/session"))
+        .bearer_auth(token)
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    for state in ["net-a", "net-b"] {
+        let r = basic(
+            reqwest::Method::POST,
+            &server,
+            &format!("/api/tf-states/{state}/lock"),
+            &person,
+        )
+        .body(lock_doc("BOB"))
+        .send()
+        .unwrap();
+        assert_eq!(r.status(), 200, "{state} released with the session");
+    }
+    let r = client()
+        .get(server.url("/api/whoami"))
+        .bearer_auth(token)
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 401, "the ended session's token no longer works");
+    let r = client()
+        .delete(server.url("/api/oidc/session"))
+        .bearer_auth(&person)
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 403, "only a session ends itself");
+}
