@@ -535,3 +535,235 @@ fn a_job_ends_its_session_early_and_its_locks_go_with_it() {
         .unwrap();
     assert_eq!(r.status(), 403, "only a session ends itself");
 }
+
+#[test]
+fn the_trust_commands_add_list_and_remove_and_warn_on_names_only() {
+    let issuer = TestIssuer::start();
+    let server = server_for(&issuer, &[]);
+    let admin = server.token("acme", "root", "admin");
+    let out = server.cli(
+        &admin,
+        &[
+            "trust",
+            "add",
+            "by-name",
+            "--issuer",
+            &issuer.url,
+            "--audience",
+            AUDIENCE,
+            "--claim",
+            "repository=acme/net",
+            "--claim",
+            "ref=refs/heads/*",
+            "--role",
+            "operator",
+            "--state",
+            "net-*",
+            "--session-seconds",
+            "900",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("warning: policy by-name matches on repository by name only"),
+        "{stderr}"
+    );
+    let out = server.cli(
+        &admin,
+        &[
+            "trust",
+            "add",
+            "by-id",
+            "--issuer",
+            &issuer.url,
+            "--audience",
+            AUDIENCE,
+            "--claim",
+            "repository_id=123",
+            "--role",
+            "viewer",
+            "--state",
+            "dns",
+        ],
+    );
+    assert!(out.status.success());
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("warning"),
+        "an immutable id: no warning"
+    );
+    let out = server.cli(&admin, &["trust", "list"]);
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        listed.contains("by-id") && listed.contains("repository_id=123"),
+        "{listed}"
+    );
+    assert!(
+        listed.contains("by-name") && listed.contains("ref=refs/heads/*"),
+        "{listed}"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("by name only"));
+    let out = server.cli(&admin, &["trust", "list", "--json"]);
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        json["policies"][0]["session_seconds"], 3600,
+        "the default session"
+    );
+    let out = server.cli(&admin, &["trust", "remove", "by-name"]);
+    assert!(!out.status.success(), "no terminal: refused without --yes");
+    let out = server.cli(&admin, &["trust", "remove", "by-name", "--yes"]);
+    assert!(out.status.success());
+    let out = server.cli(&admin, &["trust", "list", "--json"]);
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["policies"].as_array().unwrap().len(), 1);
+    let operator = server.token("acme", "alice", "operator");
+    let out = server.cli(&operator, &["trust", "list"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("admin role"));
+}
+
+/// GitHub Actions' ID token endpoint as a job sees it: a plain HTTP stand-in on loopback
+/// that checks the request token and the audience, and answers `{"value": <ID token>}`.
+fn github_token_endpoint(issuer: &TestIssuer, request_token: &str) -> String {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!(
+        "http://{}/token?api-version=2.0",
+        listener.local_addr().unwrap()
+    );
+    let claims = issuer.github_claims(AUDIENCE);
+    let id_token = issuer.mint(&issuer.rsa, &claims);
+    let expected = format!("Bearer {request_token}");
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(4) {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            let mut authorized = false;
+            loop {
+                let mut header = String::new();
+                if reader.read_line(&mut header).unwrap_or(0) == 0 || header == "\r\n" {
+                    break;
+                }
+                let (name, value) = header.split_once(':').unwrap_or(("", ""));
+                if name.eq_ignore_ascii_case("authorization") && value.trim() == expected {
+                    authorized = true;
+                }
+            }
+            let audience = format!(
+                "audience={}",
+                AUDIENCE.replace(':', "%3A").replace('/', "%2F")
+            );
+            let (status, body) = if authorized && line.contains(&audience) {
+                ("200 OK", json!({ "value": id_token }).to_string())
+            } else {
+                ("403 Forbidden", "{}".to_owned())
+            };
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    url
+}
+
+fn login(server: &Server, env: &[(&str, &str)], args: &[&str]) -> std::process::Output {
+    let mut cmd = std::process::Command::new(hegemony_state_blackbox::bin());
+    cmd.arg("login")
+        .args(args)
+        .env("HEGEMONY_URL", &server.base)
+        .env_remove("ACTIONS_ID_TOKEN_REQUEST_URL")
+        .env_remove("ACTIONS_ID_TOKEN_REQUEST_TOKEN")
+        .stdin(std::process::Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+#[test]
+fn login_finds_the_jobs_id_token_on_github_and_on_gitlab() {
+    let issuer = TestIssuer::start();
+    let server = server_for(&issuer, &[]);
+    let admin = server.token("acme", "root", "admin");
+    add_policy(&server, &admin, &github_policy(&issuer, "deploy", 3600));
+    add_policy(&server, &admin, &gitlab_policy(&issuer));
+    let url = github_token_endpoint(&issuer, "runner-secret");
+    let github = [
+        ("ACTIONS_ID_TOKEN_REQUEST_URL", url.as_str()),
+        ("ACTIONS_ID_TOKEN_REQUEST_TOKEN", "runner-secret"),
+    ];
+    let out = login(&server, &github, &["--oidc", "--audience", AUDIENCE]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let session = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    assert!(session.starts_with("hgs_"), "{session}");
+    let r = client()
+        .get(server.url("/api/whoami"))
+        .bearer_auth(&session)
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let out = login(&server, &github, &["--oidc"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--audience"));
+    let bad = [
+        ("ACTIONS_ID_TOKEN_REQUEST_URL", url.as_str()),
+        ("ACTIONS_ID_TOKEN_REQUEST_TOKEN", "wrong"),
+    ];
+    let out = login(&server, &bad, &["--oidc", "--audience", AUDIENCE]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("id-token: write"));
+
+    let gitlab = issuer.mint(&issuer.ec, &issuer.gitlab_claims(AUDIENCE));
+    let out = login(
+        &server,
+        &[("HEGEMONY_ID_TOKEN", gitlab.as_str())],
+        &[
+            "--oidc",
+            "--id-token-variable",
+            "HEGEMONY_ID_TOKEN",
+            "--json",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (&answer["role"], &answer["states"]),
+        (&json!("viewer"), &json!(["dns"]))
+    );
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!printed.contains(&gitlab), "the ID token is never printed");
+    let mut refused = issuer.gitlab_claims(AUDIENCE);
+    refused["ref_protected"] = json!("false");
+    let refused = issuer.mint(&issuer.rsa, &refused);
+    let out = login(
+        &server,
+        &[("HEGEMONY_ID_TOKEN", refused.as_str())],
+        &["--oidc", "--id-token-variable", "HEGEMONY_ID_TOKEN"],
+    );
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("claim ref_protected is \"false\""),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

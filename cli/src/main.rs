@@ -10,6 +10,7 @@ mod client;
 mod comparison;
 mod import;
 mod keys;
+mod login;
 mod outputs;
 mod pacing;
 mod server;
@@ -19,6 +20,7 @@ mod store;
 mod streamed;
 mod table;
 mod token;
+mod trust;
 
 use std::net::SocketAddr;
 use std::ops::RangeInclusive;
@@ -111,6 +113,16 @@ enum Command {
         command: apps::Command,
     },
     /// Import state files, and folders of them, as new states.
+    /// The org's trust policies for CI jobs (OpenID Connect workloads).
+    Trust {
+        #[command(flatten)]
+        api: Api,
+        #[command(subcommand)]
+        command: trust::Command,
+    },
+    /// In a CI job: exchange the job's OpenID Connect ID token for a session and print its
+    /// token (for TF_HTTP_PASSWORD).
+    Login(login::Options),
     Import(import::Options),
     /// Key rotation on the local or the AWS store: which keys wrap the versions, and
     /// re-wrapping them under the key in use.
@@ -254,6 +266,8 @@ fn main() -> ExitCode {
             },
             Command::States { api, command } => states::run(&api, command).await,
             Command::Apps { api, command } => apps::run(&api, command).await,
+            Command::Trust { api, command } => trust::run(&api, command).await,
+            Command::Login(options) => login::run(options).await,
             Command::Import(options) => import::run(options).await,
             Command::Keys { command } => keys::run(command).await,
             Command::Sweep { store } => server::sweep_once(&store).await,
