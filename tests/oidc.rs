@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use base64::Engine;
 use hegemony_state_blackbox::issuer::{now, TestIssuer};
-use hegemony_state_blackbox::{client, eventually, lock_doc, state_doc, Server};
+use hegemony_state_blackbox::{client, eventually, lock_doc, state_doc, Server, Tf, TfVersion};
 use serde_json::{json, Value};
 
 const AUDIENCE: &str = "https://state.example.com";
@@ -766,4 +766,160 @@ fn login_finds_the_jobs_id_token_on_github_and_on_gitlab() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// A GitLab job's session token, as `login --oidc` prints it, for a token living
+/// `lifetime` seconds.
+fn gitlab_session(server: &Server, issuer: &TestIssuer, lifetime: i64) -> String {
+    let mut claims = issuer.gitlab_claims(AUDIENCE);
+    claims["exp"] = json!(claims["iat"].as_i64().unwrap() + lifetime);
+    let id_token = issuer.mint(&issuer.rsa, &claims);
+    let out = login(
+        server,
+        &[("CI_JOB_ID_TOKEN", id_token.as_str())],
+        &["--oidc", "--id-token-variable", "CI_JOB_ID_TOKEN"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+fn operator_policy(issuer: &TestIssuer, session_seconds: u64) -> Value {
+    json!({
+        "name": "gitlab-deploy", "issuer": issuer.url, "audience": AUDIENCE,
+        "claims": {"project_id": "42", "ref_protected": "true"},
+        "role": "operator", "states": ["net-*"], "session_seconds": session_seconds
+    })
+}
+
+/// A job's step: `login --oidc`, then Terraform with the session token as its password:
+/// init, apply, plan with nothing to change; a state outside the policy is refused.
+fn a_job_logs_in_then_inits_applies_and_plans(version: TfVersion) {
+    let issuer = TestIssuer::start();
+    let server = server_for(&issuer, &[]);
+    let admin = server.token("acme", "root", "admin");
+    add_policy(&server, &admin, &operator_policy(&issuer, 3600));
+    let session = gitlab_session(&server, &issuer, 300);
+    let tf = Tf::new(version, &server, "net-ci", &session);
+    let init = tf.run(&["init", "-no-color", "-backend-config=backend.hcl"]);
+    assert!(init.ok, "{}", init.output());
+    tf.ok(&["apply", "-auto-approve", "-no-color"]);
+    let plan = tf.run(&["plan", "-detailed-exitcode", "-no-color"]);
+    assert!(plan.ok, "nothing to change:\n{}", plan.output());
+    let versions: Value = client()
+        .get(server.url("/api/tf-states/net-ci/versions"))
+        .bearer_auth(&admin)
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    let writer = &versions["versions"][0]["writer"];
+    assert_eq!(
+        (
+            &writer["kind"],
+            &writer["repository"],
+            &writer["run"],
+            &writer["job"]
+        ),
+        (
+            &json!("workload"),
+            &json!("acme/net"),
+            &json!("555"),
+            &json!("8080")
+        ),
+        "{versions}"
+    );
+    let outside = Tf::new(version, &server, "dns", &session);
+    let run = outside.run(&["init", "-no-color", "-backend-config=backend.hcl"]);
+    assert!(!run.ok, "a state outside the policy");
+    // Terraform's words for a 403.
+    assert!(run.output().contains("invalid auth"), "{}", run.output());
+}
+
+mod terraform_1_11 {
+    #[test]
+    fn a_job_logs_in_then_inits_applies_and_plans() {
+        super::a_job_logs_in_then_inits_applies_and_plans(super::TfVersion::V1_11)
+    }
+}
+
+mod terraform_1_15 {
+    #[test]
+    fn a_job_logs_in_then_inits_applies_and_plans() {
+        super::a_job_logs_in_then_inits_applies_and_plans(super::TfVersion::V1_15)
+    }
+}
+
+/// A job killed mid-apply (SIGKILL: no unlock) leaves its lock; a person waiting is told
+/// which job holds it, and takes it over once the session has ended and the grace passed,
+/// with no force unlock.
+#[test]
+fn a_killed_jobs_lock_frees_itself_after_its_session_and_the_grace() {
+    let issuer = TestIssuer::start();
+    let server = server_for(&issuer, &[("HEGEMONY_TF_STATE_RUN_END_GRACE_SECONDS", "2")]);
+    let admin = server.token("acme", "root", "admin");
+    let person = server.token("acme", "bob", "operator");
+    add_policy(&server, &admin, &operator_policy(&issuer, 20));
+    let session = gitlab_session(&server, &issuer, 20);
+    let job = Tf::new(TfVersion::V1_11, &server, "net-k", &session);
+    job.init();
+    job.ok(&["apply", "-auto-approve", "-no-color"]);
+    // The next apply is still running when the job is killed.
+    std::fs::write(
+        job.path().join("main.tf"),
+        "terraform {\n  backend \"http\" {}\n}\nresource \"terraform_data\" \"slow\" {\n  provisioner \"local-exec\" {\n    command = \"sleep 30\"\n  }\n}\n",
+    )
+    .unwrap();
+    let mut apply = std::process::Command::new("terraform")
+        .args(["apply", "-auto-approve", "-no-color"])
+        .current_dir(job.path())
+        .env("TF_CLI_CONFIG_FILE", job.path().join("cli.tfrc"))
+        .env("TF_HTTP_PASSWORD", &session)
+        .env("TF_IN_AUTOMATION", "1")
+        .env("CHECKPOINT_DISABLE", "1")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let locked = eventually(Duration::from_secs(15), || {
+        let r = client()
+            .get(server.url("/api/tf-states/net-k"))
+            .bearer_auth(&admin)
+            .send()
+            .unwrap();
+        r.status() == 200 && r.json::<Value>().unwrap()["lock"].is_object()
+    });
+    apply.kill().unwrap();
+    apply.wait().unwrap();
+    assert!(locked, "the job's apply never took the lock");
+    // Terraform 1.15 prints the holder's Info and Who from the 423.
+    let waiting = Tf::new(TfVersion::V1_15, &server, "net-k", &person);
+    waiting.init();
+    let refused = waiting.run(&["plan", "-no-color", "-lock-timeout=0s"]);
+    assert!(!refused.ok);
+    let said = refused.output();
+    for field in ["Info:", "Who:"] {
+        let line = said
+            .lines()
+            .find(|l| l.trim_start().starts_with(field))
+            .unwrap_or_default();
+        assert!(
+            line.contains("CI job 8080 run 555 of acme/net at main"),
+            "the waiting person reads which job holds it ({field}):\n{said}"
+        );
+    }
+    // No force unlock: the lock ends with the session (20 s) plus the grace (2 s).
+    waiting.ok(&["apply", "-auto-approve", "-no-color", "-lock-timeout=60s"]);
+    let audit: Value = client()
+        .get(server.url("/api/audit?action=lock.expired"))
+        .bearer_auth(&admin)
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(audit["entries"].as_array().unwrap().len(), 1, "{audit}");
 }

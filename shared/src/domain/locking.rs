@@ -6,7 +6,7 @@ use super::hold::check_hold;
 use super::lock::{Lock, LockDocument, UnlockRequest, HOLD_ID_PREFIX};
 use super::permission::{Allocation, Permission};
 use super::record::StateRecord;
-use super::{rfc3339, Principal, Refusal, Timestamp};
+use super::{rfc3339, Actor, Principal, Refusal, Timestamp};
 
 /// What a lock request gets.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,6 +43,14 @@ pub fn decide_lock(
             principal.actor.describe(),
             rfc3339(now)
         ));
+    }
+    if let Actor::Workload(job) = &principal.actor {
+        // The runner's user@host says nothing of which job it ran: Who names the job (the
+        // runner kept beside it), so whoever waits knows which job to wait for or cancel.
+        document.who = Some(match document.who.as_deref().filter(|w| !w.is_empty()) {
+            Some(runner) => format!("{} on {runner}", job.describe()),
+            None => job.describe(),
+        });
     }
     // A step's lock lives as long as its token, a workload session's until the session's end
     // plus the grace; a person's never expires.
