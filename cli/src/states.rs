@@ -106,6 +106,9 @@ pub(crate) fn text(v: &Value) -> String {
 pub(crate) fn actor(v: &Value) -> String {
     match v["kind"].as_str() {
         Some("user") => text(&v["user"]),
+        // A CI job: which job, run, repository and ref, as its lock's Info says it.
+        Some("workload") => serde_json::from_value::<hegemony_state::domain::Actor>(v.clone())
+            .map_or_else(|_| "workload".into(), |a| a.describe()),
         Some(kind) => kind.to_owned(),
         None => "-".into(),
     }

@@ -898,21 +898,9 @@ export interface components {
             step: string;
             /** Format: uint32 */
             attempt: number;
-        } | components["schemas"]["WorkloadJob"] | {
-            /** @constant */
-            kind: "platform";
         } | {
             /** @constant */
-            kind: "sweeper";
-        } | {
-            /** @constant */
-            kind: "cli";
-        };
-        /**
-         * @description The CI job behind a workload session, from its verified ID token's claims: who holds a
-         *     lock, wrote a version or did what the audit records. Claims the token lacks are left out.
-         */
-        WorkloadJob: {
+            kind: "workload";
             issuer: string;
             subject: string;
             /** @description GitHub's `repository`, GitLab's `project_path`. */
@@ -926,6 +914,15 @@ export interface components {
             attempt?: string | null;
             sha?: string | null;
             environment?: string | null;
+        } | {
+            /** @constant */
+            kind: "platform";
+        } | {
+            /** @constant */
+            kind: "sweeper";
+        } | {
+            /** @constant */
+            kind: "cli";
         };
         /** @description A lock as shown: the holder's document fields, who holds it, since when. */
         Lock: {
@@ -959,7 +956,23 @@ export interface components {
             step: string;
             /** Format: uint32 */
             attempt: number;
-        } | components["schemas"]["WorkloadJob"] | {
+        } | {
+            /** @constant */
+            kind: "workload";
+            issuer: string;
+            subject: string;
+            /** @description GitHub's `repository`, GitLab's `project_path`. */
+            repository?: string | null;
+            ref?: string | null;
+            /** @description GitHub's `run_id`, GitLab's `pipeline_id`. */
+            run?: string | null;
+            /** @description GitLab's `job_id`, GitHub's `workflow` (its ID tokens name no job). */
+            job?: string | null;
+            /** @description GitHub's `run_attempt`. */
+            attempt?: string | null;
+            sha?: string | null;
+            environment?: string | null;
+        } | {
             /** @constant */
             kind: "platform";
         } | {
@@ -1556,7 +1569,6 @@ export type IdTokenExchange = components['schemas']['IdTokenExchange'];
 export type StateList = components['schemas']['StateList'];
 export type StateItem = components['schemas']['StateItem'];
 export type Actor = components['schemas']['Actor'];
-export type WorkloadJob = components['schemas']['WorkloadJob'];
 export type Lock = components['schemas']['Lock'];
 export type LinkedActor = components['schemas']['LinkedActor'];
 export type Hold = components['schemas']['Hold'];

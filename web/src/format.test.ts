@@ -50,6 +50,21 @@ describe('actors and versions in words', () => {
   it('names users, steps and the tools', () => {
     expect(actor({ kind: 'user', user: 'alice' })).toBe('alice');
     expect(actor({ kind: 'step', run: 'r1', step: 'plan', attempt: 2 })).toBe('run r1 · step plan · attempt 2');
+    expect(
+      actor({
+        kind: 'workload',
+        issuer: 'https://token.actions.githubusercontent.com',
+        subject: 'repo:acme/net:ref:refs/heads/main',
+        repository: 'acme/net',
+        ref: 'refs/heads/main',
+        run: '9001',
+        job: 'deploy',
+        attempt: '1',
+      }),
+    ).toBe('CI job deploy · run 9001 · attempt 1 · of acme/net · at refs/heads/main');
+    expect(actor({ kind: 'workload', issuer: 'https://gitlab.example.com', subject: 'project_path:a/b' })).toBe(
+      'CI job project_path:a/b',
+    );
     expect(actor({ kind: 'cli' })).toBe('the hegemony-state command');
     expect(actor(null)).toBe('');
   });

@@ -62,7 +62,20 @@ export function actor(a: Actor | null | undefined): string {
       return 'the sweeper';
     case 'platform':
       return 'the platform';
+    case 'workload':
+      return workload(a);
   }
+}
+
+/** A CI job (an OpenID Connect workload) in words: which job, of which run, repository and
+ * ref, as its lock's Info says it. */
+function workload(a: Extract<Actor, { kind: 'workload' }>): string {
+  const parts = [`CI job ${a.job ?? a.subject}`];
+  if (a.run) parts.push(`run ${a.run}`);
+  if (a.attempt) parts.push(`attempt ${a.attempt}`);
+  if (a.repository) parts.push(`of ${a.repository}`);
+  if (a.ref) parts.push(`at ${a.ref}`);
+  return parts.join(' · ');
 }
 
 /** The first 12 hex digits of a SHA-256, enough to tell versions apart at a glance. */

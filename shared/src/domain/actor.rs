@@ -48,6 +48,9 @@ impl Actor {
 /// The CI job behind a workload session, from its verified ID token's claims: who holds a
 /// lock, wrote a version or did what the audit records. Claims the token lacks are left out.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+// Inlined in `Actor`'s schema, so the workload variant is one object with its `kind`, as the
+// other variants are (a `$ref` beside `kind` is read as the reference alone by generators).
+#[schemars(inline)]
 pub struct WorkloadJob {
     pub issuer: String,
     pub subject: String,
