@@ -923,3 +923,33 @@ fn a_killed_jobs_lock_frees_itself_after_its_session_and_the_grace() {
         .unwrap();
     assert_eq!(audit["entries"].as_array().unwrap().len(), 1, "{audit}");
 }
+
+/// Without the issuer's CA in `HEGEMONY_OIDC_CA_FILE` its certificate is not trusted: the
+/// exchange is a 503 that says the keys could not be fetched (the log says why), retried by
+/// the issuer's next fetch a minute later, never a session.
+#[test]
+fn an_issuer_whose_certificate_is_not_trusted_is_never_believed() {
+    let issuer = TestIssuer::start();
+    let server = Server::start();
+    let admin = server.token("acme", "root", "admin");
+    add_policy(&server, &admin, &github_policy(&issuer, "deploy", 3600));
+    let token = issuer.mint(&issuer.rsa, &issuer.github_claims(AUDIENCE));
+    for _ in 0..3 {
+        let (status, body) = exchange(&server, &token);
+        assert_eq!(status, 503, "{body}");
+        assert_eq!(body["error"]["code"], "unavailable");
+        assert!(message(&body).contains("could not be fetched"), "{body}");
+    }
+    let logs = server.logs();
+    let fetch = logs
+        .lines()
+        .filter(|l| l.contains("could not fetch an OpenID Connect issuer's keys"))
+        .collect::<Vec<_>>();
+    assert_eq!(fetch.len(), 1, "one fetch a minute, failed or not:\n{logs}");
+    assert!(
+        fetch[0].to_lowercase().contains("certificate"),
+        "{}",
+        fetch[0]
+    );
+    assert_eq!(issuer.jwks_fetches(), 0);
+}

@@ -398,7 +398,7 @@ export interface paths {
         get: operations["getTrustPolicy"];
         /**
          * Set a trust policy
-         * @description Creates or replaces the policy of that name (the body's `name` must be the path's). Sessions it opened before keep what they were granted until they end. Audited. Admin role.
+         * @description Creates or replaces the policy of that name. The body is the policy; its `name`, when given, must be the path's. Sessions it opened before keep what they were granted until they end. Audited. Admin role.
          */
         put: operations["putTrustPolicy"];
         post?: never;
@@ -862,6 +862,37 @@ export interface components {
         IdTokenExchange: {
             /** @description The job's OpenID Connect ID token (a compact JWS) */
             token: string;
+        };
+        /** @description A trust policy as an admin writes it (the pinned shape, every field required, no other): what the server checks, field by field. */
+        TrustPolicyRequest: {
+            name: string;
+            /** @description The exact `iss` of the tokens, an https:// URL with a host, no query, fragment or credentials */
+            issuer: string;
+            audience: string;
+            /** @description Claim name -> exact value, or a pattern where `*` stands for any run of characters */
+            claims: {
+                [key: string]: string;
+            };
+            /** @enum {string} */
+            role: "viewer" | "operator";
+            /** @description State name patterns, `*` for any run of characters */
+            states: string[];
+            session_seconds: number;
+        };
+        /** @description A trust policy set under the path's name: the pinned shape without `name`, which the path gives (a body may still carry it, equal to the path's). */
+        TrustPolicyReplace: {
+            /** @description The exact `iss` of the tokens, an https:// URL with a host, no query, fragment or credentials */
+            issuer: string;
+            audience: string;
+            /** @description Claim name -> exact value, or a pattern where `*` stands for any run of characters */
+            claims: {
+                [key: string]: string;
+            };
+            /** @enum {string} */
+            role: "viewer" | "operator";
+            /** @description State name patterns, `*` for any run of characters */
+            states: string[];
+            session_seconds: number;
         };
         /** @description One page of an org's states. */
         StateList: {
@@ -1566,6 +1597,8 @@ export type StateDocument = components['schemas']['StateDocument'];
 export type AllocationChange = components['schemas']['AllocationChange'];
 export type AppLockRequest = components['schemas']['AppLockRequest'];
 export type IdTokenExchange = components['schemas']['IdTokenExchange'];
+export type TrustPolicyRequest = components['schemas']['TrustPolicyRequest'];
+export type TrustPolicyReplace = components['schemas']['TrustPolicyReplace'];
 export type StateList = components['schemas']['StateList'];
 export type StateItem = components['schemas']['StateItem'];
 export type Actor = components['schemas']['Actor'];
@@ -3666,7 +3699,7 @@ export interface operations {
         /** @description At most 1048576 bytes; a larger body is refused with 413. */
         requestBody: {
             content: {
-                "application/json": components["schemas"]["TrustPolicy"];
+                "application/json": components["schemas"]["TrustPolicyRequest"];
             };
         };
         responses: {
@@ -3845,7 +3878,7 @@ export interface operations {
         /** @description At most 1048576 bytes; a larger body is refused with 413. */
         requestBody: {
             content: {
-                "application/json": components["schemas"]["TrustPolicy"];
+                "application/json": components["schemas"]["TrustPolicyReplace"];
             };
         };
         responses: {

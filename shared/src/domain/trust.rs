@@ -59,7 +59,7 @@ fn invalid(reason: String) -> Refusal {
 
 /// Checks a piece of free text (an audience, a claim's value): printable, bounded.
 fn check_text(what: &str, text: &str) -> Result<(), Refusal> {
-    if text.is_empty() || text.len() > MAX_TEXT || text.chars().any(char::is_control) {
+    if text.is_empty() || text.chars().count() > MAX_TEXT || text.chars().any(char::is_control) {
         return Err(invalid(format!(
             "{what} must be 1-{MAX_TEXT} printable characters"
         )));
@@ -79,7 +79,7 @@ fn check_issuer(issuer: &str) -> Result<(), Refusal> {
         return refuse("is not an https:// URL");
     };
     let host = rest.split('/').next().unwrap_or("");
-    if issuer.len() > MAX_TEXT || host.is_empty() {
+    if issuer.chars().count() > MAX_TEXT || host.is_empty() {
         return refuse("has no host");
     }
     if issuer

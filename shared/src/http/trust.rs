@@ -5,6 +5,7 @@
 
 use lambda_http::http::StatusCode;
 use lambda_http::{Body, Response};
+use serde_json::Value;
 
 use super::error::HttpError;
 use super::handler::{Answer, Call};
@@ -13,12 +14,19 @@ use crate::domain::trust::TrustPolicy;
 use crate::domain::Principal;
 use crate::service::trust::{self, PutMode};
 
-fn policy_body(body: &[u8]) -> Result<TrustPolicy, HttpError> {
-    serde_json::from_slice(body).map_err(|e| {
+/// The policy a body holds; `path_name`, on PUT, stands for a `name` the body leaves out.
+fn policy_body(body: &[u8], path_name: Option<&str>) -> Result<TrustPolicy, HttpError> {
+    let invalid = |e: serde_json::Error| {
         HttpError::InvalidRequest(format!(
             "the body must be a trust policy {{\"name\", \"issuer\", \"audience\", \"claims\", \"role\", \"states\", \"session_seconds\"}}: {e}"
         ))
-    })
+    };
+    let mut value: Value = serde_json::from_slice(body).map_err(invalid)?;
+    if let (Some(name), Value::Object(map)) = (path_name, &mut value) {
+        map.entry("name")
+            .or_insert_with(|| Value::String(name.to_owned()));
+    }
+    serde_json::from_value(value).map_err(invalid)
 }
 
 fn name(call: &Call<'_>) -> String {
@@ -33,7 +41,7 @@ pub async fn list(call: Call<'_>, principal: &Principal) -> Answer {
 
 /// `POST /api/org/trust-policies`: 201 with the policy; 409 for a name in use.
 pub async fn create(call: Call<'_>, principal: &Principal) -> Answer {
-    let policy = policy_body(call.req.body())?;
+    let policy = policy_body(call.req.body(), None)?;
     let (policy, _) = trust::put(call.app, principal, policy, PutMode::Create).await?;
     log_change("created", &policy, principal);
     Ok(json_response(StatusCode::CREATED, &policy))
@@ -46,10 +54,10 @@ pub async fn show(call: Call<'_>, principal: &Principal) -> Answer {
 }
 
 /// `PUT /api/org/trust-policies/{name}`: creates (201) or replaces (200) that policy; the
-/// body's name must be the path's.
+/// body's name, when given, must be the path's.
 pub async fn replace(call: Call<'_>, principal: &Principal) -> Answer {
     let name = name(&call);
-    let policy = policy_body(call.req.body())?;
+    let policy = policy_body(call.req.body(), Some(&name))?;
     if policy.name != name {
         return Err(HttpError::InvalidRequest(format!(
             "the body names policy {:?} and the path {name:?}: they must be the same (a policy is renamed by creating the new one and deleting the old)",

@@ -78,6 +78,10 @@ impl Issuers {
                 return Ok(key.clone());
             }
             match entry {
+                // The last fetch failed (or is still under way): say so, not "unknown key".
+                Some(entry) if now < entry.fetched_at + REFETCH_AFTER && entry.keys.is_none() => {
+                    return Err(unreachable(issuer));
+                }
                 Some(entry) if now < entry.fetched_at + REFETCH_AFTER => {
                     return Err(unknown_key(issuer, kid, entry.fetched_at));
                 }
@@ -104,9 +108,7 @@ impl Issuers {
             Ok(keys) => Arc::new(keys),
             Err(why) => {
                 tracing::warn!(issuer, reason = %why, "could not fetch an OpenID Connect issuer's keys");
-                return Err(Error::Unavailable(format!(
-                    "the keys of issuer {issuer} could not be fetched; retry in a minute"
-                )));
+                return Err(unreachable(issuer));
             }
         };
         tracing::info!(issuer, "fetched an OpenID Connect issuer's keys");
@@ -116,6 +118,12 @@ impl Issuers {
         }
         found.ok_or_else(|| unknown_key(issuer, kid, now))
     }
+}
+
+fn unreachable(issuer: &str) -> Error {
+    Error::Unavailable(format!(
+        "the keys of issuer {issuer} could not be fetched (the server log says why); they are fetched at most once a minute: retry then"
+    ))
 }
 
 fn unknown_key(issuer: &str, kid: &str, fetched_at: Timestamp) -> Error {

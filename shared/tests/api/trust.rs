@@ -51,6 +51,20 @@ async fn an_admin_adds_reads_replaces_and_removes_a_policy_in_the_pinned_shape()
         .send()
         .await;
     assert_eq!(r.status, 201, "PUT creates a policy of a new name");
+    let mut unnamed = github("plan");
+    unnamed.as_object_mut().unwrap().remove("name");
+    unnamed["role"] = json!("viewer");
+    let r = api
+        .request("PUT", &format!("{POLICIES}/plan"))
+        .bearer(&admin)
+        .json(&unnamed)
+        .send()
+        .await;
+    assert_eq!(
+        (r.status, r.json()["name"].clone(), r.json()["role"].clone()),
+        (200, json!("plan"), json!("viewer")),
+        "the path names the policy a body leaves unnamed"
+    );
     let r = api
         .request("DELETE", &format!("{POLICIES}/deploy"))
         .bearer(&admin)
@@ -75,6 +89,7 @@ async fn an_admin_adds_reads_replaces_and_removes_a_policy_in_the_pinned_shape()
         actions,
         [
             "trust_policy.deleted",
+            "trust_policy.changed",
             "trust_policy.created",
             "trust_policy.changed",
             "trust_policy.created"
@@ -84,7 +99,8 @@ async fn an_admin_adds_reads_replaces_and_removes_a_policy_in_the_pinned_shape()
         .as_array()
         .unwrap()
         .iter()
-        .find(|e| e["action"] == "trust_policy.changed")
+        .filter(|e| e["action"] == "trust_policy.changed")
+        .last()
         .unwrap()["detail"];
     assert_eq!(changed_entry["old"], github("deploy"));
     assert_eq!(changed_entry["new"], changed);

@@ -18,6 +18,8 @@ const REQUEST_BODIES: &[&str] = &[
     "AllocationChange",
     "AppLockRequest",
     "IdTokenExchange",
+    "TrustPolicyRequest",
+    "TrustPolicyReplace",
 ];
 
 /// The statuses every row brings, whatever its handler says.
