@@ -13,6 +13,7 @@ import { ArchivePage } from './pages/Archive';
 import { AuditPage } from './pages/Audit';
 import { ImportPage } from './pages/Import';
 import { PermissionsPage } from './pages/Permissions';
+import { TrustPoliciesPage } from './pages/TrustPolicies';
 import { SignIn } from './pages/SignIn';
 import { StatePage } from './pages/State';
 import { StatesPage } from './pages/States';
@@ -53,6 +54,7 @@ function App() {
       import: 'Import state',
       audit: 'Audit log',
       permissions: 'Permissions',
+      'trust-policies': 'Trust policies',
       apps: 'Octo apps',
       app: page.page === 'app' ? page.name : '',
       archive: page.page === 'archive' ? `${page.commitId} · ${page.name}` : '',
@@ -131,6 +133,11 @@ function App() {
                   <Link href="/permissions">Permissions</Link>
                 </li>
               )}
+              {me.role === 'admin' && (
+                <li aria-current={here('trust-policies')}>
+                  <Link href="/trust-policies">Trust policies</Link>
+                </li>
+              )}
             </ul>
           </>
         )}
@@ -141,6 +148,7 @@ function App() {
         {page.page === 'import' && <ImportPage me={me} />}
         {page.page === 'audit' && <AuditPage me={me} location={location} />}
         {page.page === 'permissions' && <PermissionsPage me={me} />}
+        {page.page === 'trust-policies' && <TrustPoliciesPage me={me} />}
         {page.page === 'apps' && <AppsPage location={location} />}
         {page.page === 'app' && <AppStatePage name={page.name} location={location} />}
         {page.page === 'archive' && <ArchivePage me={me} name={page.name} commitId={page.commitId} />}

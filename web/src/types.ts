@@ -44,3 +44,7 @@ export type AppItem = api.AppItem;
 export type AppList = api.AppList;
 export type AppView = api.AppView;
 export type ArchiveList = api.ArchiveList;
+
+/** `/api/org/trust-policies`: the org's trust policies for CI jobs. */
+export type TrustPolicy = api.TrustPolicy;
+export type TrustPolicies = api.TrustPolicies;
