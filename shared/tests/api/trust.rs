@@ -99,8 +99,8 @@ async fn an_admin_adds_reads_replaces_and_removes_a_policy_in_the_pinned_shape()
         .as_array()
         .unwrap()
         .iter()
-        .filter(|e| e["action"] == "trust_policy.changed")
-        .last()
+        .rev()
+        .find(|e| e["action"] == "trust_policy.changed")
         .unwrap()["detail"];
     assert_eq!(changed_entry["old"], github("deploy"));
     assert_eq!(changed_entry["new"], changed);
