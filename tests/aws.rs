@@ -166,6 +166,7 @@ fn functions_built_without_blobs_or_keys_answer_their_routes() {
         ("import", blobs, keys),
         ("list", !blobs, !keys),
         ("lock", !blobs, !keys),
+        ("oidc", !blobs, !keys),
         ("rollback", blobs, keys),
         ("runs", !blobs, !keys),
         ("state-read", blobs, keys),
