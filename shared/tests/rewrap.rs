@@ -17,7 +17,7 @@ use hegemony_state::ports::{AppCatalog, AuditQuery, AuditRecord, KeyService, Sta
 use hegemony_state::service::app_changes as apps;
 use hegemony_state::service::app_keys::{app_report, org_apps, rewrap_app};
 use hegemony_state::service::app_reads::{self, Source};
-use hegemony_state::service::keys::{org_states, rewrap_state, state_report};
+use hegemony_state::service::keys::{org_states, rewrap_state, state_report, Holder};
 use hegemony_state::service::lock::{lock, unlock};
 use hegemony_state::service::manage::download;
 use hegemony_state::service::state::{write, Content};
@@ -38,6 +38,7 @@ fn app(store: &Arc<MemoryStore>, keys: Arc<dyn KeyService>) -> App {
             max_state_bytes: 32 << 20,
             keep_versions: 1000,
             run_end_grace: time::Duration::minutes(10),
+            deleted_retention: time::Duration::days(7),
             lambda_ceiling: None,
         },
         links: Default::default(),
@@ -135,7 +136,7 @@ async fn a_rewrap_beside_a_live_writer_loses_nothing_and_the_old_key_can_go() {
     };
     let record = store.state("acme", "net").await.unwrap().unwrap();
     let seen = AtomicU64::new(0);
-    let first = rewrap_state(&during, &record, false, &|| {
+    let first = rewrap_state(&during, Holder::State(&record), false, &|| {
         seen.fetch_add(1, Ordering::Relaxed);
     })
     .await
@@ -150,13 +151,13 @@ async fn a_rewrap_beside_a_live_writer_loses_nothing_and_the_old_key_can_go() {
 
     // A second run moves only what the first did not reach: nothing is wrapped twice.
     let record = store.state("acme", "net").await.unwrap().unwrap();
-    let second = rewrap_state(&during, &record, false, &|| {}).await.unwrap();
+    let second = rewrap_state(&during, Holder::State(&record), false, &|| {}).await.unwrap();
     assert_eq!(
         second.rewrapped, 0,
         "every version was moved once: {second:?}"
     );
     assert_eq!(second.current, 60);
-    let report = state_report(&during, &record).await.unwrap();
+    let report = state_report(&during, Holder::State(&record)).await.unwrap();
     assert_eq!(report.keys.len(), 1, "{report:?}");
     assert_eq!(
         (report.keys[0].versions, report.keys[0].behind),
@@ -197,9 +198,9 @@ async fn a_dry_run_counts_and_changes_nothing() {
     let ring = KeyRing::new(new.clone(), new.key_id(), "platform:").opening(&old_id, old);
     let during = app(&store, Arc::new(ring));
     let record = store.state("acme", "net").await.unwrap().unwrap();
-    let dry = rewrap_state(&during, &record, true, &|| {}).await.unwrap();
+    let dry = rewrap_state(&during, Holder::State(&record), true, &|| {}).await.unwrap();
     assert_eq!((dry.rewrapped, dry.current), (3, 0));
-    let report = state_report(&during, &record).await.unwrap();
+    let report = state_report(&during, Holder::State(&record)).await.unwrap();
     assert!(report.keys.iter().all(|k| k.behind), "{report:?}");
     let again = store.state("acme", "net").await.unwrap().unwrap();
     assert_eq!(again.revision, record.revision, "nothing written");

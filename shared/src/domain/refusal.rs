@@ -61,6 +61,9 @@ pub enum Refusal {
     #[error("state {name} already has a version: an import only creates a state; delete it first, or write a new version with `terraform state push`")]
     StateExists { name: String },
 
+    #[error("state {name} exists: a deleted state comes back only under a free name; restore it under another name (`{{\"name\": \"<new name>\"}}`), or delete state {name} first")]
+    NameTaken { name: String },
+
     #[error("version {version} is OpenTofu-encrypted: its serial cannot be raised without OpenTofu's key, so it cannot be rolled back here; download it and push it with `tofu state push` instead")]
     RollbackEncrypted { version: u64 },
 

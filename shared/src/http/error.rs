@@ -102,6 +102,8 @@ error_codes! {
     Fork = "fork", CONFLICT, refused [Refusal::Fork { .. }];
     /// An import to a name that already has a version.
     StateExists = "state_exists", CONFLICT, refused [Refusal::StateExists { .. }];
+    /// A restore of a deleted state under a name a state has.
+    NameTaken = "name_taken", CONFLICT, refused [Refusal::NameTaken { .. }];
     /// A rollback to an OpenTofu-encrypted version.
     RollbackEncrypted = "rollback_encrypted", CONFLICT, refused [Refusal::RollbackEncrypted { .. }];
     /// A comparison of versions with one it cannot read (OpenTofu-encrypted, an old format).

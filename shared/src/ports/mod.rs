@@ -1,6 +1,7 @@
 //! The ports: what storage must provide, as few and as narrow traits as the use cases need.
 //! Adapters (memory, local, AWS) implement them and pass one contract suite. One file per
 //! port, each with the records its calls carry: `state` (state records, versions, commits),
+//! `deleted` (deleted states kept for their retention),
 //! `audit` (the entries every port may write), `access` (tokens and orgs), `runs`, `sweep`,
 //! `apps` (app states and their archives), `blobs` and `keys`. Every type is re-exported
 //! here, so callers name `crate::ports::X` whichever file holds it. No adapter, no I/O, no
@@ -10,6 +11,7 @@ mod access;
 mod apps;
 mod audit;
 mod blobs;
+mod deleted;
 mod keys;
 mod runs;
 mod state;
@@ -19,10 +21,12 @@ pub use access::{AccessCatalog, OrgRecord, TokenKind, TokenRecord};
 pub use apps::{AppCatalog, AppCommit};
 pub use audit::{AuditEntry, AuditQuery, AuditRecord};
 pub use blobs::{BlobStore, OpenedBlob, WriteObject};
+pub use deleted::DeletedCatalog;
 pub use keys::{key_backend, DataKey, KeyContext, KeyError, KeyOpener, KeyService, WrappedKey};
 pub use runs::{RunCatalog, RunItem, RunRecord};
 pub use state::{
-    Commit, InlineContent, OrgAndState, StateCatalog, StepCheck, VersionMark, INLINE_MAX_BYTES,
+    Commit, DeletedChange, InlineContent, OrgAndState, SlotChange, SlotOwner, StateCatalog,
+    StepCheck, VersionMark, INLINE_MAX_BYTES,
 };
 pub use sweep::SweepCatalog;
 
@@ -39,5 +43,11 @@ pub enum StoreError {
 }
 
 /// Everything a catalog provides.
-pub trait Catalog: StateCatalog + AccessCatalog + SweepCatalog + RunCatalog + AppCatalog {}
-impl<T: StateCatalog + AccessCatalog + SweepCatalog + RunCatalog + AppCatalog> Catalog for T {}
+pub trait Catalog:
+    StateCatalog + DeletedCatalog + AccessCatalog + SweepCatalog + RunCatalog + AppCatalog
+{
+}
+impl<T> Catalog for T where
+    T: StateCatalog + DeletedCatalog + AccessCatalog + SweepCatalog + RunCatalog + AppCatalog
+{
+}

@@ -14,6 +14,7 @@ mod access;
 mod apps;
 mod blobs;
 mod catalog;
+mod deleted;
 mod disk;
 pub mod key_file;
 mod runs;

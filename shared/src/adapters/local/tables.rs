@@ -47,19 +47,24 @@ CREATE TABLE IF NOT EXISTS orgs (org TEXT PRIMARY KEY, record TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS apps (
     org TEXT NOT NULL, name TEXT NOT NULL, revision INTEGER NOT NULL, record TEXT NOT NULL,
     PRIMARY KEY (org, name)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS deleted_states (
+    org TEXT NOT NULL, id TEXT NOT NULL, purge_at INTEGER NOT NULL, revision INTEGER NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (org, id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS deleted_states_by_purge ON deleted_states (purge_at);
 CREATE TABLE IF NOT EXISTS archives (
     org TEXT NOT NULL, name TEXT NOT NULL, commit_id TEXT NOT NULL, record TEXT NOT NULL,
     PRIMARY KEY (org, name, commit_id)) WITHOUT ROWID;
-PRAGMA user_version = 4;
+PRAGMA user_version = 5;
 ";
 
 /// The `user_version` of a catalog that `SCHEMA` made: one at it needs no write to open.
 /// 3 added `apps` and `archives`, the app states; 4 added `contents`, the sealed bytes of
 /// inline versions (a table of its own, not a column of `versions`, so an older catalog gains
 /// it without rewriting a row, and a version's record is replaced without touching its
-/// content). Every table is created if missing, so a catalog of any older version gains all
+/// content); 5 added `deleted_states`, deleted states kept for their retention. Every table is created if missing, so a catalog of any older version gains all
 /// it lacks in one pass.
-pub(super) const SCHEMA_VERSION: i64 = 4;
+pub(super) const SCHEMA_VERSION: i64 = 5;
 
 /// A catalog fault: transient (clients retry a 503) only when it can pass, as a busy
 /// database, a full disk or an I/O error can; anything else is a fault of the stored data or
