@@ -151,7 +151,9 @@ async fn a_rewrap_beside_a_live_writer_loses_nothing_and_the_old_key_can_go() {
 
     // A second run moves only what the first did not reach: nothing is wrapped twice.
     let record = store.state("acme", "net").await.unwrap().unwrap();
-    let second = rewrap_state(&during, Holder::State(&record), false, &|| {}).await.unwrap();
+    let second = rewrap_state(&during, Holder::State(&record), false, &|| {})
+        .await
+        .unwrap();
     assert_eq!(
         second.rewrapped, 0,
         "every version was moved once: {second:?}"
@@ -198,7 +200,9 @@ async fn a_dry_run_counts_and_changes_nothing() {
     let ring = KeyRing::new(new.clone(), new.key_id(), "platform:").opening(&old_id, old);
     let during = app(&store, Arc::new(ring));
     let record = store.state("acme", "net").await.unwrap().unwrap();
-    let dry = rewrap_state(&during, Holder::State(&record), true, &|| {}).await.unwrap();
+    let dry = rewrap_state(&during, Holder::State(&record), true, &|| {})
+        .await
+        .unwrap();
     assert_eq!((dry.rewrapped, dry.current), (3, 0));
     let report = state_report(&during, Holder::State(&record)).await.unwrap();
     assert!(report.keys.iter().all(|k| k.behind), "{report:?}");

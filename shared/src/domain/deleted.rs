@@ -195,7 +195,10 @@ mod tests {
         tombstone.deleted_at = Some(NOW);
         let r = check_restore(&d, &tombstone, Some(version(3, 10)), NOW).unwrap();
         assert_eq!((r.name.as_str(), r.incarnation.as_str()), ("net", "inc1"));
-        assert_eq!((r.revision, r.next_version, r.home.as_deref()), (6, 4, None));
+        assert_eq!(
+            (r.revision, r.next_version, r.home.as_deref()),
+            (6, 4, None)
+        );
         assert!(r.is_visible());
     }
 

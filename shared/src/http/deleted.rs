@@ -19,9 +19,8 @@ const DEFAULT_PAGE: usize = 100;
 /// deleted state, and is answered so before any read.
 fn deleted_id(call: &Call<'_>) -> Result<String, HttpError> {
     let id = call.param("id").unwrap_or_default();
-    let well_formed = !id.is_empty()
-        && id.len() <= 64
-        && id.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-');
+    let well_formed =
+        !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-');
     if well_formed {
         Ok(id)
     } else {

@@ -76,7 +76,10 @@ pub async fn org_states(app: &App, org: &str) -> Result<Vec<StateRecord>, Error>
 /// Every deleted state of `org` kept for its retention, in the order they were deleted.
 pub async fn org_deleted_states(app: &App, org: &str) -> Result<Vec<DeletedState>, Error> {
     Ok(paging::all(move |after: Option<String>| async move {
-        let page = app.catalog.deleted_states(org, after.as_deref(), PAGE).await;
+        let page = app
+            .catalog
+            .deleted_states(org, after.as_deref(), PAGE)
+            .await;
         page.map(|records| Page::of(records, PAGE, |d| d.id.clone()))
     })
     .await?)

@@ -132,7 +132,11 @@ pub async fn a_state_restored_under_another_name_keeps_its_versions_at_home(f: F
         .iter()
         .map(|v| v.version)
         .collect();
-    assert_eq!(at_home, [3, 2, 1], "a new version goes where the others are");
+    assert_eq!(
+        at_home,
+        [3, 2, 1],
+        "a new version goes where the others are"
+    );
     assert!(f
         .catalog
         .versions("acme", "net2", "inc")

@@ -10,13 +10,13 @@ use sha2::{Digest, Sha256};
 use super::catalog::DynamoCatalog;
 use super::describe_failure;
 use super::items::*;
+use crate::domain::deleted::DeletedState;
 use crate::domain::record::StateRecord;
 use crate::domain::version::VersionRecord;
 use crate::domain::Timestamp;
-use crate::domain::deleted::DeletedState;
 use crate::ports::{
-    AuditEntry, AuditQuery, AuditRecord, Commit, DeletedChange, OrgAndState, OrgRecord,
-    SlotChange, SlotOwner, StateCatalog, StepCheck, StoreError,
+    AuditEntry, AuditQuery, AuditRecord, Commit, DeletedChange, OrgAndState, OrgRecord, SlotChange,
+    SlotOwner, StateCatalog, StepCheck, StoreError,
 };
 
 /// The request token of a commit: the same commit replayed (an SDK retry after a lost

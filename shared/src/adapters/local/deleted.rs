@@ -74,7 +74,12 @@ impl DeletedCatalog for SqliteCatalog {
             tx.execute(
                 "INSERT INTO version_marks (org, name, incarnation, below) VALUES (?1, ?2, ?3, ?4)
                  ON CONFLICT (org, name, incarnation) DO UPDATE SET below = excluded.below",
-                params![record.org, record.home(), record.incarnation, VersionMark::ALL],
+                params![
+                    record.org,
+                    record.home(),
+                    record.incarnation,
+                    VersionMark::ALL
+                ],
             )
             .map_err(sql_error)?;
             insert_audit(&tx, &audit)?;

@@ -7,10 +7,10 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use super::catalog::{insert_audit, SqliteCatalog};
 use super::tables::{from_json, seconds, sql_error, to_json};
+use crate::domain::deleted::DeletedState;
 use crate::domain::record::StateRecord;
 use crate::domain::version::VersionRecord;
 use crate::domain::Timestamp;
-use crate::domain::deleted::DeletedState;
 use crate::ports::{
     AuditEntry, AuditQuery, AuditRecord, Commit, DeletedChange, OrgAndState, OrgRecord, RunRecord,
     SlotChange, SlotOwner, StateCatalog, StepCheck, StoreError, TokenRecord,
@@ -126,7 +126,13 @@ fn replace_key_slot_in(conn: &mut Connection, change: &SlotChange<'_>) -> Result
     tx.execute(
         "UPDATE versions SET record = ?5
          WHERE org = ?1 AND name = ?2 AND incarnation = ?3 AND version = ?4",
-        params![change.org, change.home, change.incarnation, version, to_json(&record)],
+        params![
+            change.org,
+            change.home,
+            change.incarnation,
+            version,
+            to_json(&record)
+        ],
     )
     .map_err(sql_error)?;
     tx.commit().map_err(sql_error)

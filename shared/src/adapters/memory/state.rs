@@ -8,8 +8,8 @@ use crate::domain::record::StateRecord;
 use crate::domain::version::VersionRecord;
 use crate::domain::Timestamp;
 use crate::ports::{
-    AuditEntry, AuditQuery, AuditRecord, Commit, DeletedChange, OrgAndState, OrgRecord,
-    SlotChange, SlotOwner, StateCatalog, StoreError,
+    AuditEntry, AuditQuery, AuditRecord, Commit, DeletedChange, OrgAndState, OrgRecord, SlotChange,
+    SlotOwner, StateCatalog, StoreError,
 };
 
 #[async_trait]
