@@ -350,3 +350,52 @@ async fn an_app_state_rewrap_beside_live_changes_moves_every_copy_and_the_old_ke
     assert!(audit.iter().all(|a| a.entry.detail["app"] == "net"));
     assert_eq!(org_apps(&after, "acme").await.unwrap().len(), 1);
 }
+
+/// A deleted state's versions are counted by the key report and moved by the re-wrap, so
+/// once the old key is gone the state still comes back, under another name, and reads
+/// whole: a rotation never strands a version a restore would bring back.
+#[tokio::test]
+async fn a_deleted_states_versions_are_rewrapped_and_read_after_a_restore() {
+    use hegemony_state::service::deleted::restore;
+    use hegemony_state::service::keys::org_deleted_states;
+    use hegemony_state::service::manage::delete;
+
+    let store = Arc::new(MemoryStore::new());
+    let old = Arc::new(PlatformKey::generate());
+    let new = Arc::new(PlatformKey::generate());
+    let before = app(&store, old.clone());
+    for serial in 1..=3 {
+        write(&before, &alice(), &net(), None, doc(serial))
+            .await
+            .unwrap();
+    }
+    let kept = delete(&before, &alice(), &net()).await.unwrap().unwrap();
+    let old_id = old.key_id().to_owned();
+    let ring = KeyRing::new(new.clone(), new.key_id(), "platform:").opening(&old_id, old);
+    let during = app(&store, Arc::new(ring));
+    let deleted = org_deleted_states(&during, "acme").await.unwrap();
+    assert_eq!(deleted.len(), 1);
+    let holder = Holder::Deleted(&deleted[0]);
+    let report = state_report(&during, holder).await.unwrap();
+    assert_eq!(report.deleted_id.as_deref(), Some(kept.id.as_str()));
+    assert_eq!(report.keys.len(), 1);
+    assert!(report.keys[0].behind && report.keys[0].versions == 3);
+    let done = rewrap_state(&during, holder, false, &|| {}).await.unwrap();
+    assert_eq!((done.rewrapped, done.failed.len()), (3, 0));
+    assert_eq!(done.state, format!("net (deleted {})", kept.id));
+
+    let after = app(&store, new);
+    let moved = StateName::parse("net-back").unwrap();
+    let restored = restore(&after, &alice(), &kept.id, Some(&moved))
+        .await
+        .unwrap();
+    assert_eq!((restored.version, restored.versions), (3, 3));
+    for v in 1..=3 {
+        let bytes = match download(&after, &alice(), &moved, v).await.unwrap() {
+            Content::Whole(bytes) => bytes,
+            Content::Gzip { opening, size } => open_into(*opening, size as usize, vec![]).unwrap(),
+        };
+        assert_eq!(bytes, doc(v), "version {v} reads under the new key only");
+    }
+    write(&after, &alice(), &moved, None, doc(4)).await.unwrap();
+}
