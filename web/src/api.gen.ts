@@ -3393,7 +3393,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeletedStateList"];
                 };
             };
-            /** @description A limit outside what the parameter says. Also: `invalid_request`: the body could not be read */
+            /** @description A limit or cursor outside what the parameters say. Also: `invalid_request`: the body could not be read */
             400: {
                 headers: {
                     [name: string]: unknown;

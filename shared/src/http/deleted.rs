@@ -15,13 +15,17 @@ use crate::service::deleted::{self, MAX_PAGE};
 
 const DEFAULT_PAGE: usize = 100;
 
-/// The id the path names. Ids are the service's (`<seconds>-<hex>`): anything else names no
-/// deleted state, and is answered so before any read.
+/// Whether `id` is spelled as the service spells deleted states' ids (`<seconds>-<hex>`).
+fn well_formed(id: &str) -> bool {
+    let allowed = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b) || b == b'-';
+    !id.is_empty() && id.len() <= 64 && id.bytes().all(allowed)
+}
+
+/// The id the path names: anything not spelled as an id names no deleted state, and is
+/// answered so before any read.
 fn deleted_id(call: &Call<'_>) -> Result<String, HttpError> {
     let id = call.param("id").unwrap_or_default();
-    let well_formed =
-        !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-');
-    if well_formed {
+    if well_formed(&id) {
         Ok(id)
     } else {
         Err(Refusal::NotFound {
@@ -34,7 +38,13 @@ fn deleted_id(call: &Call<'_>) -> Result<String, HttpError> {
 pub async fn list(call: Call<'_>, principal: &Principal) -> Answer {
     let limit = page_limit(&call.req, DEFAULT_PAGE, MAX_PAGE)?;
     let query = call.req.query_string_parameters();
-    let page = deleted::list(call.app, principal, limit, query.first("cursor")).await?;
+    let cursor = query.first("cursor");
+    if let Some(cursor) = cursor.filter(|c| !well_formed(c)) {
+        return Err(HttpError::InvalidRequest(format!(
+            "cursor must be the next_cursor of the previous page, not {cursor:?}"
+        )));
+    }
+    let page = deleted::list(call.app, principal, limit, cursor).await?;
     Ok(json_response(StatusCode::OK, &page))
 }
 

@@ -237,6 +237,11 @@ async fn a_purge_ends_the_retention_and_bad_input_is_refused_before_any_read() {
             .await;
         assert_eq!(r.error().expect(400).0, code, "{body}");
     }
+    for cursor in ["", "ZZ", "a%2Fb"] {
+        let path = format!("/api/deleted-states?cursor={cursor}");
+        let r = api.request("GET", &path).bearer(&admin).send().await;
+        assert_eq!(r.error().expect(400).0, "invalid_request", "{cursor:?}");
+    }
     for bad in ["..", "zz", "x%2Fy", &"1".repeat(65)] {
         let r = api
             .request("DELETE", &format!("/api/deleted-states/{bad}"))
