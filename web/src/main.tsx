@@ -11,6 +11,7 @@ import { AppsPage } from './pages/Apps';
 import { AppStatePage } from './pages/AppState';
 import { ArchivePage } from './pages/Archive';
 import { AuditPage } from './pages/Audit';
+import { DeletedPage } from './pages/Deleted';
 import { ImportPage } from './pages/Import';
 import { PermissionsPage } from './pages/Permissions';
 import { SignIn } from './pages/SignIn';
@@ -53,6 +54,7 @@ function App() {
       import: 'Import state',
       audit: 'Audit log',
       permissions: 'Permissions',
+      deleted: 'Deleted states',
       apps: 'Octo apps',
       app: page.page === 'app' ? page.name : '',
       archive: page.page === 'archive' ? `${page.commitId} · ${page.name}` : '',
@@ -83,6 +85,8 @@ function App() {
     navigate('/sign-in');
   };
   const here = (p: string) => (page.page === p ? 'page' : undefined);
+  // Deleted states need the admin role whatever the allocation: no action flag says it.
+  const admin = me.role === 'admin';
   return (
     <div class="shell">
       <header class="top">
@@ -117,7 +121,7 @@ function App() {
             <Link href="/apps">Octo apps</Link>
           </li>
         </ul>
-        {(me.allowed_actions.audit || me.allowed_actions.permissions) && (
+        {(me.allowed_actions.audit || me.allowed_actions.permissions || admin) && (
           <>
             <p class="section">Organization</p>
             <ul>
@@ -131,6 +135,11 @@ function App() {
                   <Link href="/permissions">Permissions</Link>
                 </li>
               )}
+              {admin && (
+                <li aria-current={here('deleted')}>
+                  <Link href="/deleted-states">Deleted states</Link>
+                </li>
+              )}
             </ul>
           </>
         )}
@@ -141,6 +150,7 @@ function App() {
         {page.page === 'import' && <ImportPage me={me} />}
         {page.page === 'audit' && <AuditPage me={me} location={location} />}
         {page.page === 'permissions' && <PermissionsPage me={me} />}
+        {page.page === 'deleted' && <DeletedPage me={me} location={location} />}
         {page.page === 'apps' && <AppsPage location={location} />}
         {page.page === 'app' && <AppStatePage name={page.name} location={location} />}
         {page.page === 'archive' && <ArchivePage me={me} name={page.name} commitId={page.commitId} />}
