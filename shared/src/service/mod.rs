@@ -23,6 +23,7 @@ pub mod runs;
 pub mod state;
 pub mod sweep;
 pub mod tokens;
+pub mod verify;
 mod work;
 
 use std::sync::Arc;

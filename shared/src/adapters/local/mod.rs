@@ -6,12 +6,14 @@
 //! commit that names it. The catalog is split by port as the AWS store's is: `catalog`
 //! (opening it, its connections, the audit insert), `state` (states, versions, audit),
 //! `access` (tokens, orgs), `runs`, `apps` (app states and their archives), `sweep`, and
-//! `tables` (the schema and row codecs); `key_file` keeps the platform key beside the folder
+//! `tables` (the schema and row codecs); `backup` copies a live store consistently, checks a
+//! copy and puts one back; `key_file` keeps the platform key beside the folder
 //! when none is configured; `disk` makes its folders and files private and their entries
 //! durable.
 
 mod access;
 mod apps;
+pub mod backup;
 mod blobs;
 mod catalog;
 mod deleted;
