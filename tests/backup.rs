@@ -38,21 +38,6 @@ fn path(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
-/// A state of `len` bytes of noise: its sealed form is too large to be inline, so it is a
-/// blob file.
-fn noise_doc(serial: u64, lineage: &str, len: usize) -> String {
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15 ^ serial;
-    let noise: String = (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            char::from_digit((x % 16) as u32, 16).unwrap()
-        })
-        .collect();
-    state_doc(serial, lineage, &format!("{serial}-{noise}"))
-}
-
 /// Every version of `name` as (serial, content), read from the server.
 fn versions(api: &Api, token: &str, name: &str) -> Vec<(u64, String)> {
     let listed = api.json("GET", &format!("/api/tf-states/{name}/versions"), token);
@@ -77,7 +62,9 @@ fn a_backup_taken_while_writers_save_restores_every_acknowledged_version() {
         api.post_state(&token, "large", None, noise_doc(serial, "big", 150_000));
     }
     api.post_state(&token, "gone", None, noise_doc(1, "g", 150_000));
-    let deleted = api.request("DELETE", "/api/tf-states/gone", Some(&admin)).send();
+    let deleted = api
+        .request("DELETE", "/api/tf-states/gone", Some(&admin))
+        .send();
     assert_eq!(deleted.unwrap().status(), 204);
     // Saves to four states, each acknowledged one recorded (state, serial, content).
     let acked: Arc<Mutex<Vec<(String, u64, String)>>> = Arc::default();
@@ -154,7 +141,10 @@ fn a_backup_taken_while_writers_save_restores_every_acknowledged_version() {
     }
     // The deleted state comes back with the store, and can still be restored.
     let listed = api.json("GET", "/api/deleted-states", &admin);
-    let id = listed["deleted_states"][0]["id"].as_str().unwrap().to_owned();
+    let id = listed["deleted_states"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     api.json("POST", &format!("/api/deleted-states/{id}/restore"), &admin);
     let back = api.get_state(&token, "gone").text().unwrap();
     assert_eq!(back, noise_doc(1, "g", 150_000));

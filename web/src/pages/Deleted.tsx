@@ -5,7 +5,7 @@
 import { useState } from 'preact/hooks';
 
 import { api, ApiError, seg } from '../api';
-import { Confirm, ErrorText, Link, Time } from '../components';
+import { Confirm, ErrorText, Link, Time, TypedName } from '../components';
 import { purgeRefusal, restoreBody, restoreRefusal } from '../deleted';
 import { actor, bytes } from '../format';
 import { Pager, usePaged } from '../loading';
@@ -227,14 +227,7 @@ function PurgeDialog(props: {
         Its {versions} {versions === 1 ? 'version goes' : 'versions go'} now instead of <Time at={purge_at} />, and it can
         no longer be restored. This cannot be undone.
       </p>
-      <label for="confirm-name">Type the state's name to confirm</label>
-      <input
-        id="confirm-name"
-        value={typed}
-        autoComplete="off"
-        spellcheck={false}
-        onInput={(e) => setTyped((e.target as HTMLInputElement).value)}
-      />
+      <TypedName value={typed} onInput={setTyped} />
     </Confirm>
   );
 }

@@ -4,7 +4,7 @@
 
 import { useState } from 'preact/hooks';
 
-import { Confirm } from '../../components';
+import { Confirm, TypedName } from '../../components';
 import type { Confirmation } from './actions';
 
 export function DeleteSection(props: { onDelete: () => void }) {
@@ -45,14 +45,7 @@ export function DeleteDialog(props: {
         at once. It is kept as a deleted state for the server's retention (7 days unless set): until then an admin can
         restore it from the Deleted states page.
       </p>
-      <label for="confirm-name">Type the state's name to confirm</label>
-      <input
-        id="confirm-name"
-        value={typed}
-        autoComplete="off"
-        spellcheck={false}
-        onInput={(e) => setTyped((e.target as HTMLInputElement).value)}
-      />
+      <TypedName value={typed} onInput={setTyped} />
     </Confirm>
   );
 }
