@@ -140,6 +140,32 @@ fn functions_built_without_blobs_or_keys_answer_their_routes() {
         .send()
         .unwrap();
     assert!(deleted.status().is_success(), "{}", deleted.status());
+    // The admin function lists and restores the deleted state (it keeps no blob and opens
+    // no content), then purges it after a second delete.
+    let listed = api.json("GET", "/api/deleted-states", &admin);
+    let id = listed["deleted_states"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let restored = api.json("POST", &format!("/api/deleted-states/{id}/restore"), &admin);
+    assert_eq!(restored["versions"], 1, "{restored}");
+    let state = api.get_state(&admin, "net");
+    assert_eq!(
+        state.text().unwrap(),
+        r#"{"version":4,"serial":1,"lineage":"l"}"#
+    );
+    let again = api
+        .request("DELETE", "/api/tf-states/net", Some(&admin))
+        .send()
+        .unwrap();
+    assert_eq!(again.status(), 204);
+    let listed = api.json("GET", "/api/deleted-states", &admin);
+    let id = listed["deleted_states"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let purged = api.json("DELETE", &format!("/api/deleted-states/{id}"), &admin);
+    assert_eq!(purged["name"], "net", "{purged}");
     let logs = gateway.logs();
     assert!(!logs.contains("is built without"), "{logs}");
     let built: Vec<(String, bool, bool)> = logs

@@ -252,6 +252,67 @@ fn the_states_commands_show_tables_json_and_confirm_destructive_actions() {
     assert!(String::from_utf8_lossy(&gone.stderr).contains("state net not found"));
 }
 
+/// `states deleted` lists what a delete kept, `states restore` brings it back (under a new
+/// name when a state took its name, the taken name refused in words), `states purge` asks
+/// to confirm and ends it; operators are refused all three.
+#[test]
+fn the_deleted_states_commands_list_restore_and_purge() {
+    let server = Server::start();
+    let op = server.token("acme", "alice", "operator");
+    let admin = server.token("acme", "root", "admin");
+    let api = Api::new(&server);
+    for serial in 1..=2 {
+        let doc = state_doc(serial, "lin", &serial.to_string());
+        api.post_state(&op, "net", None, doc);
+    }
+    let deleted = server.cli(&admin, &["states", "delete", "net", "--yes"]);
+    assert!(
+        stdout(&deleted).contains("states deleted"),
+        "{}",
+        stdout(&deleted)
+    );
+    let listed = stdout(&server.cli(&admin, &["states", "deleted"]));
+    let net = listed
+        .lines()
+        .find(|l| l.split_whitespace().nth(1) == Some("net"))
+        .unwrap_or_else(|| panic!("no row for net in\n{listed}"));
+    assert!(listed.starts_with("ID") && net.contains(" 2 "), "{listed}");
+    let id = net.split_whitespace().next().unwrap().to_owned();
+    let refused = server.cli(&op, &["states", "deleted"]);
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("admin role"));
+
+    api.post_state(&op, "net", None, state_doc(1, "other", "newcomer"));
+    let taken = server.cli(&admin, &["states", "restore", &id]);
+    assert!(!taken.status.success());
+    let why = String::from_utf8_lossy(&taken.stderr);
+    assert!(why.contains("state net exists"), "{why}");
+    let restored = server.cli(&admin, &["states", "restore", &id, "--name", "net-old"]);
+    assert_eq!(
+        stdout(&restored),
+        "Restored net-old with its 2 versions; version 2 is current.\n"
+    );
+    let versions = stdout(&server.cli(&op, &["states", "versions", "net-old"]));
+    assert_eq!(versions.lines().count(), 3, "{versions}");
+
+    assert!(server
+        .cli(&admin, &["states", "delete", "net-old", "--yes"])
+        .status
+        .success());
+    let json: Value =
+        serde_json::from_slice(&server.cli(&admin, &["states", "deleted", "--json"]).stdout)
+            .unwrap();
+    let id = json["deleted_states"][0]["id"].as_str().unwrap().to_owned();
+    let unconfirmed = server.cli(&admin, &["states", "purge", &id]);
+    assert!(String::from_utf8_lossy(&unconfirmed.stderr).contains("--yes"));
+    let purged = stdout(&server.cli(&admin, &["states", "purge", &id, "--yes"]));
+    assert!(
+        purged.starts_with("Purged net-old (2 versions)"),
+        "{purged}"
+    );
+    let none = stdout(&server.cli(&admin, &["states", "deleted"]));
+    assert_eq!(none, "No deleted states are kept.\n");
+}
+
 /// The first run of a new state holds it before any version exists: `states list` and
 /// `states show` name the state, no version, and the hold with its run, so the 423 everyone
 /// else gets has a visible cause; `states force-unlock` ends it.

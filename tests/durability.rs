@@ -26,26 +26,17 @@ fn big_doc(serial: u64) -> String {
 /// inline: its save writes a blob file before the commit, so a kill lands in the middle of
 /// writing one.
 fn noisy_doc(serial: u64) -> String {
-    noise_doc(serial, 200_000)
+    crash_noise(serial, 200_000)
 }
 
 /// A state of about 5 MiB of noise: over the size sealed in memory, so its save seals it
 /// straight into its blob file, and a kill lands while that file is being written.
 fn huge_noisy_doc(serial: u64) -> String {
-    noise_doc(serial, 5 << 20)
+    crash_noise(serial, 5 << 20)
 }
 
-fn noise_doc(serial: u64, len: usize) -> String {
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15 ^ serial;
-    let noise: String = (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            char::from_digit((x % 16) as u32, 16).unwrap()
-        })
-        .collect();
-    state_doc(serial, "crash-lineage", &format!("{serial}-{noise}"))
+fn crash_noise(serial: u64, len: usize) -> String {
+    noise_doc(serial, "crash-lineage", len)
 }
 
 /// Every write of `doc` that got a 200 is readable after a kill -9 and a restart, and

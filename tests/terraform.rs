@@ -544,6 +544,79 @@ fn a_consumer_reads_the_plain_outputs_through_terraform_remote_state(v: TfVersio
     );
 }
 
+/// The id of the newest deleted state named `name`, from the admin's list.
+fn deleted_id(env: &Env, name: &str) -> String {
+    let listed = env.api.json("GET", "/api/deleted-states", &env.admin);
+    let entries = listed["deleted_states"].as_array().unwrap();
+    let entry = entries.iter().rev().find(|d| d["name"] == name).unwrap();
+    entry["id"].as_str().unwrap().to_owned()
+}
+
+/// A deleted state comes back whole: Terraform plans no changes over it and continues its
+/// serial; while a new state has the name, a restore under it is refused and one under
+/// another name is where the old configuration continues.
+fn a_restored_state_is_where_terraform_continues(v: TfVersion) {
+    let env = Env::new();
+    let tf = Tf::new(v, &env.server, "net", &env.alice);
+    tf.init();
+    tf.ok(&["apply", "-auto-approve", "-no-color", "-var", "value=one"]);
+    tf.ok(&["apply", "-auto-approve", "-no-color", "-var", "value=two"]);
+    let delete = |name: &str| {
+        let path = format!("/api/tf-states/{name}");
+        let r = env.api.request("DELETE", &path, Some(&env.admin)).send();
+        assert_eq!(r.unwrap().status(), 204);
+    };
+    delete("net");
+    let no_changes = |tf: &Tf, value: &str, why: &str| {
+        let var = format!("value={value}");
+        let args = ["plan", "-detailed-exitcode", "-no-color", "-var", &var];
+        let plan = tf.run(&args);
+        assert!(plan.ok, "{why}:\n{}", plan.output());
+    };
+    let gone = tf.run(&[
+        "plan",
+        "-detailed-exitcode",
+        "-no-color",
+        "-var",
+        "value=two",
+    ]);
+    assert!(
+        !gone.ok,
+        "a deleted state reads as absent:\n{}",
+        gone.output()
+    );
+    let restore = |id: &str, body: &str| {
+        let path = format!("/api/deleted-states/{id}/restore");
+        let call = env
+            .api
+            .request("POST", &path, Some(&env.admin))
+            .body(body.to_owned());
+        call.send().unwrap()
+    };
+    assert_eq!(restore(&deleted_id(&env, "net"), "").status(), 200);
+    no_changes(&tf, "two", "the restored state is the configuration's");
+    tf.ok(&["apply", "-auto-approve", "-no-color", "-var", "value=three"]);
+    assert_eq!(env.stored("net")["serial"], 3, "the serial continues");
+
+    delete("net");
+    let id = deleted_id(&env, "net");
+    let newcomer = Tf::new(v, &env.server, "net", &env.alice);
+    newcomer.init();
+    newcomer.ok(&["apply", "-auto-approve", "-no-color", "-var", "value=new"]);
+    let taken = restore(&id, "");
+    assert_eq!(taken.status(), 409);
+    assert!(taken.text().unwrap().contains("name_taken"));
+    let moved = restore(&id, r#"{"name": "net-old"}"#);
+    assert_eq!(moved.status(), 200, "{}", moved.text().unwrap());
+    let old = Tf::new(v, &env.server, "net-old", &env.alice);
+    old.init();
+    let why = "the state restored under a new name is the old configuration's";
+    no_changes(&old, "three", why);
+    old.ok(&["apply", "-auto-approve", "-no-color", "-var", "value=four"]);
+    assert_eq!(env.stored("net-old")["serial"], 4);
+    assert_eq!(env.stored("net")["outputs"]["value"]["value"], "new");
+}
+
 macro_rules! both_versions {
     ($($scenario:ident),* $(,)?) => {
         mod terraform_1_11 {
@@ -569,4 +642,5 @@ both_versions!(
     changes_name_exactly_what_an_apply_changed,
     changes_mark_what_terraform_marks_inside_objects_maps_and_lists,
     a_consumer_reads_the_plain_outputs_through_terraform_remote_state,
+    a_restored_state_is_where_terraform_continues,
 );

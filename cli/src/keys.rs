@@ -6,9 +6,12 @@
 use anyhow::bail;
 use clap::{Args, Subcommand};
 use hegemony_state::domain::app::AppRecord;
+use hegemony_state::domain::deleted::DeletedState;
 use hegemony_state::domain::record::StateRecord;
 use hegemony_state::service::app_keys::{app_report, file_count, org_apps, rewrap_app};
-use hegemony_state::service::keys::{org_states, rewrap_state, state_report};
+use hegemony_state::service::keys::{
+    org_deleted_states, org_states, rewrap_state, state_report, Holder,
+};
 use hegemony_state::service::App;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -103,32 +106,52 @@ async fn orgs(app: &App, scope: &Scope) -> anyhow::Result<Vec<String>> {
     Ok(orgs)
 }
 
-/// The states and the app states in scope, by org.
-async fn in_scope(app: &App, scope: &Scope) -> anyhow::Result<(Vec<StateRecord>, Vec<AppRecord>)> {
-    let (mut states, mut apps) = (Vec::new(), Vec::new());
+/// What a command covers: states, deleted states kept for their retention (their versions
+/// are moved too, so a restore finds them on the key in use), app states.
+#[derive(Default)]
+struct InScope {
+    states: Vec<StateRecord>,
+    deleted: Vec<DeletedState>,
+    apps: Vec<AppRecord>,
+}
+
+impl InScope {
+    /// The states and deleted states, as the key service walks them.
+    fn holders(&self) -> impl Iterator<Item = Holder<'_>> {
+        let states = self.states.iter().map(Holder::State);
+        states.chain(self.deleted.iter().map(Holder::Deleted))
+    }
+}
+
+/// The states, deleted states and app states in scope, by org.
+async fn in_scope(app: &App, scope: &Scope) -> anyhow::Result<InScope> {
+    let mut found = InScope::default();
     for org in orgs(app, scope).await? {
         if scope.app.is_none() {
-            let mut found = org_states(app, &org).await?;
+            let mut states = org_states(app, &org).await?;
+            let mut deleted = org_deleted_states(app, &org).await?;
             if let Some(name) = &scope.state {
-                found.retain(|r| &r.name == name);
-                if found.is_empty() {
+                states.retain(|r| &r.name == name);
+                deleted.retain(|d| &d.name == name);
+                if states.is_empty() && deleted.is_empty() {
                     bail!("{org} has no state {name}");
                 }
             }
-            states.extend(found);
+            found.states.extend(states);
+            found.deleted.extend(deleted);
         }
         if scope.state.is_none() {
-            let mut found = org_apps(app, &org).await?;
+            let mut apps = org_apps(app, &org).await?;
             if let Some(name) = &scope.app {
-                found.retain(|r| &r.name == name);
-                if found.is_empty() {
+                apps.retain(|r| &r.name == name);
+                if apps.is_empty() {
                     bail!("{org} has no app state {name}");
                 }
             }
-            apps.extend(found);
+            found.apps.extend(apps);
         }
     }
-    Ok((states, apps))
+    Ok(found)
 }
 
 /// One part of the report: states' versions or app states' files, per key id.
@@ -195,25 +218,27 @@ impl KeyRows {
 }
 
 async fn report(app: &App, scope: &Scope, json: bool) -> anyhow::Result<()> {
-    let (states, apps) = in_scope(app, scope).await?;
+    let scoped = in_scope(app, scope).await?;
+    let apps = &scoped.apps;
     let mut entries = Vec::new();
     let mut versions = KeyRows::new("STATE", "VERSIONS", "versions");
-    for record in &states {
-        let keys = state_report(app, record).await?;
+    for holder in scoped.holders() {
+        let keys = state_report(app, holder).await?;
+        let org = &holder.record().org;
         for k in &keys.keys {
             versions.add(
-                &record.org,
-                &record.name,
+                org,
+                &holder.label(),
                 &k.key,
                 &k.key_backend,
                 k.versions,
                 k.behind,
             );
         }
-        entries.push(serde_json::json!({"org": record.org, "state": keys.state, "current_key": keys.current_key, "keys": keys.keys}));
+        entries.push(serde_json::json!({"org": org, "state": keys.state, "deleted_id": keys.deleted_id, "current_key": keys.current_key, "keys": keys.keys}));
     }
     let mut files = KeyRows::new("APP STATE", "FILES", "app state files");
-    for record in &apps {
+    for record in apps {
         let keys = app_report(app, record).await?;
         for k in &keys.keys {
             files.add(
@@ -319,16 +344,18 @@ impl Moves {
 }
 
 async fn rewrap(app: &App, scope: &Scope, dry_run: bool) -> anyhow::Result<()> {
-    let (states, apps) = in_scope(app, scope).await?;
+    let scoped = in_scope(app, scope).await?;
+    let apps = &scoped.apps;
     let mut total = 0;
-    for record in &states {
+    for holder in scoped.holders() {
+        let record = holder.record();
         total += app
             .catalog
-            .versions(&record.org, &record.name, &record.incarnation)
+            .versions(&record.org, record.home(), &record.incarnation)
             .await?
             .len() as u64;
     }
-    for record in &apps {
+    for record in apps {
         total += file_count(app, record).await?;
     }
     let bar = ProgressBar::new(total);
@@ -339,9 +366,10 @@ async fn rewrap(app: &App, scope: &Scope, dry_run: bool) -> anyhow::Result<()> {
         .expect("a valid template"),
     );
     let mut versions = Moves::new("STATE", "versions");
-    for record in &states {
-        bar.set_message(format!("{}/{}", record.org, record.name));
-        let done = rewrap_state(app, record, dry_run, &|| bar.inc(1)).await?;
+    for holder in scoped.holders() {
+        let record = holder.record();
+        bar.set_message(format!("{}/{}", record.org, holder.label()));
+        let done = rewrap_state(app, holder, dry_run, &|| bar.inc(1)).await?;
         let why: Vec<String> = done
             .failed
             .iter()
@@ -349,7 +377,7 @@ async fn rewrap(app: &App, scope: &Scope, dry_run: bool) -> anyhow::Result<()> {
             .collect();
         versions.add(
             &record.org,
-            &record.name,
+            &holder.label(),
             done.rewrapped,
             done.current,
             &why,
@@ -357,7 +385,7 @@ async fn rewrap(app: &App, scope: &Scope, dry_run: bool) -> anyhow::Result<()> {
         );
     }
     let mut files = Moves::new("APP STATE", "app state files");
-    for record in &apps {
+    for record in apps {
         bar.set_message(format!("{}/app {}", record.org, record.name));
         let done = rewrap_app(app, record, dry_run, &|| bar.inc(1)).await?;
         let why: Vec<String> = done

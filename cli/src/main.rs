@@ -4,6 +4,7 @@
 //! Parses the command line, sets up logging, and hands each subcommand to its module.
 
 mod apps;
+mod backup;
 mod body;
 mod chunks;
 mod client;
@@ -135,6 +136,11 @@ enum Command {
         #[command(flatten)]
         store: Store,
     },
+    /// Back up the local store while the server runs (`--to DIR`), or check a backup by
+    /// opening everything in it (`verify DIR`).
+    Backup(backup::Backup),
+    /// Put a backup back as a new local store (`--data-dir NEW`).
+    Restore(backup::Restore),
 }
 
 #[derive(Subcommand)]
@@ -271,6 +277,8 @@ fn main() -> ExitCode {
             Command::Import(options) => import::run(options).await,
             Command::Keys { command } => keys::run(command).await,
             Command::Sweep { store } => server::sweep_once(&store).await,
+            Command::Backup(options) => backup::run(options).await,
+            Command::Restore(options) => backup::restore(options),
         }
     });
     match result {

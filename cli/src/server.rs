@@ -328,11 +328,12 @@ pub async fn sweep_once(store: &Store) -> anyhow::Result<()> {
     let app = store.sweeper_app().await?;
     let report = sweep::sweep(&app, app.clock.now()).await?;
     println!(
-        "cleared {} dead locks and {} holds of ended runs, dropped {} expired tokens, pruned {} settled runs, dropped {} versions, deleted {} unused blobs and {} never-committed blobs, removed {} temporary blob files",
+        "cleared {} dead locks and {} holds of ended runs, dropped {} expired tokens, pruned {} settled runs, purged {} deleted states past their retention, dropped {} versions, deleted {} unused blobs and {} never-committed blobs, removed {} temporary blob files",
         report.locks_cleared,
         report.holds_cleared,
         report.tokens_dropped,
         report.runs_pruned,
+        report.deleted_states_purged,
         report.versions_dropped,
         report.blobs_deleted,
         report.uncommitted_blobs_deleted,

@@ -1,5 +1,5 @@
 //! `hegemony-state states ...`: list, show, versions, what changed, outputs, download, roll back,
-//! force-unlock, delete and audit over the HTTP API. Tables for people, `--json` for scripts; destructive
+//! force-unlock, delete, the deleted states (list, restore, purge) and audit over the HTTP API. Tables for people, `--json` for scripts; destructive
 //! commands ask to confirm unless `--yes`.
 
 use std::io::{IsTerminal, Write};
@@ -76,11 +76,37 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Delete a state and all its versions.
+    /// Delete a state: it is kept as a deleted state for the server's retention, when an
+    /// admin can restore it with all its versions.
     Delete {
         name: String,
         #[arg(long)]
         yes: bool,
+    },
+    /// The deleted states kept for a restore (admin): their ids, names, versions and purge
+    /// dates.
+    Deleted {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Bring a deleted state back with all its versions, under its name or --name (admin).
+    Restore {
+        /// The deleted state's id, from `states deleted`.
+        id: String,
+        /// The name to restore it under, when a state has taken its name since.
+        #[arg(long)]
+        name: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Purge a deleted state now: it can no longer be restored (admin).
+    Purge {
+        /// The deleted state's id, from `states deleted`.
+        id: String,
+        #[arg(long)]
+        yes: bool,
+        #[arg(long)]
+        json: bool,
     },
     /// The audit log, of the org or of one state, newest first.
     Audit {
@@ -419,11 +445,89 @@ pub async fn run(api: &crate::Api, command: Command) -> anyhow::Result<()> {
             }
         }
         Command::Delete { name, yes } => {
-            confirm(&format!("Delete {name} and all its versions"), yes)?;
+            confirm(&format!("Delete {name}"), yes)?;
             client
                 .send(Method::DELETE, &format!("/api/tf-states/{name}"), None)
                 .await?;
-            println!("Deleted {name}.");
+            println!("Deleted {name}. An admin can restore it within the server's retention: `hegemony-state states deleted` lists it.");
+        }
+        Command::Deleted { json } => {
+            let pages = client.pages("/api/deleted-states?limit=1000").await?;
+            let deleted = items(&pages, "deleted_states");
+            if json {
+                return print_json(&serde_json::json!({"deleted_states": deleted}));
+            }
+            if deleted.is_empty() {
+                println!("No deleted states are kept.");
+                return Ok(());
+            }
+            let rows: Vec<Vec<String>> = deleted
+                .iter()
+                .map(|d| {
+                    vec![
+                        text(&d["id"]),
+                        text(&d["name"]),
+                        text(&d["deleted_at"]),
+                        actor(&d["deleted_by"]),
+                        text(&d["versions"]),
+                        text(&d["bytes"]),
+                        text(&d["purge_at"]),
+                    ]
+                })
+                .collect();
+            table::print(
+                &[
+                    "ID",
+                    "NAME",
+                    "DELETED",
+                    "BY",
+                    "VERSIONS",
+                    "BYTES",
+                    "PURGED AT",
+                ],
+                &rows,
+            );
+        }
+        Command::Restore { id, name, json } => {
+            let body = match &name {
+                Some(name) => serde_json::json!({"name": name}),
+                None => serde_json::json!({}),
+            };
+            let (_, bytes) = client
+                .send(
+                    Method::POST,
+                    &format!("/api/deleted-states/{id}/restore"),
+                    Some((serde_json::to_vec(&body)?, "application/json")),
+                )
+                .await?;
+            let v: Value = serde_json::from_slice(&bytes)?;
+            if json {
+                return print_json(&v);
+            }
+            println!(
+                "Restored {} with its {} versions; version {} is current.",
+                text(&v["name"]),
+                text(&v["versions"]),
+                text(&v["version"])
+            );
+        }
+        Command::Purge { id, yes, json } => {
+            confirm(
+                &format!("Purge deleted state {id} (it can no longer be restored)"),
+                yes,
+            )?;
+            let (_, bytes) = client
+                .send(Method::DELETE, &format!("/api/deleted-states/{id}"), None)
+                .await?;
+            let v: Value = serde_json::from_slice(&bytes)?;
+            if json {
+                return print_json(&v);
+            }
+            println!(
+                "Purged {} ({} versions): the sweeper deletes them.",
+                text(&v["name"]),
+                text(&v["versions"])
+            );
         }
         Command::Audit {
             name,

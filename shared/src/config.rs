@@ -11,6 +11,9 @@ pub const MIN_MAX_BYTES: u64 = 1024;
 pub const LIMIT_MAX_BYTES: u64 = 128 * 1024 * 1024;
 pub const DEFAULT_KEEP_VERSIONS: u64 = 50;
 pub const DEFAULT_RUN_END_GRACE_SECONDS: u64 = 600;
+/// How long a deleted state is kept for a restore by default, and at most (ten years).
+pub const DEFAULT_DELETED_RETENTION_DAYS: u64 = 7;
+pub const LIMIT_DELETED_RETENTION_DAYS: u64 = 3650;
 /// Below this the grace can free a lock while the tool still runs: two minutes (heartbeat) +
 /// one sweep interval + the stop timeout (at most two minutes) + time for the API and Docker.
 pub const SAFE_RUN_END_GRACE_SECONDS: u64 = 480;
@@ -51,6 +54,9 @@ pub struct Config {
     pub keep_versions: u64,
     /// How long a step's lock outlives its run's end.
     pub run_end_grace_seconds: u64,
+    /// `HEGEMONY_TF_STATE_DELETED_RETENTION_DAYS`: how long a deleted state is kept (0: it
+    /// is purged at once).
+    pub deleted_retention_days: u64,
     /// `HEGEMONY_TF_STATE_KEY_CACHE_SIZE`: how many unwrapped data keys are kept (0: none).
     pub key_cache_size: u64,
     /// `HEGEMONY_TF_STATE_KEY_CACHE_SECONDS`: how long one is kept (0: not at all).
@@ -327,6 +333,12 @@ impl Config {
             DEFAULT_RUN_END_GRACE_SECONDS,
             0..=86_400,
         )?;
+        let deleted_retention_days = integer(
+            env,
+            "HEGEMONY_TF_STATE_DELETED_RETENTION_DAYS",
+            DEFAULT_DELETED_RETENTION_DAYS,
+            0..=LIMIT_DELETED_RETENTION_DAYS,
+        )?;
         let key_cache_size = integer(
             env,
             "HEGEMONY_TF_STATE_KEY_CACHE_SIZE",
@@ -441,6 +453,7 @@ impl Config {
             max_state_bytes,
             keep_versions,
             run_end_grace_seconds,
+            deleted_retention_days,
             key_cache_size,
             key_cache_seconds,
             run_url_template,

@@ -4,7 +4,7 @@
 //!
 //! Here are the fixtures, the helpers every case shares, and the one list of cases each
 //! adapter runs (`every_adapter!`); the cases are in `contract/`, one file per port (`state`,
-//! with its `key_slots` and `inline` content, `access`, `trust`, `runs`, `sweep`, `blobs`, `apps`), and
+//! with its `key_slots` and `inline` content, `deleted`, `access`, `trust`, `runs`, `sweep`, `blobs`, `apps`), and
 //! the local adapter's own in `contract/local.rs`. A new case goes in its port's file and in
 //! the list.
 
@@ -125,6 +125,7 @@ fn commit(record: &StateRecord, expected: u64, versions: Vec<VersionRecord>) -> 
     Commit {
         org: record.org.clone(),
         name: record.name.clone(),
+        home: record.home().to_owned(),
         expected_revision: expected,
         at: NOW,
         state: Some(stored),
@@ -135,6 +136,7 @@ fn commit(record: &StateRecord, expected: u64, versions: Vec<VersionRecord>) -> 
         run_items: Vec::new(),
         step: None,
         version_marks: Vec::new(),
+        deleted: None,
         audit: Vec::new(),
     }
 }
@@ -152,6 +154,8 @@ mod access_cases;
 mod app_cases;
 #[path = "contract/blobs.rs"]
 mod blob_cases;
+#[path = "contract/deleted.rs"]
+mod deleted_cases;
 #[path = "contract/inline.rs"]
 mod inline_cases;
 #[path = "contract/key_slots.rs"]
@@ -172,6 +176,7 @@ mod cases {
     pub use super::access_cases::*;
     pub use super::app_cases::*;
     pub use super::blob_cases::*;
+    pub use super::deleted_cases::*;
     pub use super::inline_cases::*;
     pub use super::key_slot_cases::*;
     pub use super::run_cases::*;
@@ -231,6 +236,13 @@ every_adapter!(
     versions_keep_their_key_slot,
     a_key_slot_is_replaced_only_while_it_is_the_old_one,
     replacing_an_inline_versions_key_slot_keeps_its_content,
+    // contract/deleted.rs
+    a_deleted_state_is_kept_by_its_commit_and_taken_once_by_a_restore,
+    deleted_states_list_in_id_order_by_page_within_one_org,
+    a_state_restored_under_another_name_keeps_its_versions_at_home,
+    a_purge_leaves_every_version_to_the_sweeper_and_is_audited,
+    deleted_states_are_due_by_their_purge_date,
+    a_deleted_states_key_slot_change_raises_its_revision,
     // contract/inline.rs
     inline_content_reads_back_with_the_record_and_by_version,
     rewriting_a_record_keeps_its_content_until_it_is_a_blob,

@@ -17,7 +17,7 @@ use hegemony_state::ports::{AppCatalog, AuditQuery, AuditRecord, KeyService, Sta
 use hegemony_state::service::app_changes as apps;
 use hegemony_state::service::app_keys::{app_report, org_apps, rewrap_app};
 use hegemony_state::service::app_reads::{self, Source};
-use hegemony_state::service::keys::{org_states, rewrap_state, state_report};
+use hegemony_state::service::keys::{org_states, rewrap_state, state_report, Holder};
 use hegemony_state::service::lock::{lock, unlock};
 use hegemony_state::service::manage::download;
 use hegemony_state::service::state::{write, Content};
@@ -38,6 +38,7 @@ fn app(store: &Arc<MemoryStore>, keys: Arc<dyn KeyService>) -> App {
             max_state_bytes: 32 << 20,
             keep_versions: 1000,
             run_end_grace: time::Duration::minutes(10),
+            deleted_retention: time::Duration::days(7),
             lambda_ceiling: None,
         },
         links: Default::default(),
@@ -137,7 +138,7 @@ async fn a_rewrap_beside_a_live_writer_loses_nothing_and_the_old_key_can_go() {
     };
     let record = store.state("acme", "net").await.unwrap().unwrap();
     let seen = AtomicU64::new(0);
-    let first = rewrap_state(&during, &record, false, &|| {
+    let first = rewrap_state(&during, Holder::State(&record), false, &|| {
         seen.fetch_add(1, Ordering::Relaxed);
     })
     .await
@@ -152,13 +153,15 @@ async fn a_rewrap_beside_a_live_writer_loses_nothing_and_the_old_key_can_go() {
 
     // A second run moves only what the first did not reach: nothing is wrapped twice.
     let record = store.state("acme", "net").await.unwrap().unwrap();
-    let second = rewrap_state(&during, &record, false, &|| {}).await.unwrap();
+    let second = rewrap_state(&during, Holder::State(&record), false, &|| {})
+        .await
+        .unwrap();
     assert_eq!(
         second.rewrapped, 0,
         "every version was moved once: {second:?}"
     );
     assert_eq!(second.current, 60);
-    let report = state_report(&during, &record).await.unwrap();
+    let report = state_report(&during, Holder::State(&record)).await.unwrap();
     assert_eq!(report.keys.len(), 1, "{report:?}");
     assert_eq!(
         (report.keys[0].versions, report.keys[0].behind),
@@ -199,9 +202,11 @@ async fn a_dry_run_counts_and_changes_nothing() {
     let ring = KeyRing::new(new.clone(), new.key_id(), "platform:").opening(&old_id, old);
     let during = app(&store, Arc::new(ring));
     let record = store.state("acme", "net").await.unwrap().unwrap();
-    let dry = rewrap_state(&during, &record, true, &|| {}).await.unwrap();
+    let dry = rewrap_state(&during, Holder::State(&record), true, &|| {})
+        .await
+        .unwrap();
     assert_eq!((dry.rewrapped, dry.current), (3, 0));
-    let report = state_report(&during, &record).await.unwrap();
+    let report = state_report(&during, Holder::State(&record)).await.unwrap();
     assert!(report.keys.iter().all(|k| k.behind), "{report:?}");
     let again = store.state("acme", "net").await.unwrap().unwrap();
     assert_eq!(again.revision, record.revision, "nothing written");
@@ -346,4 +351,53 @@ async fn an_app_state_rewrap_beside_live_changes_moves_every_copy_and_the_old_ke
     );
     assert!(audit.iter().all(|a| a.entry.detail["app"] == "net"));
     assert_eq!(org_apps(&after, "acme").await.unwrap().len(), 1);
+}
+
+/// A deleted state's versions are counted by the key report and moved by the re-wrap, so
+/// once the old key is gone the state still comes back, under another name, and reads
+/// whole: a rotation never strands a version a restore would bring back.
+#[tokio::test]
+async fn a_deleted_states_versions_are_rewrapped_and_read_after_a_restore() {
+    use hegemony_state::service::deleted::restore;
+    use hegemony_state::service::keys::org_deleted_states;
+    use hegemony_state::service::manage::delete;
+
+    let store = Arc::new(MemoryStore::new());
+    let old = Arc::new(PlatformKey::generate());
+    let new = Arc::new(PlatformKey::generate());
+    let before = app(&store, old.clone());
+    for serial in 1..=3 {
+        write(&before, &alice(), &net(), None, doc(serial))
+            .await
+            .unwrap();
+    }
+    let kept = delete(&before, &alice(), &net()).await.unwrap().unwrap();
+    let old_id = old.key_id().to_owned();
+    let ring = KeyRing::new(new.clone(), new.key_id(), "platform:").opening(&old_id, old);
+    let during = app(&store, Arc::new(ring));
+    let deleted = org_deleted_states(&during, "acme").await.unwrap();
+    assert_eq!(deleted.len(), 1);
+    let holder = Holder::Deleted(&deleted[0]);
+    let report = state_report(&during, holder).await.unwrap();
+    assert_eq!(report.deleted_id.as_deref(), Some(kept.id.as_str()));
+    assert_eq!(report.keys.len(), 1);
+    assert!(report.keys[0].behind && report.keys[0].versions == 3);
+    let done = rewrap_state(&during, holder, false, &|| {}).await.unwrap();
+    assert_eq!((done.rewrapped, done.failed.len()), (3, 0));
+    assert_eq!(done.state, format!("net (deleted {})", kept.id));
+
+    let after = app(&store, new);
+    let moved = StateName::parse("net-back").unwrap();
+    let restored = restore(&after, &alice(), &kept.id, Some(&moved))
+        .await
+        .unwrap();
+    assert_eq!((restored.version, restored.versions), (3, 3));
+    for v in 1..=3 {
+        let bytes = match download(&after, &alice(), &moved, v).await.unwrap() {
+            Content::Whole(bytes) => bytes,
+            Content::Gzip { opening, size } => open_into(*opening, size as usize, vec![]).unwrap(),
+        };
+        assert_eq!(bytes, doc(v), "version {v} reads under the new key only");
+    }
+    write(&after, &alice(), &moved, None, doc(4)).await.unwrap();
 }

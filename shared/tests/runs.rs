@@ -60,7 +60,7 @@ fn locked(result: Result<(), Error>) -> bool {
     matches!(result, Err(Error::Refused(Refusal::Locked { .. })))
 }
 
-fn held_by(result: Result<(), Error>, run: &str) -> bool {
+fn held_by<T>(result: Result<T, Error>, run: &str) -> bool {
     matches!(result, Err(Error::Refused(Refusal::Locked { ref lock_id, ref document, .. }))
         if *lock_id == format!("hold-{run}") && document.contains("\"Operation\":\"hold\""))
 }

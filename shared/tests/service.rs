@@ -27,6 +27,7 @@ fn app_with(store: Arc<MemoryStore>, key: Option<PlatformKey>) -> App {
             max_state_bytes: 32 << 20,
             keep_versions: 50,
             run_end_grace: time::Duration::minutes(10),
+            deleted_retention: time::Duration::days(7),
             lambda_ceiling: None,
         },
         links: Default::default(),

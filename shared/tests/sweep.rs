@@ -1,12 +1,13 @@
 //! The sweeper over the memory and local adapters, with a clock the tests move: pruning
 //! keeps exactly the newest N (the current among them), a never-committed blob is deleted
-//! and a committed one never is, deleted states go whole, and two sweepers at once do no harm;
+//! and a committed one never is, deleted states go whole once their retention passes (at
+//! once without one), and two sweepers at once do no harm;
 //! each with small versions (inline in the catalog: nothing to delete but their records) and
 //! large ones (in blobs).
 
 use hegemony_state::domain::permission::Role;
-use hegemony_state::domain::Principal;
-use hegemony_state::ports::INLINE_MAX_BYTES;
+use hegemony_state::domain::{Actor, Principal};
+use hegemony_state::ports::{AuditQuery, INLINE_MAX_BYTES};
 use hegemony_state::service::manage::{delete, download};
 use hegemony_state::service::state::write;
 use hegemony_state::service::sweep::sweep;
@@ -161,6 +162,8 @@ mod cases {
         a_deleted_state_goes_whole(f, Size::Inline).await
     }
 
+    /// Kept for its retention whole, then purged by the sweeper with every version and
+    /// blob, audited; the state written under the name meanwhile untouched throughout.
     async fn a_deleted_state_goes_whole(f: Fixture, size: Size) {
         let doc = |serial| size.doc(serial);
         for serial in 1..=2 {
@@ -169,16 +172,46 @@ mod cases {
                 .unwrap();
         }
         let old = f.catalog.state("acme", "net").await.unwrap().unwrap();
-        delete(&f.app, &alice(), &net()).await.unwrap();
-        write(&f.app, &alice(), &net(), None, doc(1)).await.unwrap();
-        let report = sweep(&f.app, f.app.clock.now()).await.unwrap();
-        assert_eq!(report.versions_dropped, 2);
-        assert!(f
-            .catalog
-            .versions("acme", "net", &old.incarnation)
+        let old_versions = || f.catalog.versions("acme", "net", &old.incarnation);
+        let blobs: Vec<String> = old_versions()
             .await
             .unwrap()
-            .is_empty());
+            .into_iter()
+            .filter(|v| !v.inline)
+            .map(|v| v.blob)
+            .collect();
+        assert_eq!(blobs.len(), size.blobs(2));
+        let kept = delete(&f.app, &alice(), &net()).await.unwrap().unwrap();
+        write(&f.app, &alice(), &net(), None, doc(1)).await.unwrap();
+        f.advance(Duration::days(7) - Duration::seconds(1));
+        let report = sweep(&f.app, f.app.clock.now()).await.unwrap();
+        assert_eq!(
+            (report.deleted_states_purged, report.versions_dropped),
+            (0, 0),
+            "nothing of it goes within its retention"
+        );
+        assert_eq!(old_versions().await.unwrap().len(), 2);
+        f.advance(Duration::seconds(1));
+        let report = sweep(&f.app, f.app.clock.now()).await.unwrap();
+        assert_eq!(
+            (report.deleted_states_purged, report.versions_dropped),
+            (1, 2)
+        );
+        assert!(old_versions().await.unwrap().is_empty());
+        assert!(f
+            .catalog
+            .deleted_state("acme", &kept.id)
+            .await
+            .unwrap()
+            .is_none());
+        let purged = AuditQuery {
+            action: Some("state.purged".into()),
+            limit: 10,
+            ..AuditQuery::default()
+        };
+        let entries = f.catalog.audit("acme", &purged).await.unwrap();
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0].entry.actor, Actor::Sweeper);
         f.advance(Duration::minutes(6));
         assert_eq!(
             sweep(&f.app, f.app.clock.now())
@@ -187,8 +220,37 @@ mod cases {
                 .blobs_deleted,
             size.blobs(2)
         );
+        for blob in &blobs {
+            assert!(f.blobs.get(blob).await.unwrap().is_none(), "{blob} is gone");
+        }
         assert_eq!(versions(&f).await, [3]);
         assert_eq!(read(&f.app, &alice(), &net()).await.unwrap(), Some(doc(1)));
+    }
+
+    /// With no retention a delete keeps nothing: the versions go at the next pass.
+    pub async fn without_a_retention_a_deleted_state_goes_at_once(f: Fixture) {
+        let mut f = f;
+        f.app.limits.deleted_retention = Duration::ZERO;
+        for serial in 1..=2 {
+            write(&f.app, &alice(), &net(), None, doc(serial))
+                .await
+                .unwrap();
+        }
+        let old = f.catalog.state("acme", "net").await.unwrap().unwrap();
+        assert!(delete(&f.app, &alice(), &net()).await.unwrap().is_none());
+        let report = sweep(&f.app, f.app.clock.now()).await.unwrap();
+        assert_eq!(
+            (report.deleted_states_purged, report.versions_dropped),
+            (0, 2)
+        );
+        assert!(f
+            .catalog
+            .versions("acme", "net", &old.incarnation)
+            .await
+            .unwrap()
+            .is_empty());
+        let listed = f.catalog.deleted_states("acme", None, 10).await.unwrap();
+        assert!(listed.is_empty());
     }
 
     /// A kill mid-seal or a full disk leaves a temporary blob file; only the next start
@@ -264,6 +326,7 @@ every_adapter!(support::limits(3);
     a_never_committed_blob_goes_after_an_hour_and_a_committed_one_never,
     a_deleted_state_goes_whole_and_a_new_one_is_untouched,
     a_deleted_inline_state_goes_whole_and_a_new_one_is_untouched,
+    without_a_retention_a_deleted_state_goes_at_once,
     two_sweepers_at_once_do_no_harm,
     two_sweepers_at_once_do_no_harm_to_inline_versions,
     a_pass_removes_the_temporary_blob_files_a_dead_save_left,

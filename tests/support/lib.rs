@@ -346,6 +346,21 @@ pub fn lock_doc(id: &str) -> String {
     )
 }
 
+/// A state of about `len` bytes of noise (hex digits that compress to about half): its
+/// sealed form is too large to be inline past about 130,000, so it is a blob.
+pub fn noise_doc(serial: u64, lineage: &str, len: usize) -> String {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15 ^ serial;
+    let noise: String = (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            char::from_digit((x % 16) as u32, 16).unwrap()
+        })
+        .collect();
+    state_doc(serial, lineage, &format!("{serial}-{noise}"))
+}
+
 /// A minimal Terraform state document.
 pub fn state_doc(serial: u64, lineage: &str, value: &str) -> String {
     format!(

@@ -66,6 +66,9 @@ describe('signing in', () => {
     const token = server.token('acme', 'rita', 'viewer');
     const { context, page } = await open(browser, server);
     await signIn(page, token);
+    // The list's read answered before the token goes: one still on its way would meet the
+    // revoked token first, sign out before the reload, and leave the reloaded page no reason.
+    await page.getByRole('heading', { name: 'No states yet' }).waitFor();
     server.revoke('rita');
     await page.reload();
     await page.getByRole('heading', { name: 'Sign in to Hegemony State' }).waitFor();

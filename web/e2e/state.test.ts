@@ -190,7 +190,8 @@ describe('actions', () => {
     await page.getByRole('button', { name: 'Delete state' }).click();
     const dialog = page.getByRole('dialog', { name: 'Delete network?' });
     await dialog.waitFor();
-    expect(await dialog.textContent()).toContain('Every version of network goes (5 versions)');
+    expect(await dialog.textContent()).toContain('network goes from the list with its 5 versions, and its name is free at once.');
+    expect(await dialog.textContent()).toContain('an admin can restore it from the Deleted states page');
     const confirm = dialog.getByRole('button', { name: 'Delete state' });
     expect(await confirm.isDisabled()).toBe(true);
     await dialog.getByLabel("Type the state's name to confirm").fill('networ');

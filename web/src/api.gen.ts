@@ -108,7 +108,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a state
-         * @description A tombstone; versions and blobs are cleaned up afterwards; version numbers are never reused. tf_state:manage.
+         * @description Moves it to the deleted states, its name free at once: every version and its keys are kept for HEGEMONY_TF_STATE_DELETED_RETENTION_DAYS (default 7), when an admin can restore it (`/api/deleted-states`); with a retention of 0 its versions and blobs are cleaned up at once. Version numbers are never reused. tf_state:manage.
          */
         delete: operations["deleteState"];
         options?: never;
@@ -331,6 +331,66 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/deleted-states": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Deleted states kept for a restore
+         * @description The org's deleted states within their retention, in the order they were deleted (the soonest purged first): name, when and by whom, how many versions and bytes, and when the sweeper purges it. Admin role.
+         */
+        get: operations["listDeletedStates"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/deleted-states/{id}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore a deleted state
+         * @description Brings every version back under the name it had, or under `name`; the latest version is current again, sealed under the keys it had, and clients continue from it. A name a state has is refused (409 `name_taken`). Audited `state.restored`. Admin role.
+         */
+        post: operations["restoreDeletedState"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/deleted-states/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Purge a deleted state now
+         * @description It can no longer be restored; the sweeper deletes its versions and their blobs. Audited `state.purged`. Admin role.
+         */
+        delete: operations["purgeDeletedState"];
         options?: never;
         head?: never;
         patch?: never;
@@ -894,6 +954,10 @@ export interface components {
             states: string[];
             session_seconds: number;
         };
+        RestoreRequest: {
+            /** @description The name to restore it under; by default the name it had */
+            name?: components["schemas"]["StateName"];
+        };
         /** @description One page of an org's states. */
         StateList: {
             org: string;
@@ -1288,7 +1352,7 @@ export interface components {
          * @description What an entry records (docs/managing-states.md lists each)
          * @enum {string}
          */
-        AuditAction: "version.created" | "state.imported" | "state.rolled_back" | "lock.force_unlocked" | "lock.expired" | "state.deleted" | "version.downloaded" | "versions.compared" | "permissions.changed" | "token.created" | "token.revoked" | "step_token.minted" | "keys.rewrapped" | "app.sealed" | "app.force_unlocked" | "app.archive_deleted" | "app.file_downloaded" | "trust_policy.created" | "trust_policy.changed" | "trust_policy.deleted" | "workload.session_opened" | "workload.session_ended";
+        AuditAction: "version.created" | "state.imported" | "state.rolled_back" | "lock.force_unlocked" | "lock.expired" | "state.deleted" | "state.restored" | "state.purged" | "version.downloaded" | "versions.compared" | "permissions.changed" | "token.created" | "token.revoked" | "step_token.minted" | "keys.rewrapped" | "app.sealed" | "app.force_unlocked" | "app.archive_deleted" | "app.file_downloaded" | "trust_policy.created" | "trust_policy.changed" | "trust_policy.deleted" | "workload.session_opened" | "workload.session_ended";
         /** @description The org's versions and app files by key. */
         KeyReport: {
             org: string;
@@ -1298,6 +1362,8 @@ export interface components {
         /** @description One state's versions by key, as the report shows them. */
         StateKeys: {
             state: string;
+            /** @description For a deleted state kept for its retention, its id (`GET /api/deleted-states`). */
+            deleted_id?: string | null;
             /** @description The key a version made now gets: where a re-wrap takes the others. */
             current_key: string;
             keys: components["schemas"]["VersionKeys"][];
@@ -1331,6 +1397,53 @@ export interface components {
             files: number;
             /** @description Behind the key in use: `keys rewrap` would move them. */
             behind: boolean;
+        };
+        /**
+         * @description One page of an org's deleted states, in the order they were deleted (the soonest purged
+         *     first).
+         */
+        DeletedStateList: {
+            deleted_states: components["schemas"]["DeletedStateView"][];
+            /** @description The `cursor` of the next page; `null` on the last. */
+            next_cursor: string | null;
+        };
+        /** @description A deleted state as admins see it (DESIGN section 17). */
+        DeletedStateView: {
+            id: string;
+            name: string;
+            /** Format: date-time */
+            deleted_at: string;
+            deleted_by: components["schemas"]["Actor"];
+            /**
+             * Format: uint64
+             * @description How many versions it keeps.
+             */
+            versions: number;
+            /**
+             * Format: uint64
+             * @description Their plaintext size in bytes, summed.
+             */
+            bytes: number;
+            /**
+             * Format: date-time
+             * @description When the sweeper purges it, unless it is restored or purged first.
+             */
+            purge_at: string;
+        };
+        /** @description What a restore brought back. */
+        Restored: {
+            /** @description The name it has now. */
+            name: string;
+            /**
+             * Format: uint64
+             * @description Its latest version, as the restore makes it current again.
+             */
+            version: number;
+            /**
+             * Format: uint64
+             * @description How many versions came back with it.
+             */
+            versions: number;
         };
         /** @description Which role (or none: disabled) each permission needs in one org. */
         Allocation: {
@@ -1568,7 +1681,7 @@ export interface components {
                  * @description docs/errors.md says what each means
                  * @enum {string}
                  */
-                code: "invalid_name" | "invalid_lock" | "invalid_unlock" | "not_a_state" | "invalid_file_name" | "not_json" | "invalid_request" | "unauthenticated" | "forbidden" | "not_lock_holder" | "permission_not_allocated" | "not_found" | "method_not_allowed" | "request_timeout" | "lock_id_mismatch" | "lineage_mismatch" | "stale_serial" | "fork" | "state_exists" | "policy_exists" | "trust_pair_taken" | "rollback_encrypted" | "cannot_compare" | "cannot_read_outputs" | "serial_exhausted" | "newest_archive" | "run_ended" | "run_org_mismatch" | "too_large" | "change_too_large" | "too_large_for_functions" | "unsupported_media_type" | "locked" | "app_locked" | "unavailable" | "managed_state_unavailable" | "wrong_key" | "damaged" | "internal";
+                code: "invalid_name" | "invalid_lock" | "invalid_unlock" | "not_a_state" | "invalid_file_name" | "not_json" | "invalid_request" | "unauthenticated" | "forbidden" | "not_lock_holder" | "permission_not_allocated" | "not_found" | "method_not_allowed" | "request_timeout" | "lock_id_mismatch" | "lineage_mismatch" | "stale_serial" | "fork" | "state_exists" | "policy_exists" | "trust_pair_taken" | "name_taken" | "rollback_encrypted" | "cannot_compare" | "cannot_read_outputs" | "serial_exhausted" | "newest_archive" | "run_ended" | "run_org_mismatch" | "too_large" | "change_too_large" | "too_large_for_functions" | "unsupported_media_type" | "locked" | "app_locked" | "unavailable" | "managed_state_unavailable" | "wrong_key" | "damaged" | "internal";
                 /** @description What a person can do about it */
                 message: string;
             };
@@ -1599,6 +1712,7 @@ export type AppLockRequest = components['schemas']['AppLockRequest'];
 export type IdTokenExchange = components['schemas']['IdTokenExchange'];
 export type TrustPolicyRequest = components['schemas']['TrustPolicyRequest'];
 export type TrustPolicyReplace = components['schemas']['TrustPolicyReplace'];
+export type RestoreRequest = components['schemas']['RestoreRequest'];
 export type StateList = components['schemas']['StateList'];
 export type StateItem = components['schemas']['StateItem'];
 export type Actor = components['schemas']['Actor'];
@@ -1635,6 +1749,9 @@ export type StateKeys = components['schemas']['StateKeys'];
 export type VersionKeys = components['schemas']['VersionKeys'];
 export type AppKeys = components['schemas']['AppKeys'];
 export type FileKeys = components['schemas']['FileKeys'];
+export type DeletedStateList = components['schemas']['DeletedStateList'];
+export type DeletedStateView = components['schemas']['DeletedStateView'];
+export type Restored = components['schemas']['Restored'];
 export type Allocation = components['schemas']['Allocation'];
 export type Role = components['schemas']['Role'];
 export type Identity = components['schemas']['Identity'];
@@ -3418,6 +3535,283 @@ export interface operations {
             };
             /** @description `forbidden`: the token's role or the org's allocation does not allow it, a step token, or a platform token */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `too_large`: a body over 1048576 bytes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A defect or damaged storage: `wrong_key`, `damaged`, `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A transient fault, retried after `Retry-After` seconds, or no key configured: `unavailable`, `managed_state_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying a transient fault (`unavailable`); absent when no key is configured */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listDeletedStates: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description The next_cursor of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of deleted states */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedStateList"];
+                };
+            };
+            /** @description A limit or cursor outside what the parameters say. Also: `invalid_request`: the body could not be read */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unauthenticated`: no, unknown, expired or revoked credentials, or Basic credentials (Bearer only here) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `forbidden`: the token's role or the org's allocation does not allow it, a step token, or a platform token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `too_large`: a body over 1048576 bytes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A defect or damaged storage: `wrong_key`, `damaged`, `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A transient fault, retried after `Retry-After` seconds, or no key configured: `unavailable`, `managed_state_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying a transient fault (`unavailable`); absent when no key is configured */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    restoreDeletedState: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description At most 1048576 bytes; a larger body is refused with 413. */
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RestoreRequest"];
+            };
+        };
+        responses: {
+            /** @description Restored */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Restored"];
+                };
+            };
+            /** @description A body that is not empty or {"name": "<new name>"}, or a name outside the naming rule. Also: `invalid_request`: the body could not be read */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unauthenticated`: no, unknown, expired or revoked credentials, or Basic credentials (Bearer only here) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `forbidden`: the token's role or the org's allocation does not allow it, a step token, or a platform token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such deleted state in the caller's org (restored or purged already, or past its retention) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A state has the name */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `too_large`: a body over 1048576 bytes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A lock on the name is live */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LockDocument"];
+                };
+            };
+            /** @description A defect or damaged storage: `wrong_key`, `damaged`, `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A transient fault, retried after `Retry-After` seconds, or no key configured: `unavailable`, `managed_state_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying a transient fault (`unavailable`); absent when no key is configured */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    purgeDeletedState: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Purged: what it was */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedStateView"];
+                };
+            };
+            /** @description `invalid_request`: the body could not be read */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unauthenticated`: no, unknown, expired or revoked credentials, or Basic credentials (Bearer only here) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `forbidden`: the token's role or the org's allocation does not allow it, a step token, or a platform token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such deleted state in the caller's org */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

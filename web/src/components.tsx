@@ -122,6 +122,22 @@ export function Confirm(props: {
 }
 
 /** A run's link when its address is known (and http or https), its id otherwise. */
+/** The field a destructive dialog asks the state's name in, so that a slip cannot confirm it. */
+export function TypedName(props: { value: string; onInput: (typed: string) => void }) {
+  return (
+    <>
+      <label for="confirm-name">Type the state's name to confirm</label>
+      <input
+        id="confirm-name"
+        value={props.value}
+        autoComplete="off"
+        spellcheck={false}
+        onInput={(e) => props.onInput((e.target as HTMLInputElement).value)}
+      />
+    </>
+  );
+}
+
 export function RunLink(props: { run: string; url: string | null | undefined }) {
   const href = linkable(props.url);
   if (!href) return <span>run {props.run}</span>;

@@ -11,6 +11,7 @@ import { AppsPage } from './pages/Apps';
 import { AppStatePage } from './pages/AppState';
 import { ArchivePage } from './pages/Archive';
 import { AuditPage } from './pages/Audit';
+import { DeletedPage } from './pages/Deleted';
 import { ImportPage } from './pages/Import';
 import { PermissionsPage } from './pages/Permissions';
 import { TrustPoliciesPage } from './pages/TrustPolicies';
@@ -54,6 +55,7 @@ function App() {
       import: 'Import state',
       audit: 'Audit log',
       permissions: 'Permissions',
+      deleted: 'Deleted states',
       'trust-policies': 'Trust policies',
       apps: 'Octo apps',
       app: page.page === 'app' ? page.name : '',
@@ -85,6 +87,8 @@ function App() {
     navigate('/sign-in');
   };
   const here = (p: string) => (page.page === p ? 'page' : undefined);
+  // Deleted states need the admin role whatever the allocation: no action flag says it.
+  const admin = me.role === 'admin';
   return (
     <div class="shell">
       <header class="top">
@@ -119,7 +123,7 @@ function App() {
             <Link href="/apps">Octo apps</Link>
           </li>
         </ul>
-        {(me.allowed_actions.audit || me.allowed_actions.permissions) && (
+        {(me.allowed_actions.audit || me.allowed_actions.permissions || admin) && (
           <>
             <p class="section">Organization</p>
             <ul>
@@ -133,7 +137,12 @@ function App() {
                   <Link href="/permissions">Permissions</Link>
                 </li>
               )}
-              {me.role === 'admin' && (
+              {admin && (
+                <li aria-current={here('deleted')}>
+                  <Link href="/deleted-states">Deleted states</Link>
+                </li>
+              )}
+              {admin && (
                 <li aria-current={here('trust-policies')}>
                   <Link href="/trust-policies">Trust policies</Link>
                 </li>
@@ -148,6 +157,7 @@ function App() {
         {page.page === 'import' && <ImportPage me={me} />}
         {page.page === 'audit' && <AuditPage me={me} location={location} />}
         {page.page === 'permissions' && <PermissionsPage me={me} />}
+        {page.page === 'deleted' && <DeletedPage me={me} location={location} />}
         {page.page === 'trust-policies' && <TrustPoliciesPage me={me} />}
         {page.page === 'apps' && <AppsPage location={location} />}
         {page.page === 'app' && <AppStatePage name={page.name} location={location} />}

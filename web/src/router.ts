@@ -34,6 +34,7 @@ export type Page =
   | { page: 'import' }
   | { page: 'audit' }
   | { page: 'permissions' }
+  | { page: 'deleted' }
   | { page: 'trust-policies' }
   | { page: 'apps' }
   | { page: 'app'; name: string }
@@ -46,6 +47,7 @@ export function pageOf(path: string): Page {
   if (path === '/import') return { page: 'import' };
   if (path === '/audit') return { page: 'audit' };
   if (path === '/permissions') return { page: 'permissions' };
+  if (path === '/deleted-states') return { page: 'deleted' };
   if (path === '/trust-policies') return { page: 'trust-policies' };
   if (path === '/apps' || path === '/apps/') return { page: 'apps' };
   const app = /^\/apps\/([^/]+)(?:\/archives\/([^/]+))?$/.exec(path);

@@ -23,6 +23,12 @@ export type AuditPage = api.AuditPage;
 export type Allocation = api.Allocation;
 export type Permission = keyof Allocation;
 
+/** `GET /api/deleted-states`: what a delete keeps for its retention, for admins. */
+export type DeletedStateList = api.DeletedStateList;
+export type DeletedState = api.DeletedStateView;
+export type RestoreRequest = api.RestoreRequest;
+export type Restored = api.Restored;
+
 /** `GET /api/tf-states/{name}/versions/{version}/changes`: names and paths, never a value. */
 export type Comparison = api.VersionComparison;
 export type ComparedSide = api.ComparedVersion;

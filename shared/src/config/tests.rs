@@ -15,7 +15,17 @@ fn defaults_without_settings() {
     let c = config(&[]).unwrap();
     assert_eq!(c.max_state_bytes, 32 * 1024 * 1024);
     assert_eq!(c.keep_versions, 50);
+    assert_eq!(c.deleted_retention_days, 7);
     assert!(matches!(c.key, KeySetting::Unset));
+}
+
+#[test]
+fn the_deleted_retention_takes_zero_and_refuses_past_ten_years() {
+    let c = config(&[("HEGEMONY_TF_STATE_DELETED_RETENTION_DAYS", "0")]).unwrap();
+    assert_eq!(c.deleted_retention_days, 0);
+    let err = config(&[("HEGEMONY_TF_STATE_DELETED_RETENTION_DAYS", "3651")]).unwrap_err();
+    assert_eq!(err.variable, "HEGEMONY_TF_STATE_DELETED_RETENTION_DAYS");
+    assert!(err.message.contains("0 to 3650"), "{err}");
 }
 
 #[test]

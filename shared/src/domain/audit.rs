@@ -12,6 +12,11 @@ pub enum AuditAction {
     /// A lock past its time, taken over by the next change or cleared by the sweeper.
     LockExpired,
     StateDeleted,
+    /// A deleted state brought back, under its name or a new one.
+    StateRestored,
+    /// A deleted state purged, by an admin or the sweeper once its retention passed: its
+    /// versions are left to the sweeper, and it can no longer be restored.
+    StatePurged,
     VersionDownloaded,
     /// Two versions compared (what changed between them): derived from content.
     VersionsCompared,
@@ -43,6 +48,8 @@ impl AuditAction {
         AuditAction::LockForceUnlocked,
         AuditAction::LockExpired,
         AuditAction::StateDeleted,
+        AuditAction::StateRestored,
+        AuditAction::StatePurged,
         AuditAction::VersionDownloaded,
         AuditAction::VersionsCompared,
         AuditAction::PermissionsChanged,
@@ -70,6 +77,8 @@ impl AuditAction {
             AuditAction::LockForceUnlocked => "lock.force_unlocked",
             AuditAction::LockExpired => "lock.expired",
             AuditAction::StateDeleted => "state.deleted",
+            AuditAction::StateRestored => "state.restored",
+            AuditAction::StatePurged => "state.purged",
             AuditAction::VersionDownloaded => "version.downloaded",
             AuditAction::VersionsCompared => "versions.compared",
             AuditAction::PermissionsChanged => "permissions.changed",

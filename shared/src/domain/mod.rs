@@ -5,6 +5,7 @@ pub mod actor;
 pub mod app;
 pub mod audit;
 pub mod comparison;
+pub mod deleted;
 pub mod document;
 pub mod hold;
 pub mod keys;

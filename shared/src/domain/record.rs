@@ -38,6 +38,11 @@ pub struct StateRecord {
     /// record stored before it was kept: the latest version's facts then stand alone.
     #[serde(default, skip_serializing_if = "Carried::is_empty")]
     pub carried: Carried,
+    /// The name this incarnation's versions are stored under and its data keys are asked
+    /// for: the name it was created with. Set only on a state restored under another name
+    /// (`None` reads as `name`), so its versions stay where they are and keep their keys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub home: Option<String>,
 }
 
 /// The serial and lineage the newest plaintext of a state carried, each kept on its own.
@@ -79,7 +84,13 @@ impl StateRecord {
             created_at: now,
             deleted_at: None,
             carried: Carried::default(),
+            home: None,
         }
+    }
+
+    /// The name this incarnation's versions are stored under and keyed for (see `home`).
+    pub fn home(&self) -> &str {
+        self.home.as_deref().unwrap_or(&self.name)
     }
 
     /// Whether the state exists for readers: written at least once and not deleted.
@@ -109,6 +120,7 @@ impl StateRecord {
             created_at: now,
             deleted_at: None,
             carried: Carried::default(),
+            home: None,
             ..self
         }
     }

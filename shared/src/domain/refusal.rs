@@ -69,6 +69,9 @@ pub enum Refusal {
     #[error("another org's trust policies use issuer {issuer} with audience {audience}: an issuer and audience pair belongs to one org; give your policies an audience of your own (the CI job asks for it when it requests its ID token)")]
     TrustPairTaken { issuer: String, audience: String },
 
+    #[error("state {name} exists: a deleted state comes back only under a free name; restore it under another name (`{{\"name\": \"<new name>\"}}`), or delete state {name} first")]
+    NameTaken { name: String },
+
     #[error("version {version} is OpenTofu-encrypted: its serial cannot be raised without OpenTofu's key, so it cannot be rolled back here; download it and push it with `tofu state push` instead")]
     RollbackEncrypted { version: u64 },
 

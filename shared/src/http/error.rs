@@ -106,6 +106,8 @@ error_codes! {
     PolicyExists = "policy_exists", CONFLICT, refused [Refusal::PolicyExists { .. }];
     /// A trust policy on an issuer and audience pair that another org's policies use.
     TrustPairTaken = "trust_pair_taken", CONFLICT, refused [Refusal::TrustPairTaken { .. }];
+    /// A restore of a deleted state under a name a state has.
+    NameTaken = "name_taken", CONFLICT, refused [Refusal::NameTaken { .. }];
     /// A rollback to an OpenTofu-encrypted version.
     RollbackEncrypted = "rollback_encrypted", CONFLICT, refused [Refusal::RollbackEncrypted { .. }];
     /// A comparison of versions with one it cannot read (OpenTofu-encrypted, an old format).

@@ -155,8 +155,9 @@ struct Released {
 
 pub async fn delete(call: Call<'_>, principal: &Principal) -> Answer {
     let name = call.state()?;
-    manage::delete(call.app, principal, &name).await?;
-    tracing::info!(state = %name, by = %principal.actor.describe(), "state deleted");
+    let kept = manage::delete(call.app, principal, &name).await?;
+    let id = kept.as_ref().map(|d| d.id.as_str());
+    tracing::info!(state = %name, deleted_id = id, by = %principal.actor.describe(), "state deleted");
     Ok(Response::builder()
         .status(StatusCode::NO_CONTENT)
         .body(Body::Empty)

@@ -10,6 +10,7 @@ mod app_changes;
 mod app_reads;
 pub mod content;
 mod credentials;
+mod deleted;
 mod error;
 pub mod gateway;
 pub mod groups;

@@ -228,6 +228,14 @@ fn path_parameter(name: &str) -> Option<Value> {
             "pattern": FILE_PATTERN,
             "description": "A file's name: <moduleId>.tfstate, journal.<id>.<command>[.terraform|.<md5>].json or another <name>.json (docs/octo.md)",
         })),
+        // A deleted state's id, as the service makes them (`<seconds>-<hex>`).
+        "id" => Some(json!({
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 64,
+            "pattern": "^[0-9a-f-]+$",
+            "description": "A deleted state's id, from GET /api/deleted-states",
+        })),
         // Any positive whole number a u64 holds; one past the stored ones names no version.
         "version" => Some(json!({"type": "integer", "minimum": 1, "maximum": u64::MAX})),
         _ => None,

@@ -7,8 +7,8 @@
 
 use super::handler::Handler;
 use super::{
-    admin, app_changes, app_reads, identity, list, lock, manage, outputs, runs, state, trust,
-    workload,
+    admin, app_changes, app_reads, deleted, identity, list, lock, manage, outputs, runs, state,
+    trust, workload,
 };
 use crate::domain::lock::MAX_LOCK_BYTES;
 use crate::service::Limits;
@@ -108,6 +108,14 @@ const KEY_REPORT: &[Need] = &[GetRecord, QueryRecords, DescribeKey];
 const RECORDS: &[Need] = &[GetRecord, PutRecord, DeleteRecord];
 /// Changing a state's record, never content: the org's settings read with the record.
 const CHANGE: &[Need] = &[GetRecord, BatchGetRecords, PutRecord, DeleteRecord];
+/// Changing a state's record after counting its versions: a delete that keeps the state.
+const CHANGE_COUNTING: &[Need] = &[
+    GetRecord,
+    BatchGetRecords,
+    PutRecord,
+    DeleteRecord,
+    QueryRecords,
+];
 /// Opening the latest content.
 const OPEN: &[Need] = &[GetRecord, BatchGetRecords, GetBlob, UnwrapKey];
 /// Opening content (or two, to compare them), audited.
@@ -213,7 +221,10 @@ pub static ROUTES: &[Route] = &[
     route("POST",   "/api/tf-states/{name}/import",                     "import",      State,  SEAL_STATE,   Bearer(&manage::import)),
     route("POST",   "/api/tf-states/{name}/rollback",                   "rollback",    OneMib, RESEAL,       Bearer(&manage::rollback)),
     route("POST",   "/api/tf-states/{name}/force-unlock",               "admin",       OneMib, CHANGE,       Bearer(&manage::force_unlock)),
-    route("DELETE", "/api/tf-states/{name}",                            "admin",       OneMib, CHANGE,       Bearer(&manage::delete)),
+    route("DELETE", "/api/tf-states/{name}",                            "admin",       OneMib, CHANGE_COUNTING, Bearer(&manage::delete)),
+    route("GET",    "/api/deleted-states",                              "admin",       OneMib, LOOKUP,       Bearer(&deleted::list)),
+    route("POST",   "/api/deleted-states/{id}/restore",                 "admin",       OneMib, RECORDS,      Bearer(&deleted::restore)),
+    route("DELETE", "/api/deleted-states/{id}",                         "admin",       OneMib, RECORDS,      Bearer(&deleted::purge)),
     route("GET",    "/api/tf-states/{name}/audit",                      "audit",       OneMib, LOOKUP,       Bearer(&admin::state_audit)),
     route("GET",    "/api/audit",                                       "audit",       OneMib, LOOKUP,       Bearer(&admin::org_audit)),
     route("GET",    "/api/keys",                                        "audit",       OneMib, KEY_REPORT,   Bearer(&admin::keys)),

@@ -20,6 +20,7 @@ use crate::service::admin::AuditPage;
 use crate::service::app_reads::{AppListing, AppView, ArchiveListing, ArchiveView, ChangeView};
 use crate::service::app_reads::{FileView, HeldLockView};
 use crate::service::comparison::VersionComparison;
+use crate::service::deleted::{DeletedStateList, DeletedStateView, Restored};
 use crate::service::identity::Identity;
 use crate::service::listing::{Listing, StateView, VersionView};
 use crate::service::trust::TrustPolicies;
@@ -43,6 +44,9 @@ pub fn derived() -> Map<String, Value> {
     add::<ForceUnlockResult>(&mut generator);
     add::<AuditPage>(&mut generator);
     add::<KeyReport<'_>>(&mut generator);
+    add::<DeletedStateList>(&mut generator);
+    add::<DeletedStateView>(&mut generator);
+    add::<Restored>(&mut generator);
     add::<Allocation>(&mut generator);
     add::<Identity>(&mut generator);
     add::<Minted>(&mut generator);

@@ -1,6 +1,7 @@
 //! The ports: what storage must provide, as few and as narrow traits as the use cases need.
 //! Adapters (memory, local, AWS) implement them and pass one contract suite. One file per
 //! port, each with the records its calls carry: `state` (state records, versions, commits),
+//! `deleted` (deleted states kept for their retention),
 //! `audit` (the entries every port may write), `access` (tokens and orgs), `runs`, `sweep`,
 //! `apps` (app states and their archives), `trust` (trust policies), `issuers` (OpenID Connect issuers' keys), `blobs` and `keys`. Every type is re-exported
 //! here, so callers name `crate::ports::X` whichever file holds it. No adapter, no I/O, no
@@ -10,6 +11,7 @@ mod access;
 mod apps;
 mod audit;
 mod blobs;
+mod deleted;
 mod issuers;
 mod keys;
 mod runs;
@@ -21,11 +23,13 @@ pub use access::{AccessCatalog, OrgRecord, TokenKind, TokenRecord};
 pub use apps::{AppCatalog, AppCommit};
 pub use audit::{AuditEntry, AuditQuery, AuditRecord};
 pub use blobs::{BlobStore, OpenedBlob, WriteObject};
+pub use deleted::DeletedCatalog;
 pub use issuers::{IssuerError, IssuerKeys};
 pub use keys::{key_backend, DataKey, KeyContext, KeyError, KeyOpener, KeyService, WrappedKey};
 pub use runs::{RunCatalog, RunItem, RunRecord};
 pub use state::{
-    Commit, InlineContent, OrgAndState, StateCatalog, StepCheck, VersionMark, INLINE_MAX_BYTES,
+    Commit, DeletedChange, InlineContent, OrgAndState, SlotChange, SlotOwner, StateCatalog,
+    StepCheck, VersionMark, INLINE_MAX_BYTES,
 };
 pub use sweep::SweepCatalog;
 pub use trust::{TrustCatalog, TrustRecord, TrustWrite};
@@ -44,10 +48,22 @@ pub enum StoreError {
 
 /// Everything a catalog provides.
 pub trait Catalog:
-    StateCatalog + AccessCatalog + SweepCatalog + RunCatalog + AppCatalog + TrustCatalog
+    StateCatalog
+    + DeletedCatalog
+    + AccessCatalog
+    + SweepCatalog
+    + RunCatalog
+    + AppCatalog
+    + TrustCatalog
 {
 }
 impl<T> Catalog for T where
-    T: StateCatalog + AccessCatalog + SweepCatalog + RunCatalog + AppCatalog + TrustCatalog
+    T: StateCatalog
+        + DeletedCatalog
+        + AccessCatalog
+        + SweepCatalog
+        + RunCatalog
+        + AppCatalog
+        + TrustCatalog
 {
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{AuditEntry, AuditQuery, AuditRecord, OrgRecord, RunItem, StoreError};
+use crate::domain::deleted::DeletedState;
 use crate::domain::record::StateRecord;
 use crate::domain::version::{KeySlot, VersionRecord};
 use crate::domain::Timestamp;
@@ -21,6 +22,9 @@ pub type OrgAndState = (Option<OrgRecord>, Option<(StateRecord, Option<Vec<u8>>)
 pub struct Commit {
     pub org: String,
     pub name: String,
+    /// The name the state's versions are stored under (`StateRecord::home`): its versions,
+    /// their content and its version marks are keyed by it.
+    pub home: String,
     /// The revision the decision was made on; 0 means the record must not exist yet.
     pub expected_revision: u64,
     /// When the decision was made: the time doomed blobs are listed with.
@@ -46,7 +50,40 @@ pub struct Commit {
     /// Versions this commit leaves to the sweeper: pruned past the limit, or all those of an
     /// incarnation a delete retires.
     pub version_marks: Vec<VersionMark>,
+    /// A deleted state's record this commit keeps (a delete) or takes (a restore).
+    pub deleted: Option<DeletedChange>,
     pub audit: Vec<AuditEntry>,
+}
+
+/// What a commit does to a deleted state's record, in the same transaction as the rest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeletedChange {
+    /// Stores it (a delete kept for its retention); its id is new.
+    Keep(Box<DeletedState>),
+    /// Removes it if its revision is still `revision` (a restore decided on it); else the
+    /// commit fails with `Conflict`.
+    Take { id: String, revision: u64 },
+}
+
+/// Whose record a key slot's change checks and updates besides the version's: a state's (by
+/// name, which must still be at the version's incarnation) or a deleted state's (by id).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlotOwner<'a> {
+    State(&'a str),
+    Deleted(&'a str),
+}
+
+/// One version's key slot replaced (a re-wrap): the version of `incarnation` numbered
+/// `version`, stored under `home`, from `old` to `new`.
+#[derive(Debug, Clone, Copy)]
+pub struct SlotChange<'a> {
+    pub org: &'a str,
+    pub owner: SlotOwner<'a>,
+    pub home: &'a str,
+    pub incarnation: &'a str,
+    pub version: u64,
+    pub old: &'a KeySlot,
+    pub new: &'a KeySlot,
 }
 
 /// What a step's lock commits on besides the state's revision: that its token is still
@@ -109,6 +146,7 @@ impl Commit {
         Self {
             org: snapshot.org.clone(),
             name: snapshot.name.clone(),
+            home: snapshot.home().to_owned(),
             expected_revision: snapshot.revision,
             at,
             state,
@@ -119,6 +157,7 @@ impl Commit {
             run_items: Vec::new(),
             step: None,
             version_marks: Vec::new(),
+            deleted: None,
             audit: Vec::new(),
         }
     }
@@ -183,7 +222,8 @@ pub trait StateCatalog: Send + Sync {
         version: u64,
     ) -> Result<Option<Vec<u8>>, StoreError>;
 
-    /// Every version of one incarnation of a state, newest first.
+    /// Every version of one incarnation of a state, newest first. Like [`Self::version`] and
+    /// [`Self::content`], it takes the name the versions are stored under (`StateRecord::home`).
     async fn versions(
         &self,
         org: &str,
@@ -203,21 +243,15 @@ pub trait StateCatalog: Send + Sync {
     async fn commit(&self, commit: Commit) -> Result<(), StoreError>;
 
     /// Replaces one version's key slot if it is still `old` (a re-wrap), in the version's
-    /// record and, when it is the latest, in the state record's copy; the state record's
-    /// revision rises (see [`StateRecord::with_key_slot`]). One version per call, atomic.
+    /// record and in its owner's: a state's copy of its latest version takes it and its
+    /// revision rises (see [`StateRecord::with_key_slot`]); a deleted state's revision rises.
+    /// One version per call, atomic.
     ///
     /// # Errors
-    /// `Conflict` when the version's slot is no longer `old`, the version is gone, or the
-    /// state is no longer at `incarnation`: nothing is written; re-read and decide again.
-    async fn replace_key_slot(
-        &self,
-        org: &str,
-        name: &str,
-        incarnation: &str,
-        version: u64,
-        old: &KeySlot,
-        new: &KeySlot,
-    ) -> Result<(), StoreError>;
+    /// `Conflict` when the version's slot is no longer `old`, the version is gone, the state
+    /// is no longer at the incarnation, or the deleted state is gone (restored or purged):
+    /// nothing is written; re-read and decide again.
+    async fn replace_key_slot(&self, change: &SlotChange<'_>) -> Result<(), StoreError>;
 
     /// Appends an audit entry that goes with no state change (a download, a token).
     async fn append_audit(&self, entry: &AuditEntry) -> Result<(), StoreError>;

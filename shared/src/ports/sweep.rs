@@ -6,13 +6,21 @@ use super::StoreError;
 use crate::domain::Timestamp;
 
 /// What the sweeper reads and tidies: only sparse records (marks, doomed and pending
-/// blobs), never a scan of every state or blob.
+/// blobs, deleted states by purge date), never a scan of every state or blob.
 #[async_trait]
 pub trait SweepCatalog: Send + Sync {
     /// Drops up to `limit` versions below their marks, with their inline content, listing
     /// their blobs (those not inline) for deletion at `at` in the same transaction; a mark with nothing left below it goes. Returns how many
     /// versions were dropped.
     async fn drop_marked_versions(&self, limit: usize, at: Timestamp) -> Result<usize, StoreError>;
+
+    /// Deleted states whose purge date is not after `now`, soonest first, at most `limit`:
+    /// (org, id) pairs.
+    async fn deleted_due(
+        &self,
+        now: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<(String, String)>, StoreError>;
 
     /// Blobs listed for deletion before `before`, at most `limit`.
     async fn doomed_blobs(

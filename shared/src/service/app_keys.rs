@@ -70,7 +70,7 @@ pub async fn org_apps(app: &App, org: &str) -> Result<Vec<AppRecord>, Error> {
 }
 
 /// Every archive of an app state, newest first.
-async fn archives(app: &App, record: &AppRecord) -> Result<Vec<ArchiveRecord>, Error> {
+pub(super) async fn archives(app: &App, record: &AppRecord) -> Result<Vec<ArchiveRecord>, Error> {
     let (org, name) = (record.org.as_str(), record.name.as_str());
     let archives = paging::all(move |before: Option<String>| async move {
         let page = app
@@ -84,7 +84,7 @@ async fn archives(app: &App, record: &AppRecord) -> Result<Vec<ArchiveRecord>, E
 }
 
 /// Every copy of a file's key slot: in the archives and in the record itself.
-fn copies<'a>(
+pub(super) fn copies<'a>(
     archives: &'a [ArchiveRecord],
     record: &'a AppRecord,
 ) -> impl Iterator<Item = &'a FileRef> {

@@ -77,7 +77,7 @@ pub(super) async fn find_version(
         Some(latest) if latest.version == version => Ok(Some(latest.clone())),
         _ => Ok(app
             .catalog
-            .version(&record.org, &record.name, &record.incarnation, version)
+            .version(&record.org, record.home(), &record.incarnation, version)
             .await?),
     }
 }

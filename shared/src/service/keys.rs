@@ -2,7 +2,9 @@
 //! data key to the key in use (the re-wrap). A re-wrap replaces one version's key slot at a
 //! time, conditionally, and never opens the content: beside live writes it loses nothing,
 //! and a run stopped half way leaves every version on its old or its new key, so the next
-//! run continues with the rest (those already on the key in use are skipped).
+//! run continues with the rest (those already on the key in use are skipped). Deleted states
+//! kept for their retention are counted and moved too, so a rotation never strands a version
+//! a restore would bring back.
 
 use serde::Serialize;
 
@@ -10,12 +12,15 @@ use super::admin::require_admin;
 use super::content::{self, Place, RecordedKey};
 use super::{App, Error};
 use crate::domain::audit::AuditAction;
+use crate::domain::deleted::DeletedState;
 use crate::domain::keys::{needs_rewrap, tally, KeyUse};
 use crate::domain::record::StateRecord;
 use crate::domain::version::VersionRecord;
 use crate::domain::{Actor, Principal};
 use crate::paging::{self, Page};
-use crate::ports::{key_backend, AuditEntry, KeyContext, KeyService, StoreError};
+use crate::ports::{
+    key_backend, AuditEntry, KeyContext, KeyService, SlotChange, SlotOwner, StoreError,
+};
 
 /// Records read per catalog page.
 pub(super) const PAGE: usize = 500;
@@ -27,6 +32,9 @@ pub(super) const ATTEMPTS: usize = 5;
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct StateKeys {
     pub state: String,
+    /// For a deleted state kept for its retention, its id (`GET /api/deleted-states`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deleted_id: Option<String>,
     /// The key a version made now gets: where a re-wrap takes the others.
     pub current_key: String,
     pub keys: Vec<KeyView>,
@@ -65,10 +73,63 @@ pub async fn org_states(app: &App, org: &str) -> Result<Vec<StateRecord>, Error>
     Ok(states.into_iter().filter(StateRecord::is_visible).collect())
 }
 
+/// Every deleted state of `org` kept for its retention, in the order they were deleted.
+pub async fn org_deleted_states(app: &App, org: &str) -> Result<Vec<DeletedState>, Error> {
+    Ok(paging::all(move |after: Option<String>| async move {
+        let page = app
+            .catalog
+            .deleted_states(org, after.as_deref(), PAGE)
+            .await;
+        page.map(|records| Page::of(records, PAGE, |d| d.id.clone()))
+    })
+    .await?)
+}
+
+/// Whose versions a report counts and a re-wrap moves: a state, or a deleted state kept for
+/// its retention.
+#[derive(Debug, Clone, Copy)]
+pub enum Holder<'a> {
+    State(&'a StateRecord),
+    Deleted(&'a DeletedState),
+}
+
+impl<'a> Holder<'a> {
+    /// The state record the versions belong to (a deleted state's as it was deleted).
+    pub fn record(&self) -> &'a StateRecord {
+        match self {
+            Holder::State(record) => record,
+            Holder::Deleted(deleted) => &deleted.record,
+        }
+    }
+
+    /// How reports and errors name it: `net`, or `net (deleted 1795...-ab12)`.
+    pub fn label(&self) -> String {
+        match self {
+            Holder::State(record) => record.name.clone(),
+            Holder::Deleted(d) => format!("{} (deleted {})", d.name, d.id),
+        }
+    }
+
+    fn deleted_id(&self) -> Option<String> {
+        match self {
+            Holder::State(_) => None,
+            Holder::Deleted(d) => Some(d.id.clone()),
+        }
+    }
+
+    fn owner(&self) -> SlotOwner<'a> {
+        match self {
+            Holder::State(record) => SlotOwner::State(&record.name),
+            Holder::Deleted(d) => SlotOwner::Deleted(&d.id),
+        }
+    }
+}
+
+/// The context a state's data keys are asked for under: its versions' home.
 fn context(record: &StateRecord) -> KeyContext<'_> {
     KeyContext {
         org: &record.org,
-        state: &record.name,
+        state: record.home(),
     }
 }
 
@@ -76,16 +137,18 @@ fn context(record: &StateRecord) -> KeyContext<'_> {
 ///
 /// # Errors
 /// `NoKey` without a key service; `Unavailable` when it cannot say which key is current.
-pub async fn state_report(app: &App, record: &StateRecord) -> Result<StateKeys, Error> {
+pub async fn state_report(app: &App, holder: Holder<'_>) -> Result<StateKeys, Error> {
+    let record = holder.record();
     let keys = app.keys()?;
     let current_key = keys.current_key_id(&context(record)).await?;
     let versions = app
         .catalog
-        .versions(&record.org, &record.name, &record.incarnation)
+        .versions(&record.org, record.home(), &record.incarnation)
         .await?;
     let keys = tally(versions.iter().map(|v| v.key.as_str()), &current_key);
     Ok(StateKeys {
-        state: record.name.clone(),
+        state: holder.record().name.clone(),
+        deleted_id: holder.deleted_id(),
         current_key,
         keys: keys.into_iter().map(KeyView::from).collect(),
     })
@@ -99,7 +162,10 @@ pub async fn report(app: &App, principal: &Principal) -> Result<Vec<StateKeys>, 
     require_admin(principal, "the key report")?;
     let mut report = Vec::new();
     for record in org_states(app, &principal.org).await? {
-        report.push(state_report(app, &record).await?);
+        report.push(state_report(app, Holder::State(&record)).await?);
+    }
+    for deleted in org_deleted_states(app, &principal.org).await? {
+        report.push(state_report(app, Holder::Deleted(&deleted)).await?);
     }
     Ok(report)
 }
@@ -134,18 +200,19 @@ enum Moved {
 /// the catalog fails. A version that fails is counted, not raised.
 pub async fn rewrap_state(
     app: &App,
-    record: &StateRecord,
+    holder: Holder<'_>,
     dry_run: bool,
     on_version: &(dyn Fn() + Sync),
 ) -> Result<StateRewrap, Error> {
+    let record = holder.record();
     let keys = app.keys()?;
     let to = keys.current_key_id(&context(record)).await?;
     let versions = app
         .catalog
-        .versions(&record.org, &record.name, &record.incarnation)
+        .versions(&record.org, record.home(), &record.incarnation)
         .await?;
     let mut done = StateRewrap {
-        state: record.name.clone(),
+        state: holder.label(),
         to: to.clone(),
         ..StateRewrap::default()
     };
@@ -158,14 +225,14 @@ pub async fn rewrap_state(
                 Moved::AlreadyCurrent
             })
         } else {
-            rewrap_version(app, keys, record, version, &to).await
+            rewrap_version(app, keys, holder, version, &to).await
         };
         match moved {
             Ok(Moved::Rewrapped) => done.rewrapped += 1,
             Ok(Moved::AlreadyCurrent) => done.current += 1,
             Ok(Moved::Gone) => {}
             Err(e) => {
-                tracing::warn!(org = %record.org, state = %record.name, version = number, "re-wrap failed: {e}");
+                tracing::warn!(org = %record.org, state = %holder.label(), version = number, "re-wrap failed: {e}");
                 done.failed.push((number, e.to_string()));
             }
         }
@@ -181,7 +248,7 @@ pub async fn rewrap_state(
                 actor: Actor::Cli,
                 state: Some(record.name.clone()),
                 version: None,
-                detail: serde_json::json!({"rewrapped": done.rewrapped, "current": done.current, "failed": failed, "to": to, "key_backend": key_backend(&to)}),
+                detail: serde_json::json!({"rewrapped": done.rewrapped, "current": done.current, "failed": failed, "to": to, "key_backend": key_backend(&to), "deleted_id": holder.deleted_id()}),
             })
             .await?;
     }
@@ -193,20 +260,21 @@ pub async fn rewrap_state(
 async fn rewrap_version(
     app: &App,
     keys: &dyn KeyService,
-    record: &StateRecord,
+    holder: Holder<'_>,
     mut version: VersionRecord,
     to: &str,
 ) -> Result<Moved, Error> {
-    let (org, name, incarnation) = (&record.org, &record.name, &record.incarnation);
+    let record = holder.record();
+    let (org, home, incarnation) = (&record.org, record.home(), &record.incarnation);
     for _ in 0..ATTEMPTS {
         if !needs_rewrap(&version.key, to) {
             return Ok(Moved::AlreadyCurrent);
         }
         let old = version.slot();
-        let what = format!("version {} of state {}", version.version, record.name);
+        let what = format!("version {} of state {}", version.version, holder.label());
         let place = Place {
             org,
-            key_state: name,
+            key_state: home,
             incarnation,
             number: version.version,
             blob: &version.blob,
@@ -217,16 +285,28 @@ async fn rewrap_version(
             wrapped: old.wrapped_key.as_deref(),
         };
         let new = content::rewrap(app, keys, &place, recorded).await?;
-        match app
-            .catalog
-            .replace_key_slot(org, name, incarnation, version.version, &old, &new)
-            .await
-        {
+        let change = SlotChange {
+            org,
+            owner: holder.owner(),
+            home,
+            incarnation,
+            version: version.version,
+            old: &old,
+            new: &new,
+        };
+        match app.catalog.replace_key_slot(&change).await {
             Ok(()) => return Ok(Moved::Rewrapped),
             Err(StoreError::Conflict) => {
+                if let Holder::Deleted(d) = holder {
+                    // Restored meanwhile: its versions are the restored state's now, which
+                    // the re-wrap of states moves.
+                    if app.catalog.deleted_state(org, &d.id).await?.is_none() {
+                        return Ok(Moved::Gone);
+                    }
+                }
                 match app
                     .catalog
-                    .version(org, name, incarnation, version.version)
+                    .version(org, home, incarnation, version.version)
                     .await?
                 {
                     Some(again) => version = again,

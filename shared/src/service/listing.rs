@@ -220,7 +220,7 @@ pub async fn versions(
     let record = existing(app, &principal.org, name).await?;
     let versions = app
         .catalog
-        .versions(&record.org, &record.name, &record.incarnation)
+        .versions(&record.org, record.home(), &record.incarnation)
         .await?;
     let run_url = |run: &str| app.run_url(run);
     Ok(versions

@@ -1,11 +1,13 @@
 //! Managing states beyond the backend protocol: import, rollback, download, force unlock,
-//! delete. Each is snapshot -> decide -> write blobs -> one compare-and-swap commit.
+//! delete (restoring and purging a deleted state are `deleted`'s). Each is snapshot -> decide
+//! -> write blobs -> one compare-and-swap commit.
 
 use super::commit::{find_version, force_unlock_entry, release, take_over_dead_lock, Takeover};
 use super::retry::{commit, until_done, Attempt, Carried};
 use super::state::{content, examine, open_version, seal, Content, Sealed};
 use super::{App, Error};
 use crate::domain::audit::AuditAction;
+use crate::domain::deleted::DeletedState;
 use crate::domain::document::{with_serial, StateMeta};
 use crate::domain::hold::Hold;
 use crate::domain::lock::Lock;
@@ -16,7 +18,9 @@ use crate::domain::record::StateRecord;
 use crate::domain::version::VersionRecord;
 use crate::domain::write::{create_version, Origin, SealedContent, WriteCommit};
 use crate::domain::{Principal, Refusal, Timestamp};
-use crate::ports::{key_backend, AuditEntry, Commit, VersionMark};
+use crate::ids::new_id;
+use crate::ports::{key_backend, AuditEntry, Commit, DeletedChange, VersionMark};
+use time::format_description::well_known::Rfc3339;
 
 fn entry(
     principal: &Principal,
@@ -280,15 +284,23 @@ pub async fn force_unlock(
     .await
 }
 
-/// Deletes a state: one conditional write that tombstones it; its versions and blobs are
-/// cleaned up afterwards, and the version counter survives.
+/// Deletes a state: one conditional write that tombstones it, its name free at once. With
+/// a retention (`HEGEMONY_TF_STATE_DELETED_RETENTION_DAYS`) the same write keeps it as a
+/// deleted state, every version and key in place, until it is restored or purged; without
+/// one its versions and blobs are left to the sweeper at once. The version counter survives
+/// either way. Returns what was kept, if anything.
 ///
 /// # Errors
 /// `Refused`: without tf_state:manage, `NotFound`, `Locked`.
-pub async fn delete(app: &App, principal: &Principal, name: &StateName) -> Result<(), Error> {
+pub async fn delete(
+    app: &App,
+    principal: &Principal,
+    name: &StateName,
+) -> Result<Option<DeletedState>, Error> {
     let (_, first) = app
         .require_with_state(principal, Permission::Manage, name)
         .await?;
+    let retention = app.limits.deleted_retention;
     until_done(|| async {
         let now = app.clock.now();
         let snapshot = first
@@ -298,8 +310,22 @@ pub async fn delete(app: &App, principal: &Principal, name: &StateName) -> Resul
         let (snapshot, takeover) =
             take_over_dead_lock(app, snapshot, &principal.actor, now).await?;
         check_delete(&snapshot, now)?;
+        let kept = if retention.is_positive() {
+            let versions = app
+                .catalog
+                .versions(&snapshot.org, snapshot.home(), &snapshot.incarnation)
+                .await?;
+            let id = deleted_id(now);
+            let by = &principal.actor;
+            Some(DeletedState::kept(&snapshot, &id, &versions, by, now, retention))
+        } else {
+            None
+        };
         let latest = snapshot.latest.as_ref().map(|l| l.version);
-        let detail = serde_json::json!({"incarnation": snapshot.incarnation});
+        let detail = match &kept {
+            Some(d) => serde_json::json!({"incarnation": snapshot.incarnation, "id": d.id, "versions": d.versions, "purge_at": d.purge_at.format(&Rfc3339).ok()}),
+            None => serde_json::json!({"incarnation": snapshot.incarnation}),
+        };
         let audit = entry(
             principal,
             name,
@@ -308,15 +334,26 @@ pub async fn delete(app: &App, principal: &Principal, name: &StateName) -> Resul
             detail,
             now,
         );
-        let changes = takeover.into_commit(Commit {
-            version_marks: vec![VersionMark {
-                incarnation: snapshot.incarnation.clone(),
-                below: VersionMark::ALL,
-            }],
+        let mut changes = Commit {
             audit: vec![audit],
             ..Commit::over(&snapshot, now, Some(tombstone(&snapshot, now)))
-        });
-        commit(app, changes, ()).await
+        };
+        match &kept {
+            Some(d) => changes.deleted = Some(DeletedChange::Keep(Box::new(d.clone()))),
+            None => {
+                changes.version_marks = vec![VersionMark {
+                    incarnation: snapshot.incarnation.clone(),
+                    below: VersionMark::ALL,
+                }]
+            }
+        }
+        commit(app, takeover.into_commit(changes), kept).await
     })
     .await
+}
+
+/// A new deleted state's id: the time, so ids sort in the order states were deleted, then
+/// random, so two deletions in one second differ.
+fn deleted_id(now: Timestamp) -> String {
+    format!("{:010}-{}", now.unix_timestamp().max(0), &new_id()[..16])
 }

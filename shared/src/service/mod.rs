@@ -10,6 +10,7 @@ pub mod auth;
 mod commit;
 pub mod comparison;
 mod content;
+pub mod deleted;
 pub mod identity;
 pub mod issuers;
 pub mod key_cache;
@@ -24,6 +25,7 @@ pub mod state;
 pub mod sweep;
 pub mod tokens;
 pub mod trust;
+pub mod verify;
 mod work;
 pub mod workload;
 
@@ -62,6 +64,9 @@ pub struct Limits {
     pub keep_versions: u64,
     /// `HEGEMONY_TF_STATE_RUN_END_GRACE_SECONDS`: how long a step's lock outlives its run.
     pub run_end_grace: time::Duration,
+    /// `HEGEMONY_TF_STATE_DELETED_RETENTION_DAYS`: how long a deleted state is kept for a
+    /// restore; zero purges it at once.
+    pub deleted_retention: time::Duration,
     /// On Lambda, the payload ceiling a request must fit in (`max_state_bytes` is clamped
     /// under it), so a refusal can name it and the front door for larger states.
     pub lambda_ceiling: Option<u64>,

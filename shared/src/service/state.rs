@@ -144,7 +144,7 @@ async fn sealed_object(
             .catalog
             .content(
                 &record.org,
-                &record.name,
+                record.home(),
                 &record.incarnation,
                 version.version,
             )
@@ -220,7 +220,7 @@ async fn opening(
 fn place<'a>(record: &'a StateRecord, version: u64, blob: &'a str, what: &'a str) -> Place<'a> {
     Place {
         org: &record.org,
-        key_state: &record.name,
+        key_state: record.home(),
         incarnation: &record.incarnation,
         number: version,
         blob,

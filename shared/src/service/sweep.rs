@@ -1,6 +1,6 @@
 //! The sweeper: tidies what a commit left for later, working only from sparse records
-//! (version marks, blobs listed for deletion, blobs pending since long ago, ended and
-//! settled runs). Each pass is bounded, idempotent, and safe to run twice at once: deleting a
+//! (version marks, deleted states by purge date, blobs listed for deletion, blobs pending
+//! since long ago, ended and settled runs). Each pass is bounded, idempotent, and safe to run twice at once: deleting a
 //! deleted blob and dropping a dropped version change nothing. Correctness never waits for
 //! it: it only frees space, and repairs the holds of a run end that failed part way.
 
@@ -9,7 +9,7 @@ use time::Duration;
 
 use super::commit::take_over_dead_lock;
 use super::retry::{commit, until_done, Attempt};
-use super::runs;
+use super::{deleted, runs};
 use super::{App, Error};
 use crate::domain::{Actor, Timestamp};
 use crate::ports::Commit;
@@ -45,7 +45,9 @@ pub struct SweepReport {
     /// Settled runs whose run -> token -> state items were all pruned (their ended marker
     /// stays, so a late mint for them is still refused).
     pub runs_pruned: usize,
-    /// Versions dropped: pruned past the limit, or of deleted states.
+    /// Deleted states purged once their retention passed (each audited `state.purged`).
+    pub deleted_states_purged: usize,
+    /// Versions dropped: pruned past the limit, or of deleted states purged.
     pub versions_dropped: usize,
     /// Blobs deleted that no version uses any more.
     pub blobs_deleted: usize,
@@ -66,6 +68,8 @@ pub async fn sweep(app: &App, now: Timestamp) -> Result<SweepReport, Error> {
     // After the tokens: on a store that links a run to its tokens, the links of tokens just
     // dropped went with them.
     let runs_pruned = prune_settled_runs(app, now).await?;
+    // Before the versions: a state purged now has its versions dropped in the same pass.
+    let deleted_states_purged = deleted::purge_due(app, now, DELETED_PER_PASS).await?;
     let versions_dropped = app.catalog.drop_marked_versions(PASS_LIMIT, now).await?;
     let doomed = app
         .catalog
@@ -83,6 +87,7 @@ pub async fn sweep(app: &App, now: Timestamp) -> Result<SweepReport, Error> {
         holds_cleared,
         tokens_dropped,
         runs_pruned,
+        deleted_states_purged,
         versions_dropped,
         blobs_deleted: doomed.len(),
         uncommitted_blobs_deleted: pending.len(),
@@ -158,6 +163,10 @@ async fn prune_settled_runs(app: &App, now: Timestamp) -> Result<usize, Error> {
     }
     Ok(pruned)
 }
+
+/// The most deleted states one pass purges: each is a few writes, and its versions count
+/// against the pass's limit on versions dropped.
+const DELETED_PER_PASS: usize = 100;
 
 /// The most ended runs one pass looks at.
 const RUNS_PER_PASS: usize = 100;

@@ -39,6 +39,7 @@ pub fn limits(config: &Config, door: FrontDoor) -> Limits {
         max_state_bytes: config.max_state_bytes,
         keep_versions: config.keep_versions,
         run_end_grace: time::Duration::seconds(config.run_end_grace_seconds as i64),
+        deleted_retention: time::Duration::days(config.deleted_retention_days as i64),
         lambda_ceiling: None,
     };
     match door {
@@ -238,6 +239,7 @@ mod tests {
             max_state_bytes: 32 << 20,
             keep_versions: 5,
             run_end_grace: time::Duration::seconds(600),
+            deleted_retention: time::Duration::days(7),
             lambda_ceiling: None,
         };
         assert_eq!(clamp(limits).max_state_bytes, MAX_STATE_BYTES);

@@ -18,6 +18,7 @@ mod audit;
 mod authorization;
 mod backend;
 mod comparison;
+mod deleted;
 mod identity;
 mod listing;
 mod management;

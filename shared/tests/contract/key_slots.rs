@@ -4,6 +4,25 @@
 
 use super::*;
 use hegemony_state::domain::version::KeySlot;
+use hegemony_state::ports::{SlotChange, SlotOwner};
+
+/// The change of version `version` of `incarnation` of state net from `old` to `new`.
+pub fn slot_change<'a>(
+    incarnation: &'a str,
+    version: u64,
+    old: &'a KeySlot,
+    new: &'a KeySlot,
+) -> SlotChange<'a> {
+    SlotChange {
+        org: "acme",
+        owner: SlotOwner::State("net"),
+        home: "net",
+        incarnation,
+        version,
+        old,
+        new,
+    }
+}
 
 /// A version's key slot (key id and wrapped key) reads back as stored, in the version and
 /// the state's copy; a record without one (written before the slot was kept) reads back
@@ -52,12 +71,12 @@ pub async fn a_key_slot_is_replaced_only_while_it_is_the_old_one(f: Fixture) {
     for n in [1, 2] {
         let old = version(n, "").slot();
         f.catalog
-            .replace_key_slot("acme", "net", "inc", n, &old, &new)
+            .replace_key_slot(&slot_change("inc", n, &old, &new))
             .await
             .unwrap();
         let again = f
             .catalog
-            .replace_key_slot("acme", "net", "inc", n, &old, &new)
+            .replace_key_slot(&slot_change("inc", n, &old, &new))
             .await;
         assert!(matches!(again, Err(StoreError::Conflict)), "{again:?}");
         let back = f.catalog.version("acme", "net", "inc", n).await.unwrap();
@@ -74,7 +93,7 @@ pub async fn a_key_slot_is_replaced_only_while_it_is_the_old_one(f: Fixture) {
     for (incarnation, n) in [("inc", 9), ("other", 1)] {
         let r = f
             .catalog
-            .replace_key_slot("acme", "net", incarnation, n, &new, &new)
+            .replace_key_slot(&slot_change(incarnation, n, &new, &new))
             .await;
         assert!(matches!(r, Err(StoreError::Conflict)), "{r:?}");
     }
@@ -97,7 +116,7 @@ pub async fn replacing_an_inline_versions_key_slot_keeps_its_content(f: Fixture)
     for n in [1, 2] {
         let old = inline_version(n).slot();
         f.catalog
-            .replace_key_slot("acme", "net", "inc", n, &old, &new)
+            .replace_key_slot(&slot_change("inc", n, &old, &new))
             .await
             .unwrap();
         let content = f.catalog.content("acme", "net", "inc", n).await.unwrap();

@@ -59,15 +59,16 @@ async fn two_local_catalogs_on_one_folder_share_one_truth() {
 }
 
 /// A catalog made before inline content existed opens, gains the `contents` table, and reads
-/// its blob versions as before; new inline versions go beside them. Both older schemas: 2
-/// (before app states and inline content), 3 (app states, no `contents`) and 4 (no trust
-/// policies).
+/// its blob versions as before; new inline versions go beside them. Every older schema: 2
+/// (before app states and inline content), 3 (app states, no `contents`), 4 (no
+/// `deleted_states`) and 5 (no trust policies).
 #[tokio::test]
 async fn a_catalog_from_before_inline_content_opens_and_reads_as_before() {
     for older in [
-        "DROP TABLE contents; DROP TABLE apps; DROP TABLE archives; DROP TABLE trust_policies; PRAGMA user_version = 2;",
-        "DROP TABLE contents; DROP TABLE trust_policies; PRAGMA user_version = 3;",
-        "DROP TABLE trust_policies; PRAGMA user_version = 4;",
+        "DROP TABLE contents; DROP TABLE apps; DROP TABLE archives; DROP TABLE deleted_states; DROP TABLE trust_policies; PRAGMA user_version = 2;",
+        "DROP TABLE contents; DROP TABLE deleted_states; DROP TABLE trust_policies; PRAGMA user_version = 3;",
+        "DROP TABLE deleted_states; DROP TABLE trust_policies; PRAGMA user_version = 4;",
+        "DROP TABLE trust_policies; PRAGMA user_version = 5;",
     ] {
         an_older_catalog_opens_and_reads_as_before(older).await;
     }
@@ -125,5 +126,5 @@ async fn an_older_catalog_opens_and_reads_as_before(older: &str) {
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 5, "brought up to date from: {older}");
+    assert_eq!(version, 6, "brought up to date from: {older}");
 }

@@ -23,6 +23,7 @@ pub fn server_limits() -> Limits {
         max_state_bytes: 32 * 1024 * 1024,
         keep_versions: 50,
         run_end_grace: Duration::seconds(600),
+        deleted_retention: Duration::days(7),
         lambda_ceiling: None,
     }
 }

@@ -63,6 +63,7 @@ pub fn limits(keep: u64) -> Limits {
         max_state_bytes: 1 << 20,
         keep_versions: keep,
         run_end_grace: Duration::seconds(600),
+        deleted_retention: Duration::days(7),
         lambda_ceiling: None,
     }
 }

@@ -15,6 +15,8 @@ export const ACTIONS = [
   'lock.force_unlocked',
   'lock.expired',
   'state.deleted',
+  'state.restored',
+  'state.purged',
   'version.downloaded',
   'permissions.changed',
   'token.created',

@@ -7,9 +7,10 @@
 //! |---------------|-----------------------------------|-----------------------|--------|
 //! | state         | `ORG#<org>`                       | `STATE#<name>`        |        |
 //! | app state     | `ORG#<org>`                       | `APP#<name>`          |        |
+//! | deleted state | `ORG#<org>`                       | `DELETED#<id>`        | sweep `deleted` (by purge date) |
 //! | archive       | `APPARC#<org>/<name>`             | commit ID             |        |
 //! | org settings  | `ORG#<org>`                       | `SETTINGS`            |        |
-//! | version       | `VER#<org>/<name>/<incarnation>`  | version, 20 digits    |        |
+//! | version       | `VER#<org>/<home>/<incarnation>`  | version, 20 digits    |        |
 //! | audit entry   | `AUDIT#<org>`                     | sequence, 20 digits   |        |
 //! | token         | `TOKEN#<hash>`                    | `-`                   | listing (all), sweep `token` (expiring) |
 //! | run           | `RUN#<run>`                       | `RUN`                 | sweep `ended_run` until tidied, then `settled_run` until pruned |
@@ -17,7 +18,10 @@
 //! | run token     | `RUN#<run>`                       | `TOKEN#<hash>`        |        |
 //! | pending blob  | `PENDING#<blob>`                  | `-`                   | sweep `pending` |
 //! | doomed blob   | `DOOMED#<blob>`                   | `-`                   | sweep `doomed` |
-//! | version mark  | `MARK#<org>/<name>/<incarnation>` | `-`                   | sweep `mark` |
+//! | version mark  | `MARK#<org>/<home>/<incarnation>` | `-`                   | sweep `mark` |
+//!
+//! A state's versions are keyed by its home (`StateRecord::home`): the name its incarnation
+//! was created under, which a restore under another name keeps.
 //!
 //! An inline version's sealed content is the binary attribute `body` of its version item,
 //! and, while it is the latest, of its state item too, so a read of the state is one
@@ -32,6 +36,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::domain::deleted::DeletedState;
 use crate::domain::Timestamp;
 use crate::ports::StoreError;
 
@@ -65,6 +70,7 @@ pub const LISTING_SK: &str = "list_sk";
 pub const SWEEP_PENDING: &str = "pending";
 pub const SWEEP_DOOMED: &str = "doomed";
 pub const SWEEP_MARK: &str = "mark";
+pub const SWEEP_DELETED: &str = "deleted";
 pub const SWEEP_TOKEN: &str = "token";
 pub const SWEEP_ENDED_RUN: &str = "ended_run";
 pub const SWEEP_SETTLED_RUN: &str = "settled_run";
@@ -80,6 +86,9 @@ pub fn state_sk(name: &str) -> String {
     format!("STATE#{name}")
 }
 pub const SETTINGS_SK: &str = "SETTINGS";
+pub fn deleted_sk(id: &str) -> String {
+    format!("DELETED#{id}")
+}
 pub fn versions_pk(org: &str, name: &str, incarnation: &str) -> String {
     format!("VER#{org}/{name}/{incarnation}")
 }
@@ -123,6 +132,34 @@ pub fn doomed_item(blob: &str, at: Timestamp) -> Item {
     item.insert("blob".into(), s(blob));
     item.insert(SWEEP_PK.into(), s(SWEEP_DOOMED));
     item.insert(SWEEP_SK.into(), s(age_sk(at, blob)));
+    item
+}
+
+/// The item of a deleted state: its record, its revision (what a restore and a purge are
+/// conditioned on), and its place in the sweep index by purge date.
+pub fn deleted_item(deleted: &DeletedState) -> Item {
+    let mut item = record_item(org_pk(&deleted.org), deleted_sk(&deleted.id), deleted);
+    item.insert(REV.into(), n(deleted.revision));
+    item.insert(SWEEP_PK.into(), s(SWEEP_DELETED));
+    item.insert(
+        SWEEP_SK.into(),
+        s(age_sk(
+            deleted.purge_at,
+            &format!("{}/{}", deleted.org, deleted.id),
+        )),
+    );
+    item
+}
+
+/// The version mark of an incarnation stored under `home`: its versions below `below` go.
+pub fn mark_item(org: &str, home: &str, incarnation: &str, below: u64) -> Item {
+    let mut item = key(mark_pk(org, home, incarnation), ONLY);
+    item.insert("org".into(), s(org));
+    item.insert("name".into(), s(home));
+    item.insert("incarnation".into(), s(incarnation));
+    item.insert("below".into(), n(below));
+    item.insert(SWEEP_PK.into(), s(SWEEP_MARK));
+    item.insert(SWEEP_SK.into(), s(mark_pk(org, home, incarnation)));
     item
 }
 

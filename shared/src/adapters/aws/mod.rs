@@ -7,6 +7,7 @@ mod access;
 mod apps;
 mod blobs;
 mod catalog;
+mod deleted;
 mod items;
 mod keys;
 mod runs;

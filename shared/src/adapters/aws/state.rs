@@ -10,12 +10,13 @@ use sha2::{Digest, Sha256};
 use super::catalog::DynamoCatalog;
 use super::describe_failure;
 use super::items::*;
+use crate::domain::deleted::DeletedState;
 use crate::domain::record::StateRecord;
-use crate::domain::version::{KeySlot, VersionRecord};
+use crate::domain::version::VersionRecord;
 use crate::domain::Timestamp;
 use crate::ports::{
-    AuditEntry, AuditQuery, AuditRecord, Commit, OrgAndState, OrgRecord, StateCatalog, StepCheck,
-    StoreError,
+    AuditEntry, AuditQuery, AuditRecord, Commit, DeletedChange, OrgAndState, OrgRecord, SlotChange,
+    SlotOwner, StateCatalog, StepCheck, StoreError,
 };
 
 /// The request token of a commit: the same commit replayed (an SDK retry after a lost
@@ -35,6 +36,25 @@ fn request_token(commit: &Commit) -> String {
 }
 
 impl DynamoCatalog {
+    /// An update of a record that bumps its revision to `revision`, conditioned on the one
+    /// before; its inline content (`keep_body`) stays.
+    fn revised(&self, at: Item, rec: String, revision: u64, keep_body: bool) -> TransactWriteItem {
+        self.record_update(
+            at,
+            rec,
+            Some(revision),
+            None,
+            keep_body,
+            Some((
+                format!("{REV} = :expected"),
+                Some(std::collections::HashMap::from([(
+                    ":expected".to_owned(),
+                    n(revision - 1),
+                )])),
+            )),
+        )
+    }
+
     /// The condition checks of a step's lock: its token's item not revoked, and its run's item
     /// (in the run's partition, beside the items a run's end reads) not ended too early.
     fn step_checks(&self, check: &StepCheck) -> [TransactWriteItem; 2] {
@@ -86,7 +106,7 @@ impl DynamoCatalog {
                     ),
                 );
                 for version in &commit.versions {
-                    let pk = versions_pk(&commit.org, &commit.name, &record.incarnation);
+                    let pk = versions_pk(&commit.org, &commit.home, &record.incarnation);
                     items.push(self.record_update(
                         key(pk, number_sk(version.version)),
                         to_json(version),
@@ -127,17 +147,24 @@ impl DynamoCatalog {
         for mark in &commit.version_marks {
             // Marks of one state only ever rise: each comes from a commit on a newer
             // revision, so the latest one written is the highest.
-            let mut item = key(mark_pk(&commit.org, &commit.name, &mark.incarnation), ONLY);
-            item.insert("org".into(), s(commit.org.clone()));
-            item.insert("name".into(), s(commit.name.clone()));
-            item.insert("incarnation".into(), s(mark.incarnation.clone()));
-            item.insert("below".into(), n(mark.below));
-            item.insert(SWEEP_PK.into(), s(SWEEP_MARK));
-            item.insert(
-                SWEEP_SK.into(),
-                s(mark_pk(&commit.org, &commit.name, &mark.incarnation)),
-            );
+            let item = mark_item(&commit.org, &commit.home, &mark.incarnation, mark.below);
             items.push(self.put(item, None));
+        }
+        match &commit.deleted {
+            Some(DeletedChange::Keep(deleted)) => {
+                items.push(self.put(deleted_item(deleted), Some("attribute_not_exists(pk)")));
+            }
+            Some(DeletedChange::Take { id, revision }) => {
+                let delete = Delete::builder()
+                    .table_name(&self.table)
+                    .set_key(Some(key(org_pk(&commit.org), deleted_sk(id))))
+                    .condition_expression(format!("{REV} = :revision"))
+                    .expression_attribute_values(":revision", n(*revision))
+                    .build()
+                    .expect("table, key and condition are set");
+                items.push(TransactWriteItem::builder().delete(delete).build());
+            }
+            None => {}
         }
         for entry in &commit.audit {
             items.push(self.audit_put(entry));
@@ -285,40 +312,25 @@ impl StateCatalog for DynamoCatalog {
         self.transact(self.commit_items(&commit), Some(token)).await
     }
 
-    /// Both items are read, then written in one transaction conditioned on the state's
+    /// Both items are read, then written in one transaction conditioned on the owner's
     /// revision and on the version item holding exactly the record read, so a slot changed
     /// in between (another re-wrap, a commit) is a `Conflict`.
-    async fn replace_key_slot(
-        &self,
-        org: &str,
-        name: &str,
-        incarnation: &str,
-        version: u64,
-        old: &KeySlot,
-        new: &KeySlot,
-    ) -> Result<(), StoreError> {
-        let state_item = self.get(key(org_pk(org), state_sk(name))).await?;
-        let state: StateRecord = state_item
-            .as_ref()
-            .map(record)
-            .transpose()?
-            .ok_or(StoreError::Conflict)?;
-        let pk = versions_pk(org, name, incarnation);
-        let version_item = self.get(key(pk.clone(), number_sk(version))).await?;
+    async fn replace_key_slot(&self, change: &SlotChange<'_>) -> Result<(), StoreError> {
+        let pk = versions_pk(change.org, change.home, change.incarnation);
+        let version_item = self.get(key(pk.clone(), number_sk(change.version))).await?;
         let Some(version_item) = version_item else {
             return Err(StoreError::Conflict);
         };
         let mut stored: VersionRecord = record(&version_item)?;
-        if state.incarnation != incarnation || stored.slot() != *old {
+        if stored.slot() != *change.old {
             return Err(StoreError::Conflict);
         }
-        stored.set_slot(new);
-        let state = state.with_key_slot(version, new);
+        stored.set_slot(change.new);
         let old_text = string(&version_item, REC)?.to_owned();
         // Updates, not puts: an inline version's content, on its item and (for the latest)
         // the state's, stays as it is; a re-wrap changes only the slot.
         let update_version = self.record_update(
-            key(pk, number_sk(version)),
+            key(pk, number_sk(change.version)),
             to_json(&stored),
             None,
             None,
@@ -331,21 +343,34 @@ impl StateCatalog for DynamoCatalog {
                 )])),
             )),
         );
-        let update_state = self.record_update(
-            key(org_pk(org), state_sk(name)),
-            to_json(&state),
-            Some(state.revision),
-            None,
-            state.latest.as_ref().is_some_and(|l| l.inline),
-            Some((
-                format!("{REV} = :expected"),
-                Some(std::collections::HashMap::from([(
-                    ":expected".to_owned(),
-                    n(state.revision - 1),
-                )])),
-            )),
-        );
-        self.transact(vec![update_version, update_state], None)
+        let update_owner = match change.owner {
+            SlotOwner::State(name) => {
+                let state_key = key(org_pk(change.org), state_sk(name));
+                let state: StateRecord = self
+                    .get_record(state_key.clone())
+                    .await?
+                    .ok_or(StoreError::Conflict)?;
+                if state.incarnation != change.incarnation {
+                    return Err(StoreError::Conflict);
+                }
+                let state = state.with_key_slot(change.version, change.new);
+                let inline = state.latest.as_ref().is_some_and(|l| l.inline);
+                self.revised(state_key, to_json(&state), state.revision, inline)
+            }
+            SlotOwner::Deleted(id) => {
+                let deleted_key = key(org_pk(change.org), deleted_sk(id));
+                let mut deleted: DeletedState = self
+                    .get_record(deleted_key.clone())
+                    .await?
+                    .ok_or(StoreError::Conflict)?;
+                if deleted.record.incarnation != change.incarnation {
+                    return Err(StoreError::Conflict);
+                }
+                deleted.revision += 1;
+                self.revised(deleted_key, to_json(&deleted), deleted.revision, true)
+            }
+        };
+        self.transact(vec![update_version, update_owner], None)
             .await
     }
 

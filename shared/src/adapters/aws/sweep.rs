@@ -1,5 +1,6 @@
 //! What the sweeper reads and tidies in DynamoDB: only the `sweep` index's sparse partitions
-//! (marks, pending and doomed blobs, expiring tokens, ended and settled runs), never a scan.
+//! (marks, deleted states by purge date, pending and doomed blobs, expiring tokens, ended and
+//! settled runs), never a scan.
 //! The index is eventually consistent, so everything found there is checked against the
 //! item itself before it is acted on, and every action is safe to repeat.
 
@@ -9,6 +10,7 @@ use aws_sdk_dynamodb::types::{Delete, TransactWriteItem};
 use super::describe_failure;
 use super::items::*;
 use super::DynamoCatalog;
+use crate::domain::deleted::DeletedState;
 use crate::domain::version::VersionRecord;
 use crate::domain::Timestamp;
 use crate::ports::{StoreError, SweepCatalog, TokenRecord};
@@ -163,6 +165,23 @@ impl SweepCatalog for DynamoCatalog {
             }
         }
         Ok(dropped)
+    }
+
+    async fn deleted_due(
+        &self,
+        now: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        // Below the next second: every purge date in this second or before.
+        let below = age_below(now + time::Duration::seconds(1));
+        let items = self.sweep_items(SWEEP_DELETED, Some(below), limit).await?;
+        items
+            .iter()
+            .map(|item| {
+                let deleted: DeletedState = record(item)?;
+                Ok((deleted.org, deleted.id))
+            })
+            .collect()
     }
 
     async fn doomed_blobs(

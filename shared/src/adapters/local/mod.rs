@@ -5,15 +5,18 @@
 //! version's sealed content is inside it, and a larger version's blob is fsynced before the
 //! commit that names it. The catalog is split by port as the AWS store's is: `catalog`
 //! (opening it, its connections, the audit insert), `state` (states, versions, audit),
-//! `access` (tokens, orgs), `runs`, `apps` (app states and their archives), `sweep`, `trust` (trust policies), and
-//! `tables` (the schema and row codecs); `key_file` keeps the platform key beside the folder
+//! `access` (tokens, orgs), `runs`, `apps` (app states and their archives), `sweep`, `trust`
+//! (trust policies), and `tables` (the schema and row codecs); `backup` copies a live store
+//! consistently, checks a copy and puts one back; `key_file` keeps the platform key beside the folder
 //! when none is configured; `disk` makes its folders and files private and their entries
 //! durable.
 
 mod access;
 mod apps;
+pub mod backup;
 mod blobs;
 mod catalog;
+mod deleted;
 mod disk;
 pub mod key_file;
 mod runs;

@@ -7,12 +7,13 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use super::catalog::{insert_audit, SqliteCatalog};
 use super::tables::{from_json, seconds, sql_error, to_json};
+use crate::domain::deleted::DeletedState;
 use crate::domain::record::StateRecord;
-use crate::domain::version::{KeySlot, VersionRecord};
+use crate::domain::version::VersionRecord;
 use crate::domain::Timestamp;
 use crate::ports::{
-    AuditEntry, AuditQuery, AuditRecord, Commit, OrgAndState, OrgRecord, RunRecord, StateCatalog,
-    StepCheck, StoreError, TokenRecord,
+    AuditEntry, AuditQuery, AuditRecord, Commit, DeletedChange, OrgAndState, OrgRecord, RunRecord,
+    SlotChange, SlotOwner, StateCatalog, StepCheck, StoreError, TokenRecord,
 };
 
 impl SqliteCatalog {
@@ -31,7 +32,8 @@ impl SqliteCatalog {
             let sql = if with_content {
                 "SELECT (SELECT record FROM orgs WHERE org = ?1), s.record, c.sealed
                  FROM (SELECT 1) LEFT JOIN states s ON s.org = ?1 AND s.name = ?2
-                 LEFT JOIN contents c ON c.org = s.org AND c.name = s.name
+                 LEFT JOIN contents c ON c.org = s.org
+                   AND c.name = coalesce(json_extract(s.record, '$.home'), s.name)
                    AND c.incarnation = json_extract(s.record, '$.incarnation')
                    AND c.version = json_extract(s.record, '$.latest.version')"
             } else {
@@ -56,55 +58,116 @@ impl SqliteCatalog {
     }
 }
 
-/// [`StateCatalog::replace_key_slot`] in one transaction: the version's record and the state
-/// record are read and written under SQLite's one writer, so the slot compared is the one
+/// [`StateCatalog::replace_key_slot`] in one transaction: the version's record and its
+/// owner's are read and written under SQLite's one writer, so the slot compared is the one
 /// replaced.
-fn replace_key_slot_in(
-    conn: &mut Connection,
-    (org, name, incarnation): (&str, &str, &str),
-    version: i64,
-    old: &KeySlot,
-    new: &KeySlot,
-) -> Result<(), StoreError> {
+fn replace_key_slot_in(conn: &mut Connection, change: &SlotChange<'_>) -> Result<(), StoreError> {
+    // Versions are stored as SQLite integers: a larger number names no version.
+    let version = i64::try_from(change.version).map_err(|_| StoreError::Conflict)?;
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(sql_error)?;
-    let state: Option<String> = tx
-        .query_row(
-            "SELECT record FROM states WHERE org = ?1 AND name = ?2",
-            params![org, name],
-            |row| row.get(0),
-        )
-        .optional()
-        .map_err(sql_error)?;
-    let state: StateRecord = from_json(&state.ok_or(StoreError::Conflict)?)?;
     let stored: Option<String> = tx
         .query_row(
             "SELECT record FROM versions
              WHERE org = ?1 AND name = ?2 AND incarnation = ?3 AND version = ?4",
-            params![org, name, incarnation, version],
+            params![change.org, change.home, change.incarnation, version],
             |row| row.get(0),
         )
         .optional()
         .map_err(sql_error)?;
     let mut record: VersionRecord = from_json(&stored.ok_or(StoreError::Conflict)?)?;
-    if state.incarnation != incarnation || record.slot() != *old {
+    if record.slot() != *change.old {
         return Err(StoreError::Conflict);
     }
-    record.set_slot(new);
-    let state = state.with_key_slot(record.version, new);
+    record.set_slot(change.new);
+    match change.owner {
+        SlotOwner::State(name) => {
+            let state: Option<String> = tx
+                .query_row(
+                    "SELECT record FROM states WHERE org = ?1 AND name = ?2",
+                    params![change.org, name],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(sql_error)?;
+            let state: StateRecord = from_json(&state.ok_or(StoreError::Conflict)?)?;
+            if state.incarnation != change.incarnation {
+                return Err(StoreError::Conflict);
+            }
+            let state = state.with_key_slot(record.version, change.new);
+            tx.execute(
+                "UPDATE states SET revision = ?3, record = ?4 WHERE org = ?1 AND name = ?2",
+                params![change.org, name, state.revision, to_json(&state)],
+            )
+            .map_err(sql_error)?;
+        }
+        SlotOwner::Deleted(id) => {
+            let deleted: Option<String> = tx
+                .query_row(
+                    "SELECT record FROM deleted_states WHERE org = ?1 AND id = ?2",
+                    params![change.org, id],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(sql_error)?;
+            let mut deleted: DeletedState = from_json(&deleted.ok_or(StoreError::Conflict)?)?;
+            if deleted.record.incarnation != change.incarnation {
+                return Err(StoreError::Conflict);
+            }
+            deleted.revision += 1;
+            tx.execute(
+                "UPDATE deleted_states SET revision = ?3, record = ?4 WHERE org = ?1 AND id = ?2",
+                params![change.org, id, deleted.revision, to_json(&deleted)],
+            )
+            .map_err(sql_error)?;
+        }
+    }
     tx.execute(
         "UPDATE versions SET record = ?5
          WHERE org = ?1 AND name = ?2 AND incarnation = ?3 AND version = ?4",
-        params![org, name, incarnation, version, to_json(&record)],
-    )
-    .map_err(sql_error)?;
-    tx.execute(
-        "UPDATE states SET revision = ?3, record = ?4 WHERE org = ?1 AND name = ?2",
-        params![org, name, state.revision, to_json(&state)],
+        params![
+            change.org,
+            change.home,
+            change.incarnation,
+            version,
+            to_json(&record)
+        ],
     )
     .map_err(sql_error)?;
     tx.commit().map_err(sql_error)
+}
+
+/// Keeps or takes a deleted state's record in a commit's transaction.
+fn change_deleted(tx: &Connection, org: &str, change: &DeletedChange) -> Result<(), StoreError> {
+    match change {
+        DeletedChange::Keep(deleted) => {
+            tx.execute(
+                "INSERT INTO deleted_states (org, id, purge_at, revision, record)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![
+                    org,
+                    deleted.id,
+                    seconds(deleted.purge_at),
+                    deleted.revision,
+                    to_json(&**deleted)
+                ],
+            )
+            .map_err(sql_error)?;
+        }
+        DeletedChange::Take { id, revision } => {
+            let taken = tx
+                .execute(
+                    "DELETE FROM deleted_states WHERE org = ?1 AND id = ?2 AND revision = ?3",
+                    params![org, id, revision],
+                )
+                .map_err(sql_error)?;
+            if taken == 0 {
+                return Err(StoreError::Conflict);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Whether a step's lock may commit: its token unrevoked, its run not ended too early (read
@@ -160,6 +223,9 @@ fn commit_in(conn: &mut Connection, commit: Commit) -> Result<(), StoreError> {
             return Err(StoreError::Conflict);
         }
     }
+    if let Some(change) = &commit.deleted {
+        change_deleted(&tx, &commit.org, change)?;
+    }
     match &commit.state {
         Some(record) => {
             tx.execute(
@@ -168,13 +234,13 @@ fn commit_in(conn: &mut Connection, commit: Commit) -> Result<(), StoreError> {
             )
             .map_err(sql_error)?;
             for v in &commit.versions {
-                let key = params![commit.org, commit.name, record.incarnation, v.version];
+                let key = params![commit.org, commit.home, record.incarnation, v.version];
                 tx.execute(
                     "INSERT OR REPLACE INTO versions (org, name, incarnation, version, record)
                      VALUES (?1, ?2, ?3, ?4, ?5)",
                     params![
                         commit.org,
-                        commit.name,
+                        commit.home,
                         record.incarnation,
                         v.version,
                         to_json(v)
@@ -187,7 +253,7 @@ fn commit_in(conn: &mut Connection, commit: Commit) -> Result<(), StoreError> {
                          VALUES (?1, ?2, ?3, ?4, ?5)",
                         params![
                             commit.org,
-                            commit.name,
+                            commit.home,
                             record.incarnation,
                             v.version,
                             sealed.as_slice()
@@ -237,7 +303,7 @@ fn commit_in(conn: &mut Connection, commit: Commit) -> Result<(), StoreError> {
         tx.execute(
             "INSERT INTO version_marks (org, name, incarnation, below) VALUES (?1, ?2, ?3, ?4)
              ON CONFLICT (org, name, incarnation) DO UPDATE SET below = max(below, excluded.below)",
-            params![commit.org, commit.name, mark.incarnation, mark.below],
+            params![commit.org, commit.home, mark.incarnation, mark.below],
         )
         .map_err(sql_error)?;
     }
@@ -394,22 +460,31 @@ impl StateCatalog for SqliteCatalog {
         self.with(move |conn| commit_in(conn, commit)).await
     }
 
-    async fn replace_key_slot(
-        &self,
-        org: &str,
-        name: &str,
-        incarnation: &str,
-        version: u64,
-        old: &KeySlot,
-        new: &KeySlot,
-    ) -> Result<(), StoreError> {
-        let Ok(version) = i64::try_from(version) else {
-            return Err(StoreError::Conflict);
+    async fn replace_key_slot(&self, change: &SlotChange<'_>) -> Result<(), StoreError> {
+        let (org, home, incarnation) = (
+            change.org.to_owned(),
+            change.home.to_owned(),
+            change.incarnation.to_owned(),
+        );
+        // The owner's name or id, owned for the catalog's thread; its kind is kept by
+        // `rebuild`.
+        let (owner, rebuild): (String, fn(&str) -> SlotOwner<'_>) = match change.owner {
+            SlotOwner::State(name) => (name.to_owned(), |n| SlotOwner::State(n)),
+            SlotOwner::Deleted(id) => (id.to_owned(), |id| SlotOwner::Deleted(id)),
         };
-        let (org, name, incarnation) = (org.to_owned(), name.to_owned(), incarnation.to_owned());
-        let (old, new) = (old.clone(), new.clone());
+        let (version, old, new) = (change.version, change.old.clone(), change.new.clone());
         self.with(move |conn| {
-            replace_key_slot_in(conn, (&org, &name, &incarnation), version, &old, &new)
+            let owner = rebuild(&owner);
+            let change = SlotChange {
+                org: &org,
+                owner,
+                home: &home,
+                incarnation: &incarnation,
+                version,
+                old: &old,
+                new: &new,
+            };
+            replace_key_slot_in(conn, &change)
         })
         .await
     }

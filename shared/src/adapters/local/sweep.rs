@@ -1,6 +1,6 @@
-//! What the sweeper reads and tidies in SQLite: version marks, pending and doomed blobs,
-//! expiring tokens, ended and settled runs, each a small table of its own (or an index), so a pass
-//! reads only what it tidies. Every action is safe to repeat.
+//! What the sweeper reads and tidies in SQLite: version marks, deleted states due, pending
+//! and doomed blobs, expiring tokens, ended and settled runs, each a small table of its own
+//! (or an index), so a pass reads only what it tidies. Every action is safe to repeat.
 
 use async_trait::async_trait;
 use rusqlite::{params, Connection, TransactionBehavior};
@@ -102,6 +102,27 @@ impl SweepCatalog for SqliteCatalog {
     async fn drop_marked_versions(&self, limit: usize, at: Timestamp) -> Result<usize, StoreError> {
         let at = seconds(at);
         self.with(move |conn| drop_marked_in(conn, limit, at)).await
+    }
+
+    async fn deleted_due(
+        &self,
+        now: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        let now = seconds(now);
+        self.read(move |conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT org, id FROM deleted_states WHERE purge_at <= ?1
+                     ORDER BY purge_at LIMIT ?2",
+                )
+                .map_err(sql_error)?;
+            let rows = stmt
+                .query_map(params![now, limit as i64], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(sql_error)?;
+            rows.collect::<Result<_, _>>().map_err(sql_error)
+        })
+        .await
     }
 
     async fn doomed_blobs(

@@ -47,6 +47,11 @@ CREATE TABLE IF NOT EXISTS orgs (org TEXT PRIMARY KEY, record TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS apps (
     org TEXT NOT NULL, name TEXT NOT NULL, revision INTEGER NOT NULL, record TEXT NOT NULL,
     PRIMARY KEY (org, name)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS deleted_states (
+    org TEXT NOT NULL, id TEXT NOT NULL, purge_at INTEGER NOT NULL, revision INTEGER NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (org, id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS deleted_states_by_purge ON deleted_states (purge_at);
 CREATE TABLE IF NOT EXISTS archives (
     org TEXT NOT NULL, name TEXT NOT NULL, commit_id TEXT NOT NULL, record TEXT NOT NULL,
     PRIMARY KEY (org, name, commit_id)) WITHOUT ROWID;
@@ -55,16 +60,17 @@ CREATE TABLE IF NOT EXISTS trust_policies (
     record TEXT NOT NULL,
     PRIMARY KEY (org, name)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS trust_policies_by_pair ON trust_policies (issuer, audience);
-PRAGMA user_version = 5;
+PRAGMA user_version = 6;
 ";
 
 /// The `user_version` of a catalog that `SCHEMA` made: one at it needs no write to open.
 /// 3 added `apps` and `archives`, the app states; 4 added `contents`, the sealed bytes of
 /// inline versions (a table of its own, not a column of `versions`, so an older catalog gains
 /// it without rewriting a row, and a version's record is replaced without touching its
-/// content); 5 added `trust_policies`, the orgs' trust policies for workloads. Every table is created if missing, so a catalog of any older version gains all
+/// content); 5 added `deleted_states`, deleted states kept for their retention; 6 added
+/// `trust_policies`, the orgs' trust policies for workloads. Every table is created if missing, so a catalog of any older version gains all
 /// it lacks in one pass.
-pub(super) const SCHEMA_VERSION: i64 = 5;
+pub(super) const SCHEMA_VERSION: i64 = 6;
 
 /// A catalog fault: transient (clients retry a 503) only when it can pass, as a busy
 /// database, a full disk or an I/O error can; anything else is a fault of the stored data or

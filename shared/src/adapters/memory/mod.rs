@@ -1,11 +1,12 @@
 //! The ports in memory: one lock around plain maps. For tests and the contract suite's
 //! reference; nothing survives the process. The maps are here; each port's impl is its own
-//! file (`state`, `access`, `runs`, `apps`, `sweep`, `trust`, `blobs`), as the local and AWS
+//! file (`state`, `deleted`, `access`, `runs`, `apps`, `sweep`, `trust`, `blobs`), as the local and AWS
 //! adapters are split.
 
 mod access;
 mod apps;
 mod blobs;
+mod deleted;
 mod runs;
 mod state;
 mod sweep;
@@ -15,6 +16,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use crate::domain::app::{AppRecord, ArchiveRecord};
+use crate::domain::deleted::DeletedState;
 use crate::domain::record::StateRecord;
 use crate::domain::trust::TrustPolicy;
 use crate::domain::version::VersionRecord;
@@ -47,6 +49,8 @@ struct Inner {
     run_items: Vec<RunItem>,
     orgs: HashMap<String, OrgRecord>,
     blobs: HashMap<String, Vec<u8>>,
+    /// (org, id) -> a deleted state kept for its retention.
+    deleted: BTreeMap<(String, String), DeletedState>,
     apps: BTreeMap<(String, String), AppRecord>,
     /// (org, app, commit ID) -> archive: in commit ID order, which is the changes' order.
     archives: BTreeMap<(String, String, String), ArchiveRecord>,

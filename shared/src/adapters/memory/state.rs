@@ -5,10 +5,11 @@ use async_trait::async_trait;
 
 use super::{org_page, MemoryStore};
 use crate::domain::record::StateRecord;
-use crate::domain::version::{KeySlot, VersionRecord};
+use crate::domain::version::VersionRecord;
 use crate::domain::Timestamp;
 use crate::ports::{
-    AuditEntry, AuditQuery, AuditRecord, Commit, OrgAndState, OrgRecord, StateCatalog, StoreError,
+    AuditEntry, AuditQuery, AuditRecord, Commit, DeletedChange, OrgAndState, OrgRecord, SlotChange,
+    SlotOwner, StateCatalog, StoreError,
 };
 
 #[async_trait]
@@ -39,7 +40,7 @@ impl StateCatalog for MemoryStore {
             let content = record.latest.as_ref().filter(|l| l.inline).and_then(|l| {
                 let key = (
                     org.into(),
-                    name.into(),
+                    record.home().to_owned(),
                     record.incarnation.clone(),
                     l.version,
                 );
@@ -121,12 +122,26 @@ impl StateCatalog for MemoryStore {
                 return Err(StoreError::Conflict);
             }
         }
+        match &commit.deleted {
+            Some(DeletedChange::Take { id, revision }) => {
+                let dkey = (commit.org.clone(), id.clone());
+                if inner.deleted.get(&dkey).map(|d| d.revision) != Some(*revision) {
+                    return Err(StoreError::Conflict);
+                }
+                inner.deleted.remove(&dkey);
+            }
+            Some(DeletedChange::Keep(deleted)) => {
+                let dkey = (commit.org.clone(), deleted.id.clone());
+                inner.deleted.insert(dkey, (**deleted).clone());
+            }
+            None => {}
+        }
         match &commit.state {
             Some(record) => {
                 for v in &commit.versions {
                     let vkey = (
                         commit.org.clone(),
-                        commit.name.clone(),
+                        commit.home.clone(),
                         record.incarnation.clone(),
                         v.version,
                     );
@@ -159,7 +174,7 @@ impl StateCatalog for MemoryStore {
             }
         }
         for mark in commit.version_marks {
-            let key = (commit.org.clone(), commit.name.clone(), mark.incarnation);
+            let key = (commit.org.clone(), commit.home.clone(), mark.incarnation);
             let below = inner.marks.entry(key).or_insert(0);
             *below = (*below).max(mark.below);
         }
@@ -167,36 +182,40 @@ impl StateCatalog for MemoryStore {
         Ok(())
     }
 
-    async fn replace_key_slot(
-        &self,
-        org: &str,
-        name: &str,
-        incarnation: &str,
-        version: u64,
-        old: &KeySlot,
-        new: &KeySlot,
-    ) -> Result<(), StoreError> {
+    async fn replace_key_slot(&self, change: &SlotChange<'_>) -> Result<(), StoreError> {
         let mut inner = self.lock();
-        let skey = (org.to_owned(), name.to_owned());
         let vkey = (
-            org.to_owned(),
-            name.to_owned(),
-            incarnation.to_owned(),
-            version,
+            change.org.to_owned(),
+            change.home.to_owned(),
+            change.incarnation.to_owned(),
+            change.version,
         );
-        let state = inner
-            .states
-            .get(&skey)
-            .filter(|r| r.incarnation == incarnation)
-            .ok_or(StoreError::Conflict)?
-            .with_key_slot(version, new);
-        let record = inner
-            .versions
-            .get_mut(&vkey)
-            .filter(|v| v.slot() == *old)
-            .ok_or(StoreError::Conflict)?;
-        record.set_slot(new);
-        inner.states.insert(skey, state);
+        if inner.versions.get(&vkey).map(|v| v.slot()).as_ref() != Some(change.old) {
+            return Err(StoreError::Conflict);
+        }
+        match change.owner {
+            SlotOwner::State(name) => {
+                let skey = (change.org.to_owned(), name.to_owned());
+                let state = inner
+                    .states
+                    .get(&skey)
+                    .filter(|r| r.incarnation == change.incarnation)
+                    .ok_or(StoreError::Conflict)?
+                    .with_key_slot(change.version, change.new);
+                inner.states.insert(skey, state);
+            }
+            SlotOwner::Deleted(id) => {
+                let deleted = inner
+                    .deleted
+                    .get_mut(&(change.org.to_owned(), id.to_owned()))
+                    .filter(|d| d.record.incarnation == change.incarnation)
+                    .ok_or(StoreError::Conflict)?;
+                deleted.revision += 1;
+            }
+        }
+        if let Some(record) = inner.versions.get_mut(&vkey) {
+            record.set_slot(change.new);
+        }
         Ok(())
     }
 

@@ -1,5 +1,5 @@
-//! What the sweeper reads and tidies, in memory: marks, doomed and pending blobs, expired
-//! tokens, ended and settled runs.
+//! What the sweeper reads and tidies, in memory: marks, deleted states due, doomed and
+//! pending blobs, expired tokens, ended and settled runs.
 
 use std::collections::HashMap;
 
@@ -50,6 +50,21 @@ impl SweepCatalog for MemoryStore {
             inner.marks.remove(&(org, name, incarnation));
         }
         Ok(dropped)
+    }
+
+    async fn deleted_due(
+        &self,
+        now: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        let inner = self.lock();
+        let mut due: Vec<_> = inner.deleted.values().filter(|d| d.is_due(now)).collect();
+        due.sort_by_key(|d| d.purge_at);
+        Ok(due
+            .into_iter()
+            .take(limit)
+            .map(|d| (d.org.clone(), d.id.clone()))
+            .collect())
     }
 
     async fn doomed_blobs(

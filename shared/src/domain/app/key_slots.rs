@@ -11,6 +11,11 @@ use crate::domain::keys::needs_rewrap;
 use crate::domain::version::KeySlot;
 
 impl FileRef {
+    /// Its blob and the key slot it opens with: two copies equal in these open alike.
+    pub fn slot_key(&self) -> (&str, &str, Option<&[u8]>) {
+        (&self.blob, &self.key, self.wrapped_key.as_deref())
+    }
+
     /// This file's key slot.
     pub fn slot(&self) -> KeySlot {
         KeySlot {

@@ -107,6 +107,7 @@ fn app() -> App {
             max_state_bytes: 1 << 20,
             keep_versions: 5,
             run_end_grace: time::Duration::seconds(600),
+            deleted_retention: time::Duration::days(7),
             lambda_ceiling: None,
         }),
         links: Default::default(),
@@ -177,6 +178,7 @@ async fn holding(size: usize, door: Option<&str>) -> (App, String) {
         max_state_bytes: 32 << 20,
         keep_versions: 5,
         run_end_grace: time::Duration::seconds(600),
+        deleted_retention: time::Duration::days(7),
         lambda_ceiling: None,
     };
     let container = App {

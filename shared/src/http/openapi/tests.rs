@@ -17,6 +17,7 @@ const REQUEST_BODIES: &[&str] = &[
     "MintRequest",
     "AllocationChange",
     "AppLockRequest",
+    "RestoreRequest",
     "IdTokenExchange",
     "TrustPolicyRequest",
     "TrustPolicyReplace",

@@ -1,16 +1,20 @@
-// A state's delete section, offered to a role that may delete: what deleting does, and the
-// confirmation that stays disabled until the state's name is typed.
+// A state's delete section, offered to a role that may delete: what deleting does (the state
+// is kept for the retention, for an admin to restore), and the confirmation that stays
+// disabled until the state's name is typed.
 
 import { useState } from 'preact/hooks';
 
-import { Confirm } from '../../components';
+import { Confirm, TypedName } from '../../components';
 import type { Confirmation } from './actions';
 
 export function DeleteSection(props: { onDelete: () => void }) {
   return (
     <section aria-labelledby="danger-title" class="danger-zone">
       <h2 id="danger-title">Delete</h2>
-      <p>Deleting the state removes every version; its name can then be used again.</p>
+      <p>
+        Deleting the state frees its name at once; every version is kept as a deleted state for the server's retention,
+        during which an admin can restore it from the Deleted states page.
+      </p>
       <button type="button" class="danger" onClick={props.onDelete}>
         Delete state
       </button>
@@ -37,16 +41,11 @@ export function DeleteDialog(props: {
       onCancel={props.onCancel}
     >
       <p>
-        Every version of {name} goes ({versions} {versions === 1 ? 'version' : 'versions'}). This cannot be undone.
+        {name} goes from the list with its {versions} {versions === 1 ? 'version' : 'versions'}, and its name is free
+        at once. It is kept as a deleted state for the server's retention (7 days unless set): until then an admin can
+        restore it from the Deleted states page.
       </p>
-      <label for="confirm-name">Type the state's name to confirm</label>
-      <input
-        id="confirm-name"
-        value={typed}
-        autoComplete="off"
-        spellcheck={false}
-        onInput={(e) => setTyped((e.target as HTMLInputElement).value)}
-      />
+      <TypedName value={typed} onInput={setTyped} />
     </Confirm>
   );
 }
