@@ -70,6 +70,14 @@ fn lock_doc(id: &str) -> Vec<u8> {
     format!(r#"{{"ID":"{id}","Operation":"OperationTypeApply","Info":"","Who":"a@h","Version":"1.11.4","Created":"2026-11-30T01:07:12Z","Path":""}}"#).into_bytes()
 }
 
+/// A download's plaintext, whichever way it was answered.
+fn plaintext(content: Content) -> Vec<u8> {
+    match content {
+        Content::Whole(bytes) => bytes,
+        Content::Gzip { opening, size } => open_into(*opening, size as usize, vec![]).unwrap(),
+    }
+}
+
 /// Each version's content, by version number, read through `app`.
 async fn contents(app: &App) -> Vec<(u64, Vec<u8>)> {
     let record = app.catalog.state("acme", "net").await.unwrap().unwrap();
@@ -80,11 +88,8 @@ async fn contents(app: &App) -> Vec<(u64, Vec<u8>)> {
         .unwrap();
     let mut out = Vec::new();
     for v in versions {
-        let bytes = match download(app, &alice(), &net(), v.version).await.unwrap() {
-            Content::Whole(bytes) => bytes,
-            Content::Gzip { opening, size } => open_into(*opening, size as usize, vec![]).unwrap(),
-        };
-        out.push((v.version, bytes));
+        let content = download(app, &alice(), &net(), v.version).await.unwrap();
+        out.push((v.version, plaintext(content)));
     }
     out
 }
@@ -393,11 +398,12 @@ async fn a_deleted_states_versions_are_rewrapped_and_read_after_a_restore() {
         .unwrap();
     assert_eq!((restored.version, restored.versions), (3, 3));
     for v in 1..=3 {
-        let bytes = match download(&after, &alice(), &moved, v).await.unwrap() {
-            Content::Whole(bytes) => bytes,
-            Content::Gzip { opening, size } => open_into(*opening, size as usize, vec![]).unwrap(),
-        };
-        assert_eq!(bytes, doc(v), "version {v} reads under the new key only");
+        let content = download(&after, &alice(), &moved, v).await.unwrap();
+        assert_eq!(
+            plaintext(content),
+            doc(v),
+            "version {v} reads under the new key only"
+        );
     }
     write(&after, &alice(), &moved, None, doc(4)).await.unwrap();
 }
