@@ -7,7 +7,7 @@
 use serde_json::{json, Value};
 
 use crate::authorization::{org, write};
-use crate::support::api::{state_doc, Api};
+use crate::support::api::{lock_doc, state_doc, Api};
 
 /// Deletes state `name` as `admin` (204) and answers its entry in the deleted list.
 async fn delete(api: &Api, admin: &str, name: &str) -> Value {
@@ -342,4 +342,27 @@ async fn pages_of_deleted_states_follow_their_cursor() {
         .await;
     assert_eq!(names(&rest), ["c"]);
     assert_eq!(rest["next_cursor"], Value::Null);
+}
+
+#[tokio::test]
+async fn a_restore_onto_a_name_a_first_apply_has_locked_answers_423() {
+    let api = Api::new();
+    let (admin, operator) = org(&api).await;
+    write(&api, &operator, "net", 1, "one").await;
+    let id = delete(&api, &admin, "net").await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let lock = api.lock(&operator, "net", &lock_doc("first-apply")).await;
+    assert_eq!(lock.status, 200, "{}", lock.text());
+    let r = restore(&api, &admin, &id, None).await;
+    assert_eq!(r.status, 423, "{}", r.text());
+    assert!(
+        r.text().contains("first-apply"),
+        "the holder's lock: {}",
+        r.text()
+    );
+    api.unlock(&operator, "net", &lock_doc("first-apply")).await;
+    let r = restore(&api, &admin, &id, None).await;
+    assert_eq!(r.status, 200, "once the lock is gone: {}", r.text());
 }

@@ -126,36 +126,35 @@ impl DynamoCatalog {
     }
 }
 
-#[async_trait]
-impl TrustCatalog for DynamoCatalog {
-    async fn trust_policies(&self, org: &str) -> Result<Vec<TrustPolicy>, StoreError> {
+impl DynamoCatalog {
+    /// The records of every item in partition `pk`, read strongly consistently.
+    async fn partition<T: serde::de::DeserializeOwned>(
+        &self,
+        pk: String,
+    ) -> Result<Vec<T>, StoreError> {
         let query = self
             .client
             .query()
             .table_name(&self.table)
             .consistent_read(true)
             .key_condition_expression("pk = :pk")
-            .expression_attribute_values(":pk", s(trust_pk(org)));
+            .expression_attribute_values(":pk", s(pk));
         self.query_all(query, None)
             .await?
             .iter()
             .map(record)
             .collect()
     }
+}
+
+#[async_trait]
+impl TrustCatalog for DynamoCatalog {
+    async fn trust_policies(&self, org: &str) -> Result<Vec<TrustPolicy>, StoreError> {
+        self.partition(trust_pk(org)).await
+    }
 
     async fn trust_policies_of_issuer(&self, issuer: &str) -> Result<Vec<TrustRecord>, StoreError> {
-        let query = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .consistent_read(true)
-            .key_condition_expression("pk = :pk")
-            .expression_attribute_values(":pk", s(issuer_pk(issuer)));
-        self.query_all(query, None)
-            .await?
-            .iter()
-            .map(record)
-            .collect()
+        self.partition(issuer_pk(issuer)).await
     }
 
     async fn put_trust_policy(
