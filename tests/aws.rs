@@ -5,7 +5,7 @@
 
 use hegemony_state::http::lambda::{MAX_STATE_BYTES, PAYLOAD_CEILING};
 use hegemony_state_blackbox::aws::Deployment;
-use hegemony_state_blackbox::aws_calls::{self, Calls};
+use hegemony_state_blackbox::aws_calls::{self, Tally};
 use hegemony_state_blackbox::gateway::Gateway;
 use hegemony_state_blackbox::*;
 
@@ -563,11 +563,11 @@ fn terraform_follows_the_functions_redirect_to_the_container_door() {
 }
 
 /// The calls of `counted`, operation by operation, as `(operation, [(call, count)])`.
-fn calls(counted: &[(&str, Calls)]) -> Vec<(String, Vec<(String, u64)>)> {
+fn calls(counted: &[(&str, Tally)]) -> Vec<(String, Vec<(String, u64)>)> {
     counted
         .iter()
-        .map(|(op, calls)| {
-            let each = calls.iter().map(|(c, n)| (c.clone(), *n)).collect();
+        .map(|(op, tally)| {
+            let each = tally.calls.iter().map(|(c, n)| (c.clone(), *n)).collect();
             (op.to_string(), each)
         })
         .collect()
@@ -614,6 +614,55 @@ fn aws_calls_per_operation() {
     );
 }
 
+/// What each backend operation costs on AWS by state size (docs/scaling.md): a state
+/// whose sealed form fits the catalog is saved with no S3 call, and costs DynamoDB a few
+/// write units for every kilobyte it seals; a larger one goes to S3 whole and costs
+/// DynamoDB only its records, whatever its size. Reads cost what the token and the batch
+/// bring back.
+#[test]
+fn request_units_by_state_size() {
+    let deployment = Deployment::counted();
+    let server = deployment.container(&[]);
+    let mut writes = Vec::new();
+    for (label, size) in [
+        ("10 KiB", 10 << 10),
+        ("100 KiB", 100 << 10),
+        ("1 MiB", 1 << 20),
+    ] {
+        let token = server.token(&format!("units-{}", size >> 10), "alice", "operator");
+        let counted = aws_calls::per_operation_on(&deployment, &server, &token, &|serial| {
+            state_of_size(size, serial)
+        });
+        println!("{label}\n{}", aws_calls::table(&counted));
+        let post = &counted[3].1;
+        assert_eq!(counted[3].0, "POST");
+        writes.push((label, post.units.write, post.units.s3_bytes_put));
+        for (op, tally) in &counted {
+            // The token's item and the batch's two, with the inline content where the
+            // batch brings it: sealed, at most half the state.
+            let bound = 3.0 + (size as f64 / 2.0 / 4096.0).ceil();
+            assert!(tally.units.read() <= bound, "{label} {op}: {tally:?}");
+        }
+    }
+    let [(_, small, small_s3), (_, middle, middle_s3), (_, large, large_s3)] = writes[..] else {
+        unreachable!()
+    };
+    assert_eq!(
+        (small_s3, middle_s3),
+        (0, 0),
+        "small states stay inline: {writes:?}"
+    );
+    // Inline content is written twice (the state's item and the version's), two units a
+    // KB each inside the transaction.
+    assert!(
+        small <= 16,
+        "a 10 KiB save costs {small} write units: {writes:?}"
+    );
+    assert!(middle > small, "{writes:?}");
+    assert!(large_s3 > 0, "a 1 MiB state is a blob: {writes:?}");
+    assert!(large <= 16, "a blob save writes only records: {writes:?}");
+}
+
 /// With the key cache turned off, every read of a version asks KMS again.
 #[test]
 fn with_the_key_cache_off_every_read_calls_kms() {
@@ -621,7 +670,8 @@ fn with_the_key_cache_off_every_read_calls_kms() {
     let server = deployment.container(&[("HEGEMONY_TF_STATE_KEY_CACHE_SECONDS", "0")]);
     let admin = server.token("acme", "alice", "admin");
     let counted = aws_calls::per_operation(&deployment, &server, &admin);
-    for (op, calls) in &counted[1..=2] {
+    for (op, tally) in &counted[1..=2] {
+        let calls = &tally.calls;
         assert_eq!(calls.get("KMS Decrypt"), Some(&1), "{op}: {calls:?}");
     }
 }

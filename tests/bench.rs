@@ -38,46 +38,6 @@ const SIZES: &[(&str, usize, usize)] = &[
     ("32 MiB", 32 << 20, 4),
 ];
 
-/// A Terraform-shaped state of about `size` bytes: terraform_data instances with padded
-/// inputs, as `count` makes them, each with its own id and varied text so it compresses
-/// like real states rather than like one repeated byte.
-fn state_of_size(size: usize, serial: u64) -> String {
-    let mut resources = String::new();
-    let mut i = 0u64;
-    let mut seed = 0x9E3779B97F4A7C15u64 ^ serial;
-    while resources.len() + 6000 < size {
-        let mut pad = String::with_capacity(2000);
-        while pad.len() < 2000 {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            pad.push_str(&format!("{:x}-", seed % 1_000_003));
-        }
-        if i > 0 {
-            resources.push(',');
-        }
-        resources.push_str(&format!(
-            r#"
-        {{
-          "index_key": {i},
-          "schema_version": 0,
-          "attributes": {{
-            "id": "{:08x}-e45e-3e6f-90bf-{:012x}",
-            "input": {{"value": "{pad}", "type": "string"}},
-            "output": {{"value": "{pad}", "type": "string"}},
-            "triggers_replace": null
-          }},
-          "sensitive_attributes": []
-        }}"#,
-            seed as u32, i
-        ));
-        i += 1;
-    }
-    format!(
-        "{{\n  \"version\": 4,\n  \"terraform_version\": \"1.11.4\",\n  \"serial\": {serial},\n  \"lineage\": \"bench-lineage\",\n  \"outputs\": {{}},\n  \"resources\": [\n    {{\n      \"mode\": \"managed\",\n      \"type\": \"terraform_data\",\n      \"name\": \"x\",\n      \"provider\": \"provider[\\\"terraform.io/builtin/terraform\\\"]\",\n      \"instances\": [{resources}\n      ]\n    }}\n  ],\n  \"check_results\": null\n}}\n"
-    )
-}
-
 fn percentile(samples: &mut [Duration], p: f64) -> f64 {
     samples.sort();
     let idx = ((samples.len() as f64 - 1.0) * p).round() as usize;
@@ -514,6 +474,25 @@ fn aws_front_doors(http: &Client) {
         "{}",
         aws_calls::table(&aws_calls::per_operation(&counted, &door, &counted_token))
     );
+    // What they cost by state size (docs/scaling.md): each size on a state of its own.
+    for (label, size) in [
+        ("10 KiB", 10 << 10),
+        ("100 KiB", 100 << 10),
+        ("1 MiB", 1 << 20),
+    ] {
+        let org = format!("units-{}", size >> 10);
+        let token = door.token(&org, "bench", "operator");
+        println!("\nAWS calls and request units per backend operation, {label} state");
+        print!(
+            "{}",
+            aws_calls::table(&aws_calls::per_operation_on(
+                &counted,
+                &door,
+                &token,
+                &|serial| state_of_size(size, serial)
+            ))
+        );
+    }
     drop(door);
     let container = deployment.container(&[]);
     let local = Server::start();

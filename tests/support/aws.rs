@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use hegemony_state::adapters::aws;
 
-use crate::aws_calls::{CallCounter, Calls};
+use crate::aws_calls::{CallCounter, Calls, Tally};
 use crate::repo_root;
 
 /// The moto server of this test process: its endpoint, and the pipe whose closing (when
@@ -108,9 +108,14 @@ impl Deployment {
         deployment
     }
 
-    /// The AWS calls this deployment's processes made since the last call (a counted
+    /// The AWS calls this deployment's processes made since the last take (a counted
     /// deployment's only).
     pub fn calls(&self) -> Calls {
+        self.tally().calls
+    }
+
+    /// The AWS calls made since the last take, with the request units they cost.
+    pub fn tally(&self) -> Tally {
         self.calls
             .as_ref()
             .expect("a counted deployment (Deployment::counted)")

@@ -2,7 +2,8 @@
 //! through it has every AWS call it makes counted by service and operation (DynamoDB and
 //! KMS by their `X-Amz-Target`, S3 by method), so a test or the benchmark can say how many
 //! calls each backend operation costs. It lives in the test process: production clients
-//! carry no counting layer at all.
+//! carry no counting layer at all. It also works out what those calls would cost on AWS
+//! (`request_units`).
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -15,13 +16,30 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
+use crate::request_units::{self, Sizes, Units};
+
 /// Calls by operation, e.g. `DynamoDB GetItem` -> 2.
 pub type Calls = BTreeMap<String, u64>;
 
-/// The relay: its endpoint, and the calls counted since the last [`CallCounter::take`].
+/// What the relay saw between two takes: the calls, and the request units they cost.
+#[derive(Debug, Default)]
+pub struct Tally {
+    pub calls: Calls,
+    pub units: Units,
+}
+
+/// The running tally, and the item sizes seen so far (which outlive a take: a read is
+/// charged for an item written before it).
+#[derive(Default)]
+struct Seen {
+    tally: Tally,
+    sizes: Sizes,
+}
+
+/// The relay: its endpoint, and what it saw since the last [`CallCounter::take`].
 pub struct CallCounter {
     pub endpoint: String,
-    calls: Arc<Mutex<Calls>>,
+    seen: Arc<Mutex<Seen>>,
     _runtime: tokio::runtime::Runtime,
 }
 
@@ -35,18 +53,18 @@ impl CallCounter {
             .unwrap();
         let listener = runtime.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
         let endpoint = format!("http://{}", listener.local_addr().unwrap());
-        let calls = Arc::new(Mutex::new(Calls::new()));
-        runtime.spawn(relay(listener, upstream.to_owned(), calls.clone()));
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        runtime.spawn(relay(listener, upstream.to_owned(), seen.clone()));
         CallCounter {
             endpoint,
-            calls,
+            seen,
             _runtime: runtime,
         }
     }
 
-    /// The calls counted since the last take, and a fresh count from now.
-    pub fn take(&self) -> Calls {
-        std::mem::take(&mut *self.calls.lock().unwrap())
+    /// What was seen since the last take, and a fresh tally from now.
+    pub fn take(&self) -> Tally {
+        std::mem::take(&mut self.seen.lock().unwrap().tally)
     }
 }
 
@@ -76,23 +94,25 @@ fn operation(request: &hyper::Request<Incoming>) -> String {
     format!("S3 {op}")
 }
 
-async fn relay(listener: TcpListener, upstream: String, calls: Arc<Mutex<Calls>>) {
+async fn relay(listener: TcpListener, upstream: String, seen: Arc<Mutex<Seen>>) {
     let client = reqwest::Client::new();
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             continue;
         };
-        let (client, upstream, calls) = (client.clone(), upstream.clone(), calls.clone());
+        let (client, upstream, seen) = (client.clone(), upstream.clone(), seen.clone());
         tokio::spawn(async move {
             let service = service_fn(move |request: hyper::Request<Incoming>| {
-                let (client, upstream, calls) = (client.clone(), upstream.clone(), calls.clone());
+                let (client, upstream, seen) = (client.clone(), upstream.clone(), seen.clone());
                 async move {
-                    *calls
-                        .lock()
-                        .unwrap()
-                        .entry(operation(&request))
-                        .or_default() += 1;
-                    Ok::<_, Infallible>(forward(&client, &upstream, request).await)
+                    let operation = operation(&request);
+                    let relayed = forward(&client, &upstream, request).await;
+                    let mut seen = seen.lock().unwrap();
+                    let Seen { tally, sizes } = &mut *seen;
+                    *tally.calls.entry(operation.clone()).or_default() += 1;
+                    let units = cost(&operation, &relayed.request, &relayed.answer, sizes);
+                    tally.units.add(units);
+                    Ok::<_, Infallible>(relayed.response)
                 }
             });
             let _ = http1::Builder::new()
@@ -102,24 +122,50 @@ async fn relay(listener: TcpListener, upstream: String, calls: Arc<Mutex<Calls>>
     }
 }
 
+/// What a call cost: a DynamoDB call's request units from its request and answer; an S3
+/// put's bytes.
+fn cost(operation: &str, request: &[u8], answer: &[u8], sizes: &mut Sizes) -> Units {
+    if let Some(op) = operation.strip_prefix("DynamoDB ") {
+        let parse = |b: &[u8]| serde_json::from_slice(b).unwrap_or(serde_json::Value::Null);
+        return request_units::dynamodb(op, &parse(request), &parse(answer), sizes);
+    }
+    if operation == "S3 PutObject" {
+        return Units {
+            s3_bytes_put: request.len() as u64,
+            ..Units::default()
+        };
+    }
+    Units::default()
+}
+
+/// A call relayed: the request's body and the answer's, kept for [`cost`], and the answer
+/// to send back.
+struct Relayed {
+    request: Bytes,
+    answer: Bytes,
+    response: hyper::Response<Full<Bytes>>,
+}
+
 /// The request sent on to the emulator as it came, and its answer back as it came; a
 /// failure to reach it is a 502 the SDK treats as any other failed call.
 async fn forward(
     client: &reqwest::Client,
     upstream: &str,
     request: hyper::Request<Incoming>,
-) -> hyper::Response<Full<Bytes>> {
-    let bad_gateway = |why: String| {
-        hyper::Response::builder()
+) -> Relayed {
+    let bad_gateway = |request: Bytes, why: String| Relayed {
+        request,
+        answer: Bytes::new(),
+        response: hyper::Response::builder()
             .status(502)
             .body(Full::new(Bytes::from(why)))
-            .unwrap()
+            .unwrap(),
     };
     let (parts, body) = request.into_parts();
     let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
     let body = match body.collect().await {
         Ok(body) => body.to_bytes(),
-        Err(e) => return bad_gateway(e.to_string()),
+        Err(e) => return bad_gateway(Bytes::new(), e.to_string()),
     };
     let mut sent = client.request(parts.method, format!("{upstream}{path}"));
     for (name, value) in &parts.headers {
@@ -127,9 +173,9 @@ async fn forward(
             sent = sent.header(name, value);
         }
     }
-    let answer = match sent.body(body).send().await {
+    let answer = match sent.body(body.clone()).send().await {
         Ok(answer) => answer,
-        Err(e) => return bad_gateway(e.to_string()),
+        Err(e) => return bad_gateway(body, e.to_string()),
     };
     let mut response = hyper::Response::builder().status(answer.status());
     for (name, value) in answer.headers() {
@@ -138,8 +184,12 @@ async fn forward(
         }
     }
     match answer.bytes().await {
-        Ok(bytes) => response.body(Full::new(bytes)).unwrap(),
-        Err(e) => bad_gateway(e.to_string()),
+        Ok(bytes) => Relayed {
+            request: body,
+            answer: bytes.clone(),
+            response: response.body(Full::new(bytes)).unwrap(),
+        },
+        Err(e) => bad_gateway(body, e.to_string()),
     }
 }
 
@@ -151,7 +201,20 @@ pub fn per_operation(
     deployment: &crate::aws::Deployment,
     endpoint: &impl crate::Endpoint,
     token: &str,
-) -> Vec<(&'static str, Calls)> {
+) -> Vec<(&'static str, Tally)> {
+    per_operation_on(deployment, endpoint, token, &|serial| {
+        crate::state_doc(serial, "c", if serial == 1 { "one" } else { "two" })
+    })
+}
+
+/// [`per_operation`] on the state `state(serial)` gives, for a state of the size of one's
+/// own.
+pub fn per_operation_on(
+    deployment: &crate::aws::Deployment,
+    endpoint: &impl crate::Endpoint,
+    token: &str,
+    state: &dyn Fn(u64) -> String,
+) -> Vec<(&'static str, Tally)> {
     let api = crate::Api::new(endpoint);
     let ok = |what: &str, response: crate::Response| {
         assert!(
@@ -166,22 +229,17 @@ pub fn per_operation(
     );
     ok(
         "save",
-        api.post_state(
-            token,
-            "counted",
-            Some("first"),
-            crate::state_doc(1, "c", "one"),
-        ),
+        api.post_state(token, "counted", Some("first"), state(1)),
     );
     ok(
         "unlock",
         api.unlock(token, "counted", &crate::lock_doc("first")),
     );
-    deployment.calls();
+    deployment.tally();
     let mut counted = Vec::new();
     let mut step = |name: &'static str, what: &dyn Fn() -> crate::Response| {
         ok(name, what());
-        counted.push((name, deployment.calls()));
+        counted.push((name, deployment.tally()));
     };
     step("LOCK", &|| {
         api.lock(token, "counted", &crate::lock_doc("second"))
@@ -189,12 +247,7 @@ pub fn per_operation(
     step("GET", &|| api.get_state(token, "counted"));
     step("GET again", &|| api.get_state(token, "counted"));
     step("POST", &|| {
-        api.post_state(
-            token,
-            "counted",
-            Some("second"),
-            crate::state_doc(2, "c", "two"),
-        )
+        api.post_state(token, "counted", Some("second"), state(2))
     });
     step("UNLOCK", &|| {
         api.unlock(token, "counted", &crate::lock_doc("second"))
@@ -207,17 +260,21 @@ pub fn per_operation(
     counted
 }
 
-/// One line per operation: its total, then each call, e.g.
-/// `LOCK  4  DynamoDB GetItem 3, DynamoDB TransactWriteItems 1`.
-pub fn table(counted: &[(&str, Calls)]) -> String {
+/// One line per operation: its total, then each call, then the request units they cost,
+/// e.g. `LOCK  3  DynamoDB BatchGetItem 1, ...  (read 1.5, write 6, S3 put 0 B)`.
+pub fn table(counted: &[(&str, Tally)]) -> String {
     counted
         .iter()
-        .map(|(name, calls)| {
+        .map(|(name, tally)| {
+            let calls = &tally.calls;
             let each: Vec<String> = calls.iter().map(|(op, n)| format!("{op} {n}")).collect();
             format!(
-                "  {name:<10} {:>2}  {}\n",
+                "  {name:<10} {:>2}  {}  (DynamoDB read units {}, write units {}, S3 put {} B)\n",
                 calls.values().sum::<u64>(),
-                each.join(", ")
+                each.join(", "),
+                tally.units.read(),
+                tally.units.write,
+                tally.units.s3_bytes_put,
             )
         })
         .collect()

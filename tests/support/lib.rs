@@ -16,6 +16,7 @@ pub mod bao;
 pub mod client;
 pub mod gateway;
 pub mod issuer;
+pub mod request_units;
 
 pub use client::{error_body, Api, ErrorBody};
 pub use reqwest::blocking::{Client, Response};
@@ -343,6 +344,46 @@ pub fn client() -> Client {
 pub fn lock_doc(id: &str) -> String {
     format!(
         r#"{{"ID":"{id}","Operation":"OperationTypeApply","Info":"","Who":"tester@host","Version":"1.11.4","Created":"2026-11-30T01:07:12.730574508Z","Path":""}}"#
+    )
+}
+
+/// A Terraform-shaped state of about `size` bytes: terraform_data instances with padded
+/// inputs, as `count` makes them, each with its own id and varied text so it compresses
+/// like real states rather than like one repeated byte.
+pub fn state_of_size(size: usize, serial: u64) -> String {
+    let mut resources = String::new();
+    let mut i = 0u64;
+    let mut seed = 0x9E3779B97F4A7C15u64 ^ serial;
+    while resources.len() + 6000 < size {
+        let mut pad = String::with_capacity(2000);
+        while pad.len() < 2000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            pad.push_str(&format!("{:x}-", seed % 1_000_003));
+        }
+        if i > 0 {
+            resources.push(',');
+        }
+        resources.push_str(&format!(
+            r#"
+        {{
+          "index_key": {i},
+          "schema_version": 0,
+          "attributes": {{
+            "id": "{:08x}-e45e-3e6f-90bf-{:012x}",
+            "input": {{"value": "{pad}", "type": "string"}},
+            "output": {{"value": "{pad}", "type": "string"}},
+            "triggers_replace": null
+          }},
+          "sensitive_attributes": []
+        }}"#,
+            seed as u32, i
+        ));
+        i += 1;
+    }
+    format!(
+        "{{\n  \"version\": 4,\n  \"terraform_version\": \"1.11.4\",\n  \"serial\": {serial},\n  \"lineage\": \"bench-lineage\",\n  \"outputs\": {{}},\n  \"resources\": [\n    {{\n      \"mode\": \"managed\",\n      \"type\": \"terraform_data\",\n      \"name\": \"x\",\n      \"provider\": \"provider[\\\"terraform.io/builtin/terraform\\\"]\",\n      \"instances\": [{resources}\n      ]\n    }}\n  ],\n  \"check_results\": null\n}}\n"
     )
 }
 
