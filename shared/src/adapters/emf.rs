@@ -16,6 +16,10 @@ pub const NAMESPACE: &str = "HegemonyState";
 /// Where the lines go: the function's log stream, or a test's buffer.
 type Sink = Box<dyn Fn(&str) + Send + Sync>;
 
+/// Dimension sets (each a list of dimension names), and the metrics kept by them, each
+/// `(name, unit)`: one entry of a line's `CloudWatchMetrics`.
+type Directive<'a> = (&'a [&'a [&'a str]], &'a [(&'a str, &'a str)]);
+
 /// The metrics of one function, as EMF lines.
 pub struct Emf {
     function: String,
@@ -43,9 +47,8 @@ impl Emf {
         }
     }
 
-    /// Writes one line: `directives` (dimension sets and the metrics kept by them, each
-    /// metric `(name, unit)`) over `fields`, the dimensions' and the metrics' values.
-    fn emit(&self, directives: &[(&[&[&str]], &[(&str, &str)])], fields: Map<String, Value>) {
+    /// Writes one line: `directives` over `fields`, the dimensions' and the metrics' values.
+    fn emit(&self, directives: &[Directive<'_>], fields: Map<String, Value>) {
         let metrics: Vec<Value> = directives
             .iter()
             .map(|(dimensions, metrics)| {
