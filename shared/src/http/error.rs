@@ -356,6 +356,52 @@ pub fn error_body(code: ErrorCode, message: &str) -> Response<Body> {
 mod tests {
     use super::*;
 
+    /// The request's measures count an error answer by its code, and a 503 by its cause,
+    /// from what the answer carries.
+    #[test]
+    fn an_error_answer_carries_its_code_and_a_503_its_cause() {
+        let ctx = LogContext::new("POST", "/api/tf-states/{name}/state");
+        let carried = |err: HttpError| {
+            *error_response(&err, &ctx)
+                .extensions()
+                .get::<Refused>()
+                .unwrap()
+        };
+        let cases = [
+            (
+                Error::StorageFault("disk full".into()),
+                ErrorCode::Unavailable,
+                Some("storage"),
+            ),
+            (
+                Error::Unavailable("contention".into()),
+                ErrorCode::Unavailable,
+                Some("transient"),
+            ),
+            (
+                Error::NoKey,
+                ErrorCode::ManagedStateUnavailable,
+                Some("no_key"),
+            ),
+            (
+                Error::Unauthenticated("no".into()),
+                ErrorCode::Unauthenticated,
+                None,
+            ),
+        ];
+        for (err, code, fault) in cases {
+            assert_eq!(carried(HttpError::Service(err)), Refused { code, fault });
+        }
+        let not_found = error_body(ErrorCode::NotFound, "no such route");
+        assert_eq!(
+            not_found.extensions().get::<Refused>(),
+            Some(&Refused {
+                code: ErrorCode::NotFound,
+                fault: None
+            })
+        );
+    }
+
     /// docs/errors.md is the fixed list of codes operators and clients rely on.
     #[test]
     fn every_code_is_documented_with_its_status() {
