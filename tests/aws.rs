@@ -784,3 +784,38 @@ fn the_functions_write_their_metrics_as_emf_lines() {
     assert_eq!(sweeps[0]["SweepErrors"], 0);
     assert!(sweeps[0]["Swept_versions"].is_u64());
 }
+
+/// The container front door (`serve --store aws`) serves its metrics too, and leaves out the
+/// lock gauges: counting the table's locks would take a scan per scrape.
+#[test]
+fn the_container_doors_metrics_leave_out_the_lock_gauges() {
+    let deployment = Deployment::create();
+    let alice = deployment.token("acme", "alice", "operator");
+    let door = deployment.container(&[("HEGEMONY_METRICS_LISTEN", "127.0.0.1:0")]);
+    let api = Api::new(&door);
+    assert_eq!(api.lock(&alice, "net", &lock_doc("L1")).status(), 200);
+    let mut url = None;
+    assert!(eventually(std::time::Duration::from_secs(10), || {
+        url = door
+            .logs()
+            .split("metrics on ")
+            .nth(1)
+            .and_then(|rest| rest.split(['"', ' ', '\n']).next())
+            .map(str::to_owned);
+        url.is_some()
+    }));
+    let scrape = client().get(url.unwrap()).send().unwrap().text().unwrap();
+    assert!(
+        scrape.contains(
+            "hegemony_state_http_requests_total{method=\"POST\",route=\"/api/tf-states/{name}/lock\",status=\"200\"} 1"
+        ),
+        "{scrape}"
+    );
+    for absent in [
+        "hegemony_state_locks_held",
+        "hegemony_state_holds",
+        "hegemony_state_oldest_lock_age_seconds",
+    ] {
+        assert!(!scrape.contains(absent), "{absent} in\n{scrape}");
+    }
+}

@@ -124,7 +124,13 @@ pub async fn serve(
 ) -> anyhow::Result<()> {
     let mut app = store.app(key_file).await?;
     // Without a metrics listener nothing is counted: no one could read it.
-    let prometheus = metrics.as_ref().map(|_| Arc::new(Prometheus::new()));
+    let census = match metrics {
+        Some(_) => store.census()?,
+        None => None,
+    };
+    let prometheus = metrics
+        .as_ref()
+        .map(|_| Arc::new(Prometheus::new(census.is_some())));
     if let Some(prometheus) = &prometheus {
         app = app.measured(prometheus.clone());
     }
@@ -173,7 +179,7 @@ pub async fn serve(
                 connections: connection_count.clone(),
                 bytes_cap: permits,
                 bytes: bodies.in_flight.clone(),
-                census: store.census()?,
+                census,
             });
             let at = socket.local_addr()?;
             let listener = socket.listen(LISTEN_BACKLOG)?;

@@ -64,20 +64,14 @@ pub struct Prometheus {
     last_sweep: Gauge,
     connections: IntGauge,
     bytes_in_flight: IntGauge,
-    locks: IntGauge,
-    holds: IntGauge,
-    oldest_lock_age: Gauge,
-}
-
-impl Default for Prometheus {
-    fn default() -> Self {
-        Self::new()
-    }
+    /// The locks held, the holds and the oldest lock's age: registered only for a store
+    /// that counts them, so a store that cannot never shows a zero that means nothing.
+    locks: Option<(IntGauge, IntGauge, Gauge)>,
 }
 
 impl Prometheus {
-    /// A registry with every metric, all at zero.
-    pub fn new() -> Self {
+    /// A registry with every metric, all at zero; with the lock gauges when `counts_locks`.
+    pub fn new(counts_locks: bool) -> Self {
         let registry = Registry::new();
         // Names, label names and buckets are constants of this file: a failure is a defect
         // caught by the first test that builds one.
@@ -194,12 +188,16 @@ impl Prometheus {
                 "hegemony_state_http_body_bytes_in_flight",
                 "Request body bytes held now (against HEGEMONY_MAX_BODY_BYTES_IN_FLIGHT).",
             ),
-            locks: int_gauge("hegemony_state_locks_held", "Live locks on states now."),
-            holds: int_gauge("hegemony_state_holds", "Holds of runs on states now."),
-            oldest_lock_age: gauge(
-                "hegemony_state_oldest_lock_age_seconds",
-                "How long the oldest live lock has been held; 0 when none is.",
-            ),
+            locks: counts_locks.then(|| {
+                (
+                    int_gauge("hegemony_state_locks_held", "Live locks on states now."),
+                    int_gauge("hegemony_state_holds", "Holds of runs on states now."),
+                    gauge(
+                        "hegemony_state_oldest_lock_age_seconds",
+                        "How long the oldest live lock has been held; 0 when none is.",
+                    ),
+                )
+            }),
             registry,
         }
     }
@@ -210,16 +208,14 @@ impl Prometheus {
             .set(i64::try_from(standing.connections).unwrap_or(i64::MAX));
         self.bytes_in_flight
             .set(i64::try_from(standing.bytes_in_flight).unwrap_or(i64::MAX));
-        if let Some(census) = standing.census {
-            self.locks
-                .set(i64::try_from(census.locks).unwrap_or(i64::MAX));
-            self.holds
-                .set(i64::try_from(census.holds).unwrap_or(i64::MAX));
+        if let (Some((locks, holds, oldest)), Some(census)) = (&self.locks, standing.census) {
+            locks.set(i64::try_from(census.locks).unwrap_or(i64::MAX));
+            holds.set(i64::try_from(census.holds).unwrap_or(i64::MAX));
             let age = match (census.oldest_lock_since, standing.now) {
                 (Some(since), Some(now)) => (now - since).as_seconds_f64().max(0.0),
                 _ => 0.0,
             };
-            self.oldest_lock_age.set(age);
+            oldest.set(age);
         }
         let mut text = String::new();
         // Writing into a String fails only on a metric the registry would not take.
