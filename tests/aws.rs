@@ -731,3 +731,141 @@ fn a_repeated_app_file_read_makes_no_key_call() {
         "KMS Decrypt calls of the first and second read"
     );
 }
+
+/// The EMF lines (CloudWatch's embedded metrics) in the functions' logs, each parsed.
+fn emf_lines(logs: &str) -> Vec<serde_json::Value> {
+    logs.lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|line| line.get("_aws").is_some())
+        .collect()
+}
+
+/// The functions report what they do as CloudWatch Embedded Metric Format lines in their own
+/// log, under the runtime API as on Lambda: a line per request with its route and a
+/// refusal's code, per version written, per key call, per key cache lookup, per sweep; each
+/// line one whose every named metric is a number and every dimension a string, as
+/// CloudWatch requires.
+#[test]
+fn the_functions_write_their_metrics_as_emf_lines() {
+    let deployment = Deployment::create();
+    let alice = deployment.token("acme", "alice", "operator");
+    let gateway = Gateway::start(&deployment, &[]);
+    let api = Api::new(&gateway);
+    assert_eq!(api.lock(&alice, "net", &lock_doc("L1")).status(), 200);
+    assert_eq!(api.lock(&alice, "net", &lock_doc("L2")).status(), 423);
+    let saved = state_doc(1, "lin-net", "first");
+    let r = api.post_state(&alice, "net", Some("L1"), saved.clone());
+    assert_eq!(r.status(), 200);
+    assert_eq!(api.get_state(&alice, "net").status(), 200);
+    assert_eq!(api.get_state(&alice, "net").status(), 200);
+    assert_eq!(api.get_state("not-a-token", "net").status(), 401);
+    gateway.invoke_sweeper().unwrap();
+
+    let lines = emf_lines(&gateway.logs());
+    for line in &lines {
+        let directives = line["_aws"]["CloudWatchMetrics"].as_array().unwrap();
+        assert!(line["_aws"]["Timestamp"].is_i64(), "{line}");
+        for directive in directives {
+            assert_eq!(directive["Namespace"], "HegemonyState", "{line}");
+            for set in directive["Dimensions"].as_array().unwrap() {
+                for dimension in set.as_array().unwrap() {
+                    assert!(line[dimension.as_str().unwrap()].is_string(), "{line}");
+                }
+            }
+            for metric in directive["Metrics"].as_array().unwrap() {
+                assert!(line[metric["Name"].as_str().unwrap()].is_number(), "{line}");
+            }
+        }
+    }
+    let of = |function: &str, field: &str| -> Vec<&serde_json::Value> {
+        lines
+            .iter()
+            .filter(|l| l["Function"] == function && l.get(field).is_some())
+            .collect()
+    };
+    let locks = of("lock", "Requests");
+    let statuses: Vec<u64> = locks
+        .iter()
+        .map(|l| l["Status"].as_u64().unwrap())
+        .collect();
+    assert_eq!(statuses, [200, 423]);
+    assert!(locks
+        .iter()
+        .all(|l| l["Route"] == "/api/tf-states/{name}/lock" && l["Method"] == "POST"));
+    assert_eq!(locks[1]["Code"], "locked");
+    assert_eq!(locks[1]["Refusals"], 1);
+    assert!(locks[0].get("Code").is_none());
+
+    let written = of("state-write", "VersionsWritten");
+    assert_eq!(written.len(), 1);
+    assert_eq!(written[0]["SealedBytes"], saved.len() as u64);
+    let sealing = of("state-write", "KeyCalls");
+    assert_eq!(sealing.len(), 1, "one data key for one version");
+    assert_eq!(sealing[0]["Backend"], "kms");
+    assert_eq!(sealing[0]["Operation"], "data_key");
+    assert_eq!(sealing[0]["KeyCallErrors"], 0);
+
+    let reads = of("state-read", "Requests");
+    let statuses: Vec<u64> = reads
+        .iter()
+        .map(|l| l["Status"].as_u64().unwrap())
+        .collect();
+    assert_eq!(statuses, [200, 200, 401]);
+    assert_eq!(reads[2]["Code"], "unauthenticated");
+    let cache = of("state-read", "KeyCacheHits");
+    let hits: Vec<(u64, u64)> = cache
+        .iter()
+        .map(|l| {
+            (
+                l["KeyCacheHits"].as_u64().unwrap(),
+                l["KeyCacheMisses"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        hits,
+        [(0, 1), (1, 0)],
+        "a miss, then the same key from the cache"
+    );
+    assert_eq!(of("state-read", "KeyCalls").len(), 1, "one unwrap");
+
+    let sweeps = of("sweeper", "SweepPasses");
+    assert_eq!(sweeps.len(), 1);
+    assert_eq!(sweeps[0]["SweepErrors"], 0);
+    assert!(sweeps[0]["Swept_versions"].is_u64());
+}
+
+/// The container front door (`serve --store aws`) serves its metrics too, and leaves out the
+/// lock gauges: counting the table's locks would take a scan per scrape.
+#[test]
+fn the_container_doors_metrics_leave_out_the_lock_gauges() {
+    let deployment = Deployment::create();
+    let alice = deployment.token("acme", "alice", "operator");
+    let door = deployment.container(&[("HEGEMONY_METRICS_LISTEN", "127.0.0.1:0")]);
+    let api = Api::new(&door);
+    assert_eq!(api.lock(&alice, "net", &lock_doc("L1")).status(), 200);
+    let mut url = None;
+    assert!(eventually(std::time::Duration::from_secs(10), || {
+        url = door
+            .logs()
+            .split("metrics on ")
+            .nth(1)
+            .and_then(|rest| rest.split(['"', ' ', '\n']).next())
+            .map(str::to_owned);
+        url.is_some()
+    }));
+    let scrape = client().get(url.unwrap()).send().unwrap().text().unwrap();
+    assert!(
+        scrape.contains(
+            "hegemony_state_http_requests_total{method=\"POST\",route=\"/api/tf-states/{name}/lock\",status=\"200\"} 1"
+        ),
+        "{scrape}"
+    );
+    for absent in [
+        "hegemony_state_locks_held",
+        "hegemony_state_holds",
+        "hegemony_state_oldest_lock_age_seconds",
+    ] {
+        assert!(!scrape.contains(absent), "{absent} in\n{scrape}");
+    }
+}

@@ -88,6 +88,10 @@ enum Command {
         #[arg(long, env = "HEGEMONY_CLIENT_RATE_WINDOW_SECONDS", default_value_t = server::DEFAULT_RATE_WINDOW_SECONDS,
               value_parser = setting("HEGEMONY_CLIENT_RATE_WINDOW_SECONDS", 1..=3600))]
         client_rate_window_seconds: u64,
+        /// Address to serve Prometheus metrics on (GET /metrics), apart from the API's;
+        /// off when not set (docs/metrics.md).
+        #[arg(long, env = "HEGEMONY_METRICS_LISTEN")]
+        metrics_listen: Option<SocketAddr>,
         /// The platform key file, when HEGEMONY_TF_STATE_ENCRYPTION_KEY is not set.
         /// Default: beside the data folder (<data-dir>.key), created on first start.
         #[arg(long)]
@@ -235,6 +239,7 @@ fn main() -> ExitCode {
                 client_timeout_seconds,
                 client_min_bytes_per_second,
                 client_rate_window_seconds,
+                metrics_listen,
             } => {
                 let shutdown =
                     server::shutdown_signal().context("cannot install the signal handlers")?;
@@ -242,6 +247,13 @@ fn main() -> ExitCode {
                 // once the store is ready (server::serve).
                 let socket =
                     server::bind(listen).with_context(|| format!("cannot listen on {listen}"))?;
+                let metrics = metrics_listen
+                    .map(|at| {
+                        server::bind(at).with_context(|| {
+                            format!("cannot listen for metrics on {at} (HEGEMONY_METRICS_LISTEN)")
+                        })
+                    })
+                    .transpose()?;
                 server::serve(
                     socket,
                     &store,
@@ -255,6 +267,7 @@ fn main() -> ExitCode {
                             window: Duration::from_secs(client_rate_window_seconds),
                         }),
                     },
+                    metrics,
                     shutdown,
                 )
                 .await

@@ -14,11 +14,14 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::bail;
+use hegemony_state::adapters::prometheus::Prometheus;
 use hegemony_state::http::content::{StreamedBody, Streams};
+use hegemony_state::http::measure::measure;
 use hegemony_state::http::{self, find_route, Route, RouteMatch};
 use hegemony_state::service::sweep::{self, SweepReport};
 use hegemony_state::service::{tokens, App};
@@ -38,6 +41,7 @@ use crate::pacing::{Backoff, Throttle};
 use crate::stalled::WriteTimeout;
 use crate::store::{Store, StoreKind};
 use crate::streamed::Streamed;
+use metrics::{Counted, Exposed};
 
 /// The default cap on request bytes held at once: four of the largest states (128 MiB).
 pub const DEFAULT_BYTES_IN_FLIGHT: u64 = 512 * 1024 * 1024;
@@ -96,7 +100,8 @@ pub fn bind(addr: SocketAddr) -> std::io::Result<TcpSocket> {
     Ok(socket)
 }
 
-/// Serves `store` on `socket` (bound, not yet listening) until `shutdown` completes. The
+/// Serves `store` on `socket` (bound, not yet listening) until `shutdown` completes, and
+/// its metrics on `metrics` when given (metrics.rs). The
 /// socket starts listening only once the store is open and a new store's first admin token
 /// is printed and flushed: a script that waits for the port and then reads the token finds
 /// it, and before then a client is refused rather than queued. On shutdown it stops
@@ -114,9 +119,22 @@ pub async fn serve(
     store: &Store,
     key_file: Option<&Path>,
     limits: ClientLimits,
+    metrics: Option<TcpSocket>,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
-    let app = Arc::new(store.app(key_file).await?);
+    let mut app = store.app(key_file).await?;
+    // Without a metrics listener nothing is counted: no one could read it.
+    let census = match metrics {
+        Some(_) => store.census()?,
+        None => None,
+    };
+    let prometheus = metrics
+        .as_ref()
+        .map(|_| Arc::new(Prometheus::new(census.is_some())));
+    if let Some(prometheus) = &prometheus {
+        app = app.measured(prometheus.clone());
+    }
+    let app = Arc::new(app);
     let bytes_in_flight = limits.bytes_in_flight;
     if bytes_in_flight < app.limits.max_state_bytes {
         bail!(
@@ -153,6 +171,23 @@ pub async fn serve(
             print_welcome(bound, &token)?;
         }
     }
+    let connection_count = Arc::new(AtomicU64::new(0));
+    let scrapes = match (metrics, prometheus) {
+        (Some(socket), Some(prometheus)) => {
+            let exposed = Arc::new(Exposed {
+                prometheus,
+                connections: connection_count.clone(),
+                bytes_cap: permits,
+                bytes: bodies.in_flight.clone(),
+                census,
+            });
+            let at = socket.local_addr()?;
+            let listener = socket.listen(LISTEN_BACKLOG)?;
+            tracing::info!("metrics on http://{at}/metrics");
+            Some(tokio::spawn(metrics::serve(listener, exposed)))
+        }
+        _ => None,
+    };
     let listener = socket.listen(LISTEN_BACKLOG)?;
     let sweeper = tokio::spawn(sweep_every_minute(app.clone()));
     tracing::info!("listening on http://{bound}");
@@ -195,7 +230,8 @@ pub async fn serve(
                 Ok((stream, _)) => {
                     backoff.succeeded();
                     let (app, bodies) = (app.clone(), bodies.clone());
-                    connections.spawn(connection(stream, app, bodies, stopping.clone(), slot));
+                    let counted = Counted::new(&connection_count);
+                    connections.spawn(connection(stream, app, bodies, stopping.clone(), (slot, counted)));
                 }
                 // Out of descriptors or memory, accepting again at once fails again at
                 // once: wait, longer each time, so the loop neither spins nor floods the log.
@@ -222,6 +258,9 @@ pub async fn serve(
     }
     drop(listener);
     sweeper.abort();
+    if let Some(scrapes) = scrapes {
+        scrapes.abort();
+    }
     tracing::info!(
         connections = connections.len(),
         "shutting down: no new connections; letting requests in flight finish"
@@ -244,13 +283,14 @@ pub async fn serve(
 
 /// Serves one connection until it closes, or until `stopping` turns true: then the request
 /// in flight, if any, is finished and answered, and the connection is closed. `_slot` is
-/// its place under the connection cap, given back when it ends.
+/// its place under the connection cap, given back when it ends, with its place in the count
+/// of connections the metrics read.
 async fn connection(
     stream: TcpStream,
     app: Arc<App>,
     bodies: Arc<Bodies>,
     mut stopping: watch::Receiver<bool>,
-    _slot: OwnedSemaphorePermit,
+    _slot: (OwnedSemaphorePermit, Counted),
 ) {
     let timeout = bodies.idle;
     // Requests are numbered in the order hyper hands them over, the order the watch of their
@@ -410,19 +450,22 @@ async fn answer(
     let started = Instant::now();
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
-    let response = match find_route(method.as_str(), &path) {
+    let (route, response) = match find_route(method.as_str(), &path) {
         RouteMatch::Found { route, params } => {
             let params: Vec<(&'static str, String)> =
                 params.into_iter().map(|(k, v)| (k, v.to_owned())).collect();
-            isolated(route, async move {
+            let app = app.clone();
+            let answered = isolated(route, async move {
                 let params: Vec<(&'static str, &str)> =
                     params.iter().map(|(k, v)| (*k, v.as_str())).collect();
                 routed(&app, &bodies, route, &params, announced, req).await
             })
-            .await
+            .await;
+            (Some(route), answered)
         }
-        other => http::unrouted(method.as_str(), &path, &other),
+        other => (None, http::unrouted(method.as_str(), &path, &other)),
     };
+    measure(&app, route, method.as_str(), &response, started);
     tracing::info!(
         %method,
         path,
@@ -493,5 +536,6 @@ async fn routed(
     http::answer(app, admitted, request).await
 }
 
+mod metrics;
 #[cfg(test)]
 mod tests;

@@ -9,7 +9,7 @@ use clap::{Args, ValueEnum};
 use hegemony_state::adapters::aws;
 use hegemony_state::adapters::local::{SqliteCatalog, CATALOG_FILE};
 use hegemony_state::config::Config;
-use hegemony_state::ports::Catalog;
+use hegemony_state::ports::{Catalog, LockCensus};
 use hegemony_state::service::App;
 use hegemony_state::wiring::{self, FrontDoor};
 
@@ -98,6 +98,19 @@ impl Store {
                 );
                 Ok(app)
             }
+        }
+    }
+
+    /// What counts the store's locks and holds for the metrics: the local catalog (one more
+    /// reader of its file). `None` on AWS, where it would take a scan of the table.
+    pub fn census(&self) -> anyhow::Result<Option<Arc<dyn LockCensus>>> {
+        match self.kind {
+            StoreKind::Local => {
+                let catalog = SqliteCatalog::open(&self.data_dir.join(CATALOG_FILE))
+                    .map_err(anyhow::Error::msg)?;
+                Ok(Some(Arc::new(catalog)))
+            }
+            StoreKind::Aws => Ok(None),
         }
     }
 

@@ -2,12 +2,14 @@
 //! (the clients its routes need included), and the loop that hands each event to the
 //! handlers. Each binary in `src/bin/` names its route group of the route table to
 //! [`serve`], or is the sweeper and calls [`sweep`], or serves the pages and calls
-//! [`serve_pages`]; nothing else happens in a function.
+//! [`serve_pages`]; nothing else happens in a function. Each reports its requests, key
+//! calls and sweeps as CloudWatch EMF lines in its log (docs/metrics.md).
 
 use std::convert::Infallible;
 use std::sync::Arc;
 
 use hegemony_state::adapters::aws;
+use hegemony_state::adapters::emf::Emf;
 use hegemony_state::config::Config;
 use hegemony_state::http::groups::{self, GroupNeeds};
 use hegemony_state::http::lambda;
@@ -49,7 +51,8 @@ pub async fn serve(function: &'static str) -> Result<(), Error> {
     }
     let needs = GroupNeeds::of(function);
     let sdk = aws::sdk_config().await;
-    let app = wiring::aws::function_app(config()?, &sdk, function, needs)?;
+    let app = wiring::aws::function_app(config()?, &sdk, function, needs)?
+        .measured(Arc::new(Emf::to_stderr(function)));
     let app = Arc::new(app);
     tracing::info!(
         function,
@@ -80,7 +83,9 @@ pub async fn serve_pages() -> Result<(), Error> {
 /// an error Lambda records; the next minute's event tries again.
 pub async fn sweep() -> Result<(), Error> {
     init_logging();
-    let app = Arc::new(wiring::aws::sweeper(config()?, &aws::sdk_config().await)?);
+    let app = wiring::aws::sweeper(config()?, &aws::sdk_config().await)?
+        .measured(Arc::new(Emf::to_stderr("sweeper")));
+    let app = Arc::new(app);
     tracing::info!(function = "sweeper", "ready");
     lambda_http::lambda_runtime::run(service_fn(move |_: LambdaEvent<serde_json::Value>| {
         let app = app.clone();

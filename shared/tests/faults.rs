@@ -203,6 +203,7 @@ async fn a_save_while_kms_is_down_writes_nothing() {
         limits: limits(5),
         links: Default::default(),
         issuers: hegemony_state::service::issuers::Issuers::off(),
+        metrics: std::sync::Arc::new(hegemony_state::ports::Unmeasured),
     };
     let alice = user("alice", Role::Operator);
     let body = br#"{"version":4,"serial":1,"lineage":"l","resources":[]}"#.to_vec();
@@ -251,6 +252,7 @@ async fn a_version_stays_readable_after_the_key_setting_changes() {
         limits: limits(5),
         links: Default::default(),
         issuers: hegemony_state::service::issuers::Issuers::off(),
+        metrics: std::sync::Arc::new(hegemony_state::ports::Unmeasured),
     };
     let alice = user("alice", Role::Operator);
     let one = br#"{"version":4,"serial":1,"lineage":"l","resources":[]}"#.to_vec();

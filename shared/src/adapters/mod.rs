@@ -1,6 +1,7 @@
 //! Adapters: the ports on concrete storage. `memory` for tests, `local` for the embedded
 //! store a person runs with `make run`, `aws` for DynamoDB, S3 and KMS, `transit` for a Vault or
-//! OpenBao Transit engine, `oidc` for OpenID Connect issuers' keys over HTTPS, `key_ring` for opening each version by the key it records, `absent`
+//! OpenBao Transit engine, `oidc` for OpenID Connect issuers' keys over HTTPS, `key_ring` for opening each version by the key it records,
+//! `prometheus` for the server's metrics, `emf` for the functions' (CloudWatch), `absent`
 //! for the parts a Lambda function is built without. `memory`, `local` and `aws` hold one
 //! file per port, named as the port's file in `ports/` (`state`, `access`, `runs`, `apps`,
 //! `sweep`, `trust`, `blobs`, `keys`). Every adapter (but `absent` and `oidc`, which the
@@ -12,11 +13,14 @@
 pub mod absent;
 #[cfg(feature = "aws")]
 pub mod aws;
+pub mod emf;
 pub mod key_ring;
 #[cfg(feature = "local")]
 pub mod local;
 pub mod memory;
 pub mod oidc;
+#[cfg(feature = "local")]
+pub mod prometheus;
 pub mod transit;
 
 /// What [`BlobStore::put_written`] is on a store whose writes take the whole object: the

@@ -234,6 +234,26 @@ impl LogContext {
     }
 }
 
+/// What an error answer was, kept in its response's extensions so that the request's
+/// measures count it by code (and a 503 by cause) without reading the body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refused {
+    pub code: ErrorCode,
+    /// Why a 503 was answered: `storage` (a storage fault), `no_key` (no key configured),
+    /// or `transient` (contention, a key service or issuer down, the server busy).
+    pub fault: Option<&'static str>,
+}
+
+/// The cause a 503 of `err` is counted under.
+fn fault_of(err: &HttpError) -> Option<&'static str> {
+    match err {
+        HttpError::Service(Error::StorageFault(_)) => Some("storage"),
+        HttpError::Service(Error::NoKey) => Some("no_key"),
+        HttpError::Service(Error::Unavailable(_)) => Some("transient"),
+        _ => None,
+    }
+}
+
 /// Seconds a client waits before retrying a transient fault (clients honour it uncapped).
 const RETRY_AFTER_SECONDS: &str = "1";
 
@@ -279,11 +299,15 @@ pub fn error_response(err: &HttpError, ctx: &LogContext) -> Response<Body> {
     }
     if let HttpError::Service(Error::Refused(Refusal::Locked { document, .. })) = err {
         // The tools read the holder's lock document from a conflict, not an error envelope.
-        return Response::builder()
+        let mut response = Response::builder()
             .status(status)
             .header(header::CONTENT_TYPE, "application/json")
             .body(Body::Text(document.clone()))
             .expect("static headers are valid");
+        response
+            .extensions_mut()
+            .insert(Refused { code, fault: None });
+        return response;
     }
     let message = match (code, err) {
         // Internal details stay in the log; the body says where to look.
@@ -301,6 +325,10 @@ pub fn error_response(err: &HttpError, ctx: &LogContext) -> Response<Body> {
         ),
         _ => error_body(code, &message),
     };
+    response.extensions_mut().insert(Refused {
+        code,
+        fault: fault_of(err),
+    });
     if code == ErrorCode::Unavailable {
         response.headers_mut().insert(
             header::RETRY_AFTER,
@@ -314,15 +342,65 @@ pub fn error_response(err: &HttpError, ctx: &LogContext) -> Response<Body> {
 /// is logged here: [`error_response`] logs what it answers, and an expected answer (a state
 /// with no version yet) is not a refusal worth a log line.
 pub fn error_body(code: ErrorCode, message: &str) -> Response<Body> {
-    json_response(
+    let mut response = json_response(
         code.status(),
         &serde_json::json!({"error": {"code": code.as_str(), "message": message}}),
-    )
+    );
+    response
+        .extensions_mut()
+        .insert(Refused { code, fault: None });
+    response
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The request's measures count an error answer by its code, and a 503 by its cause,
+    /// from what the answer carries.
+    #[test]
+    fn an_error_answer_carries_its_code_and_a_503_its_cause() {
+        let ctx = LogContext::new("POST", "/api/tf-states/{name}/state");
+        let carried = |err: HttpError| {
+            *error_response(&err, &ctx)
+                .extensions()
+                .get::<Refused>()
+                .unwrap()
+        };
+        let cases = [
+            (
+                Error::StorageFault("disk full".into()),
+                ErrorCode::Unavailable,
+                Some("storage"),
+            ),
+            (
+                Error::Unavailable("contention".into()),
+                ErrorCode::Unavailable,
+                Some("transient"),
+            ),
+            (
+                Error::NoKey,
+                ErrorCode::ManagedStateUnavailable,
+                Some("no_key"),
+            ),
+            (
+                Error::Unauthenticated("no".into()),
+                ErrorCode::Unauthenticated,
+                None,
+            ),
+        ];
+        for (err, code, fault) in cases {
+            assert_eq!(carried(HttpError::Service(err)), Refused { code, fault });
+        }
+        let not_found = error_body(ErrorCode::NotFound, "no such route");
+        assert_eq!(
+            not_found.extensions().get::<Refused>(),
+            Some(&Refused {
+                code: ErrorCode::NotFound,
+                fault: None
+            })
+        );
+    }
 
     /// docs/errors.md is the fixed list of codes operators and clients rely on.
     #[test]

@@ -7,13 +7,15 @@
 //! sent to the door (`HEGEMONY_CONTAINER_URL`) with a 307, or refused with a 413 naming it.
 
 use std::collections::HashMap;
+use std::time::Instant;
 
 use lambda_http::http::{header, HeaderValue, StatusCode};
 use lambda_http::{Body, Request, RequestExt, Response};
 
 use super::error::{error_response, HttpError, LogContext};
 use super::groups::serves;
-use super::routes::{find_route, RouteMatch};
+use super::measure::measure;
+use super::routes::{find_route, Route, RouteMatch};
 use crate::service::App;
 
 /// Lambda's limit on a synchronous invocation's request and response payloads.
@@ -27,16 +29,30 @@ pub const MAX_STATE_BYTES: u64 = 4 * 1024 * 1024;
 /// Answers a request for one of the Lambda function `function`'s routes. The route and its
 /// parameters come from the route table, the same match the local server makes, not from
 /// the event's route key; a route of another function (or a local-only one) means a
-/// deployment that routes it wrongly, and is logged as such.
+/// deployment that routes it wrongly, and is logged as such. Each answer is reported to the
+/// app's metrics.
 pub async fn answer(app: &App, function: &str, req: Request) -> Response<Body> {
+    let started = Instant::now();
+    let method = req.method().as_str().to_owned();
+    let (route, response) = routed(app, function, req).await;
+    measure(app, route, &method, &response, started);
+    response
+}
+
+/// The answer, and the row of the route table it came from when one matched.
+async fn routed(
+    app: &App,
+    function: &str,
+    req: Request,
+) -> (Option<&'static Route>, Response<Body>) {
     let path = req.uri().path().to_owned();
     let method = req.method().as_str().to_owned();
     let (route, params) = match find_route(&method, &path) {
         RouteMatch::Found { route, params } if serves(route, function) => (route, params),
         RouteMatch::Found { route, .. } => {
-            return misrouted(&method, &path, function, route.function)
+            return (None, misrouted(&method, &path, function, route.function))
         }
-        other => return super::no_route(&other),
+        other => return (None, super::no_route(&other)),
     };
     let params: HashMap<String, String> = params
         .iter()
@@ -49,12 +65,12 @@ pub async fn answer(app: &App, function: &str, req: Request) -> Response<Body> {
     let req = req.with_path_parameters(params);
     let admitted = match super::admit(app, route, &req).await {
         Ok(admitted) => admitted,
-        Err(refused) => return refused,
+        Err(refused) => return (Some(route), refused),
     };
     // A read too large for a function is refused with the caller's context.
     let ctx = admitted.log_context().clone();
     let response = super::answer(app, admitted, req).await;
-    within_ceiling(app, response, &target, &ctx)
+    (Some(route), within_ceiling(app, response, &target, &ctx))
 }
 
 /// A 404 for a request the API routed to the wrong function, logged as the deployment's fault.

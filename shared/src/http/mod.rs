@@ -20,6 +20,7 @@ pub mod lambda;
 mod list;
 mod lock;
 mod manage;
+pub mod measure;
 mod number;
 pub mod openapi;
 mod outputs;

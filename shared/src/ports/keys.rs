@@ -64,6 +64,13 @@ pub trait KeyOpener: Send + Sync {
 pub trait KeyService: KeyOpener {
     async fn data_key(&self, context: &KeyContext<'_>) -> Result<DataKey, KeyError>;
 
+    /// The kind of service that wraps new data keys (`platform`, `kms`, `transit`, as
+    /// [`key_backend`] reads a key id), so a failed call can be counted against it before
+    /// any key id says; `None` for a service that does not know (a test's double).
+    fn wrapping_backend(&self) -> Option<&str> {
+        None
+    }
+
     /// The key id a data key made now for `context` records (the newest version of the
     /// key): where a re-wrap takes a version.
     async fn current_key_id(&self, context: &KeyContext<'_>) -> Result<String, KeyError>;

@@ -3,7 +3,8 @@
 //! port, each with the records its calls carry: `state` (state records, versions, commits),
 //! `deleted` (deleted states kept for their retention),
 //! `audit` (the entries every port may write), `access` (tokens and orgs), `runs`, `sweep`,
-//! `apps` (app states and their archives), `trust` (trust policies), `issuers` (OpenID Connect issuers' keys), `blobs` and `keys`. Every type is re-exported
+//! `apps` (app states and their archives), `trust` (trust policies), `issuers` (OpenID Connect issuers' keys), `blobs`, `keys`, and `metrics`
+//! (what the service reports about its work). Every type is re-exported
 //! here, so callers name `crate::ports::X` whichever file holds it. No adapter, no I/O, no
 //! AWS or HTTP types.
 
@@ -14,6 +15,7 @@ mod blobs;
 mod deleted;
 mod issuers;
 mod keys;
+mod metrics;
 mod runs;
 mod state;
 mod sweep;
@@ -26,6 +28,7 @@ pub use blobs::{BlobStore, OpenedBlob, WriteObject};
 pub use deleted::DeletedCatalog;
 pub use issuers::{IssuerError, IssuerKeys};
 pub use keys::{key_backend, DataKey, KeyContext, KeyError, KeyOpener, KeyService, WrappedKey};
+pub use metrics::{Census, KeyCall, LockCensus, Metrics, RequestMeasure, SweepPass, Unmeasured};
 pub use runs::{RunCatalog, RunItem, RunRecord};
 pub use state::{
     Commit, DeletedChange, InlineContent, OrgAndState, SlotChange, SlotOwner, StateCatalog,

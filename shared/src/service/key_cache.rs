@@ -8,12 +8,12 @@
 //! place a key is created: only what a key service unwrapped is kept.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use zeroize::Zeroizing;
 
-use crate::ports::{KeyContext, KeyError, KeyOpener};
+use crate::ports::{KeyContext, KeyError, KeyOpener, Metrics, Unmeasured};
 
 /// Which data key: the version it opens and its wrapped form, as stored.
 #[derive(Debug, Clone, Copy)]
@@ -67,6 +67,8 @@ struct Bounds {
 pub struct KeyCache {
     bounds: Option<Bounds>,
     entries: Mutex<HashMap<SlotKey, Entry>>,
+    /// Where each read's hit or miss is counted (a cache that is off counts none).
+    metrics: Arc<dyn Metrics>,
 }
 
 impl KeyCache {
@@ -76,7 +78,13 @@ impl KeyCache {
         Self {
             bounds,
             entries: Mutex::new(HashMap::new()),
+            metrics: Arc::new(Unmeasured),
         }
+    }
+
+    /// Counts each read's hit or miss into `metrics` from now on.
+    pub fn report_to(&mut self, metrics: Arc<dyn Metrics>) {
+        self.metrics = metrics;
     }
 
     /// No cache: every read unwraps its key (the sweeper's app, tests).
@@ -101,7 +109,9 @@ impl KeyCache {
                 .await;
         };
         let found = SlotKey::from(slot);
-        if let Some(key) = self.get(&found, bounds, now) {
+        let cached = self.get(&found, bounds, now);
+        self.metrics.key_cache(cached.is_some());
+        if let Some(key) = cached {
             return Ok(key);
         }
         let key = opener

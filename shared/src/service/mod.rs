@@ -18,6 +18,7 @@ pub mod keys;
 pub mod listing;
 pub mod lock;
 pub mod manage;
+mod metered_keys;
 pub mod outputs;
 mod retry;
 pub mod runs;
@@ -39,7 +40,8 @@ use crate::domain::{Principal, Refusal, Timestamp};
 use commit::FirstRead;
 use key_cache::KeyCache;
 
-use crate::ports::{BlobStore, Catalog, KeyError, KeyService, StoreError, VersionMark};
+use crate::ports::{BlobStore, Catalog, KeyError, KeyService, Metrics, StoreError, VersionMark};
+use metered_keys::MeteredKeys;
 
 /// The time, injectable so tests move it instead of sleeping.
 pub trait Clock: Send + Sync {
@@ -87,6 +89,9 @@ pub struct App {
     pub links: Links,
     /// OpenID Connect issuers' signing keys, for the workload exchange.
     pub issuers: issuers::Issuers,
+    /// Where requests, sealed versions, key calls and sweeps are reported
+    /// ([`App::measured`]); [`Unmeasured`](crate::ports::Unmeasured) until a deployment asks for metrics.
+    pub metrics: Arc<dyn Metrics>,
 }
 
 /// Where the links the service hands out point, from the settings.
@@ -155,6 +160,18 @@ impl From<KeyError> for Error {
 }
 
 impl App {
+    /// This app reporting to `metrics`: its requests (counted by the HTTP layer), sealed
+    /// versions, sweeps, key cache and every call on its key service.
+    #[must_use]
+    pub fn measured(mut self, metrics: Arc<dyn Metrics>) -> Self {
+        self.keys = self
+            .keys
+            .map(|keys| Arc::new(MeteredKeys::new(keys, metrics.clone())) as Arc<dyn KeyService>);
+        self.key_cache.report_to(metrics.clone());
+        self.metrics = metrics;
+        self
+    }
+
     /// The link to a run, when a template is configured.
     pub fn run_url(&self, run: &str) -> Option<String> {
         self.links

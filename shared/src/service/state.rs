@@ -287,6 +287,7 @@ pub async fn write(
         .require_with_state(principal, Permission::Write, name)
         .await?;
     let keys = app.keys()?;
+    let bytes = body.len() as u64;
     let (body, document, sha256) = examine(body).await?;
     let request = WriteRequest {
         lock_id,
@@ -295,7 +296,7 @@ pub async fn write(
     };
     let org = principal.org.as_str();
     let sealed: Carried<Sealed> = Carried::default();
-    until_done(|| async {
+    let outcome = until_done(|| async {
         let now = app.clock.now();
         let snapshot = first.snapshot(app, org, name, now).await?;
         let (snapshot, takeover) =
@@ -339,7 +340,12 @@ pub async fn write(
         sealed.put(blob);
         commit(app, changes, outcome).await
     })
-    .await
+    .await?;
+    // Counted once committed: a lost race re-decides, and an unchanged body seals nothing.
+    if outcome != WriteOutcome::Unchanged {
+        app.metrics.version_sealed(bytes);
+    }
+    Ok(outcome)
 }
 
 /// Below this a body's two passes run one after the other: a thread costs more than it saves.

@@ -12,7 +12,7 @@ use super::retry::{commit, until_done, Attempt};
 use super::{deleted, runs};
 use super::{App, Error};
 use crate::domain::{Actor, Timestamp};
-use crate::ports::Commit;
+use crate::ports::{Commit, SweepPass};
 
 /// The most records one pass handles of each kind.
 const PASS_LIMIT: usize = 1000;
@@ -58,11 +58,44 @@ pub struct SweepReport {
     pub blob_leftovers_removed: usize,
 }
 
-/// Runs one bounded pass at `now`.
+/// Runs one bounded pass at `now`, reported to the app's metrics: its outcome, its duration
+/// and what it removed of each kind.
 ///
 /// # Errors
 /// `Unavailable` when storage fails; what was done before the failure stays done.
 pub async fn sweep(app: &App, now: Timestamp) -> Result<SweepReport, Error> {
+    let started = std::time::Instant::now();
+    let result = pass(app, now).await;
+    let removed = result
+        .as_ref()
+        .map(SweepReport::removed)
+        .unwrap_or_default();
+    app.metrics.sweep(&SweepPass {
+        ok: result.is_ok(),
+        seconds: started.elapsed().as_secs_f64(),
+        removed: &removed,
+    });
+    result
+}
+
+impl SweepReport {
+    /// Each count under the label the metrics give its kind.
+    fn removed(&self) -> [(&'static str, u64); 9] {
+        [
+            ("locks", self.locks_cleared as u64),
+            ("holds", self.holds_cleared as u64),
+            ("tokens", self.tokens_dropped as u64),
+            ("runs", self.runs_pruned as u64),
+            ("deleted_states", self.deleted_states_purged as u64),
+            ("versions", self.versions_dropped as u64),
+            ("blobs", self.blobs_deleted as u64),
+            ("uncommitted_blobs", self.uncommitted_blobs_deleted as u64),
+            ("blob_leftovers", self.blob_leftovers_removed as u64),
+        ]
+    }
+}
+
+async fn pass(app: &App, now: Timestamp) -> Result<SweepReport, Error> {
     let (locks_cleared, holds_cleared) = tidy_ended_runs(app, now).await?;
     let tokens_dropped = app.catalog.drop_expired_tokens(now, PASS_LIMIT).await?;
     // After the tokens: on a store that links a run to its tokens, the links of tokens just

@@ -13,7 +13,7 @@ use crate::adapters::transit::TransitKeys;
 use crate::config::Config;
 use crate::crypto::PlatformKey;
 use crate::http::lambda::{MAX_STATE_BYTES, PAYLOAD_CEILING};
-use crate::ports::{BlobStore, Catalog, KeyOpener, KeyService};
+use crate::ports::{BlobStore, Catalog, KeyOpener, KeyService, Unmeasured};
 use crate::service::issuers::Issuers;
 use crate::service::key_cache::KeyCache;
 use crate::service::{App, Limits, Links, SystemClock};
@@ -226,6 +226,7 @@ fn assemble(
         limits,
         links,
         issuers,
+        metrics: Arc::new(Unmeasured),
     }
 }
 

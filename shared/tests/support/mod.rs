@@ -103,6 +103,7 @@ pub fn fixture(adapter: Adapter, limits: Limits) -> Fixture {
         limits,
         links: Default::default(),
         issuers: hegemony_state::service::issuers::Issuers::off(),
+        metrics: std::sync::Arc::new(hegemony_state::ports::Unmeasured),
     };
     Fixture {
         app,

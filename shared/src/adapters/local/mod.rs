@@ -8,14 +8,15 @@
 //! `access` (tokens, orgs), `runs`, `apps` (app states and their archives), `sweep`, `trust`
 //! (trust policies), and `tables` (the schema and row codecs); `backup` copies a live store
 //! consistently, checks a copy and puts one back; `key_file` keeps the platform key beside the folder
-//! when none is configured; `disk` makes its folders and files private and their entries
-//! durable.
+//! when none is configured; `census` counts the locks and holds for the metrics; `disk` makes
+//! its folders and files private and their entries durable.
 
 mod access;
 mod apps;
 pub mod backup;
 mod blobs;
 mod catalog;
+mod census;
 mod deleted;
 mod disk;
 pub mod key_file;

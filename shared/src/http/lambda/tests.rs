@@ -112,6 +112,7 @@ fn app() -> App {
         }),
         links: Default::default(),
         issuers: crate::service::issuers::Issuers::off(),
+        metrics: std::sync::Arc::new(crate::ports::Unmeasured),
     }
 }
 
@@ -190,6 +191,7 @@ async fn holding(size: usize, door: Option<&str>) -> (App, String) {
         limits,
         links: Default::default(),
         issuers: crate::service::issuers::Issuers::off(),
+        metrics: std::sync::Arc::new(crate::ports::Unmeasured),
     };
     let alice = Principal {
         session: None,
