@@ -18,6 +18,7 @@ pub mod keys;
 pub mod listing;
 pub mod lock;
 pub mod manage;
+pub mod migrate;
 pub mod outputs;
 mod retry;
 pub mod runs;
