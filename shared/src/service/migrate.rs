@@ -47,11 +47,11 @@ pub struct Options {
 pub enum MigrateError {
     /// The target holds a different record under the same name: copying over it would lose
     /// one of them.
-    #[error("the target holds a different {0}: nothing of it was copied; move or remove it there, then run the migration again")]
+    #[error("the target holds a different {0}: it was not copied; move or remove it there, then run the migration again")]
     Differs(String),
     /// States that are locked or held (a run under way): their versions may change during
     /// the copy.
-    #[error("{} locked or held: {}; release them (or pass --skip-locked to copy the rest)", .0.len(), .0.join(", "))]
+    #[error("states locked or held ({}): {}; release them (or pass --skip-locked to copy the rest)", .0.len(), .0.join(", "))]
     Locked(Vec<String>),
     #[error(transparent)]
     Service(#[from] Error),
