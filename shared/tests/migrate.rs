@@ -1,16 +1,19 @@
 //! A migration between two memory stores sealed by different keys: every version (inline and
 //! blob) copied with its data key moved to the target's key, readable there as it was; the
-//! token and the audit log with it; a locked state refused, then skipped; a dry run writes
-//! nothing; a second run copies nothing again; a different record on the target stops it.
+//! token, the trust policy, the org's permissions and the audit log with it; a locked state
+//! refused, then skipped; a dry run writes nothing; a second run copies nothing again; a
+//! different record on the target stops it.
 
 use std::sync::Arc;
 
 use hegemony_state::adapters::memory::MemoryStore;
 use hegemony_state::crypto::{open_into, PlatformKey};
 use hegemony_state::domain::name::StateName;
+use hegemony_state::domain::permission::Allocation;
 use hegemony_state::domain::permission::Role;
+use hegemony_state::domain::trust::TrustPolicy;
 use hegemony_state::domain::{Actor, Principal};
-use hegemony_state::ports::{AuditQuery, KeyService};
+use hegemony_state::ports::{AuditEntry, AuditQuery, KeyService};
 use hegemony_state::service::lock::lock;
 use hegemony_state::service::manage::download;
 use hegemony_state::service::migrate::{
@@ -133,6 +136,36 @@ async fn a_migration_copies_every_version_under_the_targets_key_once() {
     lock(&from, &alice(), &name("busy"), lock_doc.as_bytes())
         .await
         .unwrap();
+    let policy = TrustPolicy {
+        name: "ci".into(),
+        issuer: "https://token.actions.githubusercontent.com".into(),
+        audience: "hegemony".into(),
+        claims: [("repository".to_owned(), "acme/infra".to_owned())].into(),
+        role: Role::Operator,
+        states: vec!["net".into()],
+        session_seconds: 3600,
+    };
+    let entry = AuditEntry {
+        org: "acme".into(),
+        at: from.clock.now(),
+        action: "trust_policy.created".into(),
+        actor: Actor::Cli,
+        state: None,
+        version: None,
+        detail: serde_json::json!({}),
+    };
+    from.catalog
+        .put_trust_policy("acme", None, &policy, &entry)
+        .await
+        .unwrap();
+    let allocation = Allocation {
+        read: Some(Role::Operator),
+        ..Allocation::default()
+    };
+    from.catalog
+        .set_allocation("acme", &Allocation::default(), &allocation, &entry)
+        .await
+        .unwrap();
     let big = versions(&from, "big").await;
     let big_record = from.catalog.state("acme", "big").await.unwrap().unwrap();
     assert!(
@@ -199,13 +232,22 @@ async fn a_migration_copies_every_version_under_the_targets_key_once() {
     assert!(done.mismatched.is_empty(), "{:?}", done.mismatched);
     assert_eq!(done.skipped.len(), 1);
     let source_entries = audit_len(&from).await;
-    // The source's entries, one per token copied, one for the migration.
-    assert_eq!(audit_len(&to).await, source_entries + 2);
+    // The source's entries, one per token and trust policy copied, one for the migration.
+    assert_eq!(audit_len(&to).await, source_entries + 3);
     assert!(to.catalog.state("acme", "busy").await.unwrap().is_none());
     assert_eq!(
         to.catalog.token(&token.hash).await.unwrap().as_ref(),
         Some(&token),
         "the token is stored by the same hash: it keeps working"
+    );
+    assert_eq!(
+        to.catalog.trust_policies("acme").await.unwrap(),
+        vec![policy]
+    );
+    let org = to.catalog.org("acme").await.unwrap().unwrap();
+    assert_eq!(
+        org.allocation, allocation,
+        "the org's permissions come along"
     );
     let moved = versions(&to, "big").await;
     for (a, b) in big.iter().zip(&moved) {
@@ -239,7 +281,7 @@ async fn a_migration_copies_every_version_under_the_targets_key_once() {
     );
     assert_eq!(again.audit_entries.copied, 0);
     // The two downloads above, and the run's own entry.
-    assert_eq!(audit_len(&to).await, source_entries + 5);
+    assert_eq!(audit_len(&to).await, source_entries + 6);
 }
 
 #[tokio::test]
