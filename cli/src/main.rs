@@ -12,6 +12,7 @@ mod comparison;
 mod import;
 mod keys;
 mod login;
+mod migrate;
 mod outputs;
 mod pacing;
 mod server;
@@ -145,6 +146,9 @@ enum Command {
     Backup(backup::Backup),
     /// Put a backup back as a new local store (`--data-dir NEW`).
     Restore(backup::Restore),
+    /// Move everything a store holds to another deployment's (`--from local --to aws`, and
+    /// back): orgs, tokens, trust policies, states with every version, the audit log.
+    Migrate(migrate::Options),
 }
 
 #[derive(Subcommand)]
@@ -292,6 +296,7 @@ fn main() -> ExitCode {
             Command::Sweep { store } => server::sweep_once(&store).await,
             Command::Backup(options) => backup::run(options).await,
             Command::Restore(options) => backup::restore(options),
+            Command::Migrate(options) => migrate::run(options).await,
         }
     });
     match result {

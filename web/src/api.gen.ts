@@ -1352,7 +1352,7 @@ export interface components {
          * @description What an entry records (docs/managing-states.md lists each)
          * @enum {string}
          */
-        AuditAction: "version.created" | "state.imported" | "state.rolled_back" | "lock.force_unlocked" | "lock.expired" | "state.deleted" | "state.restored" | "state.purged" | "version.downloaded" | "versions.compared" | "permissions.changed" | "token.created" | "token.revoked" | "step_token.minted" | "keys.rewrapped" | "app.sealed" | "app.force_unlocked" | "app.archive_deleted" | "app.file_downloaded" | "trust_policy.created" | "trust_policy.changed" | "trust_policy.deleted" | "workload.session_opened" | "workload.session_ended";
+        AuditAction: "version.created" | "state.imported" | "state.rolled_back" | "lock.force_unlocked" | "lock.expired" | "state.deleted" | "state.restored" | "state.purged" | "version.downloaded" | "versions.compared" | "permissions.changed" | "token.created" | "token.revoked" | "step_token.minted" | "keys.rewrapped" | "app.sealed" | "app.force_unlocked" | "app.archive_deleted" | "app.file_downloaded" | "trust_policy.created" | "trust_policy.changed" | "trust_policy.deleted" | "workload.session_opened" | "workload.session_ended" | "store.migrated";
         /** @description The org's versions and app files by key. */
         KeyReport: {
             org: string;

@@ -38,6 +38,9 @@ pub enum AuditAction {
     WorkloadSessionOpened,
     /// A workload session ended early by its job, its locks released.
     WorkloadSessionEnded,
+    /// A record copied from another store by `hegemony-state migrate` (a token, a trust
+    /// policy), or the migration's end, with what it copied.
+    StoreMigrated,
 }
 
 impl AuditAction {
@@ -66,6 +69,7 @@ impl AuditAction {
         AuditAction::TrustPolicyDeleted,
         AuditAction::WorkloadSessionOpened,
         AuditAction::WorkloadSessionEnded,
+        AuditAction::StoreMigrated,
     ];
 
     /// The name stored with the entry and used to filter the log.
@@ -95,6 +99,7 @@ impl AuditAction {
             AuditAction::TrustPolicyDeleted => "trust_policy.deleted",
             AuditAction::WorkloadSessionOpened => "workload.session_opened",
             AuditAction::WorkloadSessionEnded => "workload.session_ended",
+            AuditAction::StoreMigrated => "store.migrated",
         }
     }
 }

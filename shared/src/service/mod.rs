@@ -19,6 +19,7 @@ pub mod listing;
 pub mod lock;
 pub mod manage;
 mod metered_keys;
+pub mod migrate;
 pub mod outputs;
 mod retry;
 pub mod runs;

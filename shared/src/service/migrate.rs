@@ -1,0 +1,613 @@
+//! Moving a deployment's records from one store to another (`hegemony-state migrate`), through
+//! the ports of both, so it goes either way (local to AWS, and back). Each kind of record is
+//! copied by one step of its own: orgs with their permissions, the audit log, tokens (by
+//! hash: every token keeps working), trust policies, states with every version. A version's
+//! sealed bytes are copied as they are and its data key is unwrapped by the source's key
+//! service and wrapped by the target's, in memory, under the same context: the content is
+//! never opened. What the target already holds identically is skipped and a record it holds
+//! differently is an error naming it, so a migration stopped part way is run again and
+//! copies each version once. A state that is locked or held is refused (or skipped, when
+//! asked). The last step opens every version on the target and compares its SHA-256 with
+//! the source's record.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::keys::{org_states, Holder, PAGE};
+use super::verify::check_state;
+use super::{App, Error};
+use crate::crypto;
+use crate::domain::audit::AuditAction;
+use crate::domain::record::StateRecord;
+use crate::domain::version::{KeySlot, VersionRecord};
+use crate::domain::Actor;
+use crate::ports::{
+    AuditEntry, AuditQuery, Commit, InlineContent, KeyContext, StoreError, TokenRecord, TrustWrite,
+};
+
+/// The two stores: records are read from `from` and written to `to`.
+#[derive(Clone, Copy)]
+pub struct Sides<'a> {
+    pub from: &'a App,
+    pub to: &'a App,
+}
+
+/// What a migration does besides copying.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// Count what would be copied, write nothing.
+    pub dry_run: bool,
+    /// Copy the other states when some are locked or held, and list those skipped.
+    pub skip_locked: bool,
+}
+
+/// Why a migration stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum MigrateError {
+    /// The target holds a different record under the same name: copying over it would lose
+    /// one of them.
+    #[error("the target holds a different {0}: it was not copied; move or remove it there, then run the migration again")]
+    Differs(String),
+    /// States that are locked or held (a run under way): their versions may change during
+    /// the copy.
+    #[error("states locked or held ({}): {}; release them (or pass --skip-locked to copy the rest)", .0.len(), .0.join(", "))]
+    Locked(Vec<String>),
+    #[error(transparent)]
+    Service(#[from] Error),
+}
+
+impl From<StoreError> for MigrateError {
+    fn from(e: StoreError) -> Self {
+        MigrateError::Service(e.into())
+    }
+}
+
+impl From<crate::ports::KeyError> for MigrateError {
+    fn from(e: crate::ports::KeyError) -> Self {
+        MigrateError::Service(e.into())
+    }
+}
+
+/// How many records of one kind were copied and how many the target already held.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Count {
+    /// Copied (with `--dry-run`: that would be).
+    pub copied: u64,
+    /// Already on the target, identical: skipped.
+    pub present: u64,
+}
+
+impl Count {
+    fn add(&mut self, copied: bool) {
+        if copied {
+            self.copied += 1;
+        } else {
+            self.present += 1;
+        }
+    }
+}
+
+/// What a migration did, by kind.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Report {
+    pub orgs: Count,
+    pub tokens: Count,
+    pub trust_policies: Count,
+    pub states: Count,
+    pub versions: Count,
+    pub audit_entries: Count,
+    /// States skipped because they are locked or held (`--skip-locked`): `org/name (why)`.
+    pub skipped: Vec<String>,
+    /// Versions opened on the target by the verify pass, their SHA-256 equal to the source's.
+    pub verified: u64,
+    /// Versions the verify pass found missing or different, with why.
+    pub mismatched: Vec<String>,
+}
+
+/// What the source holds: its orgs' states and their versions (oldest first), read before
+/// anything is copied, so a progress bar knows its length and locked states are found first.
+pub struct Survey {
+    pub orgs: Vec<String>,
+    pub states: Vec<(StateRecord, Vec<VersionRecord>)>,
+    /// Locked or held states: `org/name (why)`.
+    pub blocked: Vec<String>,
+}
+
+impl Survey {
+    /// How many versions the states hold: a progress bar's length.
+    pub fn versions(&self) -> u64 {
+        self.states.iter().map(|(_, v)| v.len() as u64).sum()
+    }
+}
+
+/// The orgs tokens belong to (an org exists through its tokens), in order.
+///
+/// # Errors
+/// `StorageFault` when the catalog fails.
+pub async fn token_orgs(app: &App) -> Result<Vec<String>, Error> {
+    let mut orgs: Vec<String> = app
+        .catalog
+        .tokens()
+        .await?
+        .into_iter()
+        .map(|t| t.org)
+        .filter(|o| !o.is_empty())
+        .collect();
+    orgs.sort();
+    orgs.dedup();
+    Ok(orgs)
+}
+
+/// Reads what `orgs` hold on `app`.
+///
+/// # Errors
+/// `StorageFault` when the catalog fails.
+pub async fn survey(app: &App, orgs: &[String]) -> Result<Survey, Error> {
+    let now = app.clock.now();
+    let mut survey = Survey {
+        orgs: orgs.to_vec(),
+        states: Vec::new(),
+        blocked: Vec::new(),
+    };
+    for org in orgs {
+        for record in org_states(app, org).await? {
+            let why = match (record.live_lock(now), &record.hold) {
+                (Some(lock), _) => Some(format!("locked, lock ID {}", lock.document.id)),
+                (None, Some(hold)) => Some(format!("held by run {}", hold.run)),
+                (None, None) => None,
+            };
+            if let Some(why) = why {
+                survey
+                    .blocked
+                    .push(format!("{}/{} ({why})", record.org, record.name));
+                continue;
+            }
+            let mut versions = app
+                .catalog
+                .versions(&record.org, record.home(), &record.incarnation)
+                .await?;
+            versions.reverse();
+            survey.states.push((record, versions));
+        }
+    }
+    Ok(survey)
+}
+
+/// Copies everything `survey` found from one side to the other, step by step, then verifies
+/// the states on the target and records the migration in each org's audit log.
+/// `on_version` is called once per version, with whether it was copied.
+///
+/// # Errors
+/// `Locked` when states are locked or held and `skip_locked` is not set (nothing is
+/// written); `Differs` when the target holds a different record; what either store or key
+/// service answers. A version that does not verify is listed in the report, not raised.
+pub async fn migrate(
+    sides: Sides<'_>,
+    survey: &Survey,
+    options: Options,
+    on_version: &(dyn Fn(bool) + Sync),
+) -> Result<Report, MigrateError> {
+    if !survey.blocked.is_empty() && !options.skip_locked {
+        return Err(MigrateError::Locked(survey.blocked.clone()));
+    }
+    let dry = options.dry_run;
+    let mut report = Report {
+        skipped: survey.blocked.clone(),
+        ..Report::default()
+    };
+    for org in &survey.orgs {
+        report.orgs.add(copy_org(sides, org, dry).await?);
+        report.audit_entries = add(report.audit_entries, copy_audit(sides, org, dry).await?);
+    }
+    report.tokens = copy_tokens(sides, dry).await?;
+    for org in &survey.orgs {
+        report.trust_policies = add(report.trust_policies, copy_trust(sides, org, dry).await?);
+    }
+    for (record, versions) in &survey.states {
+        let (state, copied) = copy_state(sides, record, versions, dry, on_version).await?;
+        report.states.add(state);
+        report.versions = add(report.versions, copied);
+    }
+    if dry {
+        return Ok(report);
+    }
+    for (record, versions) in &survey.states {
+        verify_state(sides, record, versions, &mut report).await?;
+    }
+    for org in &survey.orgs {
+        record_migration(sides, org, &report).await?;
+    }
+    Ok(report)
+}
+
+fn add(a: Count, b: Count) -> Count {
+    Count {
+        copied: a.copied + b.copied,
+        present: a.present + b.present,
+    }
+}
+
+/// The entry a migration's write is audited with on the target.
+fn migration_entry(app: &App, org: &str, detail: serde_json::Value) -> AuditEntry {
+    AuditEntry {
+        org: org.to_owned(),
+        at: app.clock.now(),
+        action: AuditAction::StoreMigrated.as_str().into(),
+        actor: Actor::Cli,
+        state: None,
+        version: None,
+        detail,
+    }
+}
+
+/// Step: an org's record, with its allocation of permissions to roles. Returns whether it was
+/// copied (`false`: the target holds it, or the source has none, its default).
+async fn copy_org(sides: Sides<'_>, org: &str, dry: bool) -> Result<bool, MigrateError> {
+    let Some(record) = sides.from.catalog.org(org).await? else {
+        return Ok(false);
+    };
+    match sides.to.catalog.org(org).await? {
+        Some(there) if there.allocation == record.allocation => Ok(false),
+        Some(_) => Err(MigrateError::Differs(format!(
+            "allocation of permissions for org {org}"
+        ))),
+        None if dry => Ok(true),
+        None => Ok(sides.to.catalog.create_org(&record).await?),
+    }
+}
+
+/// An org's audit log, oldest first.
+async fn audit_log(app: &App, org: &str) -> Result<Vec<AuditEntry>, Error> {
+    let mut entries = Vec::new();
+    let mut before = None;
+    loop {
+        let query = AuditQuery {
+            before,
+            limit: PAGE,
+            ..AuditQuery::default()
+        };
+        let page = app.catalog.audit(org, &query).await?;
+        let full = page.len() == PAGE;
+        before = page.last().map(|r| r.seq);
+        entries.extend(page.into_iter().map(|r| r.entry));
+        if !full {
+            break;
+        }
+    }
+    entries.reverse();
+    Ok(entries)
+}
+
+/// What makes two audit entries the same one: all of it, the time to the second (the stores
+/// keep it at different precisions).
+fn audit_identity(entry: &AuditEntry) -> String {
+    serde_json::json!([
+        entry.at.unix_timestamp(),
+        entry.action,
+        entry.actor,
+        entry.state,
+        entry.version,
+        entry.detail
+    ])
+    .to_string()
+}
+
+/// Step: an org's audit log, with its original times and actors, oldest first. The entries
+/// the target holds already (a migration run before) are skipped, one for one.
+async fn copy_audit(sides: Sides<'_>, org: &str, dry: bool) -> Result<Count, MigrateError> {
+    let mut held: BTreeMap<String, usize> = BTreeMap::new();
+    for entry in audit_log(sides.to, org).await? {
+        *held.entry(audit_identity(&entry)).or_default() += 1;
+    }
+    let mut count = Count::default();
+    for entry in audit_log(sides.from, org).await? {
+        if let Some(n) = held.get_mut(&audit_identity(&entry)).filter(|n| **n > 0) {
+            *n -= 1;
+            count.add(false);
+            continue;
+        }
+        if !dry {
+            sides.to.catalog.append_audit(&entry).await?;
+        }
+        count.add(true);
+    }
+    Ok(count)
+}
+
+/// Step: every token, by hash (no token is ever stored, so each keeps working), each audited
+/// on the target. A token revoked on the source since an earlier run is revoked on the
+/// target too.
+async fn copy_tokens(sides: Sides<'_>, dry: bool) -> Result<Count, MigrateError> {
+    let mut count = Count::default();
+    for token in sides.from.catalog.tokens().await? {
+        let copy = match sides.to.catalog.token(&token.hash).await? {
+            None => true,
+            Some(there) if there == token => false,
+            Some(there) if revoked_since(&there, &token) => true,
+            Some(_) => {
+                return Err(MigrateError::Differs(format!(
+                    "token {} (org {})",
+                    token.id, token.org
+                )))
+            }
+        };
+        if copy && !dry {
+            let entry = migration_entry(
+                sides.to,
+                &token.org,
+                serde_json::json!({"token": token.id, "revoked": token.revoked}),
+            );
+            sides.to.catalog.put_token(&token, &entry).await?;
+        }
+        count.add(copy);
+    }
+    Ok(count)
+}
+
+/// Whether `source` is `target` revoked.
+fn revoked_since(target: &TokenRecord, source: &TokenRecord) -> bool {
+    source.revoked
+        && *target
+            == TokenRecord {
+                revoked: false,
+                ..source.clone()
+            }
+}
+
+/// Step: an org's trust policies, each audited on the target.
+async fn copy_trust(sides: Sides<'_>, org: &str, dry: bool) -> Result<Count, MigrateError> {
+    let there = sides.to.catalog.trust_policies(org).await?;
+    let mut count = Count::default();
+    for policy in sides.from.catalog.trust_policies(org).await? {
+        match there.iter().find(|p| p.name == policy.name) {
+            Some(p) if *p == policy => {
+                count.add(false);
+                continue;
+            }
+            Some(_) => {
+                return Err(MigrateError::Differs(format!(
+                    "trust policy {} of org {org}",
+                    policy.name
+                )))
+            }
+            None => {}
+        }
+        if !dry {
+            let entry = migration_entry(
+                sides.to,
+                org,
+                serde_json::json!({"trust_policy": policy.name}),
+            );
+            let written = sides
+                .to
+                .catalog
+                .put_trust_policy(org, None, &policy, &entry)
+                .await?;
+            if let TrustWrite::PairTaken { org: other } = written {
+                return Err(MigrateError::Differs(format!(
+                    "trust policy for the issuer {} and audience {} (org {other}'s, not {org}'s)",
+                    policy.issuer, policy.audience
+                )));
+            }
+        }
+        count.add(true);
+    }
+    Ok(count)
+}
+
+/// Step: one state with every version, oldest first, one commit per version (its record and
+/// its state's record, which then names it as the latest), so a migration stopped part way
+/// leaves whole versions only and the next run copies the rest. Returns whether the state
+/// was new on the target and how many versions were copied.
+async fn copy_state(
+    sides: Sides<'_>,
+    record: &StateRecord,
+    versions: &[VersionRecord],
+    dry: bool,
+    on_version: &(dyn Fn(bool) + Sync),
+) -> Result<(bool, Count), MigrateError> {
+    let (org, home) = (&record.org, record.home());
+    let what = |detail: &str| format!("state {org}/{} ({detail})", record.name);
+    let there = sides.to.catalog.state(org, &record.name).await?;
+    if let Some(there) = &there {
+        if there.incarnation != record.incarnation || there.home() != home {
+            return Err(MigrateError::Differs(what("another state of that name")));
+        }
+    }
+    let new_state = there.is_none();
+    let mut revision = there.map_or(0, |t| t.revision);
+    let mut count = Count::default();
+    for version in versions {
+        let number = version.version;
+        let held = sides
+            .to
+            .catalog
+            .version(org, home, &record.incarnation, number)
+            .await?;
+        match held {
+            Some(v) if v.sha256 == version.sha256 => {
+                count.add(false);
+                on_version(false);
+                continue;
+            }
+            Some(_) => return Err(MigrateError::Differs(what(&format!("version {number}")))),
+            None => {}
+        }
+        if !dry {
+            copy_version(sides, record, version, revision).await?;
+            revision += 1;
+        }
+        count.add(true);
+        on_version(true);
+    }
+    // A state without versions (a lock-only record whose lock has passed) is its record.
+    if versions.is_empty() && new_state && !dry {
+        let mut state = record.clone();
+        state.revision = 1;
+        let commit = Commit::over(
+            &StateRecord {
+                revision: 0,
+                ..record.clone()
+            },
+            sides.to.clock.now(),
+            Some(state),
+        );
+        sides.to.catalog.commit(commit).await?;
+    }
+    Ok((new_state, count))
+}
+
+/// Copies one version: its sealed bytes as they are (into the blob store or beside its
+/// record, where the source keeps them), its data key moved to the target's key service,
+/// committed with the state's record naming it as the latest, over `revision`.
+async fn copy_version(
+    sides: Sides<'_>,
+    record: &StateRecord,
+    version: &VersionRecord,
+    revision: u64,
+) -> Result<(), MigrateError> {
+    let (org, home, incarnation) = (&record.org, record.home(), &record.incarnation);
+    let what = format!("version {} of state {org}/{}", version.version, record.name);
+    let sealed = if version.inline {
+        sides
+            .from
+            .catalog
+            .content(org, home, incarnation, version.version)
+            .await?
+    } else {
+        sides.from.blobs.get(&version.blob).await?
+    };
+    let sealed =
+        sealed.ok_or_else(|| Error::Damaged(format!("the content of {what} is missing")))?;
+    let slot = move_key(sides, record, version, &sealed, &what).await?;
+    let mut copy = version.clone();
+    copy.set_slot(&slot);
+    let now = sides.to.clock.now();
+    let mut state = record.clone();
+    state.revision = revision + 1;
+    state.latest = Some(copy.clone());
+    let snapshot = StateRecord {
+        revision,
+        ..record.clone()
+    };
+    let mut commit = Commit::over(&snapshot, now, Some(state));
+    if version.inline {
+        commit.contents.push(InlineContent {
+            version: version.version,
+            sealed: std::sync::Arc::new(sealed),
+        });
+    } else {
+        sides
+            .to
+            .catalog
+            .add_pending_blob(&version.blob, now)
+            .await?;
+        sides.to.blobs.put(&version.blob, sealed).await?;
+        commit.committed_blobs.push(version.blob.clone());
+    }
+    commit.versions.push(copy);
+    sides.to.catalog.commit(commit).await?;
+    Ok(())
+}
+
+/// A version's data key unwrapped by the source's key service and wrapped by the target's,
+/// under the same context, in this process's memory only: the target's key slot for it.
+/// A version recorded before slots were kept has its key in its sealed bytes' header.
+async fn move_key(
+    sides: Sides<'_>,
+    record: &StateRecord,
+    version: &VersionRecord,
+    sealed: &[u8],
+    what: &str,
+) -> Result<KeySlot, MigrateError> {
+    let (key_id, wrapped) = match &version.wrapped_key {
+        Some(wrapped) => (version.key.clone(), wrapped.clone()),
+        None => {
+            let header =
+                crypto::read_header(sealed).map_err(|e| Error::Damaged(format!("{what}: {e}")))?;
+            let key = header.key.ok_or_else(|| {
+                Error::Damaged(format!("{what} has no wrapped data key in its record"))
+            })?;
+            (key.key_id, key.wrapped)
+        }
+    };
+    let context = KeyContext {
+        org: &record.org,
+        state: record.home(),
+    };
+    let plaintext = sides
+        .from
+        .keys()?
+        .unwrap_key(&key_id, &wrapped, &context)
+        .await?;
+    let new = sides.to.keys()?.wrap_key(&plaintext, &context).await?;
+    Ok(KeySlot {
+        key: new.key_id,
+        wrapped_key: Some(new.wrapped),
+    })
+}
+
+/// The verify pass of one state: every version the source listed is on the target with the
+/// same SHA-256 in its record, and opens there (with the target's key) to that SHA-256.
+async fn verify_state(
+    sides: Sides<'_>,
+    record: &StateRecord,
+    versions: &[VersionRecord],
+    report: &mut Report,
+) -> Result<(), MigrateError> {
+    let label = format!("{}/{}", record.org, record.name);
+    let Some(there) = sides.to.catalog.state(&record.org, &record.name).await? else {
+        report
+            .mismatched
+            .push(format!("state {label}: missing on the target"));
+        return Ok(());
+    };
+    let held = sides
+        .to
+        .catalog
+        .versions(&record.org, there.home(), &there.incarnation)
+        .await?;
+    for version in versions {
+        match held.iter().find(|v| v.version == version.version) {
+            Some(v) if v.sha256 == version.sha256 => {}
+            Some(v) => report.mismatched.push(format!(
+                "version {} of state {label}: SHA-256 {} on the target, {} on the source",
+                version.version, v.sha256, version.sha256
+            )),
+            None => report.mismatched.push(format!(
+                "version {} of state {label}: missing on the target",
+                version.version
+            )),
+        }
+    }
+    let checked = check_state(sides.to, Holder::State(&there), &|| {}).await?;
+    report.verified += checked.opened;
+    report
+        .mismatched
+        .extend(checked.failed.into_iter().map(|f| format!("{label}: {f}")));
+    Ok(())
+}
+
+/// The last step: one entry in each org's audit log on the target saying the migration
+/// happened, with what it copied.
+async fn record_migration(
+    sides: Sides<'_>,
+    org: &str,
+    report: &Report,
+) -> Result<(), MigrateError> {
+    let entry = migration_entry(
+        sides.to,
+        org,
+        serde_json::json!({
+            "migration": "completed",
+            "states": report.states,
+            "versions": report.versions,
+            "tokens": report.tokens,
+            "skipped": report.skipped,
+            "verified": report.verified,
+        }),
+    );
+    sides.to.catalog.append_audit(&entry).await?;
+    Ok(())
+}

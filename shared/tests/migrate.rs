@@ -1,0 +1,308 @@
+//! A migration between two memory stores sealed by different keys: every version (inline and
+//! blob) copied with its data key moved to the target's key, readable there as it was; the
+//! token, the trust policy, the org's permissions and the audit log with it; a locked state
+//! refused, then skipped; a dry run writes nothing; a second run copies nothing again; a
+//! different record on the target stops it.
+
+use std::sync::Arc;
+
+use hegemony_state::adapters::memory::MemoryStore;
+use hegemony_state::crypto::{open_into, PlatformKey};
+use hegemony_state::domain::name::StateName;
+use hegemony_state::domain::permission::Allocation;
+use hegemony_state::domain::permission::Role;
+use hegemony_state::domain::trust::TrustPolicy;
+use hegemony_state::domain::{Actor, Principal};
+use hegemony_state::ports::{AuditEntry, AuditQuery, KeyService};
+use hegemony_state::service::lock::lock;
+use hegemony_state::service::manage::download;
+use hegemony_state::service::migrate::{
+    migrate, survey, token_orgs, Count, MigrateError, Options, Sides,
+};
+use hegemony_state::service::state::{write, Content};
+use hegemony_state::service::tokens::{create, NewToken};
+use hegemony_state::service::{App, Limits, SystemClock};
+use sha2::{Digest, Sha256};
+
+fn app(store: &Arc<MemoryStore>, keys: Arc<dyn KeyService>) -> App {
+    App {
+        catalog: store.clone(),
+        blobs: store.clone(),
+        keys: Some(keys),
+        key_cache: hegemony_state::service::key_cache::KeyCache::new(
+            64,
+            std::time::Duration::from_secs(300),
+        ),
+        clock: Arc::new(SystemClock),
+        limits: Limits {
+            max_state_bytes: 32 << 20,
+            keep_versions: 1000,
+            run_end_grace: time::Duration::minutes(10),
+            deleted_retention: time::Duration::days(7),
+            lambda_ceiling: None,
+        },
+        links: Default::default(),
+        issuers: hegemony_state::service::issuers::Issuers::off(),
+    }
+}
+
+fn alice() -> Principal {
+    Principal {
+        session: None,
+        org: "acme".into(),
+        role: Role::Admin,
+        actor: Actor::User {
+            user: "alice".into(),
+        },
+        step: None,
+    }
+}
+
+fn name(s: &str) -> StateName {
+    StateName::parse(s).unwrap()
+}
+
+/// A state document; `noise` bytes of incompressible text make its sealed form a blob.
+fn doc(serial: u64, noise: usize) -> Vec<u8> {
+    let mut filler = String::new();
+    let mut block = Sha256::digest(serial.to_be_bytes());
+    while filler.len() < noise {
+        block = Sha256::digest(block);
+        filler.push_str(&hegemony_state::ids::hex(&block));
+    }
+    format!(r#"{{"version":4,"serial":{serial},"lineage":"lin","outputs":{{"n":{{"value":"{filler}","type":"string"}}}}}}"#).into_bytes()
+}
+
+fn plaintext(content: Content) -> Vec<u8> {
+    match content {
+        Content::Whole(bytes) => bytes,
+        Content::Gzip { opening, size } => open_into(*opening, size as usize, vec![]).unwrap(),
+    }
+}
+
+/// Versions of a state on one side: (number, SHA-256, key id).
+async fn versions(app: &App, state: &str) -> Vec<(u64, String, String)> {
+    let record = app.catalog.state("acme", state).await.unwrap().unwrap();
+    let versions = app
+        .catalog
+        .versions("acme", record.home(), &record.incarnation)
+        .await
+        .unwrap();
+    versions
+        .into_iter()
+        .map(|v| (v.version, v.sha256, v.key))
+        .collect()
+}
+
+async fn audit_len(app: &App) -> usize {
+    let query = AuditQuery {
+        limit: 10_000,
+        ..AuditQuery::default()
+    };
+    app.catalog.audit("acme", &query).await.unwrap().len()
+}
+
+#[tokio::test]
+async fn a_migration_copies_every_version_under_the_targets_key_once() {
+    let (from_store, to_store) = (Arc::new(MemoryStore::new()), Arc::new(MemoryStore::new()));
+    let (from_key, to_key) = (
+        Arc::new(PlatformKey::generate()),
+        Arc::new(PlatformKey::generate()),
+    );
+    let from = app(&from_store, from_key.clone());
+    let to = app(&to_store, to_key.clone());
+    let new = NewToken::Personal {
+        org: "acme",
+        user: "alice",
+        role: Role::Admin,
+    };
+    let (_, token) = create(&*from.catalog, new, &Actor::Cli, from.clock.now())
+        .await
+        .unwrap();
+    for serial in 1..=3 {
+        write(&from, &alice(), &name("net"), None, doc(serial, 10))
+            .await
+            .unwrap();
+    }
+    for serial in 1..=2 {
+        write(&from, &alice(), &name("big"), None, doc(serial, 300_000))
+            .await
+            .unwrap();
+    }
+    write(&from, &alice(), &name("busy"), None, doc(1, 10))
+        .await
+        .unwrap();
+    let lock_doc = r#"{"ID":"l-1","Operation":"OperationTypeApply","Info":"","Who":"a@h","Version":"1.11.4","Created":"2026-11-30T01:07:12Z","Path":""}"#;
+    lock(&from, &alice(), &name("busy"), lock_doc.as_bytes())
+        .await
+        .unwrap();
+    let policy = TrustPolicy {
+        name: "ci".into(),
+        issuer: "https://token.actions.githubusercontent.com".into(),
+        audience: "hegemony".into(),
+        claims: [("repository".to_owned(), "acme/infra".to_owned())].into(),
+        role: Role::Operator,
+        states: vec!["net".into()],
+        session_seconds: 3600,
+    };
+    let entry = AuditEntry {
+        org: "acme".into(),
+        at: from.clock.now(),
+        action: "trust_policy.created".into(),
+        actor: Actor::Cli,
+        state: None,
+        version: None,
+        detail: serde_json::json!({}),
+    };
+    from.catalog
+        .put_trust_policy("acme", None, &policy, &entry)
+        .await
+        .unwrap();
+    let allocation = Allocation {
+        read: Some(Role::Operator),
+        ..Allocation::default()
+    };
+    from.catalog
+        .set_allocation("acme", &Allocation::default(), &allocation, &entry)
+        .await
+        .unwrap();
+    let big = versions(&from, "big").await;
+    let big_record = from.catalog.state("acme", "big").await.unwrap().unwrap();
+    assert!(
+        !big_record.latest.unwrap().inline,
+        "a blob version is copied too"
+    );
+
+    let sides = Sides {
+        from: &from,
+        to: &to,
+    };
+    let orgs = token_orgs(&from).await.unwrap();
+    let found = survey(&from, &orgs).await.unwrap();
+    assert_eq!(found.blocked.len(), 1, "{:?}", found.blocked);
+    let refused = migrate(sides, &found, Options::default(), &|_| {}).await;
+    assert!(
+        matches!(&refused, Err(MigrateError::Locked(s)) if s[0].starts_with("acme/busy")),
+        "{refused:?}"
+    );
+    assert!(
+        to.catalog.tokens().await.unwrap().is_empty(),
+        "a refusal writes nothing"
+    );
+
+    let dry = Options {
+        dry_run: true,
+        skip_locked: true,
+    };
+    let would = migrate(sides, &found, dry, &|_| {}).await.unwrap();
+    assert_eq!(
+        would.versions,
+        Count {
+            copied: 5,
+            present: 0
+        }
+    );
+    assert_eq!(
+        would.tokens,
+        Count {
+            copied: 1,
+            present: 0
+        }
+    );
+    assert!(
+        to.catalog.tokens().await.unwrap().is_empty(),
+        "a dry run writes nothing"
+    );
+    assert!(to.catalog.state("acme", "net").await.unwrap().is_none());
+    assert_eq!(audit_len(&to).await, 0);
+
+    let run = Options {
+        dry_run: false,
+        skip_locked: true,
+    };
+    let done = migrate(sides, &found, run, &|_| {}).await.unwrap();
+    assert_eq!(
+        done.versions,
+        Count {
+            copied: 5,
+            present: 0
+        }
+    );
+    assert_eq!(done.verified, 5);
+    assert!(done.mismatched.is_empty(), "{:?}", done.mismatched);
+    assert_eq!(done.skipped.len(), 1);
+    let source_entries = audit_len(&from).await;
+    // The source's entries, one per token and trust policy copied, one for the migration.
+    assert_eq!(audit_len(&to).await, source_entries + 3);
+    assert!(to.catalog.state("acme", "busy").await.unwrap().is_none());
+    assert_eq!(
+        to.catalog.token(&token.hash).await.unwrap().as_ref(),
+        Some(&token),
+        "the token is stored by the same hash: it keeps working"
+    );
+    assert_eq!(
+        to.catalog.trust_policies("acme").await.unwrap(),
+        vec![policy]
+    );
+    let org = to.catalog.org("acme").await.unwrap().unwrap();
+    assert_eq!(
+        org.allocation, allocation,
+        "the org's permissions come along"
+    );
+    let moved = versions(&to, "big").await;
+    for (a, b) in big.iter().zip(&moved) {
+        assert_eq!((a.0, &a.1), (b.0, &b.1));
+        assert_eq!(b.2, to_key.key_id());
+    }
+    for (state, serial, noise) in [("net", 3, 10), ("big", 1, 300_000)] {
+        let number = if state == "net" { 3 } else { 1 };
+        let read = download(&to, &alice(), &name(state), number).await.unwrap();
+        assert_eq!(
+            plaintext(read),
+            doc(serial, noise),
+            "{state} reads the same"
+        );
+    }
+
+    let again = migrate(sides, &found, run, &|_| {}).await.unwrap();
+    assert_eq!(
+        again.versions,
+        Count {
+            copied: 0,
+            present: 5
+        }
+    );
+    assert_eq!(
+        again.tokens,
+        Count {
+            copied: 0,
+            present: 1
+        }
+    );
+    assert_eq!(again.audit_entries.copied, 0);
+    // The two downloads above, and the run's own entry.
+    assert_eq!(audit_len(&to).await, source_entries + 6);
+}
+
+#[tokio::test]
+async fn a_different_state_on_the_target_stops_the_migration_naming_it() {
+    let (from_store, to_store) = (Arc::new(MemoryStore::new()), Arc::new(MemoryStore::new()));
+    let from = app(&from_store, Arc::new(PlatformKey::generate()));
+    let to = app(&to_store, Arc::new(PlatformKey::generate()));
+    write(&from, &alice(), &name("net"), None, doc(1, 10))
+        .await
+        .unwrap();
+    write(&to, &alice(), &name("net"), None, doc(1, 10))
+        .await
+        .unwrap();
+    let sides = Sides {
+        from: &from,
+        to: &to,
+    };
+    let found = survey(&from, &["acme".to_owned()]).await.unwrap();
+    let stopped = migrate(sides, &found, Options::default(), &|_| {}).await;
+    match stopped {
+        Err(MigrateError::Differs(what)) => assert!(what.contains("acme/net"), "{what}"),
+        other => panic!("{other:?}"),
+    }
+}

@@ -1,0 +1,202 @@
+//! `hegemony-state migrate` between a local store and an AWS deployment on the emulator: a
+//! store made by real Terraform moved to AWS, where Terraform continues with the same token
+//! and plans no changes; a migration killed part way and run again copies each version once;
+//! a dry run writes nothing; a locked state is refused, then skipped with `--skip-locked`;
+//! and the way back, from AWS to a new local store, keeps the states and the tokens.
+
+use std::process::{Command, Stdio};
+
+use hegemony_state_blackbox::aws::Deployment;
+use hegemony_state_blackbox::*;
+use serde_json::Value;
+
+/// Runs `hegemony-state migrate ARGS` with the deployment's settings (and `extra`), the local
+/// store's key in its key file; returns whether it succeeded and what it printed.
+fn migrate(deployment: &Deployment, args: &[&str], extra: &[(&str, &str)]) -> (bool, String) {
+    let mut cmd = Command::new(bin());
+    cmd.arg("migrate")
+        .args(args)
+        .env_remove("HEGEMONY_TF_STATE_ENCRYPTION_KEY")
+        .env_remove("HEGEMONY_TF_STATE_DATA_DIR")
+        .envs(deployment.env())
+        .envs(extra.iter().copied())
+        .stdin(Stdio::null());
+    let out = cmd.output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// A state's versions as the API lists them: (version, serial, SHA-256).
+fn versions(api: &Api, token: &str, name: &str) -> Vec<(u64, u64, String)> {
+    let listed = api.json("GET", &format!("/api/tf-states/{name}/versions"), token);
+    listed["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v: &Value| {
+            (
+                v["version"].as_u64().unwrap(),
+                v["serial"].as_u64().unwrap(),
+                v["sha256"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn data_dir(server: &Server) -> String {
+    server.data_dir().to_str().unwrap().to_owned()
+}
+
+#[test]
+fn terraform_continues_on_aws_after_a_migration_killed_part_way_and_run_again() {
+    let server = Server::start();
+    let token = server.token("default", "alice", "operator");
+    let tf = Tf::new(TfVersion::V1_11, &server, "net", &token);
+    tf.init();
+    for value in ["one", "two", "three"] {
+        let var = format!("value={value}");
+        tf.ok(&["apply", "-auto-approve", "-no-color", "-var", &var]);
+    }
+    let api = Api::new(&server);
+    for serial in 1..=3 {
+        let doc = state_doc(serial, "other", &format!("v{serial}"));
+        assert_eq!(api.post_state(&token, "other", None, doc).status(), 200);
+    }
+    let (net, other) = (
+        versions(&api, &token, "net"),
+        versions(&api, &token, "other"),
+    );
+    let total = net.len() + other.len();
+    assert!(net.len() >= 3, "{net:?}");
+    let dir = data_dir(&server);
+    let aws = Deployment::create();
+    let args = ["--from", "local", "--to", "aws", "--data-dir", &dir];
+
+    let dry: Vec<&str> = args.iter().copied().chain(["--dry-run"]).collect();
+    let (ok, said) = migrate(&aws, &dry, &[]);
+    assert!(ok, "{said}");
+    assert!(
+        said.contains(&format!(
+            "versions: would copy {total}, already on the target 0"
+        )),
+        "{said}"
+    );
+    let listed = Command::new(bin())
+        .args(["token", "list", "--json"])
+        .envs(aws.env())
+        .output()
+        .unwrap();
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(listed, serde_json::json!([]), "a dry run writes nothing");
+
+    let crash = [("HEGEMONY_MIGRATE_CRASH_AFTER_VERSIONS", "2")];
+    let (ok, said) = migrate(&aws, &args, &crash);
+    assert!(!ok, "the first run stops dead after two versions: {said}");
+    let (ok, said) = migrate(&aws, &args, &[]);
+    assert!(ok, "{said}");
+    assert!(
+        said.contains(&format!(
+            "versions: copied {}, already on the target 2",
+            total - 2
+        )),
+        "each version is copied once, over both runs: {said}"
+    );
+    assert!(
+        said.contains(&format!("Verified {total} versions")),
+        "{said}"
+    );
+
+    let container = aws.container(&[]);
+    let api = Api::new(&container);
+    assert_eq!(versions(&api, &token, "net"), net, "the same versions");
+    assert_eq!(versions(&api, &token, "other"), other);
+    let tf = Tf::new(TfVersion::V1_11, &container, "net", &token);
+    tf.init();
+    let plan = tf.run(&[
+        "plan",
+        "-detailed-exitcode",
+        "-no-color",
+        "-var",
+        "value=three",
+    ]);
+    assert!(
+        plan.ok,
+        "the migrated state is the configuration's: no changes\n{}",
+        plan.output()
+    );
+    tf.ok(&["apply", "-auto-approve", "-no-color", "-var", "value=four"]);
+    let (ok, said) = migrate(&aws, &args, &[]);
+    assert!(ok, "{said}");
+    assert!(
+        said.contains(&format!(
+            "versions: copied 0, already on the target {total}"
+        )),
+        "a third run copies nothing: {said}"
+    );
+}
+
+#[test]
+fn a_locked_state_is_refused_then_skipped_and_the_way_back_keeps_states_and_tokens() {
+    let server = Server::start();
+    let token = server.token("acme", "alice", "operator");
+    let api = Api::new(&server);
+    for serial in 1..=3 {
+        let doc = state_doc(serial, "net", &format!("v{serial}"));
+        assert_eq!(api.post_state(&token, "net", None, doc).status(), 200);
+    }
+    let doc = state_doc(1, "busy", "b");
+    assert_eq!(api.post_state(&token, "busy", None, doc).status(), 200);
+    assert_eq!(api.lock(&token, "busy", &lock_doc("l-1")).status(), 200);
+    let net = versions(&api, &token, "net");
+    let latest = api.get_state(&token, "net").text().unwrap();
+    let dir = data_dir(&server);
+    let aws = Deployment::create();
+    let args = ["--from", "local", "--to", "aws", "--data-dir", &dir];
+
+    let (ok, said) = migrate(&aws, &args, &[]);
+    assert!(!ok, "{said}");
+    assert!(
+        said.contains("acme/busy (locked, lock ID l-1)") && said.contains("--skip-locked"),
+        "{said}"
+    );
+    let skip: Vec<&str> = args.iter().copied().chain(["--skip-locked"]).collect();
+    let (ok, said) = migrate(&aws, &skip, &[]);
+    assert!(
+        !ok,
+        "a migration that skipped a state is not complete: {said}"
+    );
+    assert!(said.contains("skipped: acme/busy"), "{said}");
+    assert!(
+        said.contains("versions: copied 3, already on the target 0"),
+        "{said}"
+    );
+    drop(server);
+
+    let back = tempfile::tempdir().unwrap();
+    let home = back.path().join("data");
+    let home = home.to_str().unwrap();
+    let args = ["--from", "aws", "--to", "local", "--data-dir", home];
+    let (ok, said) = migrate(&aws, &args, &[]);
+    assert!(ok, "{said}");
+    assert!(
+        said.contains("versions: copied 3, already on the target 0"),
+        "{said}"
+    );
+    let local = Server::start_in(back);
+    let api = Api::new(&local);
+    assert_eq!(
+        versions(&api, &token, "net"),
+        net,
+        "the same token reads them"
+    );
+    assert_eq!(api.get_state(&token, "net").text().unwrap(), latest);
+    assert_eq!(
+        api.get_state(&token, "busy").status(),
+        404,
+        "the skipped state was never copied"
+    );
+}
