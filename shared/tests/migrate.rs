@@ -43,6 +43,7 @@ fn app(store: &Arc<MemoryStore>, keys: Arc<dyn KeyService>) -> App {
         },
         links: Default::default(),
         issuers: hegemony_state::service::issuers::Issuers::off(),
+        metrics: Arc::new(hegemony_state::ports::Unmeasured),
     }
 }
 
