@@ -3,7 +3,7 @@
 //! port, each with the records its calls carry: `state` (state records, versions, commits),
 //! `deleted` (deleted states kept for their retention),
 //! `audit` (the entries every port may write), `access` (tokens and orgs), `runs`, `sweep`,
-//! `apps` (app states and their archives), `trust` (trust policies), `issuers` (OpenID Connect issuers' keys), `blobs` and `keys`. Every type is re-exported
+//! `apps` (app states and their archives), `trust` (trust policies), `protection` (protected states), `issuers` (OpenID Connect issuers' keys), `blobs` and `keys`. Every type is re-exported
 //! here, so callers name `crate::ports::X` whichever file holds it. No adapter, no I/O, no
 //! AWS or HTTP types.
 
@@ -14,6 +14,7 @@ mod blobs;
 mod deleted;
 mod issuers;
 mod keys;
+mod protection;
 mod runs;
 mod state;
 mod sweep;
@@ -26,6 +27,7 @@ pub use blobs::{BlobStore, OpenedBlob, WriteObject};
 pub use deleted::DeletedCatalog;
 pub use issuers::{IssuerError, IssuerKeys};
 pub use keys::{key_backend, DataKey, KeyContext, KeyError, KeyOpener, KeyService, WrappedKey};
+pub use protection::ProtectionCatalog;
 pub use runs::{RunCatalog, RunItem, RunRecord};
 pub use state::{
     Commit, DeletedChange, InlineContent, OrgAndState, SlotChange, SlotOwner, StateCatalog,
@@ -55,6 +57,7 @@ pub trait Catalog:
     + RunCatalog
     + AppCatalog
     + TrustCatalog
+    + ProtectionCatalog
 {
 }
 impl<T> Catalog for T where
@@ -65,5 +68,6 @@ impl<T> Catalog for T where
         + RunCatalog
         + AppCatalog
         + TrustCatalog
+    + ProtectionCatalog
 {
 }
