@@ -139,9 +139,7 @@ mod tests {
         Principal {
             org: "acme".into(),
             role,
-            actor: Actor::User {
-                user: "ann".into(),
-            },
+            actor: Actor::User { user: "ann".into() },
             step: None,
             session: None,
         }
@@ -166,28 +164,44 @@ mod tests {
     #[test]
     fn an_unprotected_state_is_changed_by_anyone_its_role_lets() {
         let rules = [rule("prod-*", &["deploy"])];
-        for caller in [person(Role::Operator), person(Role::Admin), session("other")] {
+        for caller in [
+            person(Role::Operator),
+            person(Role::Admin),
+            session("other"),
+        ] {
             assert_eq!(
                 check_change(&rules, "dev-net", &caller, Change::Write),
                 Ok(())
             );
         }
-        assert_eq!(check_change(&[], "prod-net", &person(Role::Admin), Change::Lock), Ok(()));
+        assert_eq!(
+            check_change(&[], "prod-net", &person(Role::Admin), Change::Lock),
+            Ok(())
+        );
     }
 
     #[test]
     fn a_protected_state_is_changed_only_by_sessions_of_its_policies() {
         let rules = [rule("prod-*", &["deploy", "release"])];
-        assert_eq!(check_change(&rules, "prod-net", &session("deploy"), Change::Lock), Ok(()));
+        assert_eq!(
+            check_change(&rules, "prod-net", &session("deploy"), Change::Lock),
+            Ok(())
+        );
         assert_eq!(
             check_change(&rules, "prod-net", &session("release"), Change::Delete),
             Ok(())
         );
-        for caller in [person(Role::Operator), person(Role::Admin), session("review")] {
+        for caller in [
+            person(Role::Operator),
+            person(Role::Admin),
+            session("review"),
+        ] {
             let refusal = check_change(&rules, "prod-net", &caller, Change::Write).unwrap_err();
             let text = refusal.to_string();
             assert!(
-                text.contains("prod-*") && text.contains("deploy, release") && text.contains("write"),
+                text.contains("prod-*")
+                    && text.contains("deploy, release")
+                    && text.contains("write"),
                 "the refusal names the rule and its policies: {text}"
             );
         }
@@ -195,14 +209,23 @@ mod tests {
 
     #[test]
     fn every_matching_rule_must_be_met() {
-        let rules = [rule("prod-*", &["deploy", "network"]), rule("*-net", &["network"])];
-        assert_eq!(check_change(&rules, "prod-net", &session("network"), Change::Write), Ok(()));
+        let rules = [
+            rule("prod-*", &["deploy", "network"]),
+            rule("*-net", &["network"]),
+        ];
+        assert_eq!(
+            check_change(&rules, "prod-net", &session("network"), Change::Write),
+            Ok(())
+        );
         let refusal = check_change(&rules, "prod-net", &session("deploy"), Change::Write);
         assert!(
             matches!(&refusal, Err(Refusal::ProtectedState { pattern, .. }) if pattern == "*-net"),
             "{refusal:?}"
         );
-        assert_eq!(check_change(&rules, "prod-db", &session("deploy"), Change::Write), Ok(()));
+        assert_eq!(
+            check_change(&rules, "prod-db", &session("deploy"), Change::Write),
+            Ok(())
+        );
     }
 
     #[test]

@@ -7,8 +7,8 @@
 
 use super::handler::Handler;
 use super::{
-    admin, app_changes, app_reads, deleted, identity, list, lock, manage, outputs, protection, runs,
-    state, trust, workload,
+    admin, app_changes, app_reads, deleted, identity, list, lock, manage, outputs, protection,
+    runs, state, trust, workload,
 };
 use crate::domain::lock::MAX_LOCK_BYTES;
 use crate::service::Limits;

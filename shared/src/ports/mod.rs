@@ -68,6 +68,6 @@ impl<T> Catalog for T where
         + RunCatalog
         + AppCatalog
         + TrustCatalog
-    + ProtectionCatalog
+        + ProtectionCatalog
 {
 }

@@ -37,7 +37,12 @@ fn not_found(pattern: &str) -> Error {
     .into()
 }
 
-fn entry(principal: &Principal, action: AuditAction, detail: serde_json::Value, app: &App) -> AuditEntry {
+fn entry(
+    principal: &Principal,
+    action: AuditAction,
+    detail: serde_json::Value,
+    app: &App,
+) -> AuditEntry {
     AuditEntry {
         org: principal.org.clone(),
         at: app.clock.now(),

@@ -36,7 +36,9 @@ impl DynamoCatalog {
         }
         settings.protections.retain(|p| &p.pattern != pattern);
         settings.protections.extend(new.cloned());
-        settings.protections.sort_by(|a, b| a.pattern.cmp(&b.pattern));
+        settings
+            .protections
+            .sort_by(|a, b| a.pattern.cmp(&b.pattern));
         // Conditioned on the item being as read (or still absent), its JSON exactly: a change
         // of the allocation or of another rule in between fails the transaction.
         let (condition, values) = match stored.as_ref().and_then(|i| i.get(REC)) {

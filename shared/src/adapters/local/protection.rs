@@ -23,7 +23,11 @@ pub(super) fn settings(
         return Ok(None);
     };
     let mut org: OrgRecord = from_json(&record)?;
-    let mut protections: Vec<Protection> = rules.as_deref().map(from_json).transpose()?.unwrap_or_default();
+    let mut protections: Vec<Protection> = rules
+        .as_deref()
+        .map(from_json)
+        .transpose()?
+        .unwrap_or_default();
     protections.sort_by(|a, b| a.pattern.cmp(&b.pattern));
     org.protections = protections;
     Ok(Some(org))

@@ -44,7 +44,12 @@ impl SqliteCatalog {
             };
             // The org's protected-state rules come in the same statement as its settings, so
             // checking them costs the backend no read.
-            type Row = (Option<String>, Option<String>, Option<Vec<u8>>, Option<String>);
+            type Row = (
+                Option<String>,
+                Option<String>,
+                Option<Vec<u8>>,
+                Option<String>,
+            );
             let (settings, state, content, rules): Row = conn
                 .prepare_cached(sql)
                 .and_then(|mut stmt| {
