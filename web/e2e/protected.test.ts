@@ -47,12 +47,12 @@ describe('protected states', () => {
     await page.getByText('No protected state: every state is changed as roles allow.').waitFor();
     await page.getByLabel(/^State name or pattern/).fill('prod-*');
     // None chosen: said before anything is sent.
-    await page.getByRole('button', { name: 'Protect' }).click();
+    await page.getByRole('button', { name: 'Protect', exact: true }).click();
     await page.getByText('Choose at least one trust policy.').waitFor();
     await page.getByRole('checkbox', { name: 'gitlab-protected' }).check();
     await accessible(page, 'the protected states section');
     await keyboardReachable(page, 'the protected states section');
-    await page.getByRole('button', { name: 'Protect' }).click();
+    await page.getByRole('button', { name: 'Protect', exact: true }).click();
     await page.getByText('States prod-* are protected.').waitFor();
     const row = page.getByRole('row', { name: /prod-\*/ });
     await row.getByText('gitlab-protected').waitFor();
@@ -62,7 +62,7 @@ describe('protected states', () => {
     // The server's refusal, in its words: a pattern no state name can be.
     await page.getByLabel(/^State name or pattern/).fill('.hidden*');
     await page.getByRole('checkbox', { name: 'github-production' }).check();
-    await page.getByRole('button', { name: 'Protect' }).click();
+    await page.getByRole('button', { name: 'Protect', exact: true }).click();
     await page.getByText('state pattern', { exact: false }).waitFor();
     await screenshot(page, 'protected-states');
 
