@@ -138,8 +138,10 @@ async fn a_schema_6_catalog_gains_protected_states() {
     use hegemony_state::domain::protection::Protection;
     use hegemony_state::ports::{AccessCatalog, ProtectionCatalog};
     let dir = tempfile::tempdir().unwrap();
-    let mut allocation = Allocation::default();
-    allocation.manage = Some(Role::Operator);
+    let allocation = Allocation {
+        manage: Some(Role::Operator),
+        ..Allocation::default()
+    };
     {
         let (catalog, _) = local::open(dir.path()).unwrap();
         catalog

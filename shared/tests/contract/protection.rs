@@ -79,8 +79,10 @@ pub async fn a_protection_is_replaced_and_removed_only_as_read(f: Fixture) {
         .unwrap();
     assert_eq!(rules_of(&f, "acme").await, vec![second.clone()]);
     // An allocation's change keeps the rules, and a rule's change keeps the allocation.
-    let mut allocation = Allocation::default();
-    allocation.write = Some(Role::Admin);
+    let allocation = Allocation {
+        write: Some(Role::Admin),
+        ..Allocation::default()
+    };
     f.catalog
         .set_allocation(
             "acme",
