@@ -652,7 +652,7 @@ fn the_protect_commands_set_list_and_remove() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("no trust policy named ghost") && stderr.contains("gitlab-deploy"),
+        stderr.contains("trust policy ghost") && stderr.contains("the org has gitlab-deploy"),
         "{stderr}"
     );
     let out = server.cli(&admin, &["protect", "list"]);

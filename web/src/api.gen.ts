@@ -4751,6 +4751,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A named trust policy the org does not have (`not_found`, naming those it has) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description `too_large`: a body over 1048576 bytes */
             413: {
                 headers: {

@@ -85,7 +85,8 @@ pub async fn show(app: &App, principal: &Principal, pattern: &str) -> Result<Pro
 ///
 /// # Errors
 /// `Refused(Forbidden)` without the admin role; `Refused(InvalidRequest)` for a rule outside
-/// the rules of `domain::protection`, a policy the org does not have, or one rule too many.
+/// the rules of `domain::protection` or one rule too many; `Refused(NotFound)` naming a
+/// policy the org does not have.
 pub async fn put(
     app: &App,
     principal: &Principal,
@@ -109,11 +110,16 @@ pub async fn put(
     if !unknown.is_empty() {
         let mut names: Vec<&str> = known.iter().map(|p| p.name.as_str()).collect();
         names.sort_unstable();
-        return Err(Refusal::InvalidRequest {
-            reason: format!(
-                "the org has no trust policy named {}: a protected state names policies whose CI sessions may change it (the org has: {})",
+        // A name the org has no policy of, as for any other name that is not there.
+        return Err(Refusal::NotFound {
+            what: format!(
+                "trust policy {} (a protected state names the org's policies whose CI sessions may change it; the org has {})",
                 unknown.join(", "),
-                if names.is_empty() { "none; add one with PUT /api/org/trust-policies/{name}".to_owned() } else { names.join(", ") }
+                if names.is_empty() {
+                    "none: add one with PUT /api/org/trust-policies/{name}".to_owned()
+                } else {
+                    names.join(", ")
+                }
             ),
         }
         .into());
