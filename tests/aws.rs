@@ -588,29 +588,57 @@ fn expected(table: &[(&str, &[(&str, u64)])]) -> Vec<(String, Vec<(String, u64)>
 /// container front door: every request reads its token, then the org's settings and the
 /// state's record in one batch, which for a read brings the latest version's inline content
 /// too (the state here is small, so it has no S3 object); a read of a version already read
-/// takes its data key from the cache instead of KMS. A change that adds a call fails here.
+/// takes its data key from the cache instead of KMS. The list reads the org's settings (its
+/// protected-state rules, for each state's mark) beside its page. A change that adds a call
+/// fails here.
 #[test]
 fn aws_calls_per_operation() {
-    const GET: (&str, u64) = ("DynamoDB GetItem", 1);
-    const BATCH: (&str, u64) = ("DynamoDB BatchGetItem", 1);
-    const COMMIT: (&str, u64) = ("DynamoDB TransactWriteItems", 1);
     let deployment = Deployment::counted();
     let server = deployment.container(&[]);
     let admin = server.token("acme", "alice", "admin");
     let counted = aws_calls::per_operation(&deployment, &server, &admin);
     println!("{}", aws_calls::table(&counted));
+    assert_eq!(calls(&counted), calls_per_operation());
+}
+
+/// An org with protected-state rules makes the same calls: the rules sit in the org's
+/// settings item, which the batch of every backend request reads already (here the rule
+/// covers other states, so the admin's changes of this one go through).
+#[test]
+fn protected_state_rules_add_no_aws_call() {
+    let deployment = Deployment::counted();
+    let server = deployment.container(&[]);
+    let admin = server.token("acme", "alice", "admin");
+    let api = Api::new(&server);
+    let policy = serde_json::json!({
+        "issuer": "https://ci.example.com",
+        "audience": "hegemony",
+        "claims": {"project_id": "42"},
+        "role": "operator",
+        "states": ["prod-*"],
+        "session_seconds": 3600,
+    });
+    let r = api
+        .request("PUT", "/api/org/trust-policies/deploy", Some(&admin))
+        .json(&policy)
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let r = api
+        .request("PUT", "/api/org/protected-states/prod-*", Some(&admin))
+        .json(&serde_json::json!({"policies": ["deploy"]}))
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let counted = aws_calls::per_operation(&deployment, &server, &admin);
+    assert_eq!(calls(&counted), calls_per_operation());
+    let r = api
+        .request("GET", "/api/org/protected-states", Some(&admin))
+        .send()
+        .unwrap();
     assert_eq!(
-        calls(&counted),
-        expected(&[
-            ("LOCK", &[BATCH, GET, COMMIT]),
-            // A small state's latest content comes with its record in the BatchGetItem.
-            ("GET", &[BATCH, GET, ("KMS Decrypt", 1)]),
-            ("GET again", &[BATCH, GET]),
-            // A small save is inline: no pending-blob record, no S3 object.
-            ("POST", &[BATCH, GET, COMMIT, ("KMS GenerateDataKey", 1)]),
-            ("UNLOCK", &[BATCH, GET, COMMIT]),
-            ("list", &[GET, ("DynamoDB Query", 1)]),
-        ])
+        r.json::<serde_json::Value>().unwrap()["protections"],
+        serde_json::json!([{"pattern": "prod-*", "policies": ["deploy"]}])
     );
 }
 
@@ -661,6 +689,24 @@ fn request_units_by_state_size() {
     assert!(middle > small, "{writes:?}");
     assert!(large_s3 > 0, "a 1 MiB state is a blob: {writes:?}");
     assert!(large <= 16, "a blob save writes only records: {writes:?}");
+}
+
+/// What [`aws_calls_per_operation`] counts.
+fn calls_per_operation() -> Vec<(String, Vec<(String, u64)>)> {
+    const GET: (&str, u64) = ("DynamoDB GetItem", 1);
+    const BATCH: (&str, u64) = ("DynamoDB BatchGetItem", 1);
+    const COMMIT: (&str, u64) = ("DynamoDB TransactWriteItems", 1);
+    expected(&[
+        ("LOCK", &[BATCH, GET, COMMIT]),
+        // A small state's latest content comes with its record in the BatchGetItem.
+        ("GET", &[BATCH, GET, ("KMS Decrypt", 1)]),
+        ("GET again", &[BATCH, GET]),
+        // A small save is inline: no pending-blob record, no S3 object.
+        ("POST", &[BATCH, GET, COMMIT, ("KMS GenerateDataKey", 1)]),
+        ("UNLOCK", &[BATCH, GET, COMMIT]),
+        // The token's item and the org's settings item, and the page.
+        ("list", &[("DynamoDB GetItem", 2), ("DynamoDB Query", 1)]),
+    ])
 }
 
 /// With the key cache turned off, every read of a version asks KMS again.

@@ -626,6 +626,60 @@ fn the_trust_commands_add_list_and_remove_and_warn_on_names_only() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("admin role"));
 }
 
+/// `protect set`, `list` and `remove` through the binary: a rule naming the org's policies,
+/// one naming an unknown policy refused in words, removal confirmed, admin only.
+#[test]
+fn the_protect_commands_set_list_and_remove() {
+    let issuer = TestIssuer::start();
+    let server = server_for(&issuer, &[]);
+    let admin = server.token("acme", "root", "admin");
+    add_policy(&server, &admin, &operator_policy(&issuer, 900));
+    let out = server.cli(
+        &admin,
+        &["protect", "set", "net-*", "--policy", "gitlab-deploy"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("only CI sessions of gitlab-deploy"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let out = server.cli(&admin, &["protect", "set", "dns", "--policy", "ghost"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("trust policy ghost") && stderr.contains("the org has gitlab-deploy"),
+        "{stderr}"
+    );
+    let out = server.cli(&admin, &["protect", "list"]);
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        listed.contains("PATTERN") && listed.contains("net-*") && listed.contains("gitlab-deploy"),
+        "{listed}"
+    );
+    let out = server.cli(&admin, &["protect", "list", "--json"]);
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        json["protections"],
+        json!([{"pattern": "net-*", "policies": ["gitlab-deploy"]}])
+    );
+    let operator = server.token("acme", "alice", "operator");
+    let out = server.cli(&operator, &["protect", "list"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("admin role"));
+    let out = server.cli(&admin, &["protect", "remove", "net-*"]);
+    assert!(!out.status.success(), "no terminal: refused without --yes");
+    let out = server.cli(&admin, &["protect", "remove", "net-*", "--yes"]);
+    assert!(out.status.success());
+    let out = server.cli(&admin, &["protect", "list", "--json"]);
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["protections"], json!([]));
+}
+
 /// GitHub Actions' ID token endpoint as a job sees it: a plain HTTP stand-in on loopback
 /// that checks the request token and the audience, and answers `{"value": <ID token>}`.
 fn github_token_endpoint(issuer: &TestIssuer, request_token: &str) -> String {
@@ -851,6 +905,106 @@ mod terraform_1_15 {
     fn a_job_logs_in_then_inits_applies_and_plans() {
         super::a_job_logs_in_then_inits_applies_and_plans(super::TfVersion::V1_15)
     }
+}
+
+/// A protected state: an operator's and an admin's personal tokens are refused on
+/// `terraform apply` (the lock's 403, which Terraform prints as invalid auth; the log says
+/// which rule), the policy's job applies, an admin still force-unlocks the job's lock, and
+/// the audit shows the rule set and the force unlock.
+#[test]
+fn a_protected_state_is_applied_only_by_its_policys_jobs() {
+    let issuer = TestIssuer::start();
+    let server = server_for(&issuer, &[]);
+    let admin = server.token("acme", "root", "admin");
+    let operator = server.token("acme", "bob", "operator");
+    add_policy(&server, &admin, &operator_policy(&issuer, 3600));
+    let r = client()
+        .put(server.url("/api/org/protected-states/net-*"))
+        .bearer_auth(&admin)
+        .json(&json!({"policies": ["gitlab-deploy"]}))
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 201, "{}", r.text().unwrap());
+    for (who, token) in [("an operator", &operator), ("an admin", &admin)] {
+        let person = Tf::new(TfVersion::V1_11, &server, "net-prod", token);
+        person.init();
+        let refused = person.run(&["apply", "-auto-approve", "-no-color"]);
+        assert!(!refused.ok, "{who}'s apply went through");
+        let said = refused.output();
+        assert!(
+            said.contains("Error acquiring the state lock") && said.contains("invalid auth"),
+            "{who}: Terraform's words for the lock's 403:\n{said}"
+        );
+    }
+    let logs = server.logs();
+    let refusals: Vec<&str> = logs
+        .lines()
+        .filter(|l| l.contains("request refused") && l.contains("protected_state"))
+        .collect();
+    assert_eq!(
+        refusals.len(),
+        2,
+        "one WARNING line per refused lock:\n{logs}"
+    );
+    assert!(
+        refusals
+            .iter()
+            .all(|l| l.contains("WARN") && l.contains("net-*") && l.contains("gitlab-deploy")),
+        "{refusals:?}"
+    );
+    let session = gitlab_session(&server, &issuer, 300);
+    let job = Tf::new(TfVersion::V1_11, &server, "net-prod", &session);
+    job.init();
+    job.ok(&["apply", "-auto-approve", "-no-color"]);
+    // The job holds the lock (killed, say); an admin's force-unlock still releases it.
+    let r = basic(
+        reqwest::Method::POST,
+        &server,
+        "/api/tf-states/net-prod/lock",
+        &session,
+    )
+    .body(lock_doc("job-lock"))
+    .send()
+    .unwrap();
+    assert_eq!(r.status(), 200);
+    let admins = Tf::new(TfVersion::V1_11, &server, "net-prod", &admin);
+    admins.init();
+    admins.ok(&["force-unlock", "-force", "job-lock"]);
+    let audit: Value = client()
+        .get(server.url("/api/audit"))
+        .bearer_auth(&admin)
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    let actions: Vec<&str> = audit["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions[0], "lock.force_unlocked", "{actions:?}");
+    let set = audit["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["action"] == "protection.set")
+        .expect("the rule's setting is audited");
+    assert_eq!(
+        set["detail"],
+        json!({"pattern": "net-*", "policies": ["gitlab-deploy"], "old_policies": null})
+    );
+    let listed: Value = client()
+        .get(server.url("/api/tf-states"))
+        .bearer_auth(&operator)
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(
+        listed["states"][0]["protections"],
+        json!([{"pattern": "net-*", "policies": ["gitlab-deploy"]}])
+    );
 }
 
 /// A job killed mid-apply (SIGKILL: no unlock) leaves its lock; a person waiting is told

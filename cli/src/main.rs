@@ -15,6 +15,7 @@ mod login;
 mod migrate;
 mod outputs;
 mod pacing;
+mod protect;
 mod server;
 mod stalled;
 mod states;
@@ -118,7 +119,6 @@ enum Command {
         #[command(subcommand)]
         command: apps::Command,
     },
-    /// Import state files, and folders of them, as new states.
     /// The org's trust policies for CI jobs (OpenID Connect workloads).
     Trust {
         #[command(flatten)]
@@ -126,9 +126,17 @@ enum Command {
         #[command(subcommand)]
         command: trust::Command,
     },
+    /// The org's protected states: changed only by CI sessions of named trust policies.
+    Protect {
+        #[command(flatten)]
+        api: Api,
+        #[command(subcommand)]
+        command: protect::Command,
+    },
     /// In a CI job: exchange the job's OpenID Connect ID token for a session and print its
     /// token (for TF_HTTP_PASSWORD).
     Login(login::Options),
+    /// Import state files, and folders of them, as new states.
     Import(import::Options),
     /// Key rotation on the local or the AWS store: which keys wrap the versions, and
     /// re-wrapping them under the key in use.
@@ -290,6 +298,7 @@ fn main() -> ExitCode {
             Command::States { api, command } => states::run(&api, command).await,
             Command::Apps { api, command } => apps::run(&api, command).await,
             Command::Trust { api, command } => trust::run(&api, command).await,
+            Command::Protect { api, command } => protect::run(&api, command).await,
             Command::Login(options) => login::run(options).await,
             Command::Import(options) => import::run(options).await,
             Command::Keys { command } => keys::run(command).await,

@@ -4,7 +4,7 @@
 //!
 //! Here are the fixtures, the helpers every case shares, and the one list of cases each
 //! adapter runs (`every_adapter!`); the cases are in `contract/`, one file per port (`state`,
-//! with its `key_slots` and `inline` content, `deleted`, `access`, `trust`, `runs`, `sweep`, `blobs`, `apps`), and
+//! with its `key_slots` and `inline` content, `deleted`, `access`, `trust`, `protection`, `runs`, `sweep`, `blobs`, `apps`), and
 //! the local adapter's own in `contract/local.rs`. A new case goes in its port's file and in
 //! the list.
 
@@ -162,6 +162,8 @@ mod inline_cases;
 mod key_slot_cases;
 #[path = "contract/local.rs"]
 mod local_only;
+#[path = "contract/protection.rs"]
+mod protection_cases;
 #[path = "contract/runs.rs"]
 mod run_cases;
 #[path = "contract/state.rs"]
@@ -179,6 +181,7 @@ mod cases {
     pub use super::deleted_cases::*;
     pub use super::inline_cases::*;
     pub use super::key_slot_cases::*;
+    pub use super::protection_cases::*;
     pub use super::run_cases::*;
     pub use super::state_cases::*;
     pub use super::sweep_cases::*;
@@ -254,6 +257,9 @@ every_adapter!(
     trust_policies_are_listed_by_org_and_found_by_issuer,
     a_trust_policy_is_replaced_and_removed_only_as_read,
     an_issuer_and_audience_pair_belongs_to_one_org,
+    // contract/protection.rs
+    protections_are_read_with_the_org_settings,
+    a_protection_is_replaced_and_removed_only_as_read,
     // contract/runs.rs
     a_steps_commit_checks_its_token_and_its_runs_end,
     // contract/sweep.rs

@@ -472,6 +472,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/org/protected-states": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Protected states
+         * @description The org's protected-state rules, by pattern: the states a rule's pattern matches are locked, written, rolled back, imported, deleted and restored onto only by CI sessions of the rule's trust policies (every matching rule's). Admin role.
+         */
+        get: operations["listProtectedStates"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/org/protected-states/{pattern}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A protected-state rule
+         * @description The rule of that pattern. Admin role.
+         */
+        get: operations["getProtectedState"];
+        /**
+         * Protect states
+         * @description Sets the rule of that pattern (a state name, or `*` for any run of characters): only CI sessions of the named trust policies (which must exist) may change the states it matches; every other caller, admins included, gets 403 `protected_state`. Reading and an admin's force-unlock are not affected. Audited (`protection.set`). Admin role.
+         */
+        put: operations["putProtectedState"];
+        post?: never;
+        /**
+         * Unprotect states
+         * @description Removes the rule of that pattern: its states are changed as roles allow again. Audited (`protection.removed`). Admin role.
+         */
+        delete: operations["deleteProtectedState"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/oidc/exchange": {
         parameters: {
             query?: never;
@@ -958,6 +1006,11 @@ export interface components {
             /** @description The name to restore it under; by default the name it had */
             name?: components["schemas"]["StateName"];
         };
+        /** @description The trust policies whose CI sessions alone may change the states the path's pattern matches. */
+        ProtectionRequest: {
+            /** @description Names of the org's trust policies */
+            policies: components["schemas"]["Name"][];
+        };
         /** @description One page of an org's states. */
         StateList: {
             org: string;
@@ -980,6 +1033,11 @@ export interface components {
             opentofu_encrypted: boolean;
             lock: components["schemas"]["Lock"] | null;
             hold: components["schemas"]["Hold"] | null;
+            /**
+             * @description The org's protected-state rules that match it: only CI sessions of their trust
+             *     policies (every rule's) may change it. Empty when it is not protected.
+             */
+            protections: components["schemas"]["Protection"][];
         };
         /** @description Who holds a lock or wrote a version, as the pinned shapes show it. */
         Actor: {
@@ -1085,6 +1143,16 @@ export interface components {
             /** Format: date-time */
             since: string;
         };
+        /** @description One rule: the states `pattern` matches are changed only by sessions of `policies`. */
+        Protection: {
+            /**
+             * @description A state name, or a pattern where `*` stands for any run of characters, as trust
+             *     policies' `states` write them.
+             */
+            pattern: string;
+            /** @description The trust policies whose sessions alone may change the states, by name. */
+            policies: string[];
+        };
         /** @description One state as its page shows it: the list's item and what the caller may do. */
         StateView: {
             name: string;
@@ -1101,6 +1169,11 @@ export interface components {
             opentofu_encrypted: boolean;
             lock: components["schemas"]["Lock"] | null;
             hold: components["schemas"]["Hold"] | null;
+            /**
+             * @description The org's protected-state rules that match it: only CI sessions of their trust
+             *     policies (every rule's) may change it. Empty when it is not protected.
+             */
+            protections: components["schemas"]["Protection"][];
             allowed_actions: components["schemas"]["AllowedActions"];
         };
         /** @description What the caller may do to one state now, so a page never hard-codes permissions. */
@@ -1352,7 +1425,7 @@ export interface components {
          * @description What an entry records (docs/managing-states.md lists each)
          * @enum {string}
          */
-        AuditAction: "version.created" | "state.imported" | "state.rolled_back" | "lock.force_unlocked" | "lock.expired" | "state.deleted" | "state.restored" | "state.purged" | "version.downloaded" | "versions.compared" | "permissions.changed" | "token.created" | "token.revoked" | "step_token.minted" | "keys.rewrapped" | "app.sealed" | "app.force_unlocked" | "app.archive_deleted" | "app.file_downloaded" | "trust_policy.created" | "trust_policy.changed" | "trust_policy.deleted" | "workload.session_opened" | "workload.session_ended" | "store.migrated";
+        AuditAction: "version.created" | "state.imported" | "state.rolled_back" | "lock.force_unlocked" | "lock.expired" | "state.deleted" | "state.restored" | "state.purged" | "version.downloaded" | "versions.compared" | "permissions.changed" | "token.created" | "token.revoked" | "step_token.minted" | "keys.rewrapped" | "app.sealed" | "app.force_unlocked" | "app.archive_deleted" | "app.file_downloaded" | "trust_policy.created" | "trust_policy.changed" | "trust_policy.deleted" | "protection.set" | "protection.removed" | "workload.session_opened" | "workload.session_ended" | "store.migrated";
         /** @description The org's versions and app files by key. */
         KeyReport: {
             org: string;
@@ -1661,6 +1734,11 @@ export interface components {
              */
             session_seconds: number;
         };
+        /** @description An org's protected-state rules, by pattern. */
+        Protections: {
+            org: string;
+            protections: components["schemas"]["Protection"][];
+        };
         /** @description A session opened for a job: its token (shown once) and what it reaches. */
         Session: {
             token: string;
@@ -1681,7 +1759,7 @@ export interface components {
                  * @description docs/errors.md says what each means
                  * @enum {string}
                  */
-                code: "invalid_name" | "invalid_lock" | "invalid_unlock" | "not_a_state" | "invalid_file_name" | "not_json" | "invalid_request" | "unauthenticated" | "forbidden" | "not_lock_holder" | "permission_not_allocated" | "not_found" | "method_not_allowed" | "request_timeout" | "lock_id_mismatch" | "lineage_mismatch" | "stale_serial" | "fork" | "state_exists" | "policy_exists" | "trust_pair_taken" | "name_taken" | "rollback_encrypted" | "cannot_compare" | "cannot_read_outputs" | "serial_exhausted" | "newest_archive" | "run_ended" | "run_org_mismatch" | "too_large" | "change_too_large" | "too_large_for_functions" | "unsupported_media_type" | "locked" | "app_locked" | "unavailable" | "managed_state_unavailable" | "wrong_key" | "damaged" | "internal";
+                code: "invalid_name" | "invalid_lock" | "invalid_unlock" | "not_a_state" | "invalid_file_name" | "not_json" | "invalid_request" | "unauthenticated" | "forbidden" | "not_lock_holder" | "protected_state" | "permission_not_allocated" | "not_found" | "method_not_allowed" | "request_timeout" | "lock_id_mismatch" | "lineage_mismatch" | "stale_serial" | "fork" | "state_exists" | "policy_exists" | "trust_pair_taken" | "name_taken" | "rollback_encrypted" | "cannot_compare" | "cannot_read_outputs" | "serial_exhausted" | "newest_archive" | "run_ended" | "run_org_mismatch" | "too_large" | "change_too_large" | "too_large_for_functions" | "unsupported_media_type" | "locked" | "app_locked" | "unavailable" | "managed_state_unavailable" | "wrong_key" | "damaged" | "internal";
                 /** @description What a person can do about it */
                 message: string;
             };
@@ -1713,12 +1791,14 @@ export type IdTokenExchange = components['schemas']['IdTokenExchange'];
 export type TrustPolicyRequest = components['schemas']['TrustPolicyRequest'];
 export type TrustPolicyReplace = components['schemas']['TrustPolicyReplace'];
 export type RestoreRequest = components['schemas']['RestoreRequest'];
+export type ProtectionRequest = components['schemas']['ProtectionRequest'];
 export type StateList = components['schemas']['StateList'];
 export type StateItem = components['schemas']['StateItem'];
 export type Actor = components['schemas']['Actor'];
 export type Lock = components['schemas']['Lock'];
 export type LinkedActor = components['schemas']['LinkedActor'];
 export type Hold = components['schemas']['Hold'];
+export type Protection = components['schemas']['Protection'];
 export type StateView = components['schemas']['StateView'];
 export type AllowedActions = components['schemas']['AllowedActions'];
 export type VersionList = components['schemas']['VersionList'];
@@ -1775,6 +1855,7 @@ export type ArchiveList = components['schemas']['ArchiveList'];
 export type AppForceUnlockResult = components['schemas']['AppForceUnlockResult'];
 export type TrustPolicies = components['schemas']['TrustPolicies'];
 export type TrustPolicy = components['schemas']['TrustPolicy'];
+export type Protections = components['schemas']['Protections'];
 export type Session = components['schemas']['Session'];
 export type StateName = components['schemas']['StateName'];
 export type Name = components['schemas']['Name'];
@@ -4407,6 +4488,355 @@ export interface operations {
                 };
             };
             /** @description No policy of that name */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `too_large`: a body over 1048576 bytes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A defect or damaged storage: `wrong_key`, `damaged`, `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A transient fault, retried after `Retry-After` seconds, or no key configured: `unavailable`, `managed_state_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying a transient fault (`unavailable`); absent when no key is configured */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listProtectedStates: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rules */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Protections"];
+                };
+            };
+            /** @description `invalid_request`: the body could not be read */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unauthenticated`: no, unknown, expired or revoked credentials, or Basic credentials (Bearer only here) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `forbidden`: the token's role or the org's allocation does not allow it, a step token, or a platform token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `too_large`: a body over 1048576 bytes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A defect or damaged storage: `wrong_key`, `damaged`, `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A transient fault, retried after `Retry-After` seconds, or no key configured: `unavailable`, `managed_state_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying a transient fault (`unavailable`); absent when no key is configured */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getProtectedState: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                pattern: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rule */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Protection"];
+                };
+            };
+            /** @description `invalid_request`: the body could not be read */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unauthenticated`: no, unknown, expired or revoked credentials, or Basic credentials (Bearer only here) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `forbidden`: the token's role or the org's allocation does not allow it, a step token, or a platform token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No rule of that pattern */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `too_large`: a body over 1048576 bytes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A defect or damaged storage: `wrong_key`, `damaged`, `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A transient fault, retried after `Retry-After` seconds, or no key configured: `unavailable`, `managed_state_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying a transient fault (`unavailable`); absent when no key is configured */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putProtectedState: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                pattern: string;
+            };
+            cookie?: never;
+        };
+        /** @description At most 1048576 bytes; a larger body is refused with 413. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ProtectionRequest"];
+            };
+        };
+        responses: {
+            /** @description The rule, replaced (or already so) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Protection"];
+                };
+            };
+            /** @description The rule, new */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Protection"];
+                };
+            };
+            /** @description `invalid_request`: the body could not be read */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unauthenticated`: no, unknown, expired or revoked credentials, or Basic credentials (Bearer only here) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `forbidden`: the token's role or the org's allocation does not allow it, a step token, or a platform token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A named trust policy the org does not have (`not_found`, naming those it has) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `too_large`: a body over 1048576 bytes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A defect or damaged storage: `wrong_key`, `damaged`, `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A transient fault, retried after `Retry-After` seconds, or no key configured: `unavailable`, `managed_state_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying a transient fault (`unavailable`); absent when no key is configured */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteProtectedState: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                pattern: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `invalid_request`: the body could not be read */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unauthenticated`: no, unknown, expired or revoked credentials, or Basic credentials (Bearer only here) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `forbidden`: the token's role or the org's allocation does not allow it, a step token, or a platform token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No rule of that pattern */
             404: {
                 headers: {
                     [name: string]: unknown;

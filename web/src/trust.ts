@@ -2,7 +2,7 @@
 // warning for a policy that matches a repository or project by name only. The warning is the
 // server's domain rule (shared/src/domain/trust.rs `warnings`), said here as the command says it.
 
-import type { TrustPolicy } from './types';
+import type { Protection, TrustPolicy } from './types';
 
 /** Claims that name a repository or project by a name someone else can take later. */
 export const NAME_CLAIMS = ['repository', 'project_path'];
@@ -64,4 +64,24 @@ export function claimsText(policy: TrustPolicy): string {
   return Object.entries(policy.claims)
     .map(([k, v]) => `${k}=${v}`)
     .join(' ');
+}
+
+/**
+ * The trust policies whose CI sessions may change a state the `rules` match: those every
+ * matching rule names (the server's rule, shared/src/domain/protection.rs `check_change`).
+ * Empty for a state no rule matches, and for one whose rules name no policy in common.
+ */
+export function changedOnlyBy(rules: Protection[]): string[] {
+  if (rules.length === 0) return [];
+  return rules[0].policies.filter((p) => rules.every((r) => r.policies.includes(p)));
+}
+
+/** What the list and a state's page say of a protected state; null for one no rule matches. */
+export function protectionText(rules: Protection[]): string | null {
+  if (rules.length === 0) return null;
+  const policies = changedOnlyBy(rules);
+  const patterns = rules.map((r) => r.pattern).join(', ');
+  return policies.length === 0
+    ? `Protected (${patterns}): its rules name no trust policy in common, so no CI job changes it`
+    : `Protected (${patterns}): changed only by CI jobs of ${policies.join(', ')}`;
 }

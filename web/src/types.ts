@@ -54,3 +54,7 @@ export type ArchiveList = api.ArchiveList;
 /** `/api/org/trust-policies`: the org's trust policies for CI jobs. */
 export type TrustPolicy = api.TrustPolicy;
 export type TrustPolicies = api.TrustPolicies;
+
+/** `/api/org/protected-states`: states only CI sessions of named trust policies change. */
+export type Protection = api.Protection;
+export type Protections = api.Protections;

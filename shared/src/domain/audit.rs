@@ -34,6 +34,9 @@ pub enum AuditAction {
     TrustPolicyCreated,
     TrustPolicyChanged,
     TrustPolicyDeleted,
+    /// A protected-state rule set (created or changed) or removed.
+    ProtectionSet,
+    ProtectionRemoved,
     /// A workload's ID token exchanged for a session token under a trust policy.
     WorkloadSessionOpened,
     /// A workload session ended early by its job, its locks released.
@@ -67,6 +70,8 @@ impl AuditAction {
         AuditAction::TrustPolicyCreated,
         AuditAction::TrustPolicyChanged,
         AuditAction::TrustPolicyDeleted,
+        AuditAction::ProtectionSet,
+        AuditAction::ProtectionRemoved,
         AuditAction::WorkloadSessionOpened,
         AuditAction::WorkloadSessionEnded,
         AuditAction::StoreMigrated,
@@ -97,6 +102,8 @@ impl AuditAction {
             AuditAction::TrustPolicyCreated => "trust_policy.created",
             AuditAction::TrustPolicyChanged => "trust_policy.changed",
             AuditAction::TrustPolicyDeleted => "trust_policy.deleted",
+            AuditAction::ProtectionSet => "protection.set",
+            AuditAction::ProtectionRemoved => "protection.removed",
             AuditAction::WorkloadSessionOpened => "workload.session_opened",
             AuditAction::WorkloadSessionEnded => "workload.session_ended",
             AuditAction::StoreMigrated => "store.migrated",

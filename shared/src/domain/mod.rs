@@ -15,6 +15,7 @@ pub mod manage;
 pub mod name;
 pub mod outputs;
 pub mod permission;
+pub mod protection;
 pub mod record;
 pub mod refusal;
 pub mod schema;

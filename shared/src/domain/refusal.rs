@@ -69,6 +69,17 @@ pub enum Refusal {
     #[error("another org's trust policies use issuer {issuer} with audience {audience}: an issuer and audience pair belongs to one org; give your policies an audience of your own (the CI job asks for it when it requests its ID token)")]
     TrustPairTaken { issuer: String, audience: String },
 
+    /// A protection (`domain::protection`) lets only sessions of some trust policies change
+    /// the state.
+    #[error("state {name} is protected by rule {pattern:?}: only CI sessions of trust policies {} may {change} it, and {caller} is not one", policies.join(", "))]
+    ProtectedState {
+        name: String,
+        pattern: String,
+        policies: Vec<String>,
+        change: &'static str,
+        caller: String,
+    },
+
     #[error("state {name} exists: a deleted state comes back only under a free name; restore it under another name (`{{\"name\": \"<new name>\"}}`), or delete state {name} first")]
     NameTaken { name: String },
 

@@ -93,7 +93,7 @@ fn check_issuer(issuer: &str) -> Result<(), Refusal> {
 
 /// Checks a state name pattern: a state name in which `*` may stand for any run of
 /// characters.
-fn check_pattern(pattern: &str) -> Result<(), Refusal> {
+pub(crate) fn check_pattern(pattern: &str) -> Result<(), Refusal> {
     let sample = pattern.replace('*', "x");
     check_name("state", &sample).map_err(|refusal| match refusal {
         Refusal::InvalidName { reason, .. } => invalid(format!(

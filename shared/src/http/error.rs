@@ -82,6 +82,9 @@ error_codes! {
     Forbidden = "forbidden", FORBIDDEN, refused [Refusal::Forbidden { .. }];
     /// Releasing someone else's lock without `tf_state:manage`.
     NotLockHolder = "not_lock_holder", FORBIDDEN, refused [Refusal::NotYourLock { .. }];
+    /// A protected state changed by a caller other than a session of the rule's trust
+    /// policies.
+    ProtectedState = "protected_state", FORBIDDEN, refused [Refusal::ProtectedState { .. }];
     /// A mint for an org whose allocation would refuse the step.
     PermissionNotAllocated = "permission_not_allocated", FORBIDDEN,
         refused [Refusal::PermissionNotAllocated { .. }];

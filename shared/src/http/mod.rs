@@ -25,6 +25,7 @@ mod number;
 pub mod openapi;
 mod outputs;
 pub mod pages;
+mod protection;
 mod response;
 pub mod routes;
 mod runs;

@@ -228,6 +228,15 @@ fn path_parameter(name: &str) -> Option<Value> {
             "pattern": FILE_PATTERN,
             "description": "A file's name: <moduleId>.tfstate, journal.<id>.<command>[.terraform|.<md5>].json or another <name>.json (docs/octo.md)",
         })),
+        // A protected-state rule's pattern: a state name in which `*` stands for any run of
+        // characters (`domain::protection`).
+        "pattern" => Some(json!({
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_NAME_LEN,
+            "pattern": "^[A-Za-z0-9_*-][A-Za-z0-9._*-]*$",
+            "description": "A state name, or a pattern where * stands for any run of characters",
+        })),
         // A deleted state's id, as the service makes them (`<seconds>-<hex>`).
         "id" => Some(json!({
             "type": "string",

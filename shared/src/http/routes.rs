@@ -7,8 +7,8 @@
 
 use super::handler::Handler;
 use super::{
-    admin, app_changes, app_reads, deleted, identity, list, lock, manage, outputs, runs, state,
-    trust, workload,
+    admin, app_changes, app_reads, deleted, identity, list, lock, manage, outputs, protection,
+    runs, state, trust, workload,
 };
 use crate::domain::lock::MAX_LOCK_BYTES;
 use crate::service::Limits;
@@ -145,7 +145,8 @@ const RESEAL: &[Need] = &[
     NewDataKey,
 ];
 /// Changing records after reading a range of them: an app state's archive deletion reads its
-/// neighbours; a trust policy's change reads the org's policies.
+/// neighbours; a trust policy's change reads the org's policies, a protected state's the
+/// policies it names.
 const RECORDS_LOOKUP: &[Need] = &[GetRecord, PutRecord, DeleteRecord, QueryRecords];
 /// A workload's exchange: the policies naming its issuer read, its session's token stored.
 const EXCHANGE: &[Need] = &[GetRecord, PutRecord, QueryRecords];
@@ -235,6 +236,10 @@ pub static ROUTES: &[Route] = &[
     route("GET",    "/api/org/trust-policies/{name}",                   "admin",       OneMib, LOOKUP,       Bearer(&trust::show)),
     route("PUT",    "/api/org/trust-policies/{name}",                   "admin",       OneMib, RECORDS_LOOKUP, Bearer(&trust::replace)),
     route("DELETE", "/api/org/trust-policies/{name}",                   "admin",       OneMib, RECORDS_LOOKUP, Bearer(&trust::delete)),
+    route("GET",    "/api/org/protected-states",                        "admin",       OneMib, RECORD,       Bearer(&protection::list)),
+    route("GET",    "/api/org/protected-states/{pattern}",              "admin",       OneMib, RECORD,       Bearer(&protection::show)),
+    route("PUT",    "/api/org/protected-states/{pattern}",              "admin",       OneMib, RECORDS_LOOKUP, Bearer(&protection::put)),
+    route("DELETE", "/api/org/protected-states/{pattern}",              "admin",       OneMib, RECORDS,      Bearer(&protection::delete)),
     route("POST",   "/api/oidc/exchange",                               "oidc",        OneMib, EXCHANGE,     IdToken(&workload::exchange)),
     route("DELETE", "/api/oidc/session",                                "oidc",        OneMib, RUNS,         Bearer(&workload::end_session)),
     route("GET",    "/api/whoami",                                      "list",        OneMib, RECORD,       Bearer(&identity::whoami)),

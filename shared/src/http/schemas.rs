@@ -15,6 +15,7 @@ use super::manage::ForceUnlockResult;
 use super::runs::{GoneReport, Minted, RunEnded};
 use crate::domain::outputs::OutputsView;
 use crate::domain::permission::Allocation;
+use crate::domain::protection::Protection;
 use crate::domain::trust::TrustPolicy;
 use crate::service::admin::AuditPage;
 use crate::service::app_reads::{AppListing, AppView, ArchiveListing, ArchiveView, ChangeView};
@@ -23,6 +24,7 @@ use crate::service::comparison::VersionComparison;
 use crate::service::deleted::{DeletedStateList, DeletedStateView, Restored};
 use crate::service::identity::Identity;
 use crate::service::listing::{Listing, StateView, VersionView};
+use crate::service::protection::Protections;
 use crate::service::trust::TrustPolicies;
 use crate::service::workload::Session;
 
@@ -62,6 +64,8 @@ pub fn derived() -> Map<String, Value> {
     add::<AppForceUnlockResult>(&mut generator);
     add::<TrustPolicies>(&mut generator);
     add::<TrustPolicy>(&mut generator);
+    add::<Protections>(&mut generator);
+    add::<Protection>(&mut generator);
     add::<Session>(&mut generator);
     generator.take_definitions(true)
 }

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::{AuditEntry, StoreError};
 use crate::domain::actor::{SessionGrant, StepGrant};
 use crate::domain::permission::{Allocation, Role};
+use crate::domain::protection::Protection;
 use crate::domain::Timestamp;
 
 /// What a token is for.
@@ -57,6 +58,10 @@ pub struct OrgRecord {
     pub allocation: Allocation,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: Timestamp,
+    /// The org's protected-state rules, by pattern (`ports::ProtectionCatalog` writes them):
+    /// read with the settings, so every backend request has them without another read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub protections: Vec<Protection>,
 }
 
 /// Tokens and orgs.

@@ -3,8 +3,9 @@
 //! port, each with the records its calls carry: `state` (state records, versions, commits),
 //! `deleted` (deleted states kept for their retention),
 //! `audit` (the entries every port may write), `access` (tokens and orgs), `runs`, `sweep`,
-//! `apps` (app states and their archives), `trust` (trust policies), `issuers` (OpenID Connect issuers' keys), `blobs`, `keys`, and `metrics`
-//! (what the service reports about its work). Every type is re-exported
+//! `apps` (app states and their archives), `trust` (trust policies), `protection`
+//! (protected states), `issuers` (OpenID Connect issuers' keys), `blobs`, `keys`, and
+//! `metrics` (what the service reports about its work). Every type is re-exported
 //! here, so callers name `crate::ports::X` whichever file holds it. No adapter, no I/O, no
 //! AWS or HTTP types.
 
@@ -16,6 +17,7 @@ mod deleted;
 mod issuers;
 mod keys;
 mod metrics;
+mod protection;
 mod runs;
 mod state;
 mod sweep;
@@ -29,6 +31,7 @@ pub use deleted::DeletedCatalog;
 pub use issuers::{IssuerError, IssuerKeys};
 pub use keys::{key_backend, DataKey, KeyContext, KeyError, KeyOpener, KeyService, WrappedKey};
 pub use metrics::{Census, KeyCall, LockCensus, Metrics, RequestMeasure, SweepPass, Unmeasured};
+pub use protection::ProtectionCatalog;
 pub use runs::{RunCatalog, RunItem, RunRecord};
 pub use state::{
     Commit, DeletedChange, InlineContent, OrgAndState, SlotChange, SlotOwner, StateCatalog,
@@ -58,6 +61,7 @@ pub trait Catalog:
     + RunCatalog
     + AppCatalog
     + TrustCatalog
+    + ProtectionCatalog
 {
 }
 impl<T> Catalog for T where
@@ -68,5 +72,6 @@ impl<T> Catalog for T where
         + RunCatalog
         + AppCatalog
         + TrustCatalog
+        + ProtectionCatalog
 {
 }

@@ -13,6 +13,7 @@ use super::{App, Error};
 use crate::domain::audit::AuditAction;
 use crate::domain::deleted::{check_restore, DeletedState};
 use crate::domain::name::StateName;
+use crate::domain::protection::{check_change, Change};
 use crate::domain::record::StateRecord;
 use crate::domain::{Actor, Principal, Refusal, Timestamp};
 use crate::ports::{AuditEntry, Commit, DeletedChange, InlineContent, StoreError};
@@ -131,7 +132,8 @@ pub async fn list(
 ///
 /// # Errors
 /// `Refused`: `Forbidden` without the admin role, `NotFound` for an id the org does not
-/// keep, `NameTaken` when a state has the name, `Locked` while a lock on it is live.
+/// keep, `NameTaken` when a state has the name, `Locked` while a lock on it is live,
+/// `ProtectedState` for a name a protected-state rule keeps to workload sessions.
 pub async fn restore(
     app: &App,
     principal: &Principal,
@@ -140,6 +142,14 @@ pub async fn restore(
 ) -> Result<Restored, Error> {
     require_admin(principal, "restoring a deleted state")?;
     let org = &principal.org;
+    // A restore writes the state as a write does: onto a protected name only as the
+    // protection lets (no admin's token, as a trust policy never grants admin).
+    let protections = app
+        .catalog
+        .org(org)
+        .await?
+        .map(|o| o.protections)
+        .unwrap_or_default();
     until_done(|| async {
         let now = app.clock.now();
         let deleted = app
@@ -148,6 +158,7 @@ pub async fn restore(
             .await?
             .ok_or_else(|| not_found(id))?;
         let name = name.map_or(deleted.name.as_str(), StateName::as_str);
+        check_change(&protections, name, principal, Change::Restore)?;
         let kept = &deleted.record;
         let target = app
             .catalog

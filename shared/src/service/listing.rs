@@ -9,6 +9,8 @@ use crate::domain::hold::Hold;
 use crate::domain::lock::Lock;
 use crate::domain::manage::{allowed_actions, AllowedActions};
 use crate::domain::name::StateName;
+use crate::domain::permission::Allocation;
+use crate::domain::protection::{check_change, protecting, Change, Protection};
 use crate::domain::record::StateRecord;
 use crate::domain::version::{ChangeRecord, Source, VersionRecord};
 use crate::domain::{rfc3339, Principal, Timestamp};
@@ -39,6 +41,9 @@ pub struct StateItem {
     pub opentofu_encrypted: bool,
     pub lock: Option<LockView>,
     pub hold: Option<HoldView>,
+    /// The org's protected-state rules that match it: only CI sessions of their trust
+    /// policies (every rule's) may change it. Empty when it is not protected.
+    pub protections: Vec<Protection>,
 }
 
 /// A run's hold as shown: `{"id": "hold-<run>", "run", "run_url", "since"}`.
@@ -123,7 +128,12 @@ impl LinkedActor {
 }
 
 impl StateItem {
-    fn of(record: &StateRecord, now: Timestamp, run_url: &dyn Fn(&str) -> Option<String>) -> Self {
+    fn of(
+        record: &StateRecord,
+        protections: &[Protection],
+        now: Timestamp,
+        run_url: &dyn Fn(&str) -> Option<String>,
+    ) -> Self {
         let latest = record.latest.as_ref();
         Self {
             name: record.name.clone(),
@@ -136,6 +146,10 @@ impl StateItem {
             opentofu_encrypted: latest.is_some_and(|l| l.opentofu_encrypted),
             lock: record.live_lock(now).map(|l| LockView::of(l, run_url)),
             hold: record.hold.as_ref().map(|h| HoldView::of(h, run_url)),
+            protections: protecting(protections, &record.name)
+                .into_iter()
+                .cloned()
+                .collect(),
         }
     }
 }
@@ -200,11 +214,18 @@ impl VersionView {
 /// `Refused(NotFound)` for a state that does not exist in the caller's org.
 pub async fn show(app: &App, principal: &Principal, name: &StateName) -> Result<StateView, Error> {
     let record = existing(app, &principal.org, name).await?;
-    let allocation = app.allocation(&principal.org).await?;
+    let (allocation, protections) = settings(app, &principal.org).await?;
     let now = app.clock.now();
+    let mut allowed = allowed_actions(&record, principal, &allocation, now);
+    // A protection refuses every change it covers alike: the page offers none of them.
+    if check_change(&protections, name.as_str(), principal, Change::Write).is_err() {
+        allowed.import = false;
+        allowed.rollback = false;
+        allowed.delete = false;
+    }
     Ok(StateView {
-        item: StateItem::of(&record, now, &|run| app.run_url(run)),
-        allowed_actions: allowed_actions(&record, principal, &allocation, now),
+        item: StateItem::of(&record, &protections, now, &|run| app.run_url(run)),
+        allowed_actions: allowed,
     })
 }
 
@@ -253,10 +274,18 @@ pub async fn list(
         (None, Some(prefix)) => Some(just_before(prefix.as_str())),
         (None, None) => None,
     };
-    let mut records = app
-        .catalog
-        .states(&principal.org, start.as_deref(), limit)
-        .await?;
+    // The org's rules, for each state's mark, are read beside the page, not after it.
+    let (records, (_, protections)) = tokio::try_join!(
+        async {
+            Ok::<_, Error>(
+                app.catalog
+                    .states(&principal.org, start.as_deref(), limit)
+                    .await?,
+            )
+        },
+        settings(app, &principal.org)
+    )?;
+    let mut records = records;
     let mut next_cursor = (records.len() == limit)
         .then(|| records.last().map(|r| r.name.clone()))
         .flatten();
@@ -274,10 +303,20 @@ pub async fn list(
         states: records
             .iter()
             .filter(|r| r.is_listed())
-            .map(|r| StateItem::of(r, now, &|run| app.run_url(run)))
+            .map(|r| StateItem::of(r, &protections, now, &|run| app.run_url(run)))
             .collect(),
         next_cursor,
     })
+}
+
+/// The org's allocation and protected-state rules, from its settings.
+async fn settings(app: &App, org: &str) -> Result<(Allocation, Vec<Protection>), Error> {
+    Ok(app
+        .catalog
+        .org(org)
+        .await?
+        .map(|o| (o.allocation, o.protections))
+        .unwrap_or_default())
 }
 
 /// A cursor after which the first name is the first that starts with `prefix`: no valid

@@ -11,6 +11,7 @@ use crate::domain::lock::{parse_lock, parse_unlock, Lock};
 use crate::domain::locking::{decide_lock, decide_unlock, LockDecision, UnlockDecision};
 use crate::domain::name::StateName;
 use crate::domain::permission::Permission;
+use crate::domain::protection::Change;
 use crate::domain::Principal;
 use crate::ports::{Commit, RunItem, StepCheck};
 
@@ -41,7 +42,7 @@ pub async fn lock(
     body: &[u8],
 ) -> Result<(), Error> {
     let (_, first) = app
-        .require_with_state(principal, Permission::Write, name)
+        .require_to_change(principal, Permission::Write, Change::Lock, name)
         .await?;
     app.keys()?;
     let document = parse_lock(body)?;

@@ -14,6 +14,7 @@ use crate::domain::lock::Lock;
 use crate::domain::manage::{check_delete, check_import, check_rollback, tombstone};
 use crate::domain::name::StateName;
 use crate::domain::permission::Permission;
+use crate::domain::protection::Change;
 use crate::domain::record::StateRecord;
 use crate::domain::version::VersionRecord;
 use crate::domain::write::{create_version, Origin, SealedContent, WriteCommit};
@@ -98,7 +99,7 @@ pub async fn import(
     body: Vec<u8>,
 ) -> Result<VersionRecord, Error> {
     let (_, first) = app
-        .require_with_state(principal, Permission::Write, name)
+        .require_to_change(principal, Permission::Write, Change::Import, name)
         .await?;
     let keys = app.keys()?;
     let (body, document, sha256) = examine(body).await?;
@@ -153,7 +154,7 @@ pub async fn rollback(
     version: u64,
 ) -> Result<VersionRecord, Error> {
     let (_, first) = app
-        .require_with_state(principal, Permission::Write, name)
+        .require_to_change(principal, Permission::Write, Change::Rollback, name)
         .await?;
     let keys = app.keys()?;
     let sealed: Carried<(Sealed, StateMeta, SealedContent)> = Carried::default();
@@ -298,7 +299,7 @@ pub async fn delete(
     name: &StateName,
 ) -> Result<Option<DeletedState>, Error> {
     let (_, first) = app
-        .require_with_state(principal, Permission::Manage, name)
+        .require_to_change(principal, Permission::Manage, Change::Delete, name)
         .await?;
     let retention = app.limits.deleted_retention;
     until_done(|| async {

@@ -21,6 +21,7 @@ pub mod manage;
 mod metered_keys;
 pub mod migrate;
 pub mod outputs;
+pub mod protection;
 mod retry;
 pub mod runs;
 pub mod state;
@@ -35,6 +36,7 @@ use std::sync::Arc;
 
 use crate::domain::name::StateName;
 use crate::domain::permission::{Allocation, Permission};
+use crate::domain::protection::{check_change, Change};
 use crate::domain::record::StateRecord;
 use crate::domain::version::prune_below;
 use crate::domain::{Principal, Refusal, Timestamp};
@@ -214,12 +216,41 @@ impl App {
         permission: Permission,
         name: &StateName,
     ) -> Result<(Allocation, FirstRead), Error> {
+        self.require_for(principal, permission, None, name).await
+    }
+
+    /// As [`App::require_with_state`], for a change the org's protected-state rules may keep
+    /// to workload sessions of some trust policies: the rules come in the same read, with the
+    /// org's settings.
+    async fn require_to_change(
+        &self,
+        principal: &Principal,
+        permission: Permission,
+        change: Change,
+        name: &StateName,
+    ) -> Result<(Allocation, FirstRead), Error> {
+        self.require_for(principal, permission, Some(change), name)
+            .await
+    }
+
+    async fn require_for(
+        &self,
+        principal: &Principal,
+        permission: Permission,
+        change: Option<Change>,
+        name: &StateName,
+    ) -> Result<(Allocation, FirstRead), Error> {
         let (org, state) = self
             .catalog
             .org_and_state(&principal.org, name.as_str())
             .await?;
-        let allocation = org.map(|o| o.allocation).unwrap_or_default();
+        let (allocation, protections) = org
+            .map(|o| (o.allocation, o.protections))
+            .unwrap_or_default();
         allocation.require(principal.role, permission)?;
+        if let Some(change) = change {
+            check_change(&protections, name.as_str(), principal, change)?;
+        }
         Ok((allocation, FirstRead::new(state)))
     }
 

@@ -99,6 +99,7 @@ pub async fn mint(
             org: request.org.clone(),
             allocation: Allocation::default(),
             created_at: now,
+            protections: Vec::new(),
         })
         .await?;
     // Any positive timeout is accepted; past the cap it changes nothing, so clamp it before

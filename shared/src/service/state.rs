@@ -13,6 +13,7 @@ use crate::domain::audit::AuditAction;
 use crate::domain::document::{sniff, StateMeta};
 use crate::domain::name::StateName;
 use crate::domain::permission::Permission;
+use crate::domain::protection::Change;
 use crate::domain::record::StateRecord;
 use crate::domain::version::VersionRecord;
 use crate::domain::write::{
@@ -284,7 +285,7 @@ pub async fn write(
     body: Vec<u8>,
 ) -> Result<WriteOutcome, Error> {
     let (_, first) = app
-        .require_with_state(principal, Permission::Write, name)
+        .require_to_change(principal, Permission::Write, Change::Write, name)
         .await?;
     let keys = app.keys()?;
     let bytes = body.len() as u64;

@@ -119,6 +119,7 @@ pub async fn create(
                     org: org.to_owned(),
                     allocation: Allocation::default(),
                     created_at: now,
+                    protections: Vec::new(),
                 })
                 .await?;
             (

@@ -24,5 +24,6 @@ mod listing;
 mod management;
 mod outputs;
 mod pages;
+mod protection;
 mod runs;
 mod trust;

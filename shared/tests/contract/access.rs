@@ -58,6 +58,7 @@ pub async fn an_org_is_created_once(f: Fixture) {
         org: "acme".into(),
         allocation: Allocation::default(),
         created_at: NOW,
+        protections: Vec::new(),
     };
     assert!(f.catalog.create_org(&org).await.unwrap());
     let other = OrgRecord {

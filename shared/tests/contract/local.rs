@@ -61,14 +61,15 @@ async fn two_local_catalogs_on_one_folder_share_one_truth() {
 /// A catalog made before inline content existed opens, gains the `contents` table, and reads
 /// its blob versions as before; new inline versions go beside them. Every older schema: 2
 /// (before app states and inline content), 3 (app states, no `contents`), 4 (no
-/// `deleted_states`) and 5 (no trust policies).
+/// `deleted_states`), 5 (no trust policies) and 6 (no protected states).
 #[tokio::test]
 async fn a_catalog_from_before_inline_content_opens_and_reads_as_before() {
     for older in [
-        "DROP TABLE contents; DROP TABLE apps; DROP TABLE archives; DROP TABLE deleted_states; DROP TABLE trust_policies; PRAGMA user_version = 2;",
-        "DROP TABLE contents; DROP TABLE deleted_states; DROP TABLE trust_policies; PRAGMA user_version = 3;",
-        "DROP TABLE deleted_states; DROP TABLE trust_policies; PRAGMA user_version = 4;",
-        "DROP TABLE trust_policies; PRAGMA user_version = 5;",
+        "DROP TABLE contents; DROP TABLE apps; DROP TABLE archives; DROP TABLE deleted_states; DROP TABLE trust_policies; DROP TABLE protected_states; PRAGMA user_version = 2;",
+        "DROP TABLE contents; DROP TABLE deleted_states; DROP TABLE trust_policies; DROP TABLE protected_states; PRAGMA user_version = 3;",
+        "DROP TABLE deleted_states; DROP TABLE trust_policies; DROP TABLE protected_states; PRAGMA user_version = 4;",
+        "DROP TABLE trust_policies; DROP TABLE protected_states; PRAGMA user_version = 5;",
+        "DROP TABLE protected_states; PRAGMA user_version = 6;",
     ] {
         an_older_catalog_opens_and_reads_as_before(older).await;
     }
@@ -126,5 +127,55 @@ async fn an_older_catalog_opens_and_reads_as_before(older: &str) {
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 6, "brought up to date from: {older}");
+    assert_eq!(version, 7, "brought up to date from: {older}");
+}
+
+/// A catalog at schema 6 (trust policies, no protected states) opens, keeps its org's
+/// settings, and takes protected-state rules, which its settings then read with them.
+#[tokio::test]
+async fn a_schema_6_catalog_gains_protected_states() {
+    use hegemony_state::domain::permission::{Allocation, Role};
+    use hegemony_state::domain::protection::Protection;
+    use hegemony_state::ports::{AccessCatalog, ProtectionCatalog};
+    let dir = tempfile::tempdir().unwrap();
+    let allocation = Allocation {
+        manage: Some(Role::Operator),
+        ..Allocation::default()
+    };
+    {
+        let (catalog, _) = local::open(dir.path()).unwrap();
+        catalog
+            .set_allocation(
+                "acme",
+                &Allocation::default(),
+                &allocation,
+                &audit("acme", "permissions.changed"),
+            )
+            .await
+            .unwrap();
+    }
+    let file = dir.path().join(local::CATALOG_FILE);
+    rusqlite::Connection::open(&file)
+        .unwrap()
+        .execute_batch("DROP TABLE protected_states; PRAGMA user_version = 6;")
+        .unwrap();
+    let (catalog, _) = local::open(dir.path()).unwrap();
+    let rule = Protection {
+        pattern: "prod-*".into(),
+        policies: vec!["deploy".into()],
+    };
+    catalog
+        .put_protection("acme", None, &rule, &audit("acme", "protection.set"))
+        .await
+        .unwrap();
+    let settings = catalog.org("acme").await.unwrap().unwrap();
+    assert_eq!(
+        (settings.allocation, settings.protections),
+        (allocation, vec![rule])
+    );
+    let version: i64 = rusqlite::Connection::open(&file)
+        .unwrap()
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 7);
 }

@@ -217,6 +217,7 @@ pub async fn an_org_and_its_state_read_together(f: Fixture) {
             ..Allocation::default()
         },
         created_at: NOW,
+        protections: Vec::new(),
     };
     assert!(f.catalog.create_org(&settings).await.unwrap());
     let (org, state) = f.catalog.org_and_state("acme", "net").await.unwrap();

@@ -5,6 +5,7 @@
 //! methods through a real HTTP parser) stays in the black-box suites.
 
 use base64::Engine;
+use hegemony_state::domain::actor::{SessionGrant, WorkloadJob};
 use hegemony_state::domain::permission::Role;
 use hegemony_state::domain::Actor;
 use hegemony_state::http::{self, find_route, RouteMatch};
@@ -184,6 +185,31 @@ impl Api {
     pub async fn token(&self, org: &str, user: &str, role: &str) -> String {
         let role: Role = role.parse().unwrap();
         let new = NewToken::Personal { org, user, role };
+        self.create(new).await
+    }
+
+    /// A workload session's token under trust policy `policy` (operator, on every state), made
+    /// as the exchange makes it once a CI job's ID token matched the policy.
+    pub async fn session(&self, org: &str, policy: &str) -> String {
+        let now = self.fx.app.clock.now();
+        let expires_at = now + Duration::hours(1);
+        let grant = Box::new(SessionGrant {
+            token_id: String::new(),
+            policy: policy.to_owned(),
+            states: vec!["*".to_owned()],
+            job: WorkloadJob::from_claims(&serde_json::Map::from_iter([
+                ("iss".to_owned(), Value::from("https://ci.example.com")),
+                ("sub".to_owned(), Value::from(format!("job-of-{policy}"))),
+            ])),
+            expires_at,
+            locks_live_until: expires_at + Duration::minutes(10),
+            token_hash: String::new(),
+        });
+        let new = NewToken::Session {
+            org,
+            role: Role::Operator,
+            grant,
+        };
         self.create(new).await
     }
 

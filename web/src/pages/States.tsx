@@ -9,6 +9,7 @@ import { ErrorText, Hcl, Link, LockSummary, Time } from '../components';
 import { actor, bytes } from '../format';
 import { Pager, usePaged } from '../loading';
 import { navigate } from '../router';
+import { changedOnlyBy, protectionText } from '../trust';
 import type { Identity, StateList } from '../types';
 
 /** States per page. */
@@ -74,6 +75,11 @@ export function StatesPage(props: { me: Identity; location: URL }) {
                 <th scope="row">
                   <Link href={`/states/${encodeURIComponent(s.name)}`}>{s.name}</Link>
                   {s.opentofu_encrypted && <span class="badge encrypted">OpenTofu-encrypted</span>}
+                  {s.protections.length > 0 && (
+                    <span class="badge protected" title={protectionText(s.protections) ?? undefined}>
+                      Protected: {changedOnlyBy(s.protections).join(', ') || 'no CI job'}
+                    </span>
+                  )}
                 </th>
                 <td>{s.latest_version ?? <span class="muted">none yet</span>}</td>
                 <td>{s.serial ?? ''}</td>

@@ -1,6 +1,7 @@
 // Trust policies (admins): which CI jobs open sessions on which states (docs/ci.md). The list
 // with a warning on policies that match by name only, a form to add one starting from the
-// GitHub Actions or GitLab CI conditions, and removal after a confirmation.
+// GitHub Actions or GitLab CI conditions, and removal after a confirmation; then the org's
+// protected states, which name these policies.
 
 import { useState } from 'preact/hooks';
 
@@ -9,6 +10,7 @@ import { Confirm, ErrorText } from '../components';
 import { useLoad } from '../loading';
 import { claimsText, parseClaims, PRESETS, warnings } from '../trust';
 import type { Identity, TrustPolicies, TrustPolicy } from '../types';
+import { ProtectedStatesSection } from './ProtectedStates';
 
 export function TrustPoliciesPage(props: { me: Identity }) {
   const allowed = props.me.role === 'admin';
@@ -108,6 +110,7 @@ export function TrustPoliciesPage(props: { me: Identity }) {
           setNotice(`Trust policy ${name} added.`);
         }}
       />
+      <ProtectedStatesSection policies={list.policies} />
       {removing && (
         <Confirm
           title={`Remove trust policy ${removing}?`}

@@ -100,6 +100,7 @@ impl AccessCatalog for DynamoCatalog {
                     org: org.to_owned(),
                     allocation: *allocation,
                     created_at: audit.at,
+                    protections: Vec::new(),
                 },
                 "attribute_not_exists(pk)".to_owned(),
                 None,

@@ -10,6 +10,7 @@ mod catalog;
 mod deleted;
 mod items;
 mod keys;
+mod protection;
 mod runs;
 pub mod schema;
 mod state;

@@ -78,6 +78,7 @@ impl AccessCatalog for SqliteCatalog {
             org: org.to_owned(),
             allocation: *allocation,
             created_at: audit.at,
+            protections: Vec::new(),
         };
         let audit = audit.clone();
         self.with(move |conn| {
@@ -118,15 +119,20 @@ impl AccessCatalog for SqliteCatalog {
     async fn org(&self, org: &str) -> Result<Option<OrgRecord>, StoreError> {
         let org = org.to_owned();
         self.read(move |conn| {
-            let text: Option<String> = conn
+            let row: Option<(String, Option<String>)> = conn
                 .query_row(
-                    "SELECT record FROM orgs WHERE org = ?1",
+                    "SELECT record,
+                       (SELECT json_group_array(json(record)) FROM protected_states WHERE org = ?1)
+                     FROM orgs WHERE org = ?1",
                     params![org],
-                    |row| row.get(0),
+                    |row| Ok((row.get(0)?, row.get(1)?)),
                 )
                 .optional()
                 .map_err(sql_error)?;
-            text.as_deref().map(from_json).transpose()
+            match row {
+                Some((record, rules)) => super::protection::settings(Some(record), rules),
+                None => Ok(None),
+            }
         })
         .await
     }

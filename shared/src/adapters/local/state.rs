@@ -30,29 +30,38 @@ impl SqliteCatalog {
         let (org, name) = (org.to_owned(), name.to_owned());
         self.read(move |conn| {
             let sql = if with_content {
-                "SELECT (SELECT record FROM orgs WHERE org = ?1), s.record, c.sealed
+                "SELECT (SELECT record FROM orgs WHERE org = ?1), s.record, c.sealed,
+                   (SELECT json_group_array(json(record)) FROM protected_states WHERE org = ?1)
                  FROM (SELECT 1) LEFT JOIN states s ON s.org = ?1 AND s.name = ?2
                  LEFT JOIN contents c ON c.org = s.org
                    AND c.name = coalesce(json_extract(s.record, '$.home'), s.name)
                    AND c.incarnation = json_extract(s.record, '$.incarnation')
                    AND c.version = json_extract(s.record, '$.latest.version')"
             } else {
-                "SELECT (SELECT record FROM orgs WHERE org = ?1), s.record, NULL
+                "SELECT (SELECT record FROM orgs WHERE org = ?1), s.record, NULL,
+                   (SELECT json_group_array(json(record)) FROM protected_states WHERE org = ?1)
                  FROM (SELECT 1) LEFT JOIN states s ON s.org = ?1 AND s.name = ?2"
             };
-            type Row = (Option<String>, Option<String>, Option<Vec<u8>>);
-            let (settings, state, content): Row = conn
+            // The org's protected-state rules come in the same statement as its settings, so
+            // checking them costs the backend no read.
+            type Row = (
+                Option<String>,
+                Option<String>,
+                Option<Vec<u8>>,
+                Option<String>,
+            );
+            let (settings, state, content, rules): Row = conn
                 .prepare_cached(sql)
                 .and_then(|mut stmt| {
                     stmt.query_row(params![org, name], |row| {
-                        Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                        Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
                     })
                 })
                 .map_err(sql_error)?;
             let state = state
                 .map(|text| Ok::<_, StoreError>((from_json::<StateRecord>(&text)?, content)))
                 .transpose()?;
-            Ok((settings.as_deref().map(from_json).transpose()?, state))
+            Ok((super::protection::settings(settings, rules)?, state))
         })
         .await
     }

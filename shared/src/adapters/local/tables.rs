@@ -60,7 +60,10 @@ CREATE TABLE IF NOT EXISTS trust_policies (
     record TEXT NOT NULL,
     PRIMARY KEY (org, name)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS trust_policies_by_pair ON trust_policies (issuer, audience);
-PRAGMA user_version = 6;
+CREATE TABLE IF NOT EXISTS protected_states (
+    org TEXT NOT NULL, pattern TEXT NOT NULL, record TEXT NOT NULL,
+    PRIMARY KEY (org, pattern)) WITHOUT ROWID;
+PRAGMA user_version = 7;
 ";
 
 /// The `user_version` of a catalog that `SCHEMA` made: one at it needs no write to open.
@@ -68,9 +71,11 @@ PRAGMA user_version = 6;
 /// inline versions (a table of its own, not a column of `versions`, so an older catalog gains
 /// it without rewriting a row, and a version's record is replaced without touching its
 /// content); 5 added `deleted_states`, deleted states kept for their retention; 6 added
-/// `trust_policies`, the orgs' trust policies for workloads. Every table is created if missing, so a catalog of any older version gains all
-/// it lacks in one pass.
-pub(super) const SCHEMA_VERSION: i64 = 6;
+/// `trust_policies`, the orgs' trust policies for workloads; 7 added `protected_states`, the
+/// orgs' protected-state rules (a table of its own, so the step is one `CREATE TABLE` and
+/// touches no row). Every table is created if missing, so a catalog of any older version
+/// gains all it lacks in one pass.
+pub(super) const SCHEMA_VERSION: i64 = 7;
 
 /// A catalog fault: transient (clients retry a 503) only when it can pass, as a busy
 /// database, a full disk or an I/O error can; anything else is a fault of the stored data or

@@ -49,6 +49,7 @@ impl AccessCatalog for MemoryStore {
                 org: org.to_owned(),
                 allocation: *allocation,
                 created_at: audit.at,
+                protections: Vec::new(),
             });
         record.allocation = *allocation;
         inner.audit.push(audit.clone());

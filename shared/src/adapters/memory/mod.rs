@@ -1,12 +1,13 @@
 //! The ports in memory: one lock around plain maps. For tests and the contract suite's
 //! reference; nothing survives the process. The maps are here; each port's impl is its own
-//! file (`state`, `deleted`, `access`, `runs`, `apps`, `sweep`, `trust`, `blobs`), as the local and AWS
+//! file (`state`, `deleted`, `access`, `runs`, `apps`, `sweep`, `trust`, `protection`, `blobs`), as the local and AWS
 //! adapters are split.
 
 mod access;
 mod apps;
 mod blobs;
 mod deleted;
+mod protection;
 mod runs;
 mod state;
 mod sweep;

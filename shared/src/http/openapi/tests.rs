@@ -21,6 +21,7 @@ const REQUEST_BODIES: &[&str] = &[
     "IdTokenExchange",
     "TrustPolicyRequest",
     "TrustPolicyReplace",
+    "ProtectionRequest",
 ];
 
 /// The statuses every row brings, whatever its handler says.
