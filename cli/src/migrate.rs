@@ -141,6 +141,7 @@ fn print(report: &Report, dry_run: bool) {
     line("orgs", report.orgs);
     line("tokens", report.tokens);
     line("trust policies", report.trust_policies);
+    line("protected-state rules", report.protections);
     line("states", report.states);
     line("versions", report.versions);
     line("audit entries", report.audit_entries);

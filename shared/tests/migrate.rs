@@ -11,6 +11,7 @@ use hegemony_state::crypto::{open_into, PlatformKey};
 use hegemony_state::domain::name::StateName;
 use hegemony_state::domain::permission::Allocation;
 use hegemony_state::domain::permission::Role;
+use hegemony_state::domain::protection::Protection;
 use hegemony_state::domain::trust::TrustPolicy;
 use hegemony_state::domain::{Actor, Principal};
 use hegemony_state::ports::{AuditEntry, AuditQuery, KeyService};
@@ -159,6 +160,14 @@ async fn a_migration_copies_every_version_under_the_targets_key_once() {
         .put_trust_policy("acme", None, &policy, &entry)
         .await
         .unwrap();
+    let protection = Protection {
+        pattern: "net".into(),
+        policies: vec!["ci".into()],
+    };
+    from.catalog
+        .put_protection("acme", None, &protection, &entry)
+        .await
+        .unwrap();
     let allocation = Allocation {
         read: Some(Role::Operator),
         ..Allocation::default()
@@ -233,8 +242,9 @@ async fn a_migration_copies_every_version_under_the_targets_key_once() {
     assert!(done.mismatched.is_empty(), "{:?}", done.mismatched);
     assert_eq!(done.skipped.len(), 1);
     let source_entries = audit_len(&from).await;
-    // The source's entries, one per token and trust policy copied, one for the migration.
-    assert_eq!(audit_len(&to).await, source_entries + 3);
+    // The source's entries, one per token, trust policy and protected-state rule copied,
+    // one for the migration.
+    assert_eq!(audit_len(&to).await, source_entries + 4);
     assert!(to.catalog.state("acme", "busy").await.unwrap().is_none());
     assert_eq!(
         to.catalog.token(&token.hash).await.unwrap().as_ref(),
@@ -249,6 +259,18 @@ async fn a_migration_copies_every_version_under_the_targets_key_once() {
     assert_eq!(
         org.allocation, allocation,
         "the org's permissions come along"
+    );
+    assert_eq!(
+        org.protections,
+        vec![protection],
+        "and its protected states"
+    );
+    assert_eq!(
+        done.protections,
+        Count {
+            copied: 1,
+            present: 0
+        }
     );
     let moved = versions(&to, "big").await;
     for (a, b) in big.iter().zip(&moved) {
@@ -281,8 +303,9 @@ async fn a_migration_copies_every_version_under_the_targets_key_once() {
         }
     );
     assert_eq!(again.audit_entries.copied, 0);
+    assert_eq!(again.protections.copied, 0);
     // The two downloads above, and the run's own entry.
-    assert_eq!(audit_len(&to).await, source_entries + 6);
+    assert_eq!(audit_len(&to).await, source_entries + 7);
 }
 
 #[tokio::test]

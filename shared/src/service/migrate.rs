@@ -23,7 +23,8 @@ use crate::domain::record::StateRecord;
 use crate::domain::version::{KeySlot, VersionRecord};
 use crate::domain::Actor;
 use crate::ports::{
-    AuditEntry, AuditQuery, Commit, InlineContent, KeyContext, StoreError, TokenRecord, TrustWrite,
+    AuditEntry, AuditQuery, Commit, InlineContent, KeyContext, OrgRecord, StoreError, TokenRecord,
+    TrustWrite,
 };
 
 /// The two stores: records are read from `from` and written to `to`.
@@ -94,6 +95,7 @@ pub struct Report {
     pub orgs: Count,
     pub tokens: Count,
     pub trust_policies: Count,
+    pub protections: Count,
     pub states: Count,
     pub versions: Count,
     pub audit_entries: Count,
@@ -203,6 +205,7 @@ pub async fn migrate(
     report.tokens = copy_tokens(sides, dry).await?;
     for org in &survey.orgs {
         report.trust_policies = add(report.trust_policies, copy_trust(sides, org, dry).await?);
+        report.protections = add(report.protections, copy_protections(sides, org, dry).await?);
     }
     for (record, versions) in &survey.states {
         let (state, copied) = copy_state(sides, record, versions, dry, on_version).await?;
@@ -253,7 +256,16 @@ async fn copy_org(sides: Sides<'_>, org: &str, dry: bool) -> Result<bool, Migrat
             "allocation of permissions for org {org}"
         ))),
         None if dry => Ok(true),
-        None => Ok(sides.to.catalog.create_org(&record).await?),
+        // Its protected-state rules follow in a step of their own, each written (and
+        // audited) as one rule, whichever way a store keeps them.
+        None => Ok(sides
+            .to
+            .catalog
+            .create_org(&OrgRecord {
+                protections: Vec::new(),
+                ..record
+            })
+            .await?),
     }
 }
 
@@ -390,6 +402,48 @@ async fn copy_trust(sides: Sides<'_>, org: &str, dry: bool) -> Result<Count, Mig
                     policy.issuer, policy.audience
                 )));
             }
+        }
+        count.add(true);
+    }
+    Ok(count)
+}
+
+/// Step: an org's protected-state rules, after its trust policies (which they name), each
+/// with a `store.migrated` entry as a trust policy has.
+async fn copy_protections(sides: Sides<'_>, org: &str, dry: bool) -> Result<Count, MigrateError> {
+    let Some(record) = sides.from.catalog.org(org).await? else {
+        return Ok(Count::default());
+    };
+    let there = match sides.to.catalog.org(org).await? {
+        Some(there) => there.protections,
+        None => Vec::new(),
+    };
+    let mut count = Count::default();
+    for protection in &record.protections {
+        match there.iter().find(|p| p.pattern == protection.pattern) {
+            Some(p) if p == protection => {
+                count.add(false);
+                continue;
+            }
+            Some(_) => {
+                return Err(MigrateError::Differs(format!(
+                    "protected-state rule {} of org {org}",
+                    protection.pattern
+                )))
+            }
+            None => {}
+        }
+        if !dry {
+            let entry = migration_entry(
+                sides.to,
+                org,
+                serde_json::json!({"protection": protection.pattern}),
+            );
+            sides
+                .to
+                .catalog
+                .put_protection(org, None, protection, &entry)
+                .await?;
         }
         count.add(true);
     }
