@@ -264,6 +264,41 @@ fn the_metrics_listener_serves_only_get_metrics() {
     );
 }
 
+/// Anyone who reaches the metrics address may connect, so it serves eight connections at
+/// once and closes one whose request does not come: eight idle connections hold a scrape
+/// back, and it is answered once their ten seconds are up.
+#[test]
+fn idle_connections_to_the_metrics_listener_are_capped_and_closed() {
+    let server = Server::start_with(&[("HEGEMONY_METRICS_LISTEN", "127.0.0.1:0")]);
+    let url = metrics_url(&server);
+    let at = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/metrics")
+        .to_owned();
+    let idle: Vec<_> = (0..8)
+        .map(|_| std::net::TcpStream::connect(&at).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let started = std::time::Instant::now();
+    let held_back = client().get(&url).timeout(Duration::from_secs(2)).send();
+    assert!(
+        held_back.is_err(),
+        "a ninth connection is served: {held_back:?}"
+    );
+    let answered = client()
+        .get(&url)
+        .timeout(Duration::from_secs(30))
+        .send()
+        .unwrap();
+    assert_eq!(answered.status(), 200);
+    assert!(
+        started.elapsed() >= Duration::from_secs(5),
+        "answered after {:?}, before the idle connections timed out",
+        started.elapsed()
+    );
+    drop(idle);
+}
+
 #[test]
 fn a_metrics_address_that_cannot_be_bound_stops_the_start() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

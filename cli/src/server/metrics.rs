@@ -2,10 +2,16 @@
 //! answering `GET /metrics` with the Prometheus text format and nothing else. A scrape reads
 //! what stands now (connections, request-body bytes held, the store's locks and holds) and
 //! writes every metric; requests to the API are counted as they are answered (server.rs).
+//!
+//! Whoever can reach its address may connect, without a token, so it holds few resources of
+//! its own: at most [`SCRAPERS`] connections at once (more wait in the kernel's backlog),
+//! each closed when its request head does not arrive within [`HEAD_TIMEOUT`]; so at most
+//! that many counts of the store's locks (a read of every state's record) run at once.
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use hegemony_state::adapters::prometheus::{Prometheus, Standing, CONTENT_TYPE};
 use hegemony_state::ports::LockCensus;
@@ -14,9 +20,15 @@ use hyper::body::{Bytes, Incoming};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{header, Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
+
+/// Scrapers served at once: a Prometheus server or two, with room for a person's curl.
+const SCRAPERS: usize = 8;
+
+/// How long a connection may wait for a request's head, first or next (keep-alive).
+const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What a scrape reads besides the counters.
 pub struct Exposed {
@@ -49,7 +61,13 @@ impl Drop for Counted {
 
 /// Answers scrapes on `listener` until the task is aborted (the server's shutdown).
 pub async fn serve(listener: TcpListener, exposed: Arc<Exposed>) {
+    let slots = Arc::new(Semaphore::new(SCRAPERS));
     loop {
+        // A slot before each accept, as the API's loop takes one: past the cap, connections
+        // wait in the kernel's backlog, holding no descriptor of ours.
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return;
+        };
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
             // The listener of an operator's scraper: a failed accept waits a moment and
@@ -64,11 +82,14 @@ pub async fn serve(listener: TcpListener, exposed: Arc<Exposed>) {
         tokio::spawn(async move {
             let service = service_fn(move |req| answer(exposed.clone(), req));
             let served = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEAD_TIMEOUT)
                 .serve_connection(TokioIo::new(stream), service)
                 .await;
             if let Err(e) = served {
                 tracing::debug!(error = %e, "metrics connection ended with an error");
             }
+            drop(slot);
         });
     }
 }
