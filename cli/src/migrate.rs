@@ -144,6 +144,7 @@ fn print(report: &Report, dry_run: bool) {
     line("protected-state rules", report.protections);
     line("states", report.states);
     line("versions", report.versions);
+    line("deleted states", report.deleted_states);
     line("app states", report.app_states);
     line("archives", report.archives);
     line("audit entries", report.audit_entries);

@@ -2,7 +2,8 @@
 //! blob) copied with its data key moved to the target's key, readable there as it was; the
 //! token, the trust policy, the org's permissions and the audit log with it; a locked state
 //! refused, then skipped; a dry run writes nothing; a second run copies nothing again; a
-//! different record on the target stops it. App states likewise, with every archive.
+//! different record on the target stops it. App states likewise, with every archive; a deleted
+//! state with its versions, restored on the target.
 
 use std::sync::Arc;
 
@@ -19,8 +20,9 @@ use hegemony_state::domain::{Actor, Principal};
 use hegemony_state::ports::{AuditEntry, AuditQuery, KeyService};
 use hegemony_state::service::app_changes;
 use hegemony_state::service::app_reads::{self, Source};
+use hegemony_state::service::deleted;
 use hegemony_state::service::lock::lock;
-use hegemony_state::service::manage::download;
+use hegemony_state::service::manage::{self, download};
 use hegemony_state::service::migrate::{
     migrate, survey, token_orgs, Count, MigrateError, Options, Sides,
 };
@@ -487,5 +489,122 @@ async fn a_migration_copies_app_states_with_every_archive_under_the_targets_key(
     match migrate(sides, &found, run, &|_| {}).await {
         Err(MigrateError::Differs(what)) => assert!(what.contains("app state acme/octo"), "{what}"),
         other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_deleted_state_is_copied_with_its_versions_and_restores_on_the_target() {
+    let (from_store, to_store) = (Arc::new(MemoryStore::new()), Arc::new(MemoryStore::new()));
+    let to_key = Arc::new(PlatformKey::generate());
+    let from = app(&from_store, Arc::new(PlatformKey::generate()));
+    let to = app(&to_store, to_key.clone());
+    write(&from, &alice(), &name("gone"), None, doc(1, 10))
+        .await
+        .unwrap();
+    write(&from, &alice(), &name("gone"), None, doc(2, 300_000))
+        .await
+        .unwrap();
+    let kept = manage::delete(&from, &alice(), &name("gone"))
+        .await
+        .unwrap()
+        .expect("kept for its retention");
+    let sides = Sides {
+        from: &from,
+        to: &to,
+    };
+    let found = survey(&from, &["acme".to_owned()]).await.unwrap();
+    assert_eq!(found.versions(), 2);
+    let would = migrate(
+        sides,
+        &found,
+        Options {
+            dry_run: true,
+            skip_locked: false,
+        },
+        &|_| {},
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        would.deleted_states,
+        Count {
+            copied: 1,
+            present: 0
+        }
+    );
+    assert_eq!(
+        would.versions,
+        Count {
+            copied: 2,
+            present: 0
+        }
+    );
+    assert!(to
+        .catalog
+        .deleted_state("acme", &kept.id)
+        .await
+        .unwrap()
+        .is_none());
+
+    let done = migrate(sides, &found, Options::default(), &|_| {})
+        .await
+        .unwrap();
+    assert_eq!(
+        done.versions,
+        Count {
+            copied: 2,
+            present: 0
+        }
+    );
+    assert_eq!(done.verified, 2);
+    assert!(done.mismatched.is_empty(), "{:?}", done.mismatched);
+    let there = to
+        .catalog
+        .deleted_state("acme", &kept.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (
+            &there.name,
+            there.deleted_at,
+            &there.deleted_by,
+            there.purge_at
+        ),
+        (&kept.name, kept.deleted_at, &kept.deleted_by, kept.purge_at),
+        "the same id, deleted time and actor, purge date"
+    );
+    assert_eq!(there.record.latest.unwrap().key, to_key.key_id());
+    let again = migrate(sides, &found, Options::default(), &|_| {})
+        .await
+        .unwrap();
+    assert_eq!(
+        again.deleted_states,
+        Count {
+            copied: 0,
+            present: 1
+        }
+    );
+    assert_eq!(
+        again.versions,
+        Count {
+            copied: 0,
+            present: 2
+        }
+    );
+
+    let restored = deleted::restore(&to, &alice(), &kept.id, None)
+        .await
+        .unwrap();
+    assert_eq!((restored.version, restored.versions), (2, 2));
+    for (number, noise) in [(1, 10), (2, 300_000)] {
+        let read = download(&to, &alice(), &name("gone"), number)
+            .await
+            .unwrap();
+        assert_eq!(
+            plaintext(read),
+            doc(number, noise),
+            "version {number} reads the same"
+        );
     }
 }

@@ -2,7 +2,8 @@
 //! the ports of both, so it goes either way (local to AWS, and back). Each kind of record is
 //! copied by one step of its own: orgs with their permissions, the audit log, tokens (by
 //! hash: every token keeps working), trust policies, states with every version, app states
-//! (Octo's remote state) with every archive. A version's or a file's sealed bytes are copied
+//! (Octo's remote state) with every archive, deleted states kept for their retention with
+//! every version. A version's or a file's sealed bytes are copied
 //! as they are and its data key is unwrapped by the source's key service and wrapped by the
 //! target's, in memory, under the same context: the content is never opened. What the target already holds identically is skipped and a record it holds
 //! differently is an error naming it, so a migration stopped part way is run again and
@@ -22,9 +23,11 @@ use super::{App, Error};
 use crate::crypto;
 use crate::domain::app::{AppRecord, ArchiveRecord, FileRef};
 use crate::domain::audit::AuditAction;
+use crate::domain::deleted::DeletedState;
 use crate::domain::record::StateRecord;
 use crate::domain::version::{KeySlot, VersionRecord};
 use crate::domain::Actor;
+use crate::paging::{self, Page};
 use crate::ports::{
     AppCommit, AuditEntry, AuditQuery, Commit, InlineContent, KeyContext, OrgRecord, StoreError,
     TokenRecord, TrustWrite,
@@ -101,6 +104,8 @@ pub struct Report {
     pub protections: Count,
     pub states: Count,
     pub versions: Count,
+    /// Deleted states kept for their retention (their versions are counted in `versions`).
+    pub deleted_states: Count,
     /// App states (Octo's remote state), new on the target or not.
     pub app_states: Count,
     /// Their archives.
@@ -117,12 +122,14 @@ pub struct Report {
 }
 
 /// What the source holds: its orgs' states and their versions (oldest first), their app
-/// states and archives (oldest first), read before anything is copied, so a progress bar
+/// states and archives (oldest first), their deleted states and versions, read before anything is copied, so a progress bar
 /// knows its length and locked states are found first.
 pub struct Survey {
     pub orgs: Vec<String>,
     pub states: Vec<(StateRecord, Vec<VersionRecord>)>,
     pub apps: Vec<(AppRecord, Vec<ArchiveRecord>)>,
+    /// Deleted states kept for their retention, with their versions (oldest first).
+    pub deleted: Vec<(DeletedState, Vec<VersionRecord>)>,
     /// Locked or held states and locked app states: `org/name (why)`.
     pub blocked: Vec<String>,
 }
@@ -130,7 +137,8 @@ pub struct Survey {
 impl Survey {
     /// How many versions and archives there are to copy: a progress bar's length.
     pub fn versions(&self) -> u64 {
-        let versions: usize = self.states.iter().map(|(_, v)| v.len()).sum();
+        let versions: usize = self.states.iter().map(|(_, v)| v.len()).sum::<usize>()
+            + self.deleted.iter().map(|(_, v)| v.len()).sum::<usize>();
         let archives: usize = self.apps.iter().map(|(_, a)| a.len()).sum();
         (versions + archives) as u64
     }
@@ -164,6 +172,7 @@ pub async fn survey(app: &App, orgs: &[String]) -> Result<Survey, Error> {
         orgs: orgs.to_vec(),
         states: Vec::new(),
         apps: Vec::new(),
+        deleted: Vec::new(),
         blocked: Vec::new(),
     };
     for org in orgs {
@@ -200,8 +209,30 @@ pub async fn survey(app: &App, orgs: &[String]) -> Result<Survey, Error> {
             held.reverse();
             survey.apps.push((record, held));
         }
+        for deleted in deleted_states(app, org).await? {
+            let record = &deleted.record;
+            let mut versions = app
+                .catalog
+                .versions(&record.org, record.home(), &record.incarnation)
+                .await?;
+            versions.reverse();
+            survey.deleted.push((deleted, versions));
+        }
     }
     Ok(survey)
+}
+
+/// Every deleted state `org` keeps, in the order they were deleted.
+async fn deleted_states(app: &App, org: &str) -> Result<Vec<DeletedState>, Error> {
+    let deleted = paging::all(move |after: Option<String>| async move {
+        let page = app
+            .catalog
+            .deleted_states(org, after.as_deref(), PAGE)
+            .await;
+        page.map(|records| Page::of(records, PAGE, |d| d.id.clone()))
+    })
+    .await?;
+    Ok(deleted)
 }
 
 /// Copies everything `survey` found from one side to the other, step by step, then verifies
@@ -245,6 +276,11 @@ pub async fn migrate(
         report.app_states.add(new_app);
         report.archives = add(report.archives, copied);
     }
+    for (deleted, versions) in &survey.deleted {
+        let (kept, copied) = copy_deleted(sides, deleted, versions, dry, on_version).await?;
+        report.deleted_states.add(kept);
+        report.versions = add(report.versions, copied);
+    }
     if dry {
         return Ok(report);
     }
@@ -253,6 +289,9 @@ pub async fn migrate(
     }
     for (record, held) in &survey.apps {
         verify_app(sides, record, held, &mut report).await?;
+    }
+    for (deleted, versions) in &survey.deleted {
+        verify_deleted(sides, deleted, versions, &mut report).await?;
     }
     for org in &survey.orgs {
         record_migration(sides, org, &report).await?;
@@ -655,6 +694,179 @@ async fn move_slot(
     })
 }
 
+/// A deleted state as it is whatever key service wraps its versions' data keys, and however
+/// often they were re-wrapped: what makes the source's and the target's the same.
+fn bare_deleted(deleted: &DeletedState) -> DeletedState {
+    let mut bare = deleted.clone();
+    bare.revision = 0;
+    if let Some(latest) = &mut bare.record.latest {
+        latest.set_slot(&KeySlot {
+            key: String::new(),
+            wrapped_key: None,
+        });
+    }
+    bare
+}
+
+/// Step: one deleted state kept for its retention, with every version under its home name,
+/// each version's sealed bytes copied as they are and its data key moved as a state's is;
+/// its record (the same id, deleted time and actor, purge date) last, with its latest
+/// version's new key slot, audited on the target, so a run stopped part way leaves no
+/// deleted state that a restore would find short of versions. Returns whether its record
+/// was new on the target and how many versions were copied.
+async fn copy_deleted(
+    sides: Sides<'_>,
+    deleted: &DeletedState,
+    versions: &[VersionRecord],
+    dry: bool,
+    on_version: &(dyn Fn(bool) + Sync),
+) -> Result<(bool, Count), MigrateError> {
+    let record = &deleted.record;
+    let (org, home, incarnation) = (&record.org, record.home(), &record.incarnation);
+    let what = |detail: &str| {
+        format!(
+            "deleted state {org}/{} {} ({detail})",
+            deleted.name, deleted.id
+        )
+    };
+    let there = sides.to.catalog.deleted_state(org, &deleted.id).await?;
+    if let Some(there) = &there {
+        if bare_deleted(there) != bare_deleted(deleted) {
+            return Err(MigrateError::Differs(what("another record")));
+        }
+    }
+    let mut count = Count::default();
+    for version in versions {
+        let number = version.version;
+        match sides
+            .to
+            .catalog
+            .version(org, home, incarnation, number)
+            .await?
+        {
+            Some(v) if v.sha256 == version.sha256 => {
+                count.add(false);
+                on_version(false);
+                continue;
+            }
+            Some(_) => return Err(MigrateError::Differs(what(&format!("version {number}")))),
+            None => {}
+        }
+        if !dry {
+            let label = format!("version {number} of {}", what("deleted"));
+            let sealed = if version.inline {
+                sides
+                    .from
+                    .catalog
+                    .content(org, home, incarnation, number)
+                    .await?
+            } else {
+                sides.from.blobs.get(&version.blob).await?
+            };
+            let sealed = sealed
+                .ok_or_else(|| Error::Damaged(format!("the content of {label} is missing")))?;
+            let slot = move_key(sides, record, version, &sealed, &label).await?;
+            let mut copy = version.clone();
+            copy.set_slot(&slot);
+            let inline = if version.inline {
+                Some(sealed.as_slice())
+            } else {
+                let now = sides.to.clock.now();
+                sides
+                    .to
+                    .catalog
+                    .add_pending_blob(&version.blob, now)
+                    .await?;
+                sides.to.blobs.put(&version.blob, sealed.clone()).await?;
+                None
+            };
+            sides
+                .to
+                .catalog
+                .put_deleted_version(deleted, &copy, inline)
+                .await?;
+        }
+        count.add(true);
+        on_version(true);
+    }
+    if there.is_some() {
+        return Ok((false, count));
+    }
+    if !dry {
+        let mut copy = deleted.clone();
+        if let Some(latest) = &mut copy.record.latest {
+            let stored = sides
+                .to
+                .catalog
+                .version(org, home, incarnation, latest.version)
+                .await?
+                .ok_or_else(|| Error::Damaged(what("its latest version is missing")))?;
+            latest.set_slot(&stored.slot());
+        }
+        let entry = migration_entry(
+            sides.to,
+            org,
+            serde_json::json!({"deleted_state": deleted.id, "name": deleted.name}),
+        );
+        match sides.to.catalog.put_deleted(&copy, &entry).await {
+            Err(StoreError::Conflict) => return Err(MigrateError::Differs(what("another record"))),
+            written => written?,
+        }
+    }
+    Ok((true, count))
+}
+
+/// The verify pass of one deleted state: every version the source listed is on the target
+/// with the same SHA-256, and opens there (with the target's key) to it.
+async fn verify_deleted(
+    sides: Sides<'_>,
+    deleted: &DeletedState,
+    versions: &[VersionRecord],
+    report: &mut Report,
+) -> Result<(), MigrateError> {
+    let label = format!(
+        "deleted state {}/{} {}",
+        deleted.org, deleted.name, deleted.id
+    );
+    let Some(there) = sides
+        .to
+        .catalog
+        .deleted_state(&deleted.org, &deleted.id)
+        .await?
+    else {
+        report
+            .mismatched
+            .push(format!("{label}: missing on the target"));
+        return Ok(());
+    };
+    let record = &there.record;
+    let held = sides
+        .to
+        .catalog
+        .versions(&record.org, record.home(), &record.incarnation)
+        .await?;
+    for version in versions {
+        if !held
+            .iter()
+            .any(|v| v.version == version.version && v.sha256 == version.sha256)
+        {
+            report.mismatched.push(format!(
+                "version {} of {label}: missing or different on the target",
+                version.version
+            ));
+        }
+    }
+    let checked = check_state(sides.to, Holder::Deleted(&there), &|| {}).await?;
+    report.verified += checked.opened;
+    report.mismatched.extend(
+        checked
+            .failed
+            .into_iter()
+            .map(|f| format!("org {}: {f}", deleted.org)),
+    );
+    Ok(())
+}
+
 /// An archive as it is whatever key service wraps its files' data keys: what makes the
 /// source's and the target's copies the same archive.
 fn without_slots(archive: &ArchiveRecord) -> ArchiveRecord {
@@ -889,6 +1101,7 @@ async fn record_migration(
             "migration": "completed",
             "states": report.states,
             "versions": report.versions,
+            "deleted_states": report.deleted_states,
             "app_states": report.app_states,
             "archives": report.archives,
             "tokens": report.tokens,
