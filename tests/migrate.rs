@@ -4,7 +4,7 @@
 //! a dry run writes nothing; a locked state is refused, then skipped with `--skip-locked`;
 //! and the way back, from AWS to a new local store, keeps the states and the tokens. An Octo
 //! app state sealed on the local server reads the same through the AWS-backed server, every
-//! archive, with the same token.
+//! archive, with the same token, and a deleted state moved there is restored there.
 
 use std::process::{Command, Stdio};
 
@@ -235,10 +235,25 @@ fn read(api: &Api, token: &str, path: &str) -> (u16, String) {
 }
 
 #[test]
-fn an_octo_app_state_sealed_locally_reads_the_same_through_aws() {
+fn an_octo_app_state_and_a_deleted_state_move_to_aws_and_read_back_there() {
     let server = Server::start();
-    let token = server.token("acme", "alice", "operator");
+    let token = server.token("acme", "alice", "admin");
     let api = Api::new(&server);
+    for serial in 1..=2 {
+        let doc = state_doc(serial, "gone", &format!("v{serial}"));
+        assert_eq!(api.post_state(&token, "gone", None, doc).status(), 200);
+    }
+    let last = api.get_state(&token, "gone").text().unwrap();
+    let deleted = api
+        .request("DELETE", "/api/tf-states/gone", Some(&token))
+        .send()
+        .unwrap();
+    assert!(deleted.status().is_success(), "{}", deleted.status());
+    let listed = api.json("GET", "/api/deleted-states", &token);
+    let id = listed["deleted_states"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let first_state = state_doc(1, "checkout", "one");
     let first = seal_change(
         &api,
@@ -268,7 +283,6 @@ fn an_octo_app_state_sealed_locally_reads_the_same_through_aws() {
     );
     assert_eq!(before[2].1, second_state);
     let dir = data_dir(&server);
-    drop(server);
     let aws = Deployment::create();
     let args = ["--from", "local", "--to", "aws", "--data-dir", &dir];
 
@@ -289,6 +303,25 @@ fn an_octo_app_state_sealed_locally_reads_the_same_through_aws() {
         after, before,
         "every archive's files read the same, with the same token"
     );
+    assert!(
+        said.contains("deleted states: copied 1, already on the target 0"),
+        "{said}"
+    );
+    assert!(
+        said.contains("versions: copied 2, already on the target 0"),
+        "{said}"
+    );
+    let listed = api.json("GET", "/api/deleted-states", &token);
+    assert_eq!(listed["deleted_states"][0]["id"], id.as_str(), "{listed}");
+    let (ok, said) = migrate(&aws, &args, &[]);
+    assert!(ok, "{said}");
+    assert!(
+        said.contains("deleted states: copied 0, already on the target 1"),
+        "{said}"
+    );
+    let restored = api.json("POST", &format!("/api/deleted-states/{id}/restore"), &token);
+    assert_eq!(restored["versions"], 2, "{restored}");
+    assert_eq!(api.get_state(&token, "gone").text().unwrap(), last);
     let (ok, said) = migrate(&aws, &args, &[]);
     assert!(ok, "{said}");
     assert!(
