@@ -901,6 +901,10 @@ async fn copy_app(
                 "another app state of that name",
             )));
         }
+        // A change under way on the target: the record the copy commits would end it.
+        if there.lock.is_some() {
+            return Err(MigrateError::Differs(what("locked on the target")));
+        }
     }
     let new_app = there.is_none();
     let mut revision = there.as_ref().map_or(0, |t| t.revision);
