@@ -2,7 +2,9 @@
 //! store made by real Terraform moved to AWS, where Terraform continues with the same token
 //! and plans no changes; a migration killed part way and run again copies each version once;
 //! a dry run writes nothing; a locked state is refused, then skipped with `--skip-locked`;
-//! and the way back, from AWS to a new local store, keeps the states and the tokens.
+//! and the way back, from AWS to a new local store, keeps the states and the tokens. An Octo
+//! app state sealed on the local server reads the same through the AWS-backed server, every
+//! archive, with the same token, and a deleted state moved there is restored there.
 
 use std::process::{Command, Stdio};
 
@@ -198,5 +200,132 @@ fn a_locked_state_is_refused_then_skipped_and_the_way_back_keeps_states_and_toke
         api.get_state(&token, "busy").status(),
         404,
         "the skipped state was never copied"
+    );
+}
+
+/// Takes an app state's lock, uploads `files`, seals the change: its commit ID.
+fn seal_change(api: &Api, token: &str, app: &str, files: &[(&str, &str)]) -> String {
+    let r = api
+        .request("POST", &format!("/api/apps/{app}/lock"), Some(token))
+        .json(&serde_json::json!({"who": "ci"}))
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let lock: Value = r.json().unwrap();
+    let lock_id = lock["lock_id"].as_str().unwrap();
+    for (file, body) in files {
+        let path = format!("/api/apps/{app}/locks/{lock_id}/files/{file}");
+        let r = api
+            .request("PUT", &path, Some(token))
+            .body(body.to_string())
+            .send()
+            .unwrap();
+        assert_eq!(r.status(), 200, "{file}");
+    }
+    let path = format!("/api/apps/{app}/locks/{lock_id}/seal");
+    let r = api.request("POST", &path, Some(token)).send().unwrap();
+    assert_eq!(r.status(), 200);
+    let sealed: Value = r.json().unwrap();
+    sealed["commit_id"].as_str().unwrap().to_owned()
+}
+
+fn read(api: &Api, token: &str, path: &str) -> (u16, String) {
+    let r = api.request("GET", path, Some(token)).send().unwrap();
+    (r.status().as_u16(), r.text().unwrap())
+}
+
+#[test]
+fn an_octo_app_state_and_a_deleted_state_move_to_aws_and_read_back_there() {
+    let server = Server::start();
+    let token = server.token("acme", "alice", "admin");
+    let api = Api::new(&server);
+    for serial in 1..=2 {
+        let doc = state_doc(serial, "gone", &format!("v{serial}"));
+        assert_eq!(api.post_state(&token, "gone", None, doc).status(), 200);
+    }
+    let last = api.get_state(&token, "gone").text().unwrap();
+    let deleted = api
+        .request("DELETE", "/api/tf-states/gone", Some(&token))
+        .send()
+        .unwrap();
+    assert!(deleted.status().is_success(), "{}", deleted.status());
+    let listed = api.json("GET", "/api/deleted-states", &token);
+    let id = listed["deleted_states"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let first_state = state_doc(1, "checkout", "one");
+    let first = seal_change(
+        &api,
+        &token,
+        "checkout",
+        &[
+            ("checkout.tfstate", &first_state),
+            ("notes.json", "{\"n\":1}"),
+        ],
+    );
+    let second_state = state_doc(2, "checkout", "two");
+    let second = seal_change(
+        &api,
+        &token,
+        "checkout",
+        &[("checkout.tfstate", &second_state)],
+    );
+    let paths = [
+        format!("/api/apps/checkout/archives/{first}/files/checkout.tfstate"),
+        format!("/api/apps/checkout/archives/{second}/files/notes.json"),
+        "/api/apps/checkout/files/checkout.tfstate".to_owned(),
+    ];
+    let before: Vec<(u16, String)> = paths.iter().map(|p| read(&api, &token, p)).collect();
+    assert!(
+        before.iter().all(|(status, _)| *status == 200),
+        "{before:?}"
+    );
+    assert_eq!(before[2].1, second_state);
+    let dir = data_dir(&server);
+    let aws = Deployment::create();
+    let args = ["--from", "local", "--to", "aws", "--data-dir", &dir];
+
+    let (ok, said) = migrate(&aws, &args, &[]);
+    assert!(ok, "{said}");
+    assert!(
+        said.contains("app states: copied 1, already on the target 0"),
+        "{said}"
+    );
+    assert!(
+        said.contains("archives: copied 2, already on the target 0"),
+        "{said}"
+    );
+    let container = aws.container(&[]);
+    let api = Api::new(&container);
+    let after: Vec<(u16, String)> = paths.iter().map(|p| read(&api, &token, p)).collect();
+    assert_eq!(
+        after, before,
+        "every archive's files read the same, with the same token"
+    );
+    assert!(
+        said.contains("deleted states: copied 1, already on the target 0"),
+        "{said}"
+    );
+    assert!(
+        said.contains("versions: copied 2, already on the target 0"),
+        "{said}"
+    );
+    let listed = api.json("GET", "/api/deleted-states", &token);
+    assert_eq!(listed["deleted_states"][0]["id"], id.as_str(), "{listed}");
+    let (ok, said) = migrate(&aws, &args, &[]);
+    assert!(ok, "{said}");
+    assert!(
+        said.contains("deleted states: copied 0, already on the target 1"),
+        "{said}"
+    );
+    let restored = api.json("POST", &format!("/api/deleted-states/{id}/restore"), &token);
+    assert_eq!(restored["versions"], 2, "{restored}");
+    assert_eq!(api.get_state(&token, "gone").text().unwrap(), last);
+    let (ok, said) = migrate(&aws, &args, &[]);
+    assert!(ok, "{said}");
+    assert!(
+        said.contains("archives: copied 0, already on the target 2"),
+        "{said}"
     );
 }

@@ -14,7 +14,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::store::{Store, StoreKind};
 
 /// Set (to a number) only by tests: the process stops dead once it has copied that many
-/// versions, as a crash would stop it, so the next run's resumption can be checked.
+/// versions and archives, as a crash would stop it, so the next run's resumption can be checked.
 const CRASH_AFTER: &str = "HEGEMONY_MIGRATE_CRASH_AFTER_VERSIONS";
 
 /// `migrate`: which store to copy from and to, and how.
@@ -66,7 +66,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     }
     let survey = migrate::survey(&from, &orgs).await?;
     let progress = ProgressBar::new(survey.versions());
-    let template = "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} versions";
+    let template = "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} versions and archives";
     progress.set_style(ProgressStyle::with_template(template).expect("a valid template"));
     let crash_after: Option<u64> = std::env::var(CRASH_AFTER).ok().and_then(|n| n.parse().ok());
     let copied = std::sync::atomic::AtomicU64::new(0);
@@ -96,13 +96,13 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
             eprintln!("{failure}");
         }
         bail!(
-            "the verify pass found {} versions that differ or do not open on the target",
+            "the verify pass found {} versions or files that differ or do not open on the target",
             report.mismatched.len()
         );
     }
     if !report.skipped.is_empty() {
         bail!(
-            "the migration is not complete: {} states were skipped ({}); run it again once they are released",
+            "the migration is not complete: {} states or app states were skipped ({}); run it again once they are released",
             report.skipped.len(),
             report.skipped.join(", ")
         );
@@ -144,6 +144,9 @@ fn print(report: &Report, dry_run: bool) {
     line("protected-state rules", report.protections);
     line("states", report.states);
     line("versions", report.versions);
+    line("deleted states", report.deleted_states);
+    line("app states", report.app_states);
+    line("archives", report.archives);
     line("audit entries", report.audit_entries);
     for skipped in &report.skipped {
         println!("skipped: {skipped}");
@@ -152,7 +155,7 @@ fn print(report: &Report, dry_run: bool) {
         println!("Dry run: nothing was written.");
     } else {
         println!(
-            "Verified {} versions on the target: each opens to the SHA-256 the source records.",
+            "Verified {} versions and files on the target: each opens to the SHA-256 the source records.",
             report.verified
         );
     }

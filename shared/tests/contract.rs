@@ -246,6 +246,7 @@ every_adapter!(
     a_purge_leaves_every_version_to_the_sweeper_and_is_audited,
     deleted_states_are_due_by_their_purge_date,
     a_deleted_states_key_slot_change_raises_its_revision,
+    a_deleted_state_is_stored_as_another_store_kept_it_versions_first,
     // contract/inline.rs
     inline_content_reads_back_with_the_record_and_by_version,
     rewriting_a_record_keeps_its_content_until_it_is_a_blob,

@@ -2,12 +2,15 @@
 //! blob) copied with its data key moved to the target's key, readable there as it was; the
 //! token, the trust policy, the org's permissions and the audit log with it; a locked state
 //! refused, then skipped; a dry run writes nothing; a second run copies nothing again; a
-//! different record on the target stops it.
+//! different record on the target stops it. App states likewise, with every archive; a deleted
+//! state with its versions, restored on the target.
 
 use std::sync::Arc;
 
 use hegemony_state::adapters::memory::MemoryStore;
 use hegemony_state::crypto::{open_into, PlatformKey};
+use hegemony_state::domain::app::change::LockRequest;
+use hegemony_state::domain::app::{ArchiveRecord, Ended};
 use hegemony_state::domain::name::StateName;
 use hegemony_state::domain::permission::Allocation;
 use hegemony_state::domain::permission::Role;
@@ -15,8 +18,11 @@ use hegemony_state::domain::protection::Protection;
 use hegemony_state::domain::trust::TrustPolicy;
 use hegemony_state::domain::{Actor, Principal};
 use hegemony_state::ports::{AuditEntry, AuditQuery, KeyService};
+use hegemony_state::service::app_changes;
+use hegemony_state::service::app_reads::{self, Source};
+use hegemony_state::service::deleted;
 use hegemony_state::service::lock::lock;
-use hegemony_state::service::manage::download;
+use hegemony_state::service::manage::{self, download};
 use hegemony_state::service::migrate::{
     migrate, survey, token_orgs, Count, MigrateError, Options, Sides,
 };
@@ -328,5 +334,277 @@ async fn a_different_state_on_the_target_stops_the_migration_naming_it() {
     match stopped {
         Err(MigrateError::Differs(what)) => assert!(what.contains("acme/net"), "{what}"),
         other => panic!("{other:?}"),
+    }
+}
+
+/// Takes an app state's lock, uploads `files` and seals the change: its archive.
+async fn seal_change(app: &App, state: &str, files: &[(&str, &[u8])]) -> ArchiveRecord {
+    let request = LockRequest {
+        lock_id: None,
+        who: "octo".into(),
+        info: String::new(),
+    };
+    let lock = app_changes::lock(app, &alice(), &name(state), &request)
+        .await
+        .unwrap();
+    for (file, body) in files {
+        app_changes::upload(
+            app,
+            &alice(),
+            &name(state),
+            &lock.lock_id,
+            file,
+            body.to_vec(),
+        )
+        .await
+        .unwrap();
+    }
+    app_changes::seal(app, &alice(), &name(state), &lock.lock_id, Ended::Sealed)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_migration_copies_app_states_with_every_archive_under_the_targets_key() {
+    let (from_store, to_store) = (Arc::new(MemoryStore::new()), Arc::new(MemoryStore::new()));
+    let to_key = Arc::new(PlatformKey::generate());
+    let from = app(&from_store, Arc::new(PlatformKey::generate()));
+    let to = app(&to_store, to_key.clone());
+    let first = seal_change(
+        &from,
+        "octo",
+        &[("net.tfstate", &doc(1, 10)), ("notes.json", b"{\"a\":1}")],
+    )
+    .await;
+    // The second archive carries notes.json from the first: one blob, two copies of its slot.
+    let second = seal_change(&from, "octo", &[("net.tfstate", &doc(2, 300))]).await;
+    let request = LockRequest {
+        lock_id: None,
+        who: "octo".into(),
+        info: String::new(),
+    };
+    seal_change(&from, "busy", &[("net.tfstate", &doc(1, 10))]).await;
+    app_changes::lock(&from, &alice(), &name("busy"), &request)
+        .await
+        .unwrap();
+
+    let sides = Sides {
+        from: &from,
+        to: &to,
+    };
+    let found = survey(&from, &["acme".to_owned()]).await.unwrap();
+    assert_eq!(
+        found.versions(),
+        2,
+        "the two archives of the unlocked app state"
+    );
+    let refused = migrate(sides, &found, Options::default(), &|_| {}).await;
+    assert!(
+        matches!(&refused, Err(MigrateError::Locked(s)) if s[0].starts_with("app state acme/busy")),
+        "{refused:?}"
+    );
+    let dry = Options {
+        dry_run: true,
+        skip_locked: true,
+    };
+    let would = migrate(sides, &found, dry, &|_| {}).await.unwrap();
+    assert_eq!(
+        would.archives,
+        Count {
+            copied: 2,
+            present: 0
+        }
+    );
+    assert_eq!(
+        would.app_states,
+        Count {
+            copied: 1,
+            present: 0
+        }
+    );
+    assert!(
+        to.catalog.app("acme", "octo").await.unwrap().is_none(),
+        "a dry run writes nothing"
+    );
+
+    let run = Options {
+        dry_run: false,
+        skip_locked: true,
+    };
+    let done = migrate(sides, &found, run, &|_| {}).await.unwrap();
+    assert_eq!(
+        done.archives,
+        Count {
+            copied: 2,
+            present: 0
+        }
+    );
+    assert_eq!(done.skipped.len(), 1, "{:?}", done.skipped);
+    assert!(done.mismatched.is_empty(), "{:?}", done.mismatched);
+    // net.tfstate twice, notes.json once (its second copy has the same slot).
+    assert_eq!(done.verified, 3);
+    assert!(to.catalog.app("acme", "busy").await.unwrap().is_none());
+    let record = to.catalog.app("acme", "octo").await.unwrap().unwrap();
+    assert_eq!(record.archives, 2);
+    let newest = record.newest.unwrap();
+    assert_eq!(newest.commit_id, second.commit_id);
+    assert!(newest.files.iter().all(|f| f.key == to_key.key_id()));
+    for (source, file, body) in [
+        (Source::Archive(&first.commit_id), "net.tfstate", doc(1, 10)),
+        (Source::Newest, "net.tfstate", doc(2, 300)),
+        (Source::Newest, "notes.json", b"{\"a\":1}".to_vec()),
+    ] {
+        let read = app_reads::download(&to, &alice(), &name("octo"), source, file)
+            .await
+            .unwrap();
+        assert_eq!(read, body, "{file} reads the same on the target");
+    }
+
+    let again = migrate(sides, &found, run, &|_| {}).await.unwrap();
+    assert_eq!(
+        again.archives,
+        Count {
+            copied: 0,
+            present: 2
+        }
+    );
+    assert_eq!(
+        again.app_states,
+        Count {
+            copied: 0,
+            present: 1
+        }
+    );
+
+    // Another app state of that name on a third store stops the migration, naming it.
+    let other = app(
+        &Arc::new(MemoryStore::new()),
+        Arc::new(PlatformKey::generate()),
+    );
+    seal_change(&other, "octo", &[("net.tfstate", &doc(1, 10))]).await;
+    let sides = Sides {
+        from: &from,
+        to: &other,
+    };
+    match migrate(sides, &found, run, &|_| {}).await {
+        Err(MigrateError::Differs(what)) => assert!(what.contains("app state acme/octo"), "{what}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_deleted_state_is_copied_with_its_versions_and_restores_on_the_target() {
+    let (from_store, to_store) = (Arc::new(MemoryStore::new()), Arc::new(MemoryStore::new()));
+    let to_key = Arc::new(PlatformKey::generate());
+    let from = app(&from_store, Arc::new(PlatformKey::generate()));
+    let to = app(&to_store, to_key.clone());
+    write(&from, &alice(), &name("gone"), None, doc(1, 10))
+        .await
+        .unwrap();
+    write(&from, &alice(), &name("gone"), None, doc(2, 300_000))
+        .await
+        .unwrap();
+    let kept = manage::delete(&from, &alice(), &name("gone"))
+        .await
+        .unwrap()
+        .expect("kept for its retention");
+    let sides = Sides {
+        from: &from,
+        to: &to,
+    };
+    let found = survey(&from, &["acme".to_owned()]).await.unwrap();
+    assert_eq!(found.versions(), 2);
+    let would = migrate(
+        sides,
+        &found,
+        Options {
+            dry_run: true,
+            skip_locked: false,
+        },
+        &|_| {},
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        would.deleted_states,
+        Count {
+            copied: 1,
+            present: 0
+        }
+    );
+    assert_eq!(
+        would.versions,
+        Count {
+            copied: 2,
+            present: 0
+        }
+    );
+    assert!(to
+        .catalog
+        .deleted_state("acme", &kept.id)
+        .await
+        .unwrap()
+        .is_none());
+
+    let done = migrate(sides, &found, Options::default(), &|_| {})
+        .await
+        .unwrap();
+    assert_eq!(
+        done.versions,
+        Count {
+            copied: 2,
+            present: 0
+        }
+    );
+    assert_eq!(done.verified, 2);
+    assert!(done.mismatched.is_empty(), "{:?}", done.mismatched);
+    let there = to
+        .catalog
+        .deleted_state("acme", &kept.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (
+            &there.name,
+            there.deleted_at,
+            &there.deleted_by,
+            there.purge_at
+        ),
+        (&kept.name, kept.deleted_at, &kept.deleted_by, kept.purge_at),
+        "the same id, deleted time and actor, purge date"
+    );
+    assert_eq!(there.record.latest.unwrap().key, to_key.key_id());
+    let again = migrate(sides, &found, Options::default(), &|_| {})
+        .await
+        .unwrap();
+    assert_eq!(
+        again.deleted_states,
+        Count {
+            copied: 0,
+            present: 1
+        }
+    );
+    assert_eq!(
+        again.versions,
+        Count {
+            copied: 0,
+            present: 2
+        }
+    );
+
+    let restored = deleted::restore(&to, &alice(), &kept.id, None)
+        .await
+        .unwrap();
+    assert_eq!((restored.version, restored.versions), (2, 2));
+    for (number, noise) in [(1, 10), (2, 300_000)] {
+        let read = download(&to, &alice(), &name("gone"), number)
+            .await
+            .unwrap();
+        assert_eq!(
+            plaintext(read),
+            doc(number, noise),
+            "version {number} reads the same"
+        );
     }
 }

@@ -1,30 +1,36 @@
 //! Moving a deployment's records from one store to another (`hegemony-state migrate`), through
 //! the ports of both, so it goes either way (local to AWS, and back). Each kind of record is
 //! copied by one step of its own: orgs with their permissions, the audit log, tokens (by
-//! hash: every token keeps working), trust policies, states with every version. A version's
-//! sealed bytes are copied as they are and its data key is unwrapped by the source's key
-//! service and wrapped by the target's, in memory, under the same context: the content is
-//! never opened. What the target already holds identically is skipped and a record it holds
+//! hash: every token keeps working), trust policies, states with every version, app states
+//! (Octo's remote state) with every archive, deleted states kept for their retention with
+//! every version. A version's or a file's sealed bytes are copied
+//! as they are and its data key is unwrapped by the source's key service and wrapped by the
+//! target's, in memory, under the same context: the content is never opened. What the target already holds identically is skipped and a record it holds
 //! differently is an error naming it, so a migration stopped part way is run again and
-//! copies each version once. A state that is locked or held is refused (or skipped, when
-//! asked). The last step opens every version on the target and compares its SHA-256 with
-//! the source's record.
+//! copies each version once. A state that is locked or held, or an app state that is
+//! locked, is refused (or skipped, when asked). The last step opens every version and file on
+//! the target and compares its SHA-256 with the source's record.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::app_changes::key_state;
+use super::app_keys::{archives, org_apps};
 use super::keys::{org_states, Holder, PAGE};
-use super::verify::check_state;
+use super::verify::{check_app, check_state};
 use super::{App, Error};
 use crate::crypto;
+use crate::domain::app::{AppRecord, ArchiveRecord, FileRef};
 use crate::domain::audit::AuditAction;
+use crate::domain::deleted::DeletedState;
 use crate::domain::record::StateRecord;
 use crate::domain::version::{KeySlot, VersionRecord};
 use crate::domain::Actor;
+use crate::paging::{self, Page};
 use crate::ports::{
-    AuditEntry, AuditQuery, Commit, InlineContent, KeyContext, OrgRecord, StoreError, TokenRecord,
-    TrustWrite,
+    AppCommit, AuditEntry, AuditQuery, Commit, InlineContent, KeyContext, OrgRecord, StoreError,
+    TokenRecord, TrustWrite,
 };
 
 /// The two stores: records are read from `from` and written to `to`.
@@ -98,28 +104,43 @@ pub struct Report {
     pub protections: Count,
     pub states: Count,
     pub versions: Count,
+    /// Deleted states kept for their retention (their versions are counted in `versions`).
+    pub deleted_states: Count,
+    /// App states (Octo's remote state), new on the target or not.
+    pub app_states: Count,
+    /// Their archives.
+    pub archives: Count,
     pub audit_entries: Count,
-    /// States skipped because they are locked or held (`--skip-locked`): `org/name (why)`.
+    /// States and app states skipped because they are locked or held (`--skip-locked`):
+    /// `org/name (why)`, `app state org/name (why)`.
     pub skipped: Vec<String>,
-    /// Versions opened on the target by the verify pass, their SHA-256 equal to the source's.
+    /// Versions and app-state files opened on the target by the verify pass, their SHA-256
+    /// equal to the source's.
     pub verified: u64,
-    /// Versions the verify pass found missing or different, with why.
+    /// Versions and files the verify pass found missing or different, with why.
     pub mismatched: Vec<String>,
 }
 
-/// What the source holds: its orgs' states and their versions (oldest first), read before
-/// anything is copied, so a progress bar knows its length and locked states are found first.
+/// What the source holds: its orgs' states and their versions (oldest first), their app
+/// states and archives (oldest first), their deleted states and versions, read before anything is copied, so a progress bar
+/// knows its length and locked states are found first.
 pub struct Survey {
     pub orgs: Vec<String>,
     pub states: Vec<(StateRecord, Vec<VersionRecord>)>,
-    /// Locked or held states: `org/name (why)`.
+    pub apps: Vec<(AppRecord, Vec<ArchiveRecord>)>,
+    /// Deleted states kept for their retention, with their versions (oldest first).
+    pub deleted: Vec<(DeletedState, Vec<VersionRecord>)>,
+    /// Locked or held states and locked app states: `org/name (why)`.
     pub blocked: Vec<String>,
 }
 
 impl Survey {
-    /// How many versions the states hold: a progress bar's length.
+    /// How many versions and archives there are to copy: a progress bar's length.
     pub fn versions(&self) -> u64 {
-        self.states.iter().map(|(_, v)| v.len() as u64).sum()
+        let versions: usize = self.states.iter().map(|(_, v)| v.len()).sum::<usize>()
+            + self.deleted.iter().map(|(_, v)| v.len()).sum::<usize>();
+        let archives: usize = self.apps.iter().map(|(_, a)| a.len()).sum();
+        (versions + archives) as u64
     }
 }
 
@@ -150,6 +171,8 @@ pub async fn survey(app: &App, orgs: &[String]) -> Result<Survey, Error> {
     let mut survey = Survey {
         orgs: orgs.to_vec(),
         states: Vec::new(),
+        apps: Vec::new(),
+        deleted: Vec::new(),
         blocked: Vec::new(),
     };
     for org in orgs {
@@ -172,8 +195,44 @@ pub async fn survey(app: &App, orgs: &[String]) -> Result<Survey, Error> {
             versions.reverse();
             survey.states.push((record, versions));
         }
+        // An app state's lock has no expiry: it stands until its holder seals or gives up
+        // the change, or an admin ends it.
+        for record in org_apps(app, org).await? {
+            if let Some(lock) = &record.lock {
+                survey.blocked.push(format!(
+                    "app state {}/{} (locked, change {})",
+                    record.org, record.name, lock.commit_id
+                ));
+                continue;
+            }
+            let mut held = archives(app, &record).await?;
+            held.reverse();
+            survey.apps.push((record, held));
+        }
+        for deleted in deleted_states(app, org).await? {
+            let record = &deleted.record;
+            let mut versions = app
+                .catalog
+                .versions(&record.org, record.home(), &record.incarnation)
+                .await?;
+            versions.reverse();
+            survey.deleted.push((deleted, versions));
+        }
     }
     Ok(survey)
+}
+
+/// Every deleted state `org` keeps, in the order they were deleted.
+async fn deleted_states(app: &App, org: &str) -> Result<Vec<DeletedState>, Error> {
+    let deleted = paging::all(move |after: Option<String>| async move {
+        let page = app
+            .catalog
+            .deleted_states(org, after.as_deref(), PAGE)
+            .await;
+        page.map(|records| Page::of(records, PAGE, |d| d.id.clone()))
+    })
+    .await?;
+    Ok(deleted)
 }
 
 /// Copies everything `survey` found from one side to the other, step by step, then verifies
@@ -212,11 +271,27 @@ pub async fn migrate(
         report.states.add(state);
         report.versions = add(report.versions, copied);
     }
+    for (record, held) in &survey.apps {
+        let (new_app, copied) = copy_app(sides, record, held, dry, on_version).await?;
+        report.app_states.add(new_app);
+        report.archives = add(report.archives, copied);
+    }
+    for (deleted, versions) in &survey.deleted {
+        let (kept, copied) = copy_deleted(sides, deleted, versions, dry, on_version).await?;
+        report.deleted_states.add(kept);
+        report.versions = add(report.versions, copied);
+    }
     if dry {
         return Ok(report);
     }
     for (record, versions) in &survey.states {
         verify_state(sides, record, versions, &mut report).await?;
+    }
+    for (record, held) in &survey.apps {
+        verify_app(sides, record, held, &mut report).await?;
+    }
+    for (deleted, versions) in &survey.deleted {
+        verify_deleted(sides, deleted, versions, &mut report).await?;
     }
     for org in &survey.orgs {
         record_migration(sides, org, &report).await?;
@@ -567,7 +642,6 @@ async fn copy_version(
 
 /// A version's data key unwrapped by the source's key service and wrapped by the target's,
 /// under the same context, in this process's memory only: the target's key slot for it.
-/// A version recorded before slots were kept has its key in its sealed bytes' header.
 async fn move_key(
     sides: Sides<'_>,
     record: &StateRecord,
@@ -575,8 +649,30 @@ async fn move_key(
     sealed: &[u8],
     what: &str,
 ) -> Result<KeySlot, MigrateError> {
-    let (key_id, wrapped) = match &version.wrapped_key {
-        Some(wrapped) => (version.key.clone(), wrapped.clone()),
+    let recorded = KeySlot {
+        key: version.key.clone(),
+        wrapped_key: version.wrapped_key.clone(),
+    };
+    let context = KeyContext {
+        org: &record.org,
+        state: record.home(),
+    };
+    move_slot(sides, &recorded, &context, sealed, what).await
+}
+
+/// A recorded data key (`slot`, of content sealed under `context`) unwrapped by the source's
+/// key service and wrapped by the target's under the same context, in memory only: the
+/// target's slot. Content recorded before slots were kept has its key in its sealed bytes'
+/// header.
+async fn move_slot(
+    sides: Sides<'_>,
+    slot: &KeySlot,
+    context: &KeyContext<'_>,
+    sealed: &[u8],
+    what: &str,
+) -> Result<KeySlot, MigrateError> {
+    let (key_id, wrapped) = match &slot.wrapped_key {
+        Some(wrapped) => (slot.key.clone(), wrapped.clone()),
         None => {
             let header =
                 crypto::read_header(sealed).map_err(|e| Error::Damaged(format!("{what}: {e}")))?;
@@ -586,20 +682,372 @@ async fn move_key(
             (key.key_id, key.wrapped)
         }
     };
-    let context = KeyContext {
-        org: &record.org,
-        state: record.home(),
-    };
     let plaintext = sides
         .from
         .keys()?
-        .unwrap_key(&key_id, &wrapped, &context)
+        .unwrap_key(&key_id, &wrapped, context)
         .await?;
-    let new = sides.to.keys()?.wrap_key(&plaintext, &context).await?;
+    let new = sides.to.keys()?.wrap_key(&plaintext, context).await?;
     Ok(KeySlot {
         key: new.key_id,
         wrapped_key: Some(new.wrapped),
     })
+}
+
+/// A deleted state as it is whatever key service wraps its versions' data keys, and however
+/// often they were re-wrapped: what makes the source's and the target's the same.
+fn bare_deleted(deleted: &DeletedState) -> DeletedState {
+    let mut bare = deleted.clone();
+    bare.revision = 0;
+    if let Some(latest) = &mut bare.record.latest {
+        latest.set_slot(&KeySlot {
+            key: String::new(),
+            wrapped_key: None,
+        });
+    }
+    bare
+}
+
+/// Step: one deleted state kept for its retention, with every version under its home name,
+/// each version's sealed bytes copied as they are and its data key moved as a state's is;
+/// its record (the same id, deleted time and actor, purge date) last, with its latest
+/// version's new key slot, audited on the target, so a run stopped part way leaves no
+/// deleted state that a restore would find short of versions. Returns whether its record
+/// was new on the target and how many versions were copied.
+async fn copy_deleted(
+    sides: Sides<'_>,
+    deleted: &DeletedState,
+    versions: &[VersionRecord],
+    dry: bool,
+    on_version: &(dyn Fn(bool) + Sync),
+) -> Result<(bool, Count), MigrateError> {
+    let record = &deleted.record;
+    let (org, home, incarnation) = (&record.org, record.home(), &record.incarnation);
+    let what = |detail: &str| {
+        format!(
+            "deleted state {org}/{} {} ({detail})",
+            deleted.name, deleted.id
+        )
+    };
+    let there = sides.to.catalog.deleted_state(org, &deleted.id).await?;
+    if let Some(there) = &there {
+        if bare_deleted(there) != bare_deleted(deleted) {
+            return Err(MigrateError::Differs(what("another record")));
+        }
+    }
+    let mut count = Count::default();
+    for version in versions {
+        let number = version.version;
+        match sides
+            .to
+            .catalog
+            .version(org, home, incarnation, number)
+            .await?
+        {
+            Some(v) if v.sha256 == version.sha256 => {
+                count.add(false);
+                on_version(false);
+                continue;
+            }
+            Some(_) => return Err(MigrateError::Differs(what(&format!("version {number}")))),
+            None => {}
+        }
+        if !dry {
+            let label = format!("version {number} of {}", what("deleted"));
+            let sealed = if version.inline {
+                sides
+                    .from
+                    .catalog
+                    .content(org, home, incarnation, number)
+                    .await?
+            } else {
+                sides.from.blobs.get(&version.blob).await?
+            };
+            let sealed = sealed
+                .ok_or_else(|| Error::Damaged(format!("the content of {label} is missing")))?;
+            let slot = move_key(sides, record, version, &sealed, &label).await?;
+            let mut copy = version.clone();
+            copy.set_slot(&slot);
+            let inline = if version.inline {
+                Some(sealed.as_slice())
+            } else {
+                let now = sides.to.clock.now();
+                sides
+                    .to
+                    .catalog
+                    .add_pending_blob(&version.blob, now)
+                    .await?;
+                sides.to.blobs.put(&version.blob, sealed.clone()).await?;
+                None
+            };
+            sides
+                .to
+                .catalog
+                .put_deleted_version(deleted, &copy, inline)
+                .await?;
+        }
+        count.add(true);
+        on_version(true);
+    }
+    if there.is_some() {
+        return Ok((false, count));
+    }
+    if !dry {
+        let mut copy = deleted.clone();
+        if let Some(latest) = &mut copy.record.latest {
+            let stored = sides
+                .to
+                .catalog
+                .version(org, home, incarnation, latest.version)
+                .await?
+                .ok_or_else(|| Error::Damaged(what("its latest version is missing")))?;
+            latest.set_slot(&stored.slot());
+        }
+        let entry = migration_entry(
+            sides.to,
+            org,
+            serde_json::json!({"deleted_state": deleted.id, "name": deleted.name}),
+        );
+        match sides.to.catalog.put_deleted(&copy, &entry).await {
+            Err(StoreError::Conflict) => return Err(MigrateError::Differs(what("another record"))),
+            written => written?,
+        }
+    }
+    Ok((true, count))
+}
+
+/// The verify pass of one deleted state: every version the source listed is on the target
+/// with the same SHA-256, and opens there (with the target's key) to it.
+async fn verify_deleted(
+    sides: Sides<'_>,
+    deleted: &DeletedState,
+    versions: &[VersionRecord],
+    report: &mut Report,
+) -> Result<(), MigrateError> {
+    let label = format!(
+        "deleted state {}/{} {}",
+        deleted.org, deleted.name, deleted.id
+    );
+    let Some(there) = sides
+        .to
+        .catalog
+        .deleted_state(&deleted.org, &deleted.id)
+        .await?
+    else {
+        report
+            .mismatched
+            .push(format!("{label}: missing on the target"));
+        return Ok(());
+    };
+    let record = &there.record;
+    let held = sides
+        .to
+        .catalog
+        .versions(&record.org, record.home(), &record.incarnation)
+        .await?;
+    for version in versions {
+        if !held
+            .iter()
+            .any(|v| v.version == version.version && v.sha256 == version.sha256)
+        {
+            report.mismatched.push(format!(
+                "version {} of {label}: missing or different on the target",
+                version.version
+            ));
+        }
+    }
+    let checked = check_state(sides.to, Holder::Deleted(&there), &|| {}).await?;
+    report.verified += checked.opened;
+    report.mismatched.extend(
+        checked
+            .failed
+            .into_iter()
+            .map(|f| format!("org {}: {f}", deleted.org)),
+    );
+    Ok(())
+}
+
+/// An archive as it is whatever key service wraps its files' data keys: what makes the
+/// source's and the target's copies the same archive.
+fn without_slots(archive: &ArchiveRecord) -> ArchiveRecord {
+    let mut bare = archive.clone();
+    for file in &mut bare.files {
+        file.key.clear();
+        file.wrapped_key = None;
+    }
+    bare
+}
+
+/// Step: one app state with every archive, oldest first, one commit per archive (it, and the
+/// app state's record naming it as the newest), so a migration stopped part way leaves whole
+/// archives only and the next run copies the rest. Each file's sealed blob is copied as it
+/// is, once, however many archives carry it, and its data key moved to the target's key
+/// service under the app state's own key context; every copy of its slot takes the new one,
+/// as a re-wrap writes them (`ArchiveRecord::replace_slots`). Returns whether the app state
+/// was new on the target and how many archives were copied.
+async fn copy_app(
+    sides: Sides<'_>,
+    record: &AppRecord,
+    held: &[ArchiveRecord],
+    dry: bool,
+    on_archive: &(dyn Fn(bool) + Sync),
+) -> Result<(bool, Count), MigrateError> {
+    let (org, name) = (record.org.as_str(), record.name.as_str());
+    let what = |detail: &str| format!("app state {org}/{name} ({detail})");
+    let there = sides.to.catalog.app(org, name).await?;
+    if let Some(there) = &there {
+        if there.incarnation != record.incarnation {
+            return Err(MigrateError::Differs(what(
+                "another app state of that name",
+            )));
+        }
+        // A change under way on the target: the record the copy commits would end it.
+        if there.lock.is_some() {
+            return Err(MigrateError::Differs(what("locked on the target")));
+        }
+    }
+    let new_app = there.is_none();
+    let mut revision = there.as_ref().map_or(0, |t| t.revision);
+    let mut on_target = there.as_ref().map_or(0, |t| t.archives);
+    let mut missing = Vec::new();
+    for archive in held {
+        match sides
+            .to
+            .catalog
+            .archive(org, name, &archive.commit_id)
+            .await?
+        {
+            Some(a) if without_slots(&a) == without_slots(archive) => {
+                on_archive(false);
+            }
+            Some(_) => {
+                let id = &archive.commit_id;
+                return Err(MigrateError::Differs(what(&format!("archive {id}"))));
+            }
+            None => missing.push(archive),
+        }
+    }
+    let mut count = Count {
+        copied: 0,
+        present: (held.len() - missing.len()) as u64,
+    };
+    if dry {
+        for _ in &missing {
+            count.add(true);
+            on_archive(true);
+        }
+        return Ok((new_app, count));
+    }
+    // Each blob's data key moved once, for every archive (and the record) that lists it.
+    let context_state = key_state(name);
+    let context = KeyContext {
+        org,
+        state: &context_state,
+    };
+    let mut moved: BTreeMap<String, KeySlot> = BTreeMap::new();
+    for archive in missing {
+        let mut copy = archive.clone();
+        let mut committed = Vec::new();
+        for file in &archive.files {
+            if moved.contains_key(&file.blob) {
+                continue;
+            }
+            let slot = copy_file(sides, record, file, &context).await?;
+            moved.insert(file.blob.clone(), slot);
+            committed.push(file.blob.clone());
+        }
+        // No key id is empty: every copy of a moved blob takes its new slot, whichever key
+        // id the target's service names.
+        copy.replace_slots(&moved, "");
+        on_target += 1;
+        let mut app = AppRecord {
+            revision: revision + 1,
+            newest: Some(copy.clone()),
+            archives: on_target,
+            lock: None,
+            ..record.clone()
+        };
+        app.replace_slots(&moved, "");
+        let commit = AppCommit {
+            expected_revision: revision,
+            at: sides.to.clock.now(),
+            app,
+            sealed: Some(copy),
+            deleted: None,
+            committed_blobs: committed,
+            doomed_blobs: Vec::new(),
+            audit: Vec::new(),
+        };
+        sides.to.catalog.commit_app(commit).await?;
+        revision += 1;
+        count.add(true);
+        on_archive(true);
+    }
+    Ok((new_app, count))
+}
+
+/// Copies one file's sealed blob as it is (pending on the target until the archive's commit
+/// names it) and returns its data key's slot on the target.
+async fn copy_file(
+    sides: Sides<'_>,
+    record: &AppRecord,
+    file: &FileRef,
+    context: &KeyContext<'_>,
+) -> Result<KeySlot, MigrateError> {
+    let what = format!(
+        "file {} of app state {}/{}",
+        file.name, record.org, record.name
+    );
+    let sealed = sides.from.blobs.get(&file.blob).await?.ok_or_else(|| {
+        Error::Damaged(format!(
+            "the content of {what} is missing from the blob store"
+        ))
+    })?;
+    let slot = move_slot(sides, &file.slot(), context, &sealed, &what).await?;
+    let now = sides.to.clock.now();
+    sides.to.catalog.add_pending_blob(&file.blob, now).await?;
+    sides.to.blobs.put(&file.blob, sealed).await?;
+    Ok(slot)
+}
+
+/// The verify pass of one app state: every archive the source listed is on the target with
+/// the same files, and every file opens there (with the target's key) to the SHA-256 its
+/// record says, under each key slot it is recorded with.
+async fn verify_app(
+    sides: Sides<'_>,
+    record: &AppRecord,
+    held: &[ArchiveRecord],
+    report: &mut Report,
+) -> Result<(), MigrateError> {
+    let label = format!("app state {}/{}", record.org, record.name);
+    let Some(there) = sides.to.catalog.app(&record.org, &record.name).await? else {
+        report
+            .mismatched
+            .push(format!("{label}: missing on the target"));
+        return Ok(());
+    };
+    let on_target = archives(sides.to, &there).await?;
+    for archive in held {
+        let id = &archive.commit_id;
+        match on_target.iter().find(|a| a.commit_id == *id) {
+            Some(a) if without_slots(a) == without_slots(archive) => {}
+            Some(_) => report
+                .mismatched
+                .push(format!("archive {id} of {label}: different on the target")),
+            None => report
+                .mismatched
+                .push(format!("archive {id} of {label}: missing on the target")),
+        }
+    }
+    let checked = check_app(sides.to, &there, &|| {}).await?;
+    report.verified += checked.opened;
+    report.mismatched.extend(
+        checked
+            .failed
+            .into_iter()
+            .map(|f| format!("org {}: {f}", record.org)),
+    );
+    Ok(())
 }
 
 /// The verify pass of one state: every version the source listed is on the target with the
@@ -657,6 +1105,9 @@ async fn record_migration(
             "migration": "completed",
             "states": report.states,
             "versions": report.versions,
+            "deleted_states": report.deleted_states,
+            "app_states": report.app_states,
+            "archives": report.archives,
             "tokens": report.tokens,
             "skipped": report.skipped,
             "verified": report.verified,

@@ -1,7 +1,8 @@
 //! The deleted-states port's cases of the contract (included by ../contract.rs): a deleted
 //! state kept by its delete's commit and taken once by a restore's, listed by page, its
 //! versions kept at their home under another name, purged (every version left to the
-//! sweeper, audited), found by purge date, and its revision raised by a key slot's change.
+//! sweeper, audited), found by purge date, its revision raised by a key slot's change, and
+//! stored as another store kept it (a migration).
 
 use super::*;
 use hegemony_state::domain::deleted::DeletedState;
@@ -260,4 +261,77 @@ pub async fn a_deleted_states_key_slot_change_raises_its_revision(f: Fixture) {
         .unwrap();
     let gone = f.catalog.replace_key_slot(&change("inc", &new)).await;
     assert!(matches!(gone, Err(StoreError::Conflict)), "{gone:?}");
+}
+
+pub async fn a_deleted_state_is_stored_as_another_store_kept_it_versions_first(f: Fixture) {
+    let mut record = StateRecord::fresh("acme", "net", "inc", NOW);
+    record.home = Some("old".into());
+    record.latest = Some(inline_version(2));
+    record.next_version = 3;
+    let versions = vec![version(1, "b1"), inline_version(2)];
+    let kept = DeletedState {
+        revision: 4,
+        ..DeletedState::kept(
+            &record,
+            "0001-a",
+            &versions,
+            &user(),
+            NOW,
+            time::Duration::days(7),
+        )
+    };
+    f.catalog.add_pending_blob("b1", NOW).await.unwrap();
+    f.catalog
+        .put_deleted_version(&kept, &versions[0], None)
+        .await
+        .unwrap();
+    f.catalog
+        .put_deleted_version(&kept, &versions[1], Some(b"sealed two"))
+        .await
+        .unwrap();
+    assert!(
+        f.catalog
+            .deleted_state("acme", "0001-a")
+            .await
+            .unwrap()
+            .is_none(),
+        "its versions alone are no deleted state"
+    );
+    let entry = audit("acme", "store.migrated");
+    f.catalog.put_deleted(&kept, &entry).await.unwrap();
+    assert_eq!(
+        f.catalog.deleted_state("acme", "0001-a").await.unwrap(),
+        Some(kept.clone()),
+        "its id, times, purge date and revision as they were"
+    );
+    let stored = f.catalog.versions("acme", "old", "inc").await.unwrap();
+    assert_eq!(
+        stored,
+        vec![versions[1].clone(), versions[0].clone()],
+        "under its home name"
+    );
+    assert_eq!(
+        f.catalog
+            .content("acme", "old", "inc", 2)
+            .await
+            .unwrap()
+            .as_deref(),
+        Some(&b"sealed two"[..])
+    );
+    let later = NOW + time::Duration::hours(2);
+    assert!(
+        f.catalog
+            .stale_pending_blobs(later, 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "a blob version's blob is committed"
+    );
+    assert!(matches!(
+        f.catalog.put_deleted(&kept, &entry).await,
+        Err(StoreError::Conflict)
+    ));
+    assert_eq!(f.catalog.audit("acme", &query(10)).await.unwrap().len(), 1);
+    let due = f.catalog.deleted_due(kept.purge_at, 10).await.unwrap();
+    assert_eq!(due.len(), 1, "found by its purge date: {due:?}");
 }
