@@ -337,6 +337,54 @@ async fn a_different_state_on_the_target_stops_the_migration_naming_it() {
     }
 }
 
+/// A state in use on the target (locked there since an earlier run) is not written over,
+/// and a source state whose first apply holds only a lock is listed as locked, not passed by.
+#[tokio::test]
+async fn a_state_locked_on_the_target_or_only_locked_on_the_source_is_not_passed_over() {
+    let (from_store, to_store) = (Arc::new(MemoryStore::new()), Arc::new(MemoryStore::new()));
+    let from = app(&from_store, Arc::new(PlatformKey::generate()));
+    let to = app(&to_store, Arc::new(PlatformKey::generate()));
+    write(&from, &alice(), &name("net"), None, doc(1, 10))
+        .await
+        .unwrap();
+    let sides = Sides {
+        from: &from,
+        to: &to,
+    };
+    let orgs = ["acme".to_owned()];
+    let found = survey(&from, &orgs).await.unwrap();
+    migrate(sides, &found, Options::default(), &|_| {})
+        .await
+        .unwrap();
+    let lock_doc = r#"{"ID":"l-9","Operation":"OperationTypeApply","Info":"","Who":"a@h","Version":"1.11.4","Created":"2026-11-30T01:07:12Z","Path":""}"#;
+    lock(&to, &alice(), &name("net"), lock_doc.as_bytes())
+        .await
+        .unwrap();
+    write(&from, &alice(), &name("net"), None, doc(2, 10))
+        .await
+        .unwrap();
+    let found = survey(&from, &orgs).await.unwrap();
+    match migrate(sides, &found, Options::default(), &|_| {}).await {
+        Err(MigrateError::Differs(what)) => {
+            assert!(
+                what.contains("acme/net") && what.contains("target"),
+                "{what}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    lock(&from, &alice(), &name("first"), lock_doc.as_bytes())
+        .await
+        .unwrap();
+    let found = survey(&from, &orgs).await.unwrap();
+    assert_eq!(found.blocked.len(), 1, "{:?}", found.blocked);
+    assert!(
+        found.blocked[0].starts_with("acme/first (locked"),
+        "{:?}",
+        found.blocked
+    );
+}
+
 /// Takes an app state's lock, uploads `files` and seals the change: its archive.
 async fn seal_change(app: &App, state: &str, files: &[(&str, &[u8])]) -> ArchiveRecord {
     let request = LockRequest {

@@ -124,10 +124,8 @@ pub fn dynamodb(operation: &str, request: &Value, answer: &Value, sizes: &mut Si
         "UpdateItem" => units.write += update(&table(request), request, sizes, 1),
         "DeleteItem" => {
             units.write += change(&table(request), &request["Key"], sizes, 1);
-            if operation == "DeleteItem" {
-                if let Some(key) = request["Key"].as_object() {
-                    sizes.forget(&table(request), key);
-                }
+            if let Some(key) = request["Key"].as_object() {
+                sizes.forget(&table(request), key);
             }
         }
         "BatchWriteItem" => {

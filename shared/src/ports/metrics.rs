@@ -22,7 +22,7 @@ pub struct RequestMeasure {
     pub seconds: f64,
     /// The error code a refusal answered with (`locked`, `unauthenticated`, ...).
     pub refusal: Option<&'static str>,
-    /// Why a 503 was answered (`storage`, `contention`, `key_service`, `no_key`).
+    /// Why a 503 was answered (`storage`, `transient`, `no_key`).
     pub fault: Option<&'static str>,
 }
 

@@ -65,12 +65,18 @@ impl From<KeyUse> for KeyView {
 
 /// Every state of `org` that exists, in name order.
 pub async fn org_states(app: &App, org: &str) -> Result<Vec<StateRecord>, Error> {
-    let states = paging::all(move |after: Option<String>| async move {
+    let states = org_records(app, org).await?;
+    Ok(states.into_iter().filter(StateRecord::is_visible).collect())
+}
+
+/// Every state record of `org`, in name order: with those of a lock or a hold alone, and
+/// tombstones.
+pub async fn org_records(app: &App, org: &str) -> Result<Vec<StateRecord>, Error> {
+    Ok(paging::all(move |after: Option<String>| async move {
         let page = app.catalog.states(org, after.as_deref(), PAGE).await;
         page.map(|records| Page::of(records, PAGE, |r| r.name.clone()))
     })
-    .await?;
-    Ok(states.into_iter().filter(StateRecord::is_visible).collect())
+    .await?)
 }
 
 /// Every deleted state of `org` kept for its retention, in the order they were deleted.

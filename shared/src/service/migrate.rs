@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use super::app_changes::key_state;
 use super::app_keys::{archives, org_apps};
-use super::keys::{org_states, Holder, PAGE};
+use super::keys::{org_deleted_states, org_records, Holder, PAGE};
 use super::verify::{check_app, check_state};
 use super::{App, Error};
 use crate::crypto;
@@ -27,7 +27,6 @@ use crate::domain::deleted::DeletedState;
 use crate::domain::record::StateRecord;
 use crate::domain::version::{KeySlot, VersionRecord};
 use crate::domain::Actor;
-use crate::paging::{self, Page};
 use crate::ports::{
     AppCommit, AuditEntry, AuditQuery, Commit, InlineContent, KeyContext, OrgRecord, StoreError,
     TokenRecord, TrustWrite,
@@ -176,7 +175,8 @@ pub async fn survey(app: &App, orgs: &[String]) -> Result<Survey, Error> {
         blocked: Vec::new(),
     };
     for org in orgs {
-        for record in org_states(app, org).await? {
+        // Every record, not only states with a version: a first apply's lock is in use too.
+        for record in org_records(app, org).await? {
             let why = match (record.live_lock(now), &record.hold) {
                 (Some(lock), _) => Some(format!("locked, lock ID {}", lock.document.id)),
                 (None, Some(hold)) => Some(format!("held by run {}", hold.run)),
@@ -186,6 +186,9 @@ pub async fn survey(app: &App, orgs: &[String]) -> Result<Survey, Error> {
                 survey
                     .blocked
                     .push(format!("{}/{} ({why})", record.org, record.name));
+                continue;
+            }
+            if !record.is_visible() {
                 continue;
             }
             let mut versions = app
@@ -209,7 +212,7 @@ pub async fn survey(app: &App, orgs: &[String]) -> Result<Survey, Error> {
             held.reverse();
             survey.apps.push((record, held));
         }
-        for deleted in deleted_states(app, org).await? {
+        for deleted in org_deleted_states(app, org).await? {
             let record = &deleted.record;
             let mut versions = app
                 .catalog
@@ -220,19 +223,6 @@ pub async fn survey(app: &App, orgs: &[String]) -> Result<Survey, Error> {
         }
     }
     Ok(survey)
-}
-
-/// Every deleted state `org` keeps, in the order they were deleted.
-async fn deleted_states(app: &App, org: &str) -> Result<Vec<DeletedState>, Error> {
-    let deleted = paging::all(move |after: Option<String>| async move {
-        let page = app
-            .catalog
-            .deleted_states(org, after.as_deref(), PAGE)
-            .await;
-        page.map(|records| Page::of(records, PAGE, |d| d.id.clone()))
-    })
-    .await?;
-    Ok(deleted)
 }
 
 /// Copies everything `survey` found from one side to the other, step by step, then verifies
@@ -294,7 +284,7 @@ pub async fn migrate(
         verify_deleted(sides, deleted, versions, &mut report).await?;
     }
     for org in &survey.orgs {
-        record_migration(sides, org, &report).await?;
+        record_migration(sides, org, survey, &report).await?;
     }
     Ok(report)
 }
@@ -539,9 +529,23 @@ async fn copy_state(
     let (org, home) = (&record.org, record.home());
     let what = |detail: &str| format!("state {org}/{} ({detail})", record.name);
     let there = sides.to.catalog.state(org, &record.name).await?;
+    // The target's own latest version: versions below it that it no longer holds were
+    // dropped by its retention, and are not copied back (the record would name them latest).
+    let mut target_latest = 0;
     if let Some(there) = &there {
         if there.incarnation != record.incarnation || there.home() != home {
             return Err(MigrateError::Differs(what("another state of that name")));
+        }
+        // A state in use on the target is not written over: its lock or hold would be lost.
+        if there.live_lock(sides.to.clock.now()).is_some() || there.hold.is_some() {
+            return Err(MigrateError::Differs(what("locked or held on the target")));
+        }
+        target_latest = there.latest.as_ref().map_or(0, |l| l.version);
+        let source_latest = record.latest.as_ref().map_or(0, |l| l.version);
+        if target_latest > source_latest {
+            return Err(MigrateError::Differs(what(
+                "the target has a newer version than the source",
+            )));
         }
     }
     let new_state = there.is_none();
@@ -561,6 +565,11 @@ async fn copy_state(
                 continue;
             }
             Some(_) => return Err(MigrateError::Differs(what(&format!("version {number}")))),
+            None if number < target_latest => {
+                count.add(false);
+                on_version(false);
+                continue;
+            }
             None => {}
         }
         if !dry {
@@ -569,20 +578,6 @@ async fn copy_state(
         }
         count.add(true);
         on_version(true);
-    }
-    // A state without versions (a lock-only record whose lock has passed) is its record.
-    if versions.is_empty() && new_state && !dry {
-        let mut state = record.clone();
-        state.revision = 1;
-        let commit = Commit::over(
-            &StateRecord {
-                revision: 0,
-                ..record.clone()
-            },
-            sides.to.clock.now(),
-            Some(state),
-        );
-        sides.to.catalog.commit(commit).await?;
     }
     Ok((new_state, count))
 }
@@ -1096,21 +1091,33 @@ async fn verify_state(
 async fn record_migration(
     sides: Sides<'_>,
     org: &str,
+    survey: &Survey,
     report: &Report,
 ) -> Result<(), MigrateError> {
+    // This org's part only: an org's log never names another org's states.
+    let ours = |o: &str| o == org;
+    let skipped: Vec<&String> = report
+        .skipped
+        .iter()
+        .filter(|s| {
+            let s = s.strip_prefix("app state ").unwrap_or(s);
+            s.split_once('/').is_some_and(|(o, _)| ours(o))
+        })
+        .collect();
+    let states: Vec<_> = survey.states.iter().filter(|(r, _)| ours(&r.org)).collect();
+    let deleted = survey.deleted.iter().filter(|(d, _)| ours(&d.record.org));
+    let apps: Vec<_> = survey.apps.iter().filter(|(a, _)| ours(&a.org)).collect();
     let entry = migration_entry(
         sides.to,
         org,
         serde_json::json!({
             "migration": "completed",
-            "states": report.states,
-            "versions": report.versions,
-            "deleted_states": report.deleted_states,
-            "app_states": report.app_states,
-            "archives": report.archives,
-            "tokens": report.tokens,
-            "skipped": report.skipped,
-            "verified": report.verified,
+            "states": states.len(),
+            "versions": states.iter().map(|(_, v)| v.len()).sum::<usize>(),
+            "deleted_states": deleted.count(),
+            "app_states": apps.len(),
+            "archives": apps.iter().map(|(_, a)| a.len()).sum::<usize>(),
+            "skipped": skipped,
         }),
     );
     sides.to.catalog.append_audit(&entry).await?;

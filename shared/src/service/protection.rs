@@ -130,6 +130,9 @@ pub async fn put(
         if old == Some(&rule) {
             return Ok(Attempt::Done((rule.clone(), false)));
         }
+        // Checked on the rules read: DynamoDB swaps the whole settings item, so two new rules
+        // at once cannot pass it there; SQLite swaps one rule's row, so there they could
+        // end one or two past it, which costs nothing but a longer list.
         if old.is_none() && rules.len() >= MAX_PROTECTIONS {
             return Err(Refusal::InvalidRequest {
                 reason: format!(

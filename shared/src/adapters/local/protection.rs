@@ -1,6 +1,6 @@
 //! Protected-state rules in SQLite: one row of `protected_states` per (org, pattern). The
-//! reads of an org's settings bring its rules in the same statement (`RULES_OF_ORG`), as
-//! the AWS store's settings item holds them. A write compares and swaps its rule in one
+//! reads of an org's settings bring its rules in the same statement (a subquery beside the
+//! settings row's), as the AWS store's settings item holds them. A write compares and swaps its rule in one
 //! IMMEDIATE transaction, creating the org's settings row when the org has none yet.
 
 use async_trait::async_trait;
