@@ -8,6 +8,7 @@ pub mod comparison;
 pub mod deleted;
 pub mod document;
 pub mod hold;
+pub mod inventory;
 pub mod keys;
 pub mod lock;
 pub mod locking;

@@ -4,7 +4,7 @@
 //! `deleted` (deleted states kept for their retention),
 //! `audit` (the entries every port may write), `access` (tokens and orgs), `runs`, `sweep`,
 //! `apps` (app states and their archives), `trust` (trust policies), `protection`
-//! (protected states), `issuers` (OpenID Connect issuers' keys), `blobs`, `keys`, and
+//! (protected states), `inventory` (resource instances across states), `issuers` (OpenID Connect issuers' keys), `blobs`, `keys`, and
 //! `metrics` (what the service reports about its work). Every type is re-exported
 //! here, so callers name `crate::ports::X` whichever file holds it. No adapter, no I/O, no
 //! AWS or HTTP types.
@@ -15,6 +15,7 @@ mod audit;
 mod blobs;
 mod deleted;
 mod issuers;
+mod inventory;
 mod keys;
 mod metrics;
 mod protection;
@@ -28,6 +29,9 @@ pub use apps::{AppCatalog, AppCommit};
 pub use audit::{AuditEntry, AuditQuery, AuditRecord};
 pub use blobs::{BlobStore, OpenedBlob, WriteObject};
 pub use deleted::DeletedCatalog;
+pub use inventory::{
+    IndexedState, InventoryCatalog, InventoryChange, InventoryCounts, ResourceQuery, ResourceRow,
+};
 pub use issuers::{IssuerError, IssuerKeys};
 pub use keys::{key_backend, DataKey, KeyContext, KeyError, KeyOpener, KeyService, WrappedKey};
 pub use metrics::{Census, KeyCall, LockCensus, Metrics, RequestMeasure, SweepPass, Unmeasured};
