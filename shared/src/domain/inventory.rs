@@ -3,10 +3,13 @@
 //! and never an attribute's value. The extraction from a state document and the digest's
 //! rules live here too, as pure functions.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Whether an instance is a managed resource or a data source (`mode` in the state).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
     Managed,
