@@ -16,6 +16,7 @@ pub mod gateway;
 pub mod groups;
 mod handler;
 mod identity;
+mod inventory;
 pub mod lambda;
 mod list;
 mod lock;

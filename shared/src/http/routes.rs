@@ -7,8 +7,8 @@
 
 use super::handler::Handler;
 use super::{
-    admin, app_changes, app_reads, deleted, identity, list, lock, manage, outputs, protection,
-    runs, state, trust, workload,
+    admin, app_changes, app_reads, deleted, identity, inventory, list, lock, manage, outputs,
+    protection, runs, state, trust, workload,
 };
 use crate::domain::lock::MAX_LOCK_BYTES;
 use crate::service::Limits;
@@ -214,6 +214,9 @@ pub static ROUTES: &[Route] = &[
     route("GET",    "/api/tf-states",                                   "list",        OneMib, LOOKUP,       Bearer(&list::list)),
     route("GET",    "/api/tf-states/",                                  "list",        OneMib, LOOKUP,       Bearer(&list::list)),
     route("GET",    "/api/tf-states/{name}",                            "list",        OneMib, LOOKUP,       Bearer(&list::show)),
+    route("GET",    "/api/resources",                                   "list",        OneMib, LOOKUP,       Bearer(&inventory::search)),
+    route("GET",    "/api/resources/conflicts",                         "list",        OneMib, LOOKUP,       Bearer(&inventory::conflicts)),
+    route("GET",    "/api/overview",                                    "list",        OneMib, LOOKUP,       Bearer(&inventory::overview)),
     route("GET",    "/api/tf-states/{name}/versions",                   "versions",    OneMib, LOOKUP,       Bearer(&list::versions)),
     route("GET",    "/api/tf-states/{name}/versions/{version}/content", "download",    OneMib, OPEN_VERSION, Bearer(&manage::download)),
     route("GET",    "/api/tf-states/{name}/versions/{version}/changes", "download",    OneMib, OPEN_VERSION, Bearer(&manage::compare)),

@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 
 use super::admin::KeyReport;
 use super::app_changes::AppForceUnlockResult;
+use super::inventory::{ConflictList, ResourceList};
 use super::list::VersionList;
 use super::manage::ForceUnlockResult;
 use super::runs::{GoneReport, Minted, RunEnded};
@@ -24,6 +25,7 @@ use crate::service::comparison::VersionComparison;
 use crate::service::deleted::{DeletedStateList, DeletedStateView, Restored};
 use crate::service::identity::Identity;
 use crate::service::listing::{Listing, StateView, VersionView};
+use crate::service::overview::Overview;
 use crate::service::protection::Protections;
 use crate::service::trust::TrustPolicies;
 use crate::service::workload::Session;
@@ -67,6 +69,9 @@ pub fn derived() -> Map<String, Value> {
     add::<Protections>(&mut generator);
     add::<Protection>(&mut generator);
     add::<Session>(&mut generator);
+    add::<ResourceList>(&mut generator);
+    add::<ConflictList>(&mut generator);
+    add::<Overview>(&mut generator);
     generator.take_definitions(true)
 }
 

@@ -20,6 +20,7 @@ mod backend;
 mod comparison;
 mod deleted;
 mod identity;
+mod inventory;
 mod listing;
 mod management;
 mod outputs;

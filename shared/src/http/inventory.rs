@@ -1,0 +1,128 @@
+//! `GET /api/resources`, `GET /api/resources/conflicts` and `GET /api/overview`: the
+//! inventory across an org's states, read from its query strings into the service's terms.
+//! The search's cursor is opaque to clients: the (state, address) its page ended at.
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use lambda_http::http::StatusCode;
+use lambda_http::RequestExt;
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::error::HttpError;
+use super::handler::{Answer, Call};
+use super::number::page_limit;
+use super::response::json_response;
+use crate::domain::name::StateName;
+use crate::domain::Principal;
+use crate::ports::ResourceQuery;
+use crate::service::overview;
+use crate::service::resources::{self, Conflict, ResourceView, MAX_PAGE};
+
+const DEFAULT_PAGE: usize = 100;
+/// The longest filter taken: longer than any address or provider source a search needs,
+/// short enough that a query costs what a search should.
+const MAX_FILTER: usize = 512;
+
+/// `GET /api/resources?q=&type=&provider=&module=&state=&limit=&cursor=`.
+pub async fn search(call: Call<'_>, principal: &Principal) -> Answer {
+    let params = call.req.query_string_parameters();
+    let filter = |name: &str| -> Result<Option<String>, HttpError> {
+        match params.first(name) {
+            None | Some("") => Ok(None),
+            Some(raw) if raw.chars().count() > MAX_FILTER => Err(HttpError::InvalidRequest(
+                format!("{name} must be at most {MAX_FILTER} characters"),
+            )),
+            Some(raw) => Ok(Some(raw.to_owned())),
+        }
+    };
+    // A state filter is a name: checked as one, so a wrong one says why.
+    let state = match filter("state")? {
+        Some(raw) => Some(StateName::parse(&raw)?.as_str().to_owned()),
+        None => None,
+    };
+    let query = ResourceQuery {
+        q: filter("q")?,
+        resource_type: filter("type")?,
+        provider: filter("provider")?,
+        module: filter("module")?,
+        state,
+        after: params.first("cursor").map(decode_cursor).transpose()?,
+        limit: page_limit(&call.req, DEFAULT_PAGE, MAX_PAGE)?,
+    };
+    let page = resources::search(call.app, principal, query).await?;
+    Ok(json_response(
+        StatusCode::OK,
+        &ResourceList {
+            next_cursor: page.next.as_ref().map(encode_cursor),
+            resources: page.resources,
+        },
+    ))
+}
+
+/// `GET /api/resources/conflicts?state=`.
+pub async fn conflicts(call: Call<'_>, principal: &Principal) -> Answer {
+    let state = match call.req.query_string_parameters().first("state") {
+        None | Some("") => None,
+        Some(raw) => Some(StateName::parse(raw)?),
+    };
+    let conflicts =
+        resources::conflicts(call.app, principal, state.as_ref().map(StateName::as_str)).await?;
+    Ok(json_response(StatusCode::OK, &ConflictList { conflicts }))
+}
+
+/// `GET /api/overview`.
+pub async fn overview(call: Call<'_>, principal: &Principal) -> Answer {
+    let view = overview::overview(call.app, principal).await?;
+    Ok(json_response(StatusCode::OK, &view))
+}
+
+/// One page of a search.
+#[derive(Serialize, JsonSchema)]
+pub(super) struct ResourceList {
+    resources: Vec<ResourceView>,
+    /// Pass as `cursor` for the next page; `null` on the last.
+    next_cursor: Option<String>,
+}
+
+/// The objects two or more states manage.
+#[derive(Serialize, JsonSchema)]
+pub(super) struct ConflictList {
+    conflicts: Vec<Conflict>,
+}
+
+fn encode_cursor(after: &(String, String)) -> String {
+    // A JSON pair: an address may hold any character (a `for_each` key is any string).
+    let pair = serde_json::to_vec(&[&after.0, &after.1]).unwrap_or_default();
+    URL_SAFE_NO_PAD.encode(pair)
+}
+
+fn decode_cursor(raw: &str) -> Result<(String, String), HttpError> {
+    let bad = || {
+        HttpError::InvalidRequest(
+            "cursor is not one this search gave: pass next_cursor from the page before as it is"
+                .into(),
+        )
+    };
+    let bytes = URL_SAFE_NO_PAD.decode(raw).map_err(|_| bad())?;
+    let [state, address]: [String; 2] = serde_json::from_slice(&bytes).map_err(|_| bad())?;
+    Ok((state, address))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cursor_round_trips_any_address() {
+        let after = ("net".to_owned(), "aws_x.y[\"a,b\\n\u{e9}\"]".to_owned());
+        assert_eq!(decode_cursor(&encode_cursor(&after)).unwrap(), after);
+    }
+
+    #[test]
+    fn a_cursor_not_given_is_refused() {
+        for raw in ["", "!!", "bm90IGpzb24", "WyJhIl0"] {
+            assert!(decode_cursor(raw).is_err(), "{raw}");
+        }
+    }
+}
