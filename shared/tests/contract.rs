@@ -4,7 +4,7 @@
 //!
 //! Here are the fixtures, the helpers every case shares, and the one list of cases each
 //! adapter runs (`every_adapter!`); the cases are in `contract/`, one file per port (`state`,
-//! with its `key_slots` and `inline` content, `deleted`, `access`, `trust`, `protection`, `runs`, `sweep`, `blobs`, `apps`), and
+//! with its `key_slots` and `inline` content, `deleted`, `access`, `trust`, `protection`, `inventory`, `runs`, `sweep`, `blobs`, `apps`), and
 //! the local adapter's own in `contract/local.rs`. A new case goes in its port's file and in
 //! the list.
 
@@ -137,6 +137,7 @@ fn commit(record: &StateRecord, expected: u64, versions: Vec<VersionRecord>) -> 
         step: None,
         version_marks: Vec::new(),
         deleted: None,
+        inventory: None,
         audit: Vec::new(),
     }
 }
@@ -158,6 +159,8 @@ mod blob_cases;
 mod deleted_cases;
 #[path = "contract/inline.rs"]
 mod inline_cases;
+#[path = "contract/inventory.rs"]
+mod inventory_cases;
 #[path = "contract/key_slots.rs"]
 mod key_slot_cases;
 #[path = "contract/local.rs"]
@@ -180,6 +183,7 @@ mod cases {
     pub use super::blob_cases::*;
     pub use super::deleted_cases::*;
     pub use super::inline_cases::*;
+    pub use super::inventory_cases::*;
     pub use super::key_slot_cases::*;
     pub use super::protection_cases::*;
     pub use super::run_cases::*;
@@ -261,6 +265,14 @@ every_adapter!(
     // contract/protection.rs
     protections_are_read_with_the_org_settings,
     a_protection_is_replaced_and_removed_only_as_read,
+    // contract/inventory.rs
+    a_commit_replaces_and_removes_its_states_inventory,
+    a_search_filters_and_pages_in_state_then_address_order,
+    conflicts_are_equal_digests_across_states_never_within_one,
+    another_orgs_inventory_is_never_seen,
+    a_rebuilds_write_holds_only_while_the_state_is_as_read,
+    states_not_indexed_are_listed_and_counts_are_largest_first,
+    an_orgs_inventory_key_is_set_once,
     // contract/runs.rs
     a_steps_commit_checks_its_token_and_its_runs_end,
     // contract/sweep.rs

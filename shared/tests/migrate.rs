@@ -36,6 +36,7 @@ fn app(store: &Arc<MemoryStore>, keys: Arc<dyn KeyService>) -> App {
         catalog: store.clone(),
         blobs: store.clone(),
         keys: Some(keys),
+        index_keys: Default::default(),
         key_cache: hegemony_state::service::key_cache::KeyCache::new(
             64,
             std::time::Duration::from_secs(300),

@@ -4,11 +4,17 @@
 //! instances), taken in the same pass.
 //!
 //! Everything else is skipped with `IgnoredAny`, which still checks its syntax, so a
-//! 32 MiB state costs one pass and no allocation beyond a few strings.
+//! 32 MiB state costs one pass and no allocation beyond a few strings. [`sniff_resources`]
+//! also collects, in the same pass, what the inventory keeps of each instance
+//! (`resources`).
+
+mod resources;
 
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+
+pub use resources::{Candidates, FoundInstance, FoundResource, IndexKey};
 
 use super::Refusal;
 
@@ -35,6 +41,25 @@ pub struct StateMeta {
 /// not an object, or a plain state without an integer `serial`, a string `lineage` or a
 /// `version`.
 pub fn sniff(body: &[u8]) -> Result<StateMeta, Refusal> {
+    sniff_with(body, false).map(|(meta, _)| meta)
+}
+
+/// As [`sniff`], and the resources of a format-4 state collected in the same pass; `None`
+/// where [`StateMeta::instances`] is (an OpenTofu-encrypted state, another format, or
+/// `resources` of another shape): such a state cannot be indexed.
+///
+/// # Errors
+/// As [`sniff`].
+pub fn sniff_resources(body: &[u8]) -> Result<(StateMeta, Option<Vec<FoundResource>>), Refusal> {
+    let (meta, found) = sniff_with(body, true)?;
+    let found = meta.instances.and(found);
+    Ok((meta, found))
+}
+
+fn sniff_with(
+    body: &[u8],
+    collect: bool,
+) -> Result<(StateMeta, Option<Vec<FoundResource>>), Refusal> {
     let refuse = |reason: String| Refusal::NotAState { reason };
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(refuse("the body is empty".into()));
@@ -46,11 +71,13 @@ pub fn sniff(body: &[u8]) -> Result<StateMeta, Refusal> {
     }
     let mut de = serde_json::Deserializer::from_slice(body);
     let top = de
-        .deserialize_any(TopLevel)
+        .deserialize_any(TopLevel { collect })
         .map_err(|e| refuse(describe_json_error(&e)))?;
     de.end().map_err(|e| refuse(describe_json_error(&e)))?;
-    let top = top.ok_or_else(|| refuse("the top level is not a JSON object".into()))?;
-    top.into_meta().map_err(refuse)
+    let mut top = top.ok_or_else(|| refuse("the top level is not a JSON object".into()))?;
+    // A state without `resources` has none.
+    let found = collect.then(|| top.found.take().unwrap_or_default());
+    Ok((top.into_meta().map_err(refuse)?, found))
 }
 
 fn describe_json_error(e: &serde_json::Error) -> String {
@@ -182,6 +209,8 @@ struct Fields {
     /// The instance count of `resources`: `None` inside when it is not an array of
     /// resource objects.
     resources: Option<Option<u64>>,
+    /// The resources collected, when asked for and `resources` was there.
+    found: Option<Vec<FoundResource>>,
 }
 
 /// A top-level field's value: the expected type, or something else (kept as a description).
@@ -248,7 +277,10 @@ impl Fields {
     }
 }
 
-struct TopLevel;
+/// The top level; `collect` asks for the resources as well as their count.
+struct TopLevel {
+    collect: bool,
+}
 
 impl<'de> Visitor<'de> for TopLevel {
     type Value = Option<Fields>;
@@ -274,6 +306,11 @@ impl<'de> Visitor<'de> for TopLevel {
                 "terraform_version" => {
                     fields.terraform_version =
                         Some(map.next_value_seed(FieldSeed::<String>::new())?)
+                }
+                "resources" if self.collect => {
+                    let (count, found) = map.next_value_seed(resources::Resources)?;
+                    fields.resources = Some(count);
+                    fields.found = Some(found);
                 }
                 "resources" => {
                     fields.resources = Some(map.next_value_seed(Count(Level::Resources))?)

@@ -3,8 +3,12 @@
 //! and never an attribute's value. The extraction from a state document and the digest's
 //! rules live here too, as pure functions.
 
+use hmac::{Hmac, Mac};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use sha2::Sha256;
+
+use super::document::{Candidates, FoundResource, IndexKey};
 
 /// Whether an instance is a managed resource or a data source (`mode` in the state).
 #[derive(
@@ -47,3 +51,151 @@ pub struct StateInventory {
     /// In address order.
     pub instances: Vec<Instance>,
 }
+
+/// The type namespaces of providers whose objects are not shared remote objects (files on
+/// the machine that runs Terraform, random values, timestamps, keys made in memory,
+/// Terraform's own `terraform_data`): their `id`s say nothing about what else manages
+/// the same thing, so their instances get no identity.
+const LOCAL_PROVIDERS: [&str; 7] = [
+    "hashicorp/local",
+    "hashicorp/null",
+    "hashicorp/random",
+    "hashicorp/time",
+    "hashicorp/tls",
+    "hashicorp/archive",
+    "builtin/terraform",
+];
+
+/// What the index keeps of a state's latest version `version`, from the resources its
+/// document's sniff collected (`None`: the document cannot be read, so it is kept as not
+/// indexed). Each managed instance's identity is its `arn`, else `self_link`, else `id`,
+/// else `name`, and is kept only as an HMAC-SHA-256 under `key` of the type, a NUL byte and
+/// the identity: the identity itself never leaves this function.
+pub fn inventory_of(
+    version: u64,
+    found: Option<&[FoundResource]>,
+    key: &[u8; 32],
+) -> StateInventory {
+    let Some(found) = found else {
+        return StateInventory {
+            version,
+            indexed: false,
+            instances: Vec::new(),
+        };
+    };
+    let mut instances: Vec<Instance> = found
+        .iter()
+        .filter_map(|r| Some((r, mode_of(&r.mode)?)))
+        .flat_map(|(resource, mode)| {
+            let provider = provider_source(&resource.provider);
+            let shared =
+                mode == Mode::Managed && !LOCAL_PROVIDERS.contains(&namespace_type(&provider));
+            resource.instances.iter().map(move |instance| Instance {
+                address: address(resource, mode, instance.key.as_ref()),
+                module: resource.module.clone(),
+                mode,
+                resource_type: resource.resource_type.clone(),
+                provider: provider.clone(),
+                digest: shared
+                    .then(|| identity(&instance.identity))
+                    .flatten()
+                    .map(|id| digest(key, &resource.resource_type, id)),
+            })
+        })
+        .collect();
+    instances.sort_by(|a, b| a.address.cmp(&b.address));
+    StateInventory {
+        version,
+        indexed: true,
+        instances,
+    }
+}
+
+fn mode_of(mode: &str) -> Option<Mode> {
+    match mode {
+        "managed" => Some(Mode::Managed),
+        "data" => Some(Mode::Data),
+        _ => None,
+    }
+}
+
+/// The address as Terraform prints it: `module.a["k"].aws_x.y[0]`, `data.aws_ami.base`.
+fn address(resource: &FoundResource, mode: Mode, key: Option<&IndexKey>) -> String {
+    let mut address = String::with_capacity(resource.module.len() + resource.name.len() + 40);
+    if !resource.module.is_empty() {
+        address.push_str(&resource.module);
+        address.push('.');
+    }
+    if mode == Mode::Data {
+        address.push_str("data.");
+    }
+    address.push_str(&resource.resource_type);
+    address.push('.');
+    address.push_str(&resource.name);
+    match key {
+        Some(IndexKey::Int(i)) => address.push_str(&format!("[{i}]")),
+        // JSON quoting is Terraform's quoting of a string key (`["a\"b"]`).
+        Some(IndexKey::Str(s)) => {
+            address.push('[');
+            address.push_str(&serde_json::Value::from(s.as_str()).to_string());
+            address.push(']');
+        }
+        None => {}
+    }
+    address
+}
+
+/// The provider's source address from a resource's `provider`:
+/// `module.m.provider["registry.terraform.io/hashicorp/aws"].west` gives
+/// `registry.terraform.io/hashicorp/aws`. A legacy `provider.aws` (Terraform 0.12) gives
+/// `registry.terraform.io/hashicorp/aws`, as Terraform itself upgrades it.
+pub fn provider_source(provider: &str) -> String {
+    if let Some(start) = provider.find("provider[\"") {
+        let rest = &provider[start + "provider[\"".len()..];
+        if let Some(end) = rest.find("\"]") {
+            return rest[..end].to_owned();
+        }
+    }
+    match provider.rsplit_once("provider.") {
+        Some((_, name)) => {
+            let name = name.split('.').next().unwrap_or(name);
+            format!("registry.terraform.io/hashicorp/{name}")
+        }
+        None => provider.to_owned(),
+    }
+}
+
+/// `namespace/type` of a source address (its last two parts).
+pub fn namespace_type(source: &str) -> &str {
+    let mut slashes = source.rmatch_indices('/');
+    slashes.next();
+    match slashes.next() {
+        Some((i, _)) => &source[i + 1..],
+        None => source,
+    }
+}
+
+/// The identity: the first present and non-empty of `arn`, `self_link`, `id`, `name`.
+fn identity(candidates: &Candidates) -> Option<&str> {
+    [
+        &candidates.arn,
+        &candidates.self_link,
+        &candidates.id,
+        &candidates.name,
+    ]
+    .into_iter()
+    .flatten()
+    .map(String::as_str)
+    .find(|v| !v.is_empty())
+}
+
+fn digest(key: &[u8; 32], resource_type: &str, identity: &str) -> String {
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key length");
+    mac.update(resource_type.as_bytes());
+    mac.update(b"\0");
+    mac.update(identity.as_bytes());
+    crate::ids::hex(&mac.finalize().into_bytes())
+}
+
+#[cfg(test)]
+mod tests;

@@ -62,6 +62,45 @@ pub struct OrgRecord {
     /// read with the settings, so every backend request has them without another read.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub protections: Vec<Protection>,
+    /// The key the inventory's digests are made under, wrapped by the org's key service
+    /// ([`AccessCatalog::put_inventory_key`] sets it once): read with the settings, so a
+    /// save has it without another read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inventory_key: Option<InventoryKey>,
+}
+
+/// An org's inventory key as stored: wrapped like a data key, under the context of the
+/// org and [`InventoryKey::STATE`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct InventoryKey {
+    /// What wrapped it, as [`super::DataKey::key_id`].
+    pub key_id: String,
+    #[serde(with = "base64_bytes")]
+    pub wrapped: Vec<u8>,
+}
+
+/// Bytes as base64 text in the stored JSON, as a version's wrapped key is.
+mod base64_bytes {
+    use base64::Engine;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&B64.encode(bytes))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        B64.decode(String::deserialize(d)?)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+impl InventoryKey {
+    /// The state name of the key context the inventory key is wrapped under: no state can
+    /// have it (a state name never starts with '.'), so no data key of a state opens as it
+    /// and it opens as no state's.
+    pub const STATE: &'static str = ".inventory";
 }
 
 /// Tokens and orgs.
@@ -95,4 +134,18 @@ pub trait AccessCatalog: Send + Sync {
 
     /// Creates the org unless it exists; returns whether it was created.
     async fn create_org(&self, org: &OrgRecord) -> Result<bool, StoreError>;
+
+    /// Sets the org's inventory key if it has none yet (creating its settings, at the
+    /// default allocation and created `at`, if it has none), keeping everything else of its
+    /// settings.
+    ///
+    /// # Errors
+    /// `Conflict` when the org has a key already (another writer's came first): nothing is
+    /// written; read the settings again and use the stored key.
+    async fn put_inventory_key(
+        &self,
+        org: &str,
+        key: &InventoryKey,
+        at: Timestamp,
+    ) -> Result<(), StoreError>;
 }

@@ -6,7 +6,7 @@
 use async_trait::async_trait;
 
 use super::StoreError;
-use crate::domain::inventory::{Mode, StateInventory};
+use crate::domain::inventory::{namespace_type, Instance, Mode, StateInventory};
 
 /// What a commit does to its state's entry in the index.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,4 +104,136 @@ pub trait InventoryCatalog: Send + Sync {
         revision: u64,
         inventory: &StateInventory,
     ) -> Result<(), StoreError>;
+}
+
+impl ResourceQuery {
+    /// Whether an instance of `state` passes every filter that is set (`after` and `limit`
+    /// aside): the one reading of the filters every adapter that filters in memory shares.
+    pub fn matches(&self, state: &str, instance: &Instance) -> bool {
+        self.state.as_deref().is_none_or(|s| s == state)
+            && self
+                .resource_type
+                .as_deref()
+                .is_none_or(|t| t == instance.resource_type)
+            && self.module.as_deref().is_none_or(|m| m == instance.module)
+            && self
+                .provider
+                .as_deref()
+                .is_none_or(|p| provider_matches(p, &instance.provider))
+            && self.q.as_deref().is_none_or(|q| {
+                // ASCII folding only, as SQLite's lower() does: every adapter agrees.
+                instance
+                    .address
+                    .to_ascii_lowercase()
+                    .contains(&q.to_ascii_lowercase())
+            })
+    }
+
+    /// Whether (`state`, `address`) comes after the query's cursor.
+    pub fn is_after(&self, state: &str, address: &str) -> bool {
+        self.after
+            .as_ref()
+            .is_none_or(|(s, a)| (state, address) > (s.as_str(), a.as_str()))
+    }
+}
+
+/// Whether `wanted` names the provider `source`: its full source address, its
+/// `namespace/type`, or its type.
+pub fn provider_matches(wanted: &str, source: &str) -> bool {
+    let namespace_type = namespace_type(source);
+    wanted == source
+        || wanted == namespace_type
+        || namespace_type
+            .rsplit('/')
+            .next()
+            .is_some_and(|kind| kind == wanted)
+}
+
+impl ResourceRow {
+    /// The row of `instance`, indexed from `version` of `state`.
+    pub fn of(state: &str, version: u64, instance: &Instance) -> Self {
+        Self {
+            state: state.to_owned(),
+            version,
+            address: instance.address.clone(),
+            module: instance.module.clone(),
+            mode: instance.mode,
+            resource_type: instance.resource_type.clone(),
+            provider: instance.provider.clone(),
+        }
+    }
+}
+
+/// The conflicts among an org's states' entries, given in state name order: instances with
+/// equal digests in two or more states, grouped, each group in (state, address) order and the
+/// groups in the order of their first rows; `state` keeps the groups that include it. What
+/// an adapter that holds an org's whole index in memory answers
+/// [`InventoryCatalog::conflicts`] with.
+pub fn conflicts_among<'a>(
+    entries: impl IntoIterator<Item = (&'a str, &'a StateInventory)>,
+    state: Option<&str>,
+) -> Vec<Vec<ResourceRow>> {
+    let rows = entries.into_iter().flat_map(|(name, inventory)| {
+        inventory.instances.iter().filter_map(move |instance| {
+            let digest = instance.digest.clone()?;
+            Some((digest, ResourceRow::of(name, inventory.version, instance)))
+        })
+    });
+    conflict_groups(rows, state)
+}
+
+/// [`conflicts_among`] over rows found with their digests, in any order.
+pub fn conflict_groups(
+    rows: impl IntoIterator<Item = (String, ResourceRow)>,
+    state: Option<&str>,
+) -> Vec<Vec<ResourceRow>> {
+    let mut by_digest: std::collections::HashMap<String, Vec<ResourceRow>> =
+        std::collections::HashMap::new();
+    for (digest, row) in rows {
+        by_digest.entry(digest).or_default().push(row);
+    }
+    let mut groups: Vec<Vec<ResourceRow>> = by_digest
+        .into_values()
+        .filter_map(|mut rows| {
+            rows.sort_by(|a, b| (&a.state, &a.address).cmp(&(&b.state, &b.address)));
+            let first = rows.first()?;
+            let states = rows.iter().filter(|r| r.state != first.state).count();
+            let kept = state.is_none_or(|s| rows.iter().any(|r| r.state == s));
+            (states > 0 && kept).then_some(rows)
+        })
+        .collect();
+    groups.sort_by(|a, b| (&a[0].state, &a[0].address).cmp(&(&b[0].state, &b[0].address)));
+    groups
+}
+
+impl InventoryCounts {
+    /// The counts of an org's entries: by provider and by type, largest first (ties by
+    /// name, so the order is stable).
+    pub fn of<'a>(entries: impl IntoIterator<Item = &'a StateInventory>) -> Self {
+        let mut instances = 0u64;
+        let mut providers: std::collections::HashMap<&str, u64> = Default::default();
+        let mut types: std::collections::HashMap<&str, u64> = Default::default();
+        for inventory in entries {
+            for instance in &inventory.instances {
+                instances += 1;
+                *providers.entry(&instance.provider).or_default() += 1;
+                *types.entry(&instance.resource_type).or_default() += 1;
+            }
+        }
+        Self {
+            instances,
+            by_provider: largest_first(providers),
+            by_type: largest_first(types),
+        }
+    }
+}
+
+/// Counts, largest first, ties in name order.
+pub fn largest_first(counts: std::collections::HashMap<&str, u64>) -> Vec<(String, u64)> {
+    let mut counts: Vec<(String, u64)> = counts
+        .into_iter()
+        .map(|(name, n)| (name.to_owned(), n))
+        .collect();
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    counts
 }

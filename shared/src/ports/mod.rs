@@ -24,13 +24,14 @@ mod state;
 mod sweep;
 mod trust;
 
-pub use access::{AccessCatalog, OrgRecord, TokenKind, TokenRecord};
+pub use access::{AccessCatalog, InventoryKey, OrgRecord, TokenKind, TokenRecord};
 pub use apps::{AppCatalog, AppCommit};
 pub use audit::{AuditEntry, AuditQuery, AuditRecord};
 pub use blobs::{BlobStore, OpenedBlob, WriteObject};
 pub use deleted::DeletedCatalog;
 pub use inventory::{
-    IndexedState, InventoryCatalog, InventoryChange, InventoryCounts, ResourceQuery, ResourceRow,
+    conflict_groups, conflicts_among, largest_first, provider_matches, IndexedState,
+    InventoryCatalog, InventoryChange, InventoryCounts, ResourceQuery, ResourceRow,
 };
 pub use issuers::{IssuerError, IssuerKeys};
 pub use keys::{key_backend, DataKey, KeyContext, KeyError, KeyOpener, KeyService, WrappedKey};
@@ -66,6 +67,7 @@ pub trait Catalog:
     + AppCatalog
     + TrustCatalog
     + ProtectionCatalog
+    + InventoryCatalog
 {
 }
 impl<T> Catalog for T where
@@ -77,5 +79,6 @@ impl<T> Catalog for T where
         + AppCatalog
         + TrustCatalog
         + ProtectionCatalog
+        + InventoryCatalog
 {
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::{AuditEntry, AuditQuery, AuditRecord, OrgRecord, RunItem, StoreError};
+use super::{AuditEntry, AuditQuery, AuditRecord, InventoryChange, OrgRecord, RunItem, StoreError};
 use crate::domain::deleted::DeletedState;
 use crate::domain::record::StateRecord;
 use crate::domain::version::{KeySlot, VersionRecord};
@@ -52,6 +52,9 @@ pub struct Commit {
     pub version_marks: Vec<VersionMark>,
     /// A deleted state's record this commit keeps (a delete) or takes (a restore).
     pub deleted: Option<DeletedChange>,
+    /// What the commit does to the state's entry in the inventory, in the same transaction;
+    /// `None` leaves it as it is (a lock, an unlock: the latest version did not change).
+    pub inventory: Option<InventoryChange>,
     pub audit: Vec<AuditEntry>,
 }
 
@@ -158,6 +161,7 @@ impl Commit {
             step: None,
             version_marks: Vec::new(),
             deleted: None,
+            inventory: None,
             audit: Vec::new(),
         }
     }

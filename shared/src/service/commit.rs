@@ -14,7 +14,7 @@ use crate::domain::record::StateRecord;
 use crate::domain::version::{Ended, VersionRecord};
 use crate::domain::{rfc3339, Actor, Principal, Timestamp};
 use crate::ids::new_id;
-use crate::ports::{AuditEntry, Commit};
+use crate::ports::{AuditEntry, Commit, InventoryKey};
 
 /// The state's record as read, or the record of a state not created yet.
 fn snapshot_of(
@@ -31,13 +31,20 @@ fn snapshot_of(
 /// The record read together with the permission check ([`App::require_with_state`]): the
 /// first attempt decides on it, so a backend request reads the catalog once before it
 /// commits; an attempt after a lost race reads the record again.
-pub(super) struct FirstRead(Carried<Option<StateRecord>>);
+/// The org's inventory key comes from the same read (the org's settings), for a change that
+/// indexes a version.
+pub(super) struct FirstRead(Carried<Option<StateRecord>>, Option<InventoryKey>);
 
 impl FirstRead {
-    pub(super) fn new(record: Option<StateRecord>) -> Self {
+    pub(super) fn new(record: Option<StateRecord>, inventory_key: Option<InventoryKey>) -> Self {
         let carried = Carried::default();
         carried.put(record);
-        Self(carried)
+        Self(carried, inventory_key)
+    }
+
+    /// The org's inventory key as its settings were read, if it has one yet.
+    pub(super) fn inventory_key(&self) -> Option<InventoryKey> {
+        self.1.clone()
     }
 
     /// The state's record: the one read first, once; afterwards read again.

@@ -8,7 +8,9 @@
 use serde::Serialize;
 
 use super::admin::require_admin;
-use super::retry::{commit, until_done, Attempt};
+use super::indexing::Indexer;
+use super::retry::{commit, until_done, Attempt, Carried};
+use super::state::{examine, open_version};
 use super::{App, Error};
 use crate::domain::audit::AuditAction;
 use crate::domain::deleted::{check_restore, DeletedState};
@@ -16,7 +18,7 @@ use crate::domain::name::StateName;
 use crate::domain::protection::{check_change, Change};
 use crate::domain::record::StateRecord;
 use crate::domain::{Actor, Principal, Refusal, Timestamp};
-use crate::ports::{AuditEntry, Commit, DeletedChange, InlineContent, StoreError};
+use crate::ports::{AuditEntry, Commit, DeletedChange, InlineContent, InventoryChange, StoreError};
 
 /// The most deleted states one page lists.
 pub const MAX_PAGE: usize = 1000;
@@ -144,12 +146,16 @@ pub async fn restore(
     let org = &principal.org;
     // A restore writes the state as a write does: onto a protected name only as the
     // protection lets (no admin's token, as a trust policy never grants admin).
-    let protections = app
+    let (protections, inventory_key) = app
         .catalog
         .org(org)
         .await?
-        .map(|o| o.protections)
+        .map(|o| (o.protections, o.inventory_key))
         .unwrap_or_default();
+    let keys = app.keys()?;
+    // The restored latest version is opened once and indexed, in the restore's commit; a
+    // retry of the same version reuses what it gave.
+    let indexed: Carried<(u64, InventoryChange)> = Carried::default();
     until_done(|| async {
         let now = app.clock.now();
         let deleted = app
@@ -174,6 +180,16 @@ pub async fn restore(
         };
         let record = check_restore(&deleted, &target, latest, now)?;
         let latest = record.latest.clone().expect("a restored state has a version");
+        let inventory = match indexed.take() {
+            Some((version, change)) if version == latest.version => change,
+            _ => {
+                let plain = open_version(app, keys, kept, &latest).await?;
+                let (_, _, _, found) = examine(plain).await?;
+                Indexer::new(app, keys, org, inventory_key.clone(), found)
+                    .await?
+                    .change(latest.version)
+            }
+        };
         // The state's record carries its latest inline content (one read serves a read of
         // the state): the restore writes the version back with it.
         let contents = if latest.inline {
@@ -219,6 +235,8 @@ pub async fn restore(
             revision: deleted.revision,
         });
         changes.audit = vec![audit];
+        changes.inventory = Some(inventory.clone());
+        indexed.put((restored.version, inventory));
         commit(app, changes, restored).await
     })
     .await

@@ -3,6 +3,7 @@
 //! -> write blobs -> one compare-and-swap commit.
 
 use super::commit::{find_version, force_unlock_entry, release, take_over_dead_lock, Takeover};
+use super::indexing::Indexer;
 use super::retry::{commit, until_done, Attempt, Carried};
 use super::state::{content, examine, open_version, seal, Content, Sealed};
 use super::{App, Error};
@@ -20,7 +21,7 @@ use crate::domain::version::VersionRecord;
 use crate::domain::write::{create_version, Origin, SealedContent, WriteCommit};
 use crate::domain::{Principal, Refusal, Timestamp};
 use crate::ids::new_id;
-use crate::ports::{key_backend, AuditEntry, Commit, DeletedChange, VersionMark};
+use crate::ports::{key_backend, AuditEntry, Commit, DeletedChange, InventoryChange, VersionMark};
 use time::format_description::well_known::Rfc3339;
 
 fn entry(
@@ -74,11 +75,13 @@ async fn commit_version(
     write: WriteCommit,
     sealed: &Sealed,
     audit: AuditEntry,
+    inventory: InventoryChange,
     now: Timestamp,
 ) -> Result<Attempt<VersionRecord>, Error> {
     let version = write.version.clone();
     let changes = takeover.into_commit(sealed.add_to(Commit {
         versions: vec![write.version],
+        inventory: Some(inventory),
         version_marks: app.prune_mark(&snapshot.incarnation, version.version),
         audit: vec![audit],
         ..Commit::over(snapshot, now, Some(write.state))
@@ -102,7 +105,8 @@ pub async fn import(
         .require_to_change(principal, Permission::Write, Change::Import, name)
         .await?;
     let keys = app.keys()?;
-    let (body, document, sha256) = examine(body).await?;
+    let (body, document, sha256, found) = examine(body).await?;
+    let indexer = Indexer::new(app, keys, &principal.org, first.inventory_key(), found).await?;
     let sealed: Carried<Sealed> = Carried::default();
     until_done(|| async {
         let now = app.clock.now();
@@ -134,7 +138,9 @@ pub async fn import(
             Origin::Import,
             now,
         );
-        let attempt = commit_version(app, &snapshot, takeover, write, &blob, audit, now).await;
+        let inventory = indexer.change(version);
+        let attempt =
+            commit_version(app, &snapshot, takeover, write, &blob, audit, inventory, now).await;
         sealed.put(blob);
         attempt
     })
@@ -157,7 +163,8 @@ pub async fn rollback(
         .require_to_change(principal, Permission::Write, Change::Rollback, name)
         .await?;
     let keys = app.keys()?;
-    let sealed: Carried<(Sealed, StateMeta, SealedContent)> = Carried::default();
+    // The rolled-back content is indexed as it is sealed: it is open here already.
+    let sealed: Carried<(Sealed, StateMeta, SealedContent, InventoryChange)> = Carried::default();
     until_done(|| async {
         let now = app.clock.now();
         let snapshot = visible(first.record(app, &principal.org, name).await?, name)?;
@@ -165,18 +172,22 @@ pub async fn rollback(
             take_over_dead_lock(app, snapshot, &principal.actor, now).await?;
         let target = find_version(app, &snapshot, version).await?;
         let plan = check_rollback(&snapshot, version, target, now)?;
-        let (blob, meta, content) = match sealed.take() {
-            Some((s, m, c)) if s.fits(&snapshot, plan.version) && m.serial == Some(plan.serial) => {
-                (s, m, c)
+        let (blob, meta, content, inventory) = match sealed.take() {
+            Some((s, m, c, i))
+                if s.fits(&snapshot, plan.version) && m.serial == Some(plan.serial) =>
+            {
+                (s, m, c, i)
             }
             _ => {
                 let old = open_version(app, keys, &snapshot, &plan.target).await?;
                 let body = with_serial(&old, plan.serial)?;
-                let (body, document, sha256) = examine(body).await?;
+                let (body, document, sha256, found) = examine(body).await?;
                 let meta = document?;
+                let indexer =
+                    Indexer::new(app, keys, &principal.org, first.inventory_key(), found).await?;
                 let blob = seal(app, keys, &snapshot, plan.version, &body, now).await?;
                 let content = blob.content(body.len(), sha256);
-                (blob, meta, content)
+                (blob, meta, content, indexer.change(plan.version))
             }
         };
         let detail =
@@ -198,8 +209,18 @@ pub async fn rollback(
             Origin::Rollback { from: version },
             now,
         );
-        let attempt = commit_version(app, &snapshot, takeover, write, &blob, audit, now).await;
-        sealed.put((blob, meta, content));
+        let attempt = commit_version(
+            app,
+            &snapshot,
+            takeover,
+            write,
+            &blob,
+            audit,
+            inventory.clone(),
+            now,
+        )
+        .await;
+        sealed.put((blob, meta, content, inventory));
         attempt
     })
     .await
@@ -337,6 +358,7 @@ pub async fn delete(
         );
         let mut changes = Commit {
             audit: vec![audit],
+            inventory: Some(InventoryChange::Remove),
             ..Commit::over(&snapshot, now, Some(tombstone(&snapshot, now)))
         };
         match &kept {

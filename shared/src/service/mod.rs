@@ -12,6 +12,7 @@ pub mod comparison;
 mod content;
 pub mod deleted;
 pub mod identity;
+mod indexing;
 pub mod issuers;
 pub mod key_cache;
 pub mod keys;
@@ -43,6 +44,7 @@ use crate::domain::record::StateRecord;
 use crate::domain::version::prune_below;
 use crate::domain::{Principal, Refusal, Timestamp};
 use commit::FirstRead;
+pub use indexing::IndexKeys;
 use key_cache::KeyCache;
 
 use crate::ports::{BlobStore, Catalog, KeyError, KeyService, Metrics, StoreError, VersionMark};
@@ -88,6 +90,9 @@ pub struct App {
     /// The data keys `keys` unwrapped lately, so reading a version again does not ask the
     /// key service again (`HEGEMONY_TF_STATE_KEY_CACHE_*`).
     pub key_cache: KeyCache,
+    /// The orgs' inventory keys unwrapped lately, so a save indexes its version without
+    /// asking the key service.
+    pub index_keys: IndexKeys,
     pub clock: Arc<dyn Clock>,
     pub limits: Limits,
     /// Where the links the service hands out point.
@@ -246,14 +251,14 @@ impl App {
             .catalog
             .org_and_state(&principal.org, name.as_str())
             .await?;
-        let (allocation, protections) = org
-            .map(|o| (o.allocation, o.protections))
+        let (allocation, protections, inventory_key) = org
+            .map(|o| (o.allocation, o.protections, o.inventory_key))
             .unwrap_or_default();
         allocation.require(principal.role, permission)?;
         if let Some(change) = change {
             check_change(&protections, name.as_str(), principal, change)?;
         }
-        Ok((allocation, FirstRead::new(state)))
+        Ok((allocation, FirstRead::new(state, inventory_key)))
     }
 
     /// Checks that the caller holds `permission`, reading the state's record, and its latest

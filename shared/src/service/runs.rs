@@ -96,6 +96,7 @@ pub async fn mint(
     // a refused one leaves no org behind.
     app.catalog
         .create_org(&OrgRecord {
+            inventory_key: None,
             org: request.org.clone(),
             allocation: Allocation::default(),
             created_at: now,

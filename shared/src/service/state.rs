@@ -6,11 +6,12 @@ use sha2::{Digest, Sha256};
 
 use super::commit::take_over_dead_lock;
 use super::content::{self, open_whole, Keep, Place, RecordedKey};
+use super::indexing::Indexer;
 use super::retry::{commit, until_done, Attempt, Carried};
 use super::{work, App, Error};
 use crate::crypto;
 use crate::domain::audit::AuditAction;
-use crate::domain::document::{sniff, StateMeta};
+use crate::domain::document::{sniff_resources, FoundResource, StateMeta};
 use crate::domain::name::StateName;
 use crate::domain::permission::Permission;
 use crate::domain::protection::Change;
@@ -289,13 +290,14 @@ pub async fn write(
         .await?;
     let keys = app.keys()?;
     let bytes = body.len() as u64;
-    let (body, document, sha256) = examine(body).await?;
+    let (body, document, sha256, found) = examine(body).await?;
+    let org = principal.org.as_str();
+    let indexer = Indexer::new(app, keys, org, first.inventory_key(), found).await?;
     let request = WriteRequest {
         lock_id,
         document: &document,
         sha256: &sha256,
     };
-    let org = principal.org.as_str();
     let sealed: Carried<Sealed> = Carried::default();
     let outcome = until_done(|| async {
         let now = app.clock.now();
@@ -335,6 +337,7 @@ pub async fn write(
             version_marks,
             versions: vec![applied.version],
             doomed_blobs: applied.replaced_blob.into_iter().collect(),
+            inventory: Some(indexer.change(version)),
             audit,
             ..Commit::over(&snapshot, now, Some(applied.state))
         }));
@@ -356,24 +359,35 @@ const PARALLEL_PASSES: usize = 1 << 20;
 /// threads when the body is large, side by side on two cores for a very large one (sealing it
 /// then compresses on every core, so the passes would otherwise leave one idle). The
 /// classification is kept, not raised, so it is reported in its turn.
-pub(super) async fn examine(
-    body: Vec<u8>,
-) -> Result<(Arc<Vec<u8>>, Result<StateMeta, Refusal>, String), Error> {
+pub(super) async fn examine(body: Vec<u8>) -> Result<Examined, Error> {
     work::run(body.len(), "validation", move || {
-        let (document, sha256) = if body.len() < PARALLEL_PASSES {
-            (sniff(&body), hex(&Sha256::digest(&body)))
+        let (sniffed, sha256) = if body.len() < PARALLEL_PASSES {
+            (sniff_resources(&body), hex(&Sha256::digest(&body)))
         } else {
             std::thread::scope(|scope| {
                 let digest = scope.spawn(|| hex(&Sha256::digest(&body)));
-                let document = sniff(&body);
+                let sniffed = sniff_resources(&body);
                 // Digesting memory cannot fail; a panic there is a defect, raised here.
-                (document, digest.join().expect("digest thread"))
+                (sniffed, digest.join().expect("digest thread"))
             })
         };
-        (Arc::new(body), document, sha256)
+        let (document, found) = match sniffed {
+            Ok((meta, found)) => (Ok(meta), found),
+            Err(refusal) => (Err(refusal), None),
+        };
+        (Arc::new(body), document, sha256, found)
     })
     .await
 }
+
+/// A body examined: its bytes, its classification (kept, not raised), its SHA-256, and the
+/// resources the index keeps of it (`None` when it cannot be indexed).
+pub(super) type Examined = (
+    Arc<Vec<u8>>,
+    Result<StateMeta, Refusal>,
+    String,
+    Option<Vec<FoundResource>>,
+);
 
 /// Seals the body for one version under a fresh data key: kept for the commit to store
 /// inline when small, else stored as a blob pending until a commit names it.

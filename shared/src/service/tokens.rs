@@ -116,6 +116,7 @@ pub async fn create(
             check_user(user)?;
             catalog
                 .create_org(&OrgRecord {
+                    inventory_key: None,
                     org: org.to_owned(),
                     allocation: Allocation::default(),
                     created_at: now,

@@ -222,6 +222,7 @@ fn assemble(
         blobs,
         keys,
         key_cache,
+        index_keys: Default::default(),
         clock: Arc::new(SystemClock),
         limits,
         links,

@@ -55,6 +55,7 @@ pub async fn tokens_are_found_by_hash(f: Fixture) {
 
 pub async fn an_org_is_created_once(f: Fixture) {
     let org = OrgRecord {
+        inventory_key: None,
         org: "acme".into(),
         allocation: Allocation::default(),
         created_at: NOW,

@@ -127,7 +127,7 @@ async fn an_older_catalog_opens_and_reads_as_before(older: &str) {
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 7, "brought up to date from: {older}");
+    assert_eq!(version, 8, "brought up to date from: {older}");
 }
 
 /// A catalog at schema 6 (trust policies, no protected states) opens, keeps its org's
@@ -177,5 +177,52 @@ async fn a_schema_6_catalog_gains_protected_states() {
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 7);
+    assert_eq!(version, 8);
+}
+
+/// A catalog at schema 7 (no inventory) opens at 8: its states are there, its index empty
+/// until a rebuild, and a commit indexes its state as on a new catalog.
+#[tokio::test]
+async fn a_schema_7_catalog_gains_the_inventory() {
+    use hegemony_state::domain::inventory::StateInventory;
+    use hegemony_state::ports::{InventoryCatalog, InventoryChange, ResourceQuery, StateCatalog};
+    let dir = tempfile::tempdir().unwrap();
+    let mut record = StateRecord::fresh("acme", "net", "inc", NOW);
+    record.latest = Some(version(1, "b1"));
+    record.next_version = 2;
+    {
+        let (catalog, _) = local::open(dir.path()).unwrap();
+        catalog
+            .commit(commit(&record, 0, vec![version(1, "b1")]))
+            .await
+            .unwrap();
+    }
+    let file = dir.path().join(local::CATALOG_FILE);
+    rusqlite::Connection::open(&file)
+        .unwrap()
+        .execute_batch(
+            "DROP TABLE inventory; DROP TABLE inventory_states; PRAGMA user_version = 7;",
+        )
+        .unwrap();
+    let (catalog, _) = local::open(dir.path()).unwrap();
+    assert!(catalog.indexed_states("acme").await.unwrap().is_empty());
+    let stored = catalog.state("acme", "net").await.unwrap().unwrap();
+    let mut c = commit(&stored, stored.revision, vec![]);
+    c.inventory = Some(InventoryChange::Replace(StateInventory {
+        version: 1,
+        indexed: false,
+        instances: Vec::new(),
+    }));
+    catalog.commit(c).await.unwrap();
+    assert_eq!(catalog.indexed_states("acme").await.unwrap().len(), 1);
+    let query = ResourceQuery {
+        limit: 10,
+        ..ResourceQuery::default()
+    };
+    assert!(catalog.resources("acme", &query).await.unwrap().is_empty());
+    let version: i64 = rusqlite::Connection::open(&file)
+        .unwrap()
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 8);
 }

@@ -218,6 +218,7 @@ pub async fn an_org_and_its_state_read_together(f: Fixture) {
         },
         created_at: NOW,
         protections: Vec::new(),
+        inventory_key: None,
     };
     assert!(f.catalog.create_org(&settings).await.unwrap());
     let (org, state) = f.catalog.org_and_state("acme", "net").await.unwrap();

@@ -98,6 +98,7 @@ pub fn fixture(adapter: Adapter, limits: Limits) -> Fixture {
         catalog: catalog.clone(),
         blobs: blobs.clone(),
         keys: Some(keys),
+        index_keys: Default::default(),
         key_cache: hegemony_state::service::key_cache::KeyCache::off(),
         clock: clock.clone(),
         limits,

@@ -10,7 +10,8 @@ use super::describe_failure;
 use super::items::*;
 use super::DynamoCatalog;
 use crate::domain::permission::Allocation;
-use crate::ports::{AccessCatalog, AuditEntry, OrgRecord, StoreError, TokenRecord};
+use crate::domain::Timestamp;
+use crate::ports::{AccessCatalog, AuditEntry, InventoryKey, OrgRecord, StoreError, TokenRecord};
 
 /// How long after its expiry DynamoDB's TTL may remove a token on its own, should the
 /// sweeper not have: a backstop, never what correctness relies on (expiry is checked on use).
@@ -97,6 +98,7 @@ impl AccessCatalog for DynamoCatalog {
             ),
             _ => (
                 OrgRecord {
+                    inventory_key: None,
                     org: org.to_owned(),
                     allocation: *allocation,
                     created_at: audit.at,
@@ -115,6 +117,53 @@ impl AccessCatalog for DynamoCatalog {
             .expect("table and item are set");
         let settings = TransactWriteItem::builder().put(put).build();
         self.transact(vec![settings, self.audit_put(audit)], None)
+            .await
+    }
+
+    async fn put_inventory_key(
+        &self,
+        org: &str,
+        inventory_key: &InventoryKey,
+        at: Timestamp,
+    ) -> Result<(), StoreError> {
+        let stored = self.get(key(org_pk(org), SETTINGS_SK)).await?;
+        let existing: Option<OrgRecord> = stored.as_ref().map(record).transpose()?;
+        if existing.as_ref().is_some_and(|o| o.inventory_key.is_some()) {
+            return Err(StoreError::Conflict);
+        }
+        // Conditioned on the settings item being as read (or still absent), as an
+        // allocation's change is: another first writer's key, or any change in between,
+        // fails this one.
+        let (settings, condition, values) =
+            match (existing, stored.as_ref().and_then(|i| i.get(REC))) {
+                (Some(existing), Some(seen)) => (
+                    OrgRecord {
+                        inventory_key: Some(inventory_key.clone()),
+                        ..existing
+                    },
+                    format!("{REC} = :read"),
+                    Some(HashMap::from([(":read".to_owned(), seen.clone())])),
+                ),
+                _ => (
+                    OrgRecord {
+                        org: org.to_owned(),
+                        allocation: Allocation::default(),
+                        created_at: at,
+                        protections: Vec::new(),
+                        inventory_key: Some(inventory_key.clone()),
+                    },
+                    "attribute_not_exists(pk)".to_owned(),
+                    None,
+                ),
+            };
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(record_item(org_pk(org), SETTINGS_SK, &settings)))
+            .condition_expression(condition)
+            .set_expression_attribute_values(values)
+            .build()
+            .expect("table and item are set");
+        self.transact(vec![TransactWriteItem::builder().put(put).build()], None)
             .await
     }
 

@@ -8,6 +8,7 @@ mod apps;
 mod blobs;
 mod catalog;
 mod deleted;
+mod inventory;
 mod items;
 mod keys;
 mod protection;

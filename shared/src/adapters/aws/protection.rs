@@ -26,6 +26,7 @@ impl DynamoCatalog {
         let stored = self.get(key(org_pk(org), SETTINGS_SK)).await?;
         let existing: Option<OrgRecord> = stored.as_ref().map(record).transpose()?;
         let mut settings = existing.unwrap_or_else(|| OrgRecord {
+            inventory_key: None,
             org: org.to_owned(),
             allocation: Allocation::default(),
             created_at: audit.at,

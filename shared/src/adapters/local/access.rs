@@ -8,7 +8,8 @@ use super::catalog::insert_audit;
 use super::tables::{from_json, seconds, sql_error, to_json};
 use super::SqliteCatalog;
 use crate::domain::permission::Allocation;
-use crate::ports::{AccessCatalog, AuditEntry, OrgRecord, StoreError, TokenRecord};
+use crate::domain::Timestamp;
+use crate::ports::{AccessCatalog, AuditEntry, InventoryKey, OrgRecord, StoreError, TokenRecord};
 
 #[async_trait]
 impl AccessCatalog for SqliteCatalog {
@@ -75,6 +76,7 @@ impl AccessCatalog for SqliteCatalog {
     ) -> Result<(), StoreError> {
         let expected = *expected;
         let record = OrgRecord {
+            inventory_key: None,
             org: org.to_owned(),
             allocation: *allocation,
             created_at: audit.at,
@@ -111,6 +113,48 @@ impl AccessCatalog for SqliteCatalog {
             )
             .map_err(sql_error)?;
             insert_audit(&tx, &audit)?;
+            tx.commit().map_err(sql_error)
+        })
+        .await
+    }
+
+    async fn put_inventory_key(
+        &self,
+        org: &str,
+        key: &InventoryKey,
+        at: Timestamp,
+    ) -> Result<(), StoreError> {
+        let (org, key) = (org.to_owned(), key.clone());
+        self.with(move |conn| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(sql_error)?;
+            let existing: Option<String> = tx
+                .query_row(
+                    "SELECT record FROM orgs WHERE org = ?1",
+                    params![org],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(sql_error)?;
+            let existing: Option<OrgRecord> = existing.as_deref().map(from_json).transpose()?;
+            // The check and the write are one IMMEDIATE transaction: no other writer between.
+            let mut stored = existing.unwrap_or_else(|| OrgRecord {
+                org: org.clone(),
+                allocation: Allocation::default(),
+                created_at: at,
+                protections: Vec::new(),
+                inventory_key: None,
+            });
+            if stored.inventory_key.is_some() {
+                return Err(StoreError::Conflict);
+            }
+            stored.inventory_key = Some(key);
+            tx.execute(
+                "INSERT OR REPLACE INTO orgs (org, record) VALUES (?1, ?2)",
+                params![stored.org, to_json(&stored)],
+            )
+            .map_err(sql_error)?;
             tx.commit().map_err(sql_error)
         })
         .await

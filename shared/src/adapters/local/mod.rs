@@ -6,7 +6,7 @@
 //! commit that names it. The catalog is split by port as the AWS store's is: `catalog`
 //! (opening it, its connections, the audit insert), `state` (states, versions, audit),
 //! `access` (tokens, orgs), `runs`, `apps` (app states and their archives), `sweep`, `trust`
-//! (trust policies), `protection` (protected-state rules), and `tables` (the schema and row codecs); `backup` copies a live store
+//! (trust policies), `protection` (protected-state rules), `inventory` (the resource index), and `tables` (the schema and row codecs); `backup` copies a live store
 //! consistently, checks a copy and puts one back; `key_file` keeps the platform key beside the folder
 //! when none is configured; `census` counts the locks and holds for the metrics; `disk` makes
 //! its folders and files private and their entries durable.
@@ -19,6 +19,7 @@ mod catalog;
 mod census;
 mod deleted;
 mod disk;
+mod inventory;
 pub mod key_file;
 mod protection;
 mod runs;

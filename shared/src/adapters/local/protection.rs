@@ -70,6 +70,7 @@ impl SqliteCatalog {
                 return Err(StoreError::Conflict);
             }
             let settings = OrgRecord {
+                inventory_key: None,
                 org: org.clone(),
                 allocation: Allocation::default(),
                 created_at: audit.at,

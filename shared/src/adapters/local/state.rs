@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use super::catalog::{insert_audit, SqliteCatalog};
+use super::inventory::change_inventory;
 use super::tables::{from_json, seconds, sql_error, to_json};
 use crate::domain::deleted::DeletedState;
 use crate::domain::record::StateRecord;
@@ -288,6 +289,9 @@ fn commit_in(conn: &mut Connection, commit: Commit) -> Result<(), StoreError> {
             )
             .map_err(sql_error)?;
         }
+    }
+    if let Some(change) = &commit.inventory {
+        change_inventory(&tx, &commit.org, &commit.name, change)?;
     }
     for blob in &commit.committed_blobs {
         tx.execute("DELETE FROM pending_blobs WHERE blob = ?1", params![blob])

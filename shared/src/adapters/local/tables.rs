@@ -63,7 +63,21 @@ CREATE INDEX IF NOT EXISTS trust_policies_by_pair ON trust_policies (issuer, aud
 CREATE TABLE IF NOT EXISTS protected_states (
     org TEXT NOT NULL, pattern TEXT NOT NULL, record TEXT NOT NULL,
     PRIMARY KEY (org, pattern)) WITHOUT ROWID;
-PRAGMA user_version = 7;
+CREATE TABLE IF NOT EXISTS inventory (
+    org TEXT NOT NULL, state TEXT NOT NULL, address TEXT NOT NULL, module TEXT NOT NULL,
+    mode TEXT NOT NULL, type TEXT NOT NULL, provider TEXT NOT NULL, digest TEXT,
+    version INTEGER NOT NULL,
+    PRIMARY KEY (org, state, address)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS inventory_by_type ON inventory (org, type, state, address);
+CREATE INDEX IF NOT EXISTS inventory_by_provider ON inventory (org, provider, state, address);
+CREATE INDEX IF NOT EXISTS inventory_by_module ON inventory (org, module, state, address);
+CREATE INDEX IF NOT EXISTS inventory_by_digest ON inventory (org, digest, state)
+    WHERE digest IS NOT NULL;
+CREATE TABLE IF NOT EXISTS inventory_states (
+    org TEXT NOT NULL, state TEXT NOT NULL, version INTEGER NOT NULL, indexed INTEGER NOT NULL,
+    instances INTEGER NOT NULL,
+    PRIMARY KEY (org, state)) WITHOUT ROWID;
+PRAGMA user_version = 8;
 ";
 
 /// The `user_version` of a catalog that `SCHEMA` made: one at it needs no write to open.
@@ -73,9 +87,10 @@ PRAGMA user_version = 7;
 /// content); 5 added `deleted_states`, deleted states kept for their retention; 6 added
 /// `trust_policies`, the orgs' trust policies for workloads; 7 added `protected_states`, the
 /// orgs' protected-state rules (a table of its own, so the step is one `CREATE TABLE` and
-/// touches no row). Every table is created if missing, so a catalog of any older version
+/// touches no row); 8 added `inventory` and `inventory_states`, the resource index (empty
+/// after the step: `index rebuild` fills it). Every table is created if missing, so a catalog of any older version
 /// gains all it lacks in one pass.
-pub(super) const SCHEMA_VERSION: i64 = 7;
+pub(super) const SCHEMA_VERSION: i64 = 8;
 
 /// A catalog fault: transient (clients retry a 503) only when it can pass, as a busy
 /// database, a full disk or an I/O error can; anything else is a fault of the stored data or

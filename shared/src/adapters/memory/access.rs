@@ -4,7 +4,8 @@ use async_trait::async_trait;
 
 use super::MemoryStore;
 use crate::domain::permission::Allocation;
-use crate::ports::{AccessCatalog, AuditEntry, OrgRecord, StoreError, TokenRecord};
+use crate::domain::Timestamp;
+use crate::ports::{AccessCatalog, AuditEntry, InventoryKey, OrgRecord, StoreError, TokenRecord};
 
 #[async_trait]
 impl AccessCatalog for MemoryStore {
@@ -46,6 +47,7 @@ impl AccessCatalog for MemoryStore {
             .orgs
             .entry(org.to_owned())
             .or_insert_with(|| OrgRecord {
+                inventory_key: None,
                 org: org.to_owned(),
                 allocation: *allocation,
                 created_at: audit.at,
@@ -58,6 +60,30 @@ impl AccessCatalog for MemoryStore {
 
     async fn org(&self, org: &str) -> Result<Option<OrgRecord>, StoreError> {
         Ok(self.lock().orgs.get(org).cloned())
+    }
+
+    async fn put_inventory_key(
+        &self,
+        org: &str,
+        key: &InventoryKey,
+        at: Timestamp,
+    ) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        let record = inner
+            .orgs
+            .entry(org.to_owned())
+            .or_insert_with(|| OrgRecord {
+                org: org.to_owned(),
+                allocation: Allocation::default(),
+                created_at: at,
+                protections: Vec::new(),
+                inventory_key: None,
+            });
+        if record.inventory_key.is_some() {
+            return Err(StoreError::Conflict);
+        }
+        record.inventory_key = Some(key.clone());
+        Ok(())
     }
 
     async fn create_org(&self, org: &OrgRecord) -> Result<bool, StoreError> {

@@ -1,12 +1,13 @@
 //! The ports in memory: one lock around plain maps. For tests and the contract suite's
 //! reference; nothing survives the process. The maps are here; each port's impl is its own
-//! file (`state`, `deleted`, `access`, `runs`, `apps`, `sweep`, `trust`, `protection`, `blobs`), as the local and AWS
+//! file (`state`, `deleted`, `access`, `runs`, `apps`, `sweep`, `trust`, `protection`, `inventory`, `blobs`), as the local and AWS
 //! adapters are split.
 
 mod access;
 mod apps;
 mod blobs;
 mod deleted;
+mod inventory;
 mod protection;
 mod runs;
 mod state;
@@ -18,6 +19,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::domain::app::{AppRecord, ArchiveRecord};
 use crate::domain::deleted::DeletedState;
+use crate::domain::inventory::StateInventory;
 use crate::domain::record::StateRecord;
 use crate::domain::trust::TrustPolicy;
 use crate::domain::version::VersionRecord;
@@ -57,6 +59,8 @@ struct Inner {
     archives: BTreeMap<(String, String, String), ArchiveRecord>,
     /// (org, policy name) -> trust policy.
     trust: BTreeMap<(String, String), TrustPolicy>,
+    /// (org, state) -> the state's entry in the inventory.
+    inventory: BTreeMap<(String, String), StateInventory>,
 }
 
 impl MemoryStore {

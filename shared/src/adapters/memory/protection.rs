@@ -21,6 +21,7 @@ impl MemoryStore {
             .orgs
             .entry(org.to_owned())
             .or_insert_with(|| OrgRecord {
+                inventory_key: None,
                 org: org.to_owned(),
                 allocation: Allocation::default(),
                 created_at: audit.at,

@@ -178,6 +178,9 @@ impl StateCatalog for MemoryStore {
             let below = inner.marks.entry(key).or_insert(0);
             *below = (*below).max(mark.below);
         }
+        if let Some(change) = &commit.inventory {
+            inner.change_inventory(&commit.org, &commit.name, change);
+        }
         inner.audit.extend(commit.audit);
         Ok(())
     }

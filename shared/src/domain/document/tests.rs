@@ -156,3 +156,43 @@ fn a_later_duplicate_key_wins() {
     let meta = sniff(br#"{"version":4,"serial":1,"serial":2,"lineage":"l"}"#).unwrap();
     assert_eq!(meta.serial, Some(2));
 }
+
+#[test]
+fn collecting_resources_counts_as_sniff_does() {
+    let doc = br#"{"version":4,"serial":2,"lineage":"l","resources":[
+        {"module":"module.m","mode":"managed","type":"t","name":"a","provider":"p","instances":[{"index_key":0,"attributes":{"id":"x","secret":"s"}},{"index_key":"k","deposed":"0001"}]},
+        {"mode":"data","type":"d","name":"b","instances":[{}]}
+    ]}"#;
+    let (meta, found) = sniff_resources(doc).unwrap();
+    assert_eq!(meta, sniff(doc).unwrap());
+    assert_eq!(meta.instances, Some(3));
+    let found = found.unwrap();
+    assert_eq!(found.len(), 2);
+    assert_eq!(found[0].module, "module.m");
+    assert_eq!(
+        found[0].instances.len(),
+        1,
+        "the deposed object is left out"
+    );
+    assert_eq!(found[0].instances[0].key, Some(IndexKey::Int(0)));
+    assert_eq!(found[0].instances[0].identity.id.as_deref(), Some("x"));
+    assert_eq!(found[1].module, "");
+    assert_eq!(found[1].provider, "");
+}
+
+#[test]
+fn candidates_never_show_their_values() {
+    let (_, found) = sniff_resources(
+        br#"{"version":4,"serial":2,"lineage":"l","resources":[{"mode":"managed","type":"t","name":"a","instances":[{"attributes":{"arn":"arn:secret"}}]}]}"#,
+    )
+    .unwrap();
+    let shown = format!("{found:?}");
+    assert!(!shown.contains("arn:secret"), "{shown}");
+}
+
+#[test]
+fn collecting_still_refuses_what_sniff_refuses() {
+    for doc in [&b"{"[..], br#"{"version":4,"serial":1,"lineage":"l","resources":[{"instances":[{"attributes":{"id":"x"}}]]}"#] {
+        assert!(sniff_resources(doc).is_err());
+    }
+}

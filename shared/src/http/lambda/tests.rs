@@ -101,6 +101,7 @@ fn app() -> App {
         catalog: store.clone(),
         blobs: store,
         keys: None,
+        index_keys: Default::default(),
         key_cache: crate::service::key_cache::KeyCache::off(),
         clock: std::sync::Arc::new(crate::service::SystemClock),
         limits: clamp(Limits {
@@ -186,6 +187,7 @@ async fn holding(size: usize, door: Option<&str>) -> (App, String) {
         catalog: store.clone(),
         blobs: store.clone(),
         keys: Some(key.clone()),
+        index_keys: Default::default(),
         key_cache: crate::service::key_cache::KeyCache::off(),
         clock: std::sync::Arc::new(crate::service::SystemClock),
         limits,

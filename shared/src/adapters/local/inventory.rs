@@ -1,0 +1,323 @@
+//! The inventory in SQLite: one row of `inventory` per instance, keyed (org, state, address)
+//! so a search walks it in the order it answers in and stops at its limit, with indexes by
+//! type, provider and module in that same order beneath them, and by digest for the
+//! conflicts; one row of `inventory_states` per state indexed. A commit replaces its state's
+//! rows inside its own transaction (`change_inventory`).
+
+use async_trait::async_trait;
+use rusqlite::types::Value;
+use rusqlite::{params, params_from_iter, Connection, OptionalExtension, TransactionBehavior};
+
+use super::tables::{from_json, sql_error};
+use super::SqliteCatalog;
+use crate::domain::inventory::{Mode, StateInventory};
+use crate::domain::record::StateRecord;
+use crate::ports::{
+    conflict_groups, provider_matches, IndexedState, InventoryCatalog, InventoryChange,
+    InventoryCounts, ResourceQuery, ResourceRow, StoreError,
+};
+
+/// Replaces (or removes) one state's rows, on the commit's transaction.
+pub(super) fn change_inventory(
+    conn: &Connection,
+    org: &str,
+    state: &str,
+    change: &InventoryChange,
+) -> Result<(), StoreError> {
+    conn.prepare_cached("DELETE FROM inventory WHERE org = ?1 AND state = ?2")
+        .and_then(|mut s| s.execute(params![org, state]))
+        .map_err(sql_error)?;
+    let InventoryChange::Replace(inventory) = change else {
+        conn.execute(
+            "DELETE FROM inventory_states WHERE org = ?1 AND state = ?2",
+            params![org, state],
+        )
+        .map_err(sql_error)?;
+        return Ok(());
+    };
+    let mut insert = conn
+        .prepare_cached(
+            "INSERT OR REPLACE INTO inventory
+               (org, state, address, module, mode, type, provider, digest, version)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        )
+        .map_err(sql_error)?;
+    for i in &inventory.instances {
+        insert
+            .execute(params![
+                org,
+                state,
+                i.address,
+                i.module,
+                mode_text(i.mode),
+                i.resource_type,
+                i.provider,
+                i.digest,
+                inventory.version
+            ])
+            .map_err(sql_error)?;
+    }
+    conn.execute(
+        "INSERT OR REPLACE INTO inventory_states (org, state, version, indexed, instances)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![
+            org,
+            state,
+            inventory.version,
+            inventory.indexed,
+            inventory.instances.len() as u64
+        ],
+    )
+    .map_err(sql_error)?;
+    Ok(())
+}
+
+fn mode_text(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Managed => "managed",
+        Mode::Data => "data",
+    }
+}
+
+fn mode_of(text: &str) -> Result<Mode, StoreError> {
+    match text {
+        "managed" => Ok(Mode::Managed),
+        "data" => Ok(Mode::Data),
+        other => Err(StoreError::Corrupt(format!(
+            "catalog: an inventory row's mode is {other:?}"
+        ))),
+    }
+}
+
+const ROW_COLUMNS: &str = "state, version, address, module, mode, type, provider";
+
+fn row_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<(ResourceRow, String)> {
+    Ok((
+        ResourceRow {
+            state: row.get(0)?,
+            version: row.get(1)?,
+            address: row.get(2)?,
+            module: row.get(3)?,
+            mode: Mode::Managed,
+            resource_type: row.get(5)?,
+            provider: row.get(6)?,
+        },
+        row.get(4)?,
+    ))
+}
+
+fn rows_of(
+    stmt: &mut rusqlite::Statement<'_>,
+    values: Vec<Value>,
+) -> Result<Vec<ResourceRow>, StoreError> {
+    let rows = stmt
+        .query_map(params_from_iter(values), row_of)
+        .map_err(sql_error)?;
+    rows.map(|r| {
+        let (mut row, mode) = r.map_err(sql_error)?;
+        row.mode = mode_of(&mode)?;
+        Ok(row)
+    })
+    .collect()
+}
+
+/// The org's distinct providers, one index seek each (a skip scan of the provider index):
+/// a provider filter names one in three spellings, resolved here to the stored ones.
+fn providers(conn: &Connection, org: &str) -> Result<Vec<String>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached(
+            "WITH RECURSIVE p(v) AS (
+               SELECT min(provider) FROM inventory WHERE org = ?1
+               UNION ALL
+               SELECT (SELECT min(provider) FROM inventory WHERE org = ?1 AND provider > p.v)
+               FROM p WHERE p.v IS NOT NULL)
+             SELECT v FROM p WHERE v IS NOT NULL",
+        )
+        .map_err(sql_error)?;
+    let rows = stmt
+        .query_map(params![org], |row| row.get(0))
+        .map_err(sql_error)?;
+    rows.map(|r| r.map_err(sql_error)).collect()
+}
+
+fn search(
+    conn: &Connection,
+    org: &str,
+    query: &ResourceQuery,
+) -> Result<Vec<ResourceRow>, StoreError> {
+    let mut sql = format!("SELECT {ROW_COLUMNS} FROM inventory WHERE org = ?");
+    let mut values: Vec<Value> = vec![org.to_owned().into()];
+    let mut equal = |column: &str, value: &Option<String>| {
+        if let Some(v) = value {
+            sql.push_str(&format!(" AND {column} = ?"));
+            values.push(v.clone().into());
+        }
+    };
+    equal("state", &query.state);
+    equal("type", &query.resource_type);
+    equal("module", &query.module);
+    if let Some(wanted) = &query.provider {
+        let named: Vec<String> = providers(conn, org)?
+            .into_iter()
+            .filter(|p| provider_matches(wanted, p))
+            .collect();
+        if named.is_empty() {
+            return Ok(Vec::new());
+        }
+        sql.push_str(&format!(
+            " AND provider IN ({})",
+            vec!["?"; named.len()].join(", ")
+        ));
+        values.extend(named.into_iter().map(Value::from));
+    }
+    if let Some((state, address)) = &query.after {
+        sql.push_str(" AND (state, address) > (?, ?)");
+        values.push(state.clone().into());
+        values.push(address.clone().into());
+    }
+    if let Some(q) = &query.q {
+        // SQLite's lower() folds ASCII only, as the filter's other readings do.
+        sql.push_str(" AND instr(lower(address), ?) > 0");
+        values.push(q.to_ascii_lowercase().into());
+    }
+    sql.push_str(" ORDER BY state, address LIMIT ?");
+    values.push(i64::try_from(query.limit).unwrap_or(i64::MAX).into());
+    let mut stmt = conn.prepare_cached(&sql).map_err(sql_error)?;
+    rows_of(&mut stmt, values)
+}
+
+fn conflicts_in(
+    conn: &Connection,
+    org: &str,
+    state: Option<&str>,
+) -> Result<Vec<Vec<ResourceRow>>, StoreError> {
+    // The digests in two or more states, found on the digest index alone; then their rows.
+    let mut stmt = conn
+        .prepare_cached(&format!(
+            "SELECT {ROW_COLUMNS}, digest FROM inventory WHERE org = ?1 AND digest IN (
+               SELECT digest FROM inventory WHERE org = ?1 AND digest IS NOT NULL
+                 AND (?2 IS NULL OR digest IN (
+                   SELECT digest FROM inventory
+                   WHERE org = ?1 AND state = ?2 AND digest IS NOT NULL))
+               GROUP BY digest HAVING COUNT(DISTINCT state) > 1)"
+        ))
+        .map_err(sql_error)?;
+    let rows = stmt
+        .query_map(params![org, state], |row| {
+            Ok((row_of(row)?, row.get::<_, String>(7)?))
+        })
+        .map_err(sql_error)?;
+    let mut found = Vec::new();
+    for r in rows {
+        let ((mut row, mode), digest) = r.map_err(sql_error)?;
+        row.mode = mode_of(&mode)?;
+        found.push((digest, row));
+    }
+    Ok(conflict_groups(found, state))
+}
+
+fn counts(conn: &Connection, org: &str) -> Result<InventoryCounts, StoreError> {
+    let by = |column: &str| -> Result<Vec<(String, u64)>, StoreError> {
+        let mut stmt = conn
+            .prepare_cached(&format!(
+                "SELECT {column}, COUNT(*) AS n FROM inventory WHERE org = ?1
+                 GROUP BY {column} ORDER BY n DESC, {column}"
+            ))
+            .map_err(sql_error)?;
+        let rows = stmt
+            .query_map(params![org], |row| Ok((row.get(0)?, row.get(1)?)))
+            .map_err(sql_error)?;
+        rows.map(|r| r.map_err(sql_error)).collect()
+    };
+    let by_provider = by("provider")?;
+    Ok(InventoryCounts {
+        instances: by_provider.iter().map(|(_, n)| n).sum(),
+        by_provider,
+        by_type: by("type")?,
+    })
+}
+
+#[async_trait]
+impl InventoryCatalog for SqliteCatalog {
+    async fn resources(
+        &self,
+        org: &str,
+        query: &ResourceQuery,
+    ) -> Result<Vec<ResourceRow>, StoreError> {
+        let (org, query) = (org.to_owned(), query.clone());
+        self.read(move |conn| search(conn, &org, &query)).await
+    }
+
+    async fn conflicts(
+        &self,
+        org: &str,
+        state: Option<&str>,
+    ) -> Result<Vec<Vec<ResourceRow>>, StoreError> {
+        let (org, state) = (org.to_owned(), state.map(str::to_owned));
+        self.read(move |conn| conflicts_in(conn, &org, state.as_deref()))
+            .await
+    }
+
+    async fn indexed_states(&self, org: &str) -> Result<Vec<IndexedState>, StoreError> {
+        let org = org.to_owned();
+        self.read(move |conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT state, version, indexed, instances FROM inventory_states
+                     WHERE org = ?1 ORDER BY state",
+                )
+                .map_err(sql_error)?;
+            let rows = stmt
+                .query_map(params![org], |row| {
+                    Ok(IndexedState {
+                        state: row.get(0)?,
+                        version: row.get(1)?,
+                        indexed: row.get(2)?,
+                        instances: row.get(3)?,
+                    })
+                })
+                .map_err(sql_error)?;
+            rows.map(|r| r.map_err(sql_error)).collect()
+        })
+        .await
+    }
+
+    async fn inventory_counts(&self, org: &str) -> Result<InventoryCounts, StoreError> {
+        let org = org.to_owned();
+        self.read(move |conn| counts(conn, &org)).await
+    }
+
+    async fn put_inventory(
+        &self,
+        org: &str,
+        state: &str,
+        revision: u64,
+        inventory: &StateInventory,
+    ) -> Result<(), StoreError> {
+        let (org, state, inventory) = (org.to_owned(), state.to_owned(), inventory.clone());
+        self.with(move |conn| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(sql_error)?;
+            let record: Option<String> = tx
+                .query_row(
+                    "SELECT record FROM states WHERE org = ?1 AND name = ?2",
+                    params![org, state],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(sql_error)?;
+            let record: Option<StateRecord> = record.as_deref().map(from_json).transpose()?;
+            let current = record.is_some_and(|r| {
+                r.revision == revision
+                    && r.latest.as_ref().map(|v| v.version) == Some(inventory.version)
+            });
+            if !current {
+                return Err(StoreError::Conflict);
+            }
+            change_inventory(&tx, &org, &state, &InventoryChange::Replace(inventory))?;
+            tx.commit().map_err(sql_error)
+        })
+        .await
+    }
+}

@@ -1,0 +1,103 @@
+//! The inventory in memory: each state's entry whole, under the one lock, searched by
+//! walking the org's entries in name order.
+
+use async_trait::async_trait;
+
+use super::{Inner, MemoryStore};
+use crate::domain::inventory::StateInventory;
+use crate::ports::{
+    conflicts_among, IndexedState, InventoryCatalog, InventoryChange, InventoryCounts,
+    ResourceQuery, ResourceRow, StoreError,
+};
+
+impl Inner {
+    /// The org's entries, in state name order.
+    fn entries<'a>(&'a self, org: &'a str) -> impl Iterator<Item = (&'a str, &'a StateInventory)> {
+        self.inventory
+            .range((org.to_owned(), String::new())..)
+            .take_while(move |((o, _), _)| o == org)
+            .map(|((_, state), inventory)| (state.as_str(), inventory))
+    }
+
+    /// Applies a commit's change to its state's entry.
+    pub(super) fn change_inventory(&mut self, org: &str, state: &str, change: &InventoryChange) {
+        let key = (org.to_owned(), state.to_owned());
+        match change {
+            InventoryChange::Replace(inventory) => {
+                self.inventory.insert(key, inventory.clone());
+            }
+            InventoryChange::Remove => {
+                self.inventory.remove(&key);
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl InventoryCatalog for MemoryStore {
+    async fn resources(
+        &self,
+        org: &str,
+        query: &ResourceQuery,
+    ) -> Result<Vec<ResourceRow>, StoreError> {
+        let inner = self.lock();
+        Ok(inner
+            .entries(org)
+            .flat_map(|(state, inventory)| {
+                inventory
+                    .instances
+                    .iter()
+                    .filter(move |i| query.is_after(state, &i.address) && query.matches(state, i))
+                    .map(move |i| ResourceRow::of(state, inventory.version, i))
+            })
+            .take(query.limit)
+            .collect())
+    }
+
+    async fn conflicts(
+        &self,
+        org: &str,
+        state: Option<&str>,
+    ) -> Result<Vec<Vec<ResourceRow>>, StoreError> {
+        Ok(conflicts_among(self.lock().entries(org), state))
+    }
+
+    async fn indexed_states(&self, org: &str) -> Result<Vec<IndexedState>, StoreError> {
+        Ok(self
+            .lock()
+            .entries(org)
+            .map(|(state, inventory)| IndexedState {
+                state: state.to_owned(),
+                version: inventory.version,
+                indexed: inventory.indexed,
+                instances: inventory.instances.len() as u64,
+            })
+            .collect())
+    }
+
+    async fn inventory_counts(&self, org: &str) -> Result<InventoryCounts, StoreError> {
+        Ok(InventoryCounts::of(
+            self.lock().entries(org).map(|(_, inventory)| inventory),
+        ))
+    }
+
+    async fn put_inventory(
+        &self,
+        org: &str,
+        state: &str,
+        revision: u64,
+        inventory: &StateInventory,
+    ) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        let record = inner.states.get(&(org.to_owned(), state.to_owned()));
+        let current = record.filter(|r| {
+            r.revision == revision
+                && r.latest.as_ref().map(|v| v.version) == Some(inventory.version)
+        });
+        if current.is_none() {
+            return Err(StoreError::Conflict);
+        }
+        inner.change_inventory(org, state, &InventoryChange::Replace(inventory.clone()));
+        Ok(())
+    }
+}

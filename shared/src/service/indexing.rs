@@ -1,0 +1,168 @@
+//! Each org's inventory key, what the index's digests are made under: 32 random bytes made
+//! once per org, wrapped by the org's key service as a data key is (under the context of
+//! the org and a state name no state can have), and stored in the org's settings, which
+//! every backend request reads already. Unwrapped keys are kept in memory for the process's
+//! life, zeroized when they leave, so only the first save of an org after a start asks the
+//! key service. Never a place a digest is made: the domain makes them.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use aes_gcm::aead::rand_core::RngCore;
+use aes_gcm::aead::OsRng;
+use zeroize::Zeroizing;
+
+use super::{App, Error};
+use crate::domain::document::FoundResource;
+use crate::domain::inventory::inventory_of;
+use crate::ports::{InventoryChange, InventoryKey, KeyContext, KeyService, StoreError};
+
+/// At most this many orgs' keys are kept; past it one is dropped (and unwrapped again when
+/// next needed). Each is 32 bytes and its names: a server serving more orgs than this only
+/// calls the key service more often.
+const MAX_KEYS: usize = 4096;
+
+/// The unwrapped inventory keys, by org and stored (wrapped) form: a key re-wrapped or
+/// replaced misses, and one org's key is never another's.
+#[derive(Default)]
+pub struct IndexKeys {
+    keys: Mutex<HashMap<(String, InventoryKey), Zeroizing<[u8; 32]>>>,
+}
+
+impl IndexKeys {
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<(String, InventoryKey), Zeroizing<[u8; 32]>>> {
+        // Each change is one insert or remove: a panic elsewhere cannot leave it half made.
+        self.keys
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn get(&self, org: &str, stored: &InventoryKey) -> Option<Zeroizing<[u8; 32]>> {
+        self.lock()
+            .get(&(org.to_owned(), stored.clone()))
+            .map(|k| Zeroizing::new(**k))
+    }
+
+    fn put(&self, org: &str, stored: &InventoryKey, key: &Zeroizing<[u8; 32]>) {
+        let mut keys = self.lock();
+        if keys.len() >= MAX_KEYS {
+            if let Some(any) = keys.keys().next().cloned() {
+                keys.remove(&any);
+            }
+        }
+        keys.insert((org.to_owned(), stored.clone()), Zeroizing::new(**key));
+    }
+}
+
+fn context(org: &str) -> KeyContext<'_> {
+    KeyContext {
+        org,
+        state: InventoryKey::STATE,
+    }
+}
+
+/// The org's inventory key: `stored` (as the org's settings were read) unwrapped, from
+/// memory when it was unwrapped before; made, wrapped and stored when the org has none.
+/// Two first writers agree: the one whose store loses reads the winner's key and uses it.
+///
+/// # Errors
+/// What the key service answers (`Unavailable`, `WrongKey`, `Damaged`), or a storage fault.
+pub(super) async fn org_key(
+    app: &App,
+    keys: &dyn KeyService,
+    org: &str,
+    stored: Option<InventoryKey>,
+) -> Result<Zeroizing<[u8; 32]>, Error> {
+    let stored = match stored {
+        Some(stored) => stored,
+        None => match make(app, keys, org).await? {
+            Made::Ours(stored, key) => {
+                app.index_keys.put(org, &stored, &key);
+                return Ok(key);
+            }
+            Made::Theirs(stored) => stored,
+        },
+    };
+    if let Some(key) = app.index_keys.get(org, &stored) {
+        return Ok(key);
+    }
+    let key = keys
+        .unwrap_key(&stored.key_id, &stored.wrapped, &context(org))
+        .await?;
+    app.index_keys.put(org, &stored, &key);
+    Ok(key)
+}
+
+enum Made {
+    /// Stored by this call.
+    Ours(InventoryKey, Zeroizing<[u8; 32]>),
+    /// Another writer's, stored first.
+    Theirs(InventoryKey),
+}
+
+async fn make(app: &App, keys: &dyn KeyService, org: &str) -> Result<Made, Error> {
+    let mut key = Zeroizing::new([0u8; 32]);
+    OsRng.fill_bytes(key.as_mut());
+    let wrapped = keys.wrap_key(&key, &context(org)).await?;
+    let stored = InventoryKey {
+        key_id: wrapped.key_id,
+        wrapped: wrapped.wrapped,
+    };
+    match app
+        .catalog
+        .put_inventory_key(org, &stored, app.clock.now())
+        .await
+    {
+        Ok(()) => Ok(Made::Ours(stored, key)),
+        Err(StoreError::Conflict) => app
+            .catalog
+            .org(org)
+            .await?
+            .and_then(|o| o.inventory_key)
+            .map(Made::Theirs)
+            .ok_or_else(|| {
+                Error::Damaged(format!(
+                    "org {org}'s inventory key was stored by another writer but cannot be read back"
+                ))
+            }),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// What a change that writes a version indexes it from: the resources its document's sniff
+/// collected, and the org's key when there are any.
+pub(super) struct Indexer {
+    found: Option<Vec<FoundResource>>,
+    key: Option<Zeroizing<[u8; 32]>>,
+}
+
+impl Indexer {
+    /// Gets the org's key ([`org_key`]) unless the document cannot be indexed.
+    ///
+    /// # Errors
+    /// As [`org_key`].
+    pub(super) async fn new(
+        app: &App,
+        keys: &dyn KeyService,
+        org: &str,
+        stored: Option<InventoryKey>,
+        found: Option<Vec<FoundResource>>,
+    ) -> Result<Self, Error> {
+        let key = match &found {
+            Some(_) => Some(org_key(app, keys, org, stored).await?),
+            None => None,
+        };
+        Ok(Self { found, key })
+    }
+
+    /// The commit's change to the index, for the document as `version`.
+    pub(super) fn change(&self, version: u64) -> InventoryChange {
+        let found = self.found.as_deref().zip(self.key.as_deref());
+        InventoryChange::Replace(match found {
+            Some((found, key)) => inventory_of(version, Some(found), key),
+            None => inventory_of(version, None, &[0; 32]),
+        })
+    }
+}

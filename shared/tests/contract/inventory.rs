@@ -1,0 +1,482 @@
+//! The inventory port's cases of the contract (included by ../contract.rs): a commit replaces
+//! or removes its state's entry in the same transaction, a search filters and pages in
+//! (state, address) order, conflicts are equal digests across states, a rebuild's write is
+//! conditional on the state's revision, and one org never sees another's.
+
+use super::*;
+use hegemony_state::domain::inventory::{Instance, Mode, StateInventory};
+use hegemony_state::ports::{
+    IndexedState, InventoryChange, InventoryKey, ResourceQuery, ResourceRow,
+};
+
+const AWS: &str = "registry.terraform.io/hashicorp/aws";
+const GOOGLE: &str = "registry.terraform.io/hashicorp/google";
+
+fn instance(address: &str, kind: &str, provider: &str, digest: Option<&str>) -> Instance {
+    let module = address
+        .rsplit_once(&format!(".{kind}."))
+        .map(|(m, _)| m.to_owned())
+        .unwrap_or_default();
+    Instance {
+        address: address.into(),
+        module,
+        mode: if address.contains("data.") {
+            Mode::Data
+        } else {
+            Mode::Managed
+        },
+        resource_type: kind.into(),
+        provider: provider.into(),
+        digest: digest.map(str::to_owned),
+    }
+}
+
+fn inventory(version: u64, instances: Vec<Instance>) -> StateInventory {
+    StateInventory {
+        version,
+        indexed: true,
+        instances,
+    }
+}
+
+/// Creates state `name` of `org` at version 1 with `entry` as its inventory; returns its
+/// record as stored.
+async fn indexed(f: &Fixture, org: &str, name: &str, entry: StateInventory) -> StateRecord {
+    let mut record = StateRecord::fresh(org, name, &format!("inc-{name}"), NOW);
+    record.latest = Some(version(1, "b1"));
+    record.next_version = 2;
+    let mut c = commit(&record, 0, vec![version(1, "b1")]);
+    c.inventory = Some(InventoryChange::Replace(entry));
+    f.catalog.commit(c).await.unwrap();
+    f.catalog.state(org, name).await.unwrap().unwrap()
+}
+
+fn addresses(rows: &[ResourceRow]) -> Vec<String> {
+    rows.iter()
+        .map(|r| format!("{}:{}", r.state, r.address))
+        .collect()
+}
+
+fn query(limit: usize) -> ResourceQuery {
+    ResourceQuery {
+        limit,
+        ..ResourceQuery::default()
+    }
+}
+
+async fn search(f: &Fixture, q: ResourceQuery) -> Vec<String> {
+    addresses(&f.catalog.resources("acme", &q).await.unwrap())
+}
+
+/// Two states: `app` (aws bucket and instance in a module, a data source) and `net` (a
+/// google network and an aws bucket).
+async fn two_states(f: &Fixture) {
+    indexed(
+        f,
+        "acme",
+        "net",
+        inventory(
+            1,
+            vec![
+                instance("aws_s3_bucket.logs", "aws_s3_bucket", AWS, Some("d-logs")),
+                instance(
+                    "google_compute_network.main",
+                    "google_compute_network",
+                    GOOGLE,
+                    Some("d-net"),
+                ),
+            ],
+        ),
+    )
+    .await;
+    indexed(
+        f,
+        "acme",
+        "app",
+        inventory(
+            1,
+            vec![
+                instance(
+                    "aws_s3_bucket.Assets",
+                    "aws_s3_bucket",
+                    AWS,
+                    Some("d-assets"),
+                ),
+                instance("data.aws_ami.base", "aws_ami", AWS, None),
+                instance(
+                    "module.web[\"a\"].aws_instance.this[0]",
+                    "aws_instance",
+                    AWS,
+                    Some("d-i"),
+                ),
+            ],
+        ),
+    )
+    .await;
+}
+
+pub async fn a_commit_replaces_and_removes_its_states_inventory(f: Fixture) {
+    let record = indexed(
+        &f,
+        "acme",
+        "net",
+        inventory(
+            1,
+            vec![instance("aws_s3_bucket.a", "aws_s3_bucket", AWS, None)],
+        ),
+    )
+    .await;
+    let mut next = record.clone();
+    next.latest = Some(version(2, "b2"));
+    next.next_version = 3;
+    let mut c = commit(&next, record.revision, vec![version(2, "b2")]);
+    c.inventory = Some(InventoryChange::Replace(inventory(
+        2,
+        vec![instance("aws_s3_bucket.b", "aws_s3_bucket", AWS, None)],
+    )));
+    f.catalog.commit(c).await.unwrap();
+    let rows = f.catalog.resources("acme", &query(10)).await.unwrap();
+    assert_eq!(addresses(&rows), ["net:aws_s3_bucket.b"]);
+    assert_eq!(rows[0].version, 2);
+    assert_eq!(rows[0].provider, AWS);
+    assert_eq!(rows[0].mode, Mode::Managed);
+    // A commit without a change (a lock) leaves the entry; a lost one writes nothing.
+    let stored = f.catalog.state("acme", "net").await.unwrap().unwrap();
+    f.catalog
+        .commit(commit(&stored, stored.revision, vec![]))
+        .await
+        .unwrap();
+    let mut stale = commit(&stored, stored.revision, vec![]);
+    stale.inventory = Some(InventoryChange::Remove);
+    assert!(matches!(
+        f.catalog.commit(stale).await,
+        Err(StoreError::Conflict)
+    ));
+    assert_eq!(f.catalog.indexed_states("acme").await.unwrap().len(), 1);
+    let stored = f.catalog.state("acme", "net").await.unwrap().unwrap();
+    let mut removal = commit(&stored, stored.revision, vec![]);
+    removal.inventory = Some(InventoryChange::Remove);
+    f.catalog.commit(removal).await.unwrap();
+    assert!(f
+        .catalog
+        .resources("acme", &query(10))
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(f.catalog.indexed_states("acme").await.unwrap().is_empty());
+}
+
+pub async fn a_search_filters_and_pages_in_state_then_address_order(f: Fixture) {
+    two_states(&f).await;
+    assert_eq!(
+        search(&f, query(100)).await,
+        [
+            "app:aws_s3_bucket.Assets",
+            "app:data.aws_ami.base",
+            "app:module.web[\"a\"].aws_instance.this[0]",
+            "net:aws_s3_bucket.logs",
+            "net:google_compute_network.main",
+        ]
+    );
+    let q = |text: &str| ResourceQuery {
+        q: Some(text.into()),
+        ..query(100)
+    };
+    assert_eq!(
+        search(&f, q("BUCKET.a")).await,
+        ["app:aws_s3_bucket.Assets"],
+        "a case-insensitive substring"
+    );
+    assert_eq!(search(&f, q("[\"a\"]")).await.len(), 1);
+    let of_type = ResourceQuery {
+        resource_type: Some("aws_s3_bucket".into()),
+        ..query(100)
+    };
+    assert_eq!(
+        search(&f, of_type).await,
+        ["app:aws_s3_bucket.Assets", "net:aws_s3_bucket.logs"]
+    );
+    let in_module = ResourceQuery {
+        module: Some("module.web[\"a\"]".into()),
+        ..query(100)
+    };
+    assert_eq!(search(&f, in_module).await.len(), 1);
+    let root = ResourceQuery {
+        module: Some(String::new()),
+        state: Some("net".into()),
+        ..query(100)
+    };
+    assert_eq!(search(&f, root).await.len(), 2);
+    for spelling in [GOOGLE, "hashicorp/google", "google"] {
+        let by = ResourceQuery {
+            provider: Some(spelling.into()),
+            ..query(100)
+        };
+        assert_eq!(
+            search(&f, by).await,
+            ["net:google_compute_network.main"],
+            "{spelling}"
+        );
+    }
+    for other in ["oogle", "registry.terraform.io", "other/google"] {
+        let by = ResourceQuery {
+            provider: Some(other.into()),
+            ..query(100)
+        };
+        assert!(search(&f, by).await.is_empty(), "{other}");
+    }
+    // Pages of two, each after the last row of the one before.
+    let mut pages = Vec::new();
+    let mut after = None;
+    loop {
+        let page = f
+            .catalog
+            .resources(
+                "acme",
+                &ResourceQuery {
+                    after: after.clone(),
+                    ..query(2)
+                },
+            )
+            .await
+            .unwrap();
+        if page.is_empty() {
+            break;
+        }
+        after = page.last().map(|r| (r.state.clone(), r.address.clone()));
+        pages.push(addresses(&page));
+    }
+    assert_eq!(pages.iter().map(Vec::len).collect::<Vec<_>>(), [2, 2, 1]);
+    assert_eq!(pages.concat(), search(&f, query(100)).await);
+}
+
+pub async fn conflicts_are_equal_digests_across_states_never_within_one(f: Fixture) {
+    indexed(
+        &f,
+        "acme",
+        "a",
+        inventory(
+            1,
+            vec![
+                instance("aws_s3_bucket.x", "aws_s3_bucket", AWS, Some("shared")),
+                instance("aws_s3_bucket.y", "aws_s3_bucket", AWS, Some("twice-here")),
+                instance("aws_s3_bucket.z", "aws_s3_bucket", AWS, Some("twice-here")),
+                instance("data.aws_s3_bucket.r", "aws_s3_bucket", AWS, None),
+            ],
+        ),
+    )
+    .await;
+    indexed(
+        &f,
+        "acme",
+        "b",
+        inventory(
+            1,
+            vec![instance(
+                "aws_s3_bucket.copy",
+                "aws_s3_bucket",
+                AWS,
+                Some("shared"),
+            )],
+        ),
+    )
+    .await;
+    indexed(
+        &f,
+        "acme",
+        "c",
+        inventory(
+            1,
+            vec![instance(
+                "aws_s3_bucket.other",
+                "aws_s3_bucket",
+                AWS,
+                Some("alone"),
+            )],
+        ),
+    )
+    .await;
+    let groups = f.catalog.conflicts("acme", None).await.unwrap();
+    let shown: Vec<_> = groups.iter().map(|g| addresses(g)).collect();
+    assert_eq!(shown, [vec!["a:aws_s3_bucket.x", "b:aws_s3_bucket.copy"]]);
+    assert_eq!(
+        f.catalog.conflicts("acme", Some("b")).await.unwrap(),
+        groups
+    );
+    assert!(f
+        .catalog
+        .conflicts("acme", Some("c"))
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(f.catalog.conflicts("other", None).await.unwrap().is_empty());
+}
+
+pub async fn another_orgs_inventory_is_never_seen(f: Fixture) {
+    two_states(&f).await;
+    indexed(
+        &f,
+        "other",
+        "net",
+        inventory(
+            1,
+            vec![instance(
+                "aws_s3_bucket.logs",
+                "aws_s3_bucket",
+                AWS,
+                Some("d-logs"),
+            )],
+        ),
+    )
+    .await;
+    assert!(f.catalog.conflicts("acme", None).await.unwrap().is_empty());
+    assert_eq!(search(&f, query(100)).await.len(), 5);
+    let theirs = f.catalog.resources("other", &query(100)).await.unwrap();
+    assert_eq!(addresses(&theirs), ["net:aws_s3_bucket.logs"]);
+    assert_eq!(f.catalog.indexed_states("other").await.unwrap().len(), 1);
+    assert_eq!(
+        f.catalog.inventory_counts("other").await.unwrap().instances,
+        1
+    );
+}
+
+pub async fn a_rebuilds_write_holds_only_while_the_state_is_as_read(f: Fixture) {
+    let record = indexed(&f, "acme", "net", inventory(1, Vec::new())).await;
+    let entry = inventory(
+        1,
+        vec![instance("aws_s3_bucket.a", "aws_s3_bucket", AWS, None)],
+    );
+    let stale = f
+        .catalog
+        .put_inventory("acme", "net", record.revision - 1, &entry)
+        .await;
+    assert!(matches!(stale, Err(StoreError::Conflict)), "{stale:?}");
+    let newer = inventory(2, Vec::new());
+    let wrong = f
+        .catalog
+        .put_inventory("acme", "net", record.revision, &newer)
+        .await;
+    assert!(matches!(wrong, Err(StoreError::Conflict)), "{wrong:?}");
+    let missing = f.catalog.put_inventory("acme", "none", 1, &entry).await;
+    assert!(matches!(missing, Err(StoreError::Conflict)), "{missing:?}");
+    assert!(f
+        .catalog
+        .resources("acme", &query(10))
+        .await
+        .unwrap()
+        .is_empty());
+    f.catalog
+        .put_inventory("acme", "net", record.revision, &entry)
+        .await
+        .unwrap();
+    assert_eq!(search(&f, query(10)).await, ["net:aws_s3_bucket.a"]);
+}
+
+pub async fn states_not_indexed_are_listed_and_counts_are_largest_first(f: Fixture) {
+    two_states(&f).await;
+    indexed(
+        &f,
+        "acme",
+        "enc",
+        StateInventory {
+            version: 1,
+            indexed: false,
+            instances: Vec::new(),
+        },
+    )
+    .await;
+    assert_eq!(
+        f.catalog.indexed_states("acme").await.unwrap(),
+        [
+            IndexedState {
+                state: "app".into(),
+                version: 1,
+                indexed: true,
+                instances: 3
+            },
+            IndexedState {
+                state: "enc".into(),
+                version: 1,
+                indexed: false,
+                instances: 0
+            },
+            IndexedState {
+                state: "net".into(),
+                version: 1,
+                indexed: true,
+                instances: 2
+            },
+        ]
+    );
+    let counts = f.catalog.inventory_counts("acme").await.unwrap();
+    assert_eq!(counts.instances, 5);
+    assert_eq!(
+        counts.by_provider,
+        [(AWS.to_owned(), 4), (GOOGLE.to_owned(), 1)]
+    );
+    assert_eq!(
+        counts.by_type,
+        [
+            ("aws_s3_bucket".to_owned(), 2),
+            ("aws_ami".to_owned(), 1),
+            ("aws_instance".to_owned(), 1),
+            ("google_compute_network".to_owned(), 1),
+        ]
+    );
+    assert_eq!(
+        f.catalog.inventory_counts("none").await.unwrap().instances,
+        0
+    );
+}
+
+pub async fn an_orgs_inventory_key_is_set_once(f: Fixture) {
+    use hegemony_state::domain::permission::{Allocation, Role};
+    let allocation = Allocation {
+        manage: Some(Role::Operator),
+        ..Allocation::default()
+    };
+    f.catalog
+        .set_allocation(
+            "acme",
+            &Allocation::default(),
+            &allocation,
+            &audit("acme", "permissions.changed"),
+        )
+        .await
+        .unwrap();
+    let first = InventoryKey {
+        key_id: "platform:a".into(),
+        wrapped: vec![1; 40],
+    };
+    let second = InventoryKey {
+        key_id: "platform:a".into(),
+        wrapped: vec![2; 40],
+    };
+    f.catalog
+        .put_inventory_key("acme", &first, NOW)
+        .await
+        .unwrap();
+    let lost = f.catalog.put_inventory_key("acme", &second, NOW).await;
+    assert!(matches!(lost, Err(StoreError::Conflict)), "{lost:?}");
+    let settings = f.catalog.org("acme").await.unwrap().unwrap();
+    assert_eq!(
+        (settings.allocation, settings.inventory_key),
+        (allocation, Some(first.clone()))
+    );
+    // An org with no settings gets them; the key survives a change of the allocation.
+    f.catalog
+        .put_inventory_key("new", &second, NOW)
+        .await
+        .unwrap();
+    f.catalog
+        .set_allocation(
+            "new",
+            &Allocation::default(),
+            &allocation,
+            &audit("new", "permissions.changed"),
+        )
+        .await
+        .unwrap();
+    let (settings, _) = f.catalog.org_and_state("new", "net").await.unwrap();
+    assert_eq!(settings.unwrap().inventory_key, Some(second));
+}
