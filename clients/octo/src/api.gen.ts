@@ -905,6 +905,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/resources": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Search resource instances across states
+         * @description The caller's org's resource instances, from each state's latest version, in (state, address) order: addresses, types, providers and modules, never a value. Every filter given must match. Any role; not a workload session or a step token.
+         */
+        get: operations["searchResources"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/resources/conflicts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Objects managed by two or more states
+         * @description Groups of instances in different states whose identities (arn, self_link, id or name) are equal: one cloud object that two states manage. Identities are compared as keyed digests and never shown. Any role; not a workload session or a step token.
+         */
+        get: operations["listConflicts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/overview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The org at a glance
+         * @description Counts of states, versions and resource instances (by provider and by type), the largest states, locks and holds with their age, states not written for 90 days, states not indexed, and the number of conflicts. Any role; not a workload session or a step token.
+         */
+        get: operations["showOverview"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1749,6 +1809,132 @@ export interface components {
             /** @description The policy's state name patterns. */
             states: string[];
         };
+        /** @description One page of a search. */
+        ResourceList: {
+            resources: components["schemas"]["Resource"][];
+            /** @description Pass as `cursor` for the next page; `null` on the last. */
+            next_cursor: string | null;
+        };
+        /** @description One resource instance found, with the state and version it is in. */
+        Resource: {
+            state: string;
+            /**
+             * Format: uint64
+             * @description The state's version the instance was indexed from: its latest.
+             */
+            version: number;
+            /** @description The instance's address, as Terraform prints it. */
+            address: string;
+            /** @description The module path, empty for the root module. */
+            module: string;
+            mode: components["schemas"]["Mode"];
+            type: string;
+            /** @description The provider's source address (`registry.terraform.io/hashicorp/aws`). */
+            provider: string;
+        };
+        /**
+         * @description Whether an instance is a managed resource or a data source (`mode` in the state).
+         * @enum {string}
+         */
+        Mode: "managed" | "data";
+        /** @description The objects two or more states manage. */
+        ConflictList: {
+            conflicts: components["schemas"]["Conflict"][];
+        };
+        /** @description One object managed by two or more states: the instances whose identities are equal. */
+        Conflict: {
+            /** @description The type the instances share (equal identities are of one type). */
+            type: string;
+            /** @description In (state, address) order; at least two states among them. */
+            instances: components["schemas"]["Resource"][];
+        };
+        /** @description The overview's answer. */
+        Overview: {
+            org: string;
+            /**
+             * Format: uint64
+             * @description Live states (deleted ones wait in the deleted list and are not counted).
+             */
+            states: number;
+            /**
+             * Format: uint64
+             * @description Versions written across those states: the sum of their latest version numbers.
+             */
+            versions: number;
+            /**
+             * Format: uint64
+             * @description Resource instances the inventory holds.
+             */
+            resources: number;
+            /**
+             * Format: uint64
+             * @description Objects managed by two or more states (`GET /api/resources/conflicts`).
+             */
+            conflicts: number;
+            /** @description Instances by provider, largest first, at most 20. */
+            by_provider: components["schemas"]["ProviderCount"][];
+            /** @description Instances by type, largest first, at most 20. */
+            by_type: components["schemas"]["TypeCount"][];
+            /** @description The largest states by their latest version's size, at most 10. */
+            largest: components["schemas"]["SizedState"][];
+            /** @description Every lock held, oldest first. */
+            locks: components["schemas"]["LockAge"][];
+            /** @description Every hold, oldest first. */
+            holds: components["schemas"]["HoldAge"][];
+            /** @description States whose latest version is older than 90 days, oldest first. */
+            stale: components["schemas"]["StaleState"][];
+            /**
+             * @description States whose latest version the inventory does not hold: OpenTofu-encrypted, another
+             *     format, or written before the index was built (`hegemony-state index rebuild`).
+             */
+            not_indexed: components["schemas"]["NotIndexed"][];
+        };
+        ProviderCount: {
+            provider: string;
+            /** Format: uint64 */
+            count: number;
+        };
+        TypeCount: {
+            type: string;
+            /** Format: uint64 */
+            count: number;
+        };
+        SizedState: {
+            state: string;
+            /**
+             * Format: uint64
+             * @description The latest version's size in bytes.
+             */
+            size: number;
+            /** Format: uint64 */
+            version: number;
+        };
+        LockAge: {
+            state: string;
+            since: string;
+            /** Format: uint64 */
+            age_seconds: number;
+            /** @description Who holds it, as the lock list shows a holder. */
+            who: string;
+        };
+        HoldAge: {
+            state: string;
+            since: string;
+            /** Format: uint64 */
+            age_seconds: number;
+            run: string;
+        };
+        StaleState: {
+            state: string;
+            updated_at: string;
+            /** Format: uint64 */
+            days: number;
+        };
+        NotIndexed: {
+            state: string;
+            /** Format: uint64 */
+            version: number;
+        };
         /** @description A state's name: 1-128 of A-Z a-z 0-9 . _ -, not starting with '.' */
         StateName: string;
         /** @description An org, run or step name: 1-128 of A-Z a-z 0-9 . _ -, not starting with '.' */
@@ -1857,6 +2043,19 @@ export type TrustPolicies = components['schemas']['TrustPolicies'];
 export type TrustPolicy = components['schemas']['TrustPolicy'];
 export type Protections = components['schemas']['Protections'];
 export type Session = components['schemas']['Session'];
+export type ResourceList = components['schemas']['ResourceList'];
+export type Resource = components['schemas']['Resource'];
+export type Mode = components['schemas']['Mode'];
+export type ConflictList = components['schemas']['ConflictList'];
+export type Conflict = components['schemas']['Conflict'];
+export type Overview = components['schemas']['Overview'];
+export type ProviderCount = components['schemas']['ProviderCount'];
+export type TypeCount = components['schemas']['TypeCount'];
+export type SizedState = components['schemas']['SizedState'];
+export type LockAge = components['schemas']['LockAge'];
+export type HoldAge = components['schemas']['HoldAge'];
+export type StaleState = components['schemas']['StaleState'];
+export type NotIndexed = components['schemas']['NotIndexed'];
 export type StateName = components['schemas']['StateName'];
 export type Name = components['schemas']['Name'];
 export type Error = components['schemas']['Error'];
@@ -6747,6 +6946,251 @@ export interface operations {
             };
             /** @description No such app state in the caller's org */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `too_large`: a body over 1048576 bytes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A defect or damaged storage: `wrong_key`, `damaged`, `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A transient fault, retried after `Retry-After` seconds, or no key configured: `unavailable`, `managed_state_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying a transient fault (`unavailable`); absent when no key is configured */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    searchResources: {
+        parameters: {
+            query?: {
+                /** @description A part of the address, any case */
+                q?: string;
+                /** @description The resource type, exactly (aws_s3_bucket) */
+                type?: string;
+                /** @description The provider: its source address, namespace/type or type (registry.terraform.io/hashicorp/aws, hashicorp/aws, aws) */
+                provider?: string;
+                /** @description The module path, exactly (module.network) */
+                module?: string;
+                /** @description The state's name, exactly */
+                state?: string;
+                limit?: number;
+                /** @description The next_cursor of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of instances */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResourceList"];
+                };
+            };
+            /** @description Bad limit, cursor, state name or a filter too long. Also: `invalid_request`: the body could not be read */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unauthenticated`: no, unknown, expired or revoked credentials, or Basic credentials (Bearer only here) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `forbidden`: the token's role or the org's allocation does not allow it, a step token, or a platform token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `too_large`: a body over 1048576 bytes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A defect or damaged storage: `wrong_key`, `damaged`, `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A transient fault, retried after `Retry-After` seconds, or no key configured: `unavailable`, `managed_state_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying a transient fault (`unavailable`); absent when no key is configured */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listConflicts: {
+        parameters: {
+            query?: {
+                /** @description Only the groups this state is in */
+                state?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The conflicts */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConflictList"];
+                };
+            };
+            /** @description Bad state name. Also: `invalid_request`: the body could not be read */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unauthenticated`: no, unknown, expired or revoked credentials, or Basic credentials (Bearer only here) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `forbidden`: the token's role or the org's allocation does not allow it, a step token, or a platform token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `too_large`: a body over 1048576 bytes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A defect or damaged storage: `wrong_key`, `damaged`, `internal` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A transient fault, retried after `Retry-After` seconds, or no key configured: `unavailable`, `managed_state_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying a transient fault (`unavailable`); absent when no key is configured */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    showOverview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The overview */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Overview"];
+                };
+            };
+            /** @description `invalid_request`: the body could not be read */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unauthenticated`: no, unknown, expired or revoked credentials, or Basic credentials (Bearer only here) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `forbidden`: the token's role or the org's allocation does not allow it, a step token, or a platform token */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

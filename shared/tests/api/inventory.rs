@@ -229,7 +229,7 @@ async fn a_search_pages_in_state_then_address_order_and_refuses_what_it_cannot_r
     ] {
         let r = api.request("GET", path).bearer(&operator).send().await;
         assert_eq!(r.status, 400, "{path}: {}", r.text());
-        assert!(r.error().detail.contains(says), "{path}: {}", r.text());
+        assert!(r.error().message.contains(says), "{path}: {}", r.text());
     }
     let long = "x".repeat(513);
     let r = api
@@ -459,8 +459,5 @@ async fn no_value_nor_identity_reaches_the_log() {
     }
     let text = logs.text();
     assert!(!text.contains(SECRET), "{text}");
-    assert!(
-        text.contains("/api/resources"),
-        "the requests were logged: {text}"
-    );
+    assert!(text.contains("state written"), "the log was captured: {text}");
 }
