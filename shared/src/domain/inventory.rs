@@ -53,17 +53,18 @@ pub struct StateInventory {
 }
 
 /// The type namespaces of providers whose objects are not shared remote objects (files on
-/// the machine that runs Terraform, random values, timestamps, keys made in memory,
-/// Terraform's own `terraform_data`): their `id`s say nothing about what else manages
-/// the same thing, so their instances get no identity.
-const LOCAL_PROVIDERS: [&str; 7] = [
+/// the machine that runs Terraform, random values, timestamps, keys made in memory): their
+/// `id`s are content hashes, small numbers or words two unrelated objects can share, so
+/// their instances get no identity. Terraform's own `terraform_data` is not among them:
+/// its `id` is a UUID made when it is created, so two states holding one are two states
+/// managing the same object (one copied from the other), which is what a conflict warns of.
+const LOCAL_PROVIDERS: [&str; 6] = [
     "hashicorp/local",
     "hashicorp/null",
     "hashicorp/random",
     "hashicorp/time",
     "hashicorp/tls",
     "hashicorp/archive",
-    "builtin/terraform",
 ];
 
 /// What the index keeps of a state's latest version `version`, from the resources its

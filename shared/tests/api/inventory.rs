@@ -459,5 +459,8 @@ async fn no_value_nor_identity_reaches_the_log() {
     }
     let text = logs.text();
     assert!(!text.contains(SECRET), "{text}");
-    assert!(text.contains("state written"), "the log was captured: {text}");
+    assert!(
+        text.contains("state written"),
+        "the log was captured: {text}"
+    );
 }

@@ -111,7 +111,6 @@ fn providers_of_local_objects_give_no_identity() {
         "registry.terraform.io/hashicorp/time",
         "registry.terraform.io/hashicorp/tls",
         "registry.terraform.io/hashicorp/archive",
-        "terraform.io/builtin/terraform",
     ] {
         let doc = state(&format!(
             r#"{{"mode":"managed","type":"t","name":"n","provider":"provider[\"{source}\"]","instances":[{{"attributes":{{"id":"x"}}}}]}}"#
@@ -120,6 +119,14 @@ fn providers_of_local_objects_give_no_identity() {
         assert_eq!(inventory.instances[0].provider, source);
         assert_eq!(inventory.instances[0].digest, None, "{source}");
     }
+}
+
+#[test]
+fn terraform_data_is_identified_by_its_id() {
+    let doc = state(
+        r#"{"mode":"managed","type":"terraform_data","name":"n","provider":"provider[\"terraform.io/builtin/terraform\"]","instances":[{"attributes":{"id":"0b6e3c1e-uuid"}}]}"#,
+    );
+    assert!(index(&doc).instances[0].digest.is_some());
 }
 
 #[test]
