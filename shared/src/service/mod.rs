@@ -23,6 +23,7 @@ mod metered_keys;
 pub mod migrate;
 pub mod outputs;
 pub mod protection;
+pub mod reindex;
 mod retry;
 pub mod runs;
 pub mod state;
