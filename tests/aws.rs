@@ -701,7 +701,9 @@ fn calls_per_operation() -> Vec<(String, Vec<(String, u64)>)> {
         // A small state's latest content comes with its record in the BatchGetItem.
         ("GET", &[BATCH, GET, ("KMS Decrypt", 1)]),
         ("GET again", &[BATCH, GET]),
-        // A small save is inline: no pending-blob record, no S3 object.
+        // A small save is inline: no pending-blob record, no S3 object. Its index entry is
+        // one more item of the same transaction, under the org's inventory key that the
+        // settings item (in the batch) brought and memory kept: no call of its own.
         ("POST", &[BATCH, GET, COMMIT, ("KMS GenerateDataKey", 1)]),
         ("UNLOCK", &[BATCH, GET, COMMIT]),
         // The token's item and the org's settings item, and the page.
