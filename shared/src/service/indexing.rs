@@ -26,13 +26,14 @@ const MAX_KEYS: usize = 4096;
 /// replaced misses, and one org's key is never another's.
 #[derive(Default)]
 pub struct IndexKeys {
-    keys: Mutex<HashMap<(String, InventoryKey), Zeroizing<[u8; 32]>>>,
+    keys: Mutex<Unwrapped>,
 }
 
+/// Each org's key, by the org and its stored form.
+type Unwrapped = HashMap<(String, InventoryKey), Zeroizing<[u8; 32]>>;
+
 impl IndexKeys {
-    fn lock(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<(String, InventoryKey), Zeroizing<[u8; 32]>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Unwrapped> {
         // Each change is one insert or remove: a panic elsewhere cannot leave it half made.
         self.keys
             .lock()
