@@ -18,7 +18,11 @@
 //! BENCH=changes`) runs the comparison alone; `BENCH=small` the backend latencies of the
 //! small states alone (10 KiB and 100 KiB, the sizes whose saves are inline); `BENCH=reads`
 //! the reads against their floor; `-- aws` (`make bench BENCH=aws`) the AWS store on the
-//! emulator alone.
+//! emulator alone; `BENCH=index` the inventory's cost on a save, its search over 500,000
+//! instances on the local store and the rebuild's throughput.
+
+#[path = "bench/index.rs"]
+mod index;
 
 use std::time::{Duration, Instant};
 
@@ -62,9 +66,10 @@ fn main() {
         Some("changes") => return compare_versions(&client()),
         Some("aws") => return aws_front_doors(&client()),
         Some("reads") => return reads_against_their_floor(&client()),
+        Some("index") => return index::run(),
         Some("small") => &SIZES[..2],
         Some(other) => {
-            panic!("no benchmark part named {other:?}; the parts are: changes, small, reads, aws")
+            panic!("no benchmark part named {other:?}; the parts are: changes, small, reads, aws, index")
         }
     };
     // Built with the bench (release) profile, so `bin()` finds the release server.

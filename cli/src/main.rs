@@ -10,6 +10,7 @@ mod chunks;
 mod client;
 mod comparison;
 mod import;
+mod index;
 mod keys;
 mod login;
 mod migrate;
@@ -143,6 +144,11 @@ enum Command {
     Keys {
         #[command(subcommand)]
         command: keys::Command,
+    },
+    /// The resource index: build it again from the states' latest versions.
+    Index {
+        #[command(subcommand)]
+        command: index::Command,
     },
     /// Run one sweeper pass (the server runs one every minute; on AWS, a scheduled function).
     Sweep {
@@ -302,6 +308,7 @@ fn main() -> ExitCode {
             Command::Login(options) => login::run(options).await,
             Command::Import(options) => import::run(options).await,
             Command::Keys { command } => keys::run(command).await,
+            Command::Index { command } => index::run(command).await,
             Command::Sweep { store } => server::sweep_once(&store).await,
             Command::Backup(options) => backup::run(options).await,
             Command::Restore(options) => backup::restore(options),

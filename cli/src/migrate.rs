@@ -1,6 +1,7 @@
 //! `hegemony-state migrate --from local --to aws` (and back): everything one store holds
 //! copied to the other, through the service's migration (`service::migrate`), with a
-//! progress bar, a dry run, and a report of what it copied, skipped and verified.
+//! progress bar, a dry run, and a report of what it copied, skipped and verified; then the
+//! target's inventory is built from what was copied.
 
 use std::path::PathBuf;
 
@@ -8,6 +9,7 @@ use anyhow::bail;
 use clap::Args;
 use hegemony_state::adapters::local::{backup, CATALOG_FILE};
 use hegemony_state::service::migrate::{self, Count, Options as Run, Report, Sides};
+use hegemony_state::service::reindex;
 use hegemony_state::service::App;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -91,6 +93,9 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     progress.finish_and_clear();
     let report = report?;
     print(&report, options.dry_run);
+    if !options.dry_run {
+        index_target(&to, &orgs).await?;
+    }
     if !report.mismatched.is_empty() {
         for failure in &report.mismatched {
             eprintln!("{failure}");
@@ -128,6 +133,21 @@ async fn open(options: &Options, kind: StoreKind) -> anyhow::Result<App> {
         }
         StoreKind::Aws => store.app(None).await,
     }
+}
+
+/// Builds the target's inventory (the copy carries none: its digests are made under the
+/// target's own inventory key), as `index rebuild` does: a state already indexed at its
+/// latest version, by an earlier run, is skipped.
+async fn index_target(to: &App, orgs: &[String]) -> anyhow::Result<()> {
+    let mut indexed = 0;
+    for org in orgs {
+        let records = reindex::states_of(to, org).await?;
+        indexed += reindex::rebuild(to, org, records, &|_, _| {})
+            .await?
+            .indexed;
+    }
+    println!("inventory: indexed {indexed} states on the target");
+    Ok(())
 }
 
 fn print(report: &Report, dry_run: bool) {

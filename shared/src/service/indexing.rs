@@ -14,7 +14,7 @@ use zeroize::Zeroizing;
 
 use super::{App, Error};
 use crate::domain::document::FoundResource;
-use crate::domain::inventory::inventory_of;
+use crate::domain::inventory::{inventory_of, StateInventory};
 use crate::ports::{InventoryChange, InventoryKey, KeyContext, KeyService, StoreError};
 
 /// At most this many orgs' keys are kept; past it one is dropped (and unwrapped again when
@@ -26,13 +26,14 @@ const MAX_KEYS: usize = 4096;
 /// replaced misses, and one org's key is never another's.
 #[derive(Default)]
 pub struct IndexKeys {
-    keys: Mutex<HashMap<(String, InventoryKey), Zeroizing<[u8; 32]>>>,
+    keys: Mutex<Unwrapped>,
 }
 
+/// Each org's key, by the org and its stored form.
+type Unwrapped = HashMap<(String, InventoryKey), Zeroizing<[u8; 32]>>;
+
 impl IndexKeys {
-    fn lock(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<(String, InventoryKey), Zeroizing<[u8; 32]>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Unwrapped> {
         // Each change is one insert or remove: a panic elsewhere cannot leave it half made.
         self.keys
             .lock()
@@ -159,10 +160,14 @@ impl Indexer {
 
     /// The commit's change to the index, for the document as `version`.
     pub(super) fn change(&self, version: u64) -> InventoryChange {
-        let found = self.found.as_deref().zip(self.key.as_deref());
-        InventoryChange::Replace(match found {
+        InventoryChange::Replace(self.inventory(version))
+    }
+
+    /// The index's entry of the document as `version`.
+    pub(super) fn inventory(&self, version: u64) -> StateInventory {
+        match self.found.as_deref().zip(self.key.as_deref()) {
             Some((found, key)) => inventory_of(version, Some(found), key),
             None => inventory_of(version, None, &[0; 32]),
-        })
+        }
     }
 }

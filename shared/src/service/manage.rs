@@ -66,18 +66,28 @@ fn visible(record: Option<StateRecord>, name: &StateName) -> Result<StateRecord,
         .ok_or_else(|| not_found(name))
 }
 
-/// Commits the new version `write` made over `snapshot`, sealed as `sealed`, with what a
-/// takeover adds.
+/// A new version to commit: what the domain made of it, where its content is sealed, and
+/// its index.
+struct NewVersion<'a> {
+    write: WriteCommit,
+    sealed: &'a Sealed,
+    inventory: InventoryChange,
+}
+
+/// Commits the new version made over `snapshot`, with what a takeover adds.
 async fn commit_version(
     app: &App,
     snapshot: &StateRecord,
     takeover: Takeover,
-    write: WriteCommit,
-    sealed: &Sealed,
+    new: NewVersion<'_>,
     audit: AuditEntry,
-    inventory: InventoryChange,
     now: Timestamp,
 ) -> Result<Attempt<VersionRecord>, Error> {
+    let NewVersion {
+        write,
+        sealed,
+        inventory,
+    } = new;
     let version = write.version.clone();
     let changes = takeover.into_commit(sealed.add_to(Commit {
         versions: vec![write.version],
@@ -138,9 +148,12 @@ pub async fn import(
             Origin::Import,
             now,
         );
-        let inventory = indexer.change(version);
-        let attempt =
-            commit_version(app, &snapshot, takeover, write, &blob, audit, inventory, now).await;
+        let new = NewVersion {
+            write,
+            sealed: &blob,
+            inventory: indexer.change(version),
+        };
+        let attempt = commit_version(app, &snapshot, takeover, new, audit, now).await;
         sealed.put(blob);
         attempt
     })
@@ -209,17 +222,12 @@ pub async fn rollback(
             Origin::Rollback { from: version },
             now,
         );
-        let attempt = commit_version(
-            app,
-            &snapshot,
-            takeover,
+        let new = NewVersion {
             write,
-            &blob,
-            audit,
-            inventory.clone(),
-            now,
-        )
-        .await;
+            sealed: &blob,
+            inventory: inventory.clone(),
+        };
+        let attempt = commit_version(app, &snapshot, takeover, new, audit, now).await;
         sealed.put((blob, meta, content, inventory));
         attempt
     })

@@ -322,12 +322,14 @@ async fn copy_org(sides: Sides<'_>, org: &str, dry: bool) -> Result<bool, Migrat
         ))),
         None if dry => Ok(true),
         // Its protected-state rules follow in a step of their own, each written (and
-        // audited) as one rule, whichever way a store keeps them.
+        // audited) as one rule, whichever way a store keeps them. Its inventory key is the
+        // source's key service's to open: the target makes its own when it indexes.
         None => Ok(sides
             .to
             .catalog
             .create_org(&OrgRecord {
                 protections: Vec::new(),
+                inventory_key: None,
                 ..record
             })
             .await?),

@@ -24,6 +24,7 @@ pub mod migrate;
 pub mod outputs;
 pub mod overview;
 pub mod protection;
+pub mod reindex;
 pub mod resources;
 mod retry;
 pub mod runs;

@@ -480,3 +480,37 @@ pub async fn an_orgs_inventory_key_is_set_once(f: Fixture) {
     let (settings, _) = f.catalog.org_and_state("new", "net").await.unwrap();
     assert_eq!(settings.unwrap().inventory_key, Some(second));
 }
+
+/// An entry too large for one item on a store that cuts it (tens of thousands of instances
+/// with digests that barely compress) reads back whole, and one replaced by a smaller entry
+/// reads back as the smaller.
+pub async fn a_large_entry_replaced_by_a_small_one_reads_back_as_written(f: Fixture) {
+    use sha2::{Digest, Sha256};
+    let many: Vec<Instance> = (0..15_000)
+        .map(|i| {
+            let digest = hegemony_state::ids::hex(&Sha256::digest(format!("{i}")));
+            instance(
+                &format!("aws_s3_bucket.b[{i:05}]"),
+                "aws_s3_bucket",
+                AWS,
+                Some(&digest),
+            )
+        })
+        .collect();
+    let record = indexed(&f, "acme", "big", inventory(1, many.clone())).await;
+    let all = f.catalog.resources("acme", &query(20_000)).await.unwrap();
+    assert_eq!(all.len(), 15_000);
+    assert_eq!(all[14_999].address, many[14_999].address);
+    let mut next = record.clone();
+    next.latest = Some(version(2, "b2"));
+    next.next_version = 3;
+    let mut c = commit(&next, record.revision, vec![version(2, "b2")]);
+    c.inventory = Some(InventoryChange::Replace(inventory(2, many[..1].to_vec())));
+    f.catalog.commit(c).await.unwrap();
+    let left = f.catalog.resources("acme", &query(20_000)).await.unwrap();
+    assert_eq!(addresses(&left), ["big:aws_s3_bucket.b[00000]"]);
+    assert_eq!(
+        f.catalog.inventory_counts("acme").await.unwrap().instances,
+        1
+    );
+}

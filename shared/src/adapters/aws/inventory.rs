@@ -1,42 +1,255 @@
-//! The inventory in DynamoDB: not stored yet; its reads answer that storage is unavailable.
+//! The inventory in DynamoDB: one org's index in its own partition (`INV#<org>`), each
+//! state's entry as a few items (`<state>#000`, `<state>#001`, ...) holding its instances as
+//! zstd-compressed JSON cut into chunks well under the 400 KB item limit. Chunk 0 heads the
+//! entry: its version, whether it was indexed, its instance count and how many chunks it has.
+//! A commit writes every chunk of its state's entry in its own `TransactWriteItems`; a
+//! shorter entry leaves the chunks past its count behind, and every read ignores them (the
+//! head says how many count), so no commit reads the entry it replaces. A removal deletes
+//! the head, and what is left is ignored as well. Reads Query the org's partition and filter
+//! in memory.
+
+use std::collections::BTreeMap;
+use std::io::Read;
 
 use async_trait::async_trait;
+use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, TransactWriteItem};
 
-use super::DynamoCatalog;
-use crate::domain::inventory::StateInventory;
+use super::catalog::DynamoCatalog;
+use super::items::*;
+use crate::domain::inventory::{Instance, StateInventory};
+use crate::domain::record::StateRecord;
 use crate::ports::{
-    IndexedState, InventoryCatalog, InventoryCounts, ResourceQuery, ResourceRow, StoreError,
+    conflicts_among, IndexedState, InventoryCatalog, InventoryChange, InventoryCounts,
+    ResourceQuery, ResourceRow, StoreError,
 };
 
-fn not_yet() -> StoreError {
-    StoreError::Unavailable("the inventory is not kept on this store yet".into())
+/// The most compressed bytes a chunk holds: well under the item limit with its keys.
+const CHUNK_BYTES: usize = 300 * 1024;
+/// The most chunks an entry has: its items, with the rest of a commit, stay within
+/// DynamoDB's 100 items and 4 MB a transaction. An entry larger than this (far beyond any
+/// state the service accepts, compressed) is kept as not indexed.
+pub(super) const MAX_CHUNKS: usize = 8;
+
+const DATA: &str = "d";
+const VERSION: &str = "v";
+const INDEXED: &str = "ix";
+const INSTANCES: &str = "cnt";
+const CHUNKS: &str = "ch";
+
+fn inventory_pk(org: &str) -> String {
+    format!("INV#{org}")
+}
+
+fn chunk_sk(state: &str, n: usize) -> String {
+    format!("{state}#{n:03}")
+}
+
+/// The compressed chunks of an entry's instances; `None` when they need more than
+/// [`MAX_CHUNKS`].
+fn chunks_of(instances: &[Instance]) -> Option<Vec<Vec<u8>>> {
+    let json = serde_json::to_vec(instances).expect("instances serialize");
+    // Compressing memory into memory cannot fail.
+    let packed = zstd::bulk::compress(&json, 3).expect("zstd compresses");
+    let chunks: Vec<Vec<u8>> = packed.chunks(CHUNK_BYTES).map(<[u8]>::to_vec).collect();
+    (chunks.len() <= MAX_CHUNKS).then_some(chunks)
+}
+
+impl DynamoCatalog {
+    /// The items that write `inventory` as `state`'s entry.
+    pub(super) fn inventory_puts(
+        &self,
+        org: &str,
+        state: &str,
+        inventory: &StateInventory,
+    ) -> Vec<TransactWriteItem> {
+        let (indexed, chunks) = match chunks_of(&inventory.instances) {
+            Some(chunks) if inventory.indexed => (true, chunks),
+            _ => (false, Vec::new()),
+        };
+        let count = if indexed {
+            inventory.instances.len()
+        } else {
+            0
+        };
+        let mut items = Vec::with_capacity(chunks.len().max(1));
+        let mut head = key(inventory_pk(org), chunk_sk(state, 0));
+        head.insert(VERSION.into(), n(inventory.version));
+        head.insert(INDEXED.into(), AttributeValue::Bool(indexed));
+        head.insert(INSTANCES.into(), n(count as u64));
+        head.insert(CHUNKS.into(), n(chunks.len() as u64));
+        let mut chunks = chunks.into_iter();
+        if let Some(first) = chunks.next() {
+            head.insert(DATA.into(), AttributeValue::B(first.into()));
+        }
+        items.push(self.put(head, None));
+        for (i, chunk) in chunks.enumerate() {
+            let mut item = key(inventory_pk(org), chunk_sk(state, i + 1));
+            item.insert(DATA.into(), AttributeValue::B(chunk.into()));
+            items.push(self.put(item, None));
+        }
+        items
+    }
+
+    /// The items of a commit's change to its state's entry.
+    pub(super) fn inventory_items(
+        &self,
+        org: &str,
+        state: &str,
+        change: &InventoryChange,
+    ) -> Vec<TransactWriteItem> {
+        match change {
+            InventoryChange::Replace(inventory) => self.inventory_puts(org, state, inventory),
+            InventoryChange::Remove => {
+                vec![self.delete(key(inventory_pk(org), chunk_sk(state, 0)))]
+            }
+        }
+    }
+
+    /// Every entry of the org, by state name.
+    async fn entries(&self, org: &str) -> Result<BTreeMap<String, StateInventory>, StoreError> {
+        let query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk")
+            .expression_attribute_values(":pk", s(inventory_pk(org)))
+            .consistent_read(true);
+        let items = self.query_all(query, None).await?;
+        // Items come in sort key order: each state's chunks in order, its head first.
+        let mut by_state: BTreeMap<String, Vec<&Item>> = BTreeMap::new();
+        for item in &items {
+            let sk = string(item, SK)?;
+            let (state, _) = sk
+                .rsplit_once('#')
+                .ok_or_else(|| StoreError::Corrupt(format!("inventory item {sk:?}")))?;
+            by_state.entry(state.to_owned()).or_default().push(item);
+        }
+        let mut entries = BTreeMap::new();
+        for (state, chunks) in by_state {
+            let head = chunks[0];
+            // Left behind by a removal: no head, nothing of the state counts.
+            if string(head, SK)? != chunk_sk(&state, 0) {
+                continue;
+            }
+            let count = usize::try_from(number(head, CHUNKS)?).unwrap_or(usize::MAX);
+            let indexed = matches!(head.get(INDEXED), Some(AttributeValue::Bool(true)));
+            let mut packed = Vec::new();
+            for (i, chunk) in chunks.iter().take(count).enumerate() {
+                if string(chunk, SK)? != chunk_sk(&state, i) {
+                    return Err(StoreError::Corrupt(format!(
+                        "the inventory of state {state} lacks its chunk {i}"
+                    )));
+                }
+                packed.extend(binary(chunk, DATA).unwrap_or_default());
+            }
+            let instances = if count == 0 {
+                Vec::new()
+            } else {
+                decode(&packed, &state)?
+            };
+            entries.insert(
+                state,
+                StateInventory {
+                    version: number(head, VERSION)?,
+                    indexed,
+                    instances,
+                },
+            );
+        }
+        Ok(entries)
+    }
+}
+
+fn decode(packed: &[u8], state: &str) -> Result<Vec<Instance>, StoreError> {
+    let corrupt = |e: &dyn std::fmt::Display| {
+        StoreError::Corrupt(format!("the inventory of state {state}: {e}"))
+    };
+    let mut json = Vec::new();
+    zstd::stream::read::Decoder::new(packed)
+        .and_then(|mut d| d.read_to_end(&mut json))
+        .map_err(|e| corrupt(&e))?;
+    serde_json::from_slice(&json).map_err(|e| corrupt(&e))
 }
 
 #[async_trait]
 impl InventoryCatalog for DynamoCatalog {
-    async fn resources(&self, _: &str, _: &ResourceQuery) -> Result<Vec<ResourceRow>, StoreError> {
-        Err(not_yet())
+    async fn resources(
+        &self,
+        org: &str,
+        query: &ResourceQuery,
+    ) -> Result<Vec<ResourceRow>, StoreError> {
+        let entries = self.entries(org).await?;
+        Ok(entries
+            .iter()
+            .flat_map(|(state, inventory)| {
+                inventory
+                    .instances
+                    .iter()
+                    .filter(move |i| query.is_after(state, &i.address) && query.matches(state, i))
+                    .map(move |i| ResourceRow::of(state, inventory.version, i))
+            })
+            .take(query.limit)
+            .collect())
     }
+
     async fn conflicts(
         &self,
-        _: &str,
-        _: Option<&str>,
+        org: &str,
+        state: Option<&str>,
     ) -> Result<Vec<Vec<ResourceRow>>, StoreError> {
-        Err(not_yet())
+        let entries = self.entries(org).await?;
+        Ok(conflicts_among(
+            entries.iter().map(|(s, i)| (s.as_str(), i)),
+            state,
+        ))
     }
-    async fn indexed_states(&self, _: &str) -> Result<Vec<IndexedState>, StoreError> {
-        Err(not_yet())
+
+    async fn indexed_states(&self, org: &str) -> Result<Vec<IndexedState>, StoreError> {
+        Ok(self
+            .entries(org)
+            .await?
+            .into_iter()
+            .map(|(state, inventory)| IndexedState {
+                state,
+                version: inventory.version,
+                indexed: inventory.indexed,
+                instances: inventory.instances.len() as u64,
+            })
+            .collect())
     }
-    async fn inventory_counts(&self, _: &str) -> Result<InventoryCounts, StoreError> {
-        Err(not_yet())
+
+    async fn inventory_counts(&self, org: &str) -> Result<InventoryCounts, StoreError> {
+        Ok(InventoryCounts::of(self.entries(org).await?.values()))
     }
+
     async fn put_inventory(
         &self,
-        _: &str,
-        _: &str,
-        _: u64,
-        _: &StateInventory,
+        org: &str,
+        state: &str,
+        revision: u64,
+        inventory: &StateInventory,
     ) -> Result<(), StoreError> {
-        Err(not_yet())
+        // The state's item must still be at the revision read, and that record's latest
+        // version the one indexed: read once here (a rebuild's write, not a save's), then
+        // held by the condition on the revision.
+        let record: Option<StateRecord> =
+            self.get_record(key(org_pk(org), state_sk(state))).await?;
+        let current = record.is_some_and(|r| {
+            r.revision == revision
+                && r.latest.as_ref().map(|v| v.version) == Some(inventory.version)
+        });
+        if !current {
+            return Err(StoreError::Conflict);
+        }
+        let check = ConditionCheck::builder()
+            .table_name(&self.table)
+            .set_key(Some(key(org_pk(org), state_sk(state))))
+            .condition_expression(format!("{REV} = :revision"))
+            .expression_attribute_values(":revision", n(revision))
+            .build()
+            .expect("table, key and condition are set");
+        let mut items = vec![TransactWriteItem::builder().condition_check(check).build()];
+        items.extend(self.inventory_puts(org, state, inventory));
+        self.transact(items, None).await
     }
 }

@@ -166,6 +166,9 @@ impl DynamoCatalog {
             }
             None => {}
         }
+        if let Some(change) = &commit.inventory {
+            items.extend(self.inventory_items(&commit.org, &commit.name, change));
+        }
         for entry in &commit.audit {
             items.push(self.audit_put(entry));
         }

@@ -1,0 +1,140 @@
+//! Rebuilding an org's inventory from its states' latest versions: what fills the index of
+//! a store that had none (a catalog brought up from schema 7, a migration's target) and
+//! repairs one that fell behind. Each state whose entry is missing or older than its latest
+//! version is opened, indexed and written with `put_inventory`, conditional on the record
+//! read; a state that moved on meanwhile is read again (its commit may have indexed it
+//! already). Resumable: a state done is up to date, so a second run skips it.
+
+use std::collections::HashMap;
+
+use super::indexing::{org_key, Indexer};
+use super::keys::org_records;
+use super::state::{examine, open_version};
+use super::{App, Error};
+use crate::domain::record::StateRecord;
+use crate::ports::StoreError;
+
+/// How often a state that keeps moving on is read again before the rebuild leaves it to its
+/// own commits (each of which indexes it anyway).
+const ATTEMPTS: usize = 5;
+
+/// What a rebuild of one org did, state by state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rebuilt {
+    /// Indexed now.
+    pub indexed: u64,
+    /// Already indexed at their latest version.
+    pub current: u64,
+    /// Indexed now, as not readable (an OpenTofu-encrypted state, another format).
+    pub not_indexed: u64,
+    /// Left to their own commits: they kept changing, or were deleted, while the rebuild
+    /// read them.
+    pub moved_on: u64,
+}
+
+/// What happened to one state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Indexed,
+    Current,
+    NotIndexed,
+    MovedOn,
+}
+
+/// The states of `org` a rebuild walks: those with a version, deleted ones aside.
+///
+/// # Errors
+/// A storage fault.
+pub async fn states_of(app: &App, org: &str) -> Result<Vec<StateRecord>, Error> {
+    let mut records = org_records(app, org).await?;
+    records.retain(StateRecord::is_visible);
+    Ok(records)
+}
+
+/// Rebuilds `org`'s index for `records` (from [`states_of`]), calling `done` after each state.
+///
+/// # Errors
+/// `NoKey`, a key service fault, a version that does not open (`Damaged`, `WrongKey`), a
+/// storage fault: the states done so far stay done.
+pub async fn rebuild(
+    app: &App,
+    org: &str,
+    records: Vec<StateRecord>,
+    done: &(dyn Fn(&str, Outcome) + Sync),
+) -> Result<Rebuilt, Error> {
+    let keys = app.keys()?;
+    let mut stored_key = app.catalog.org(org).await?.and_then(|o| o.inventory_key);
+    if stored_key.is_none() && !records.is_empty() {
+        // Made once here, not once for each state that would find none.
+        org_key(app, keys, org, None).await?;
+        stored_key = app.catalog.org(org).await?.and_then(|o| o.inventory_key);
+    }
+    let indexed: HashMap<String, u64> = app
+        .catalog
+        .indexed_states(org)
+        .await?
+        .into_iter()
+        .map(|e| (e.state, e.version))
+        .collect();
+    let mut report = Rebuilt::default();
+    for record in records {
+        let name = record.name.clone();
+        let outcome = one(app, keys, &stored_key, &indexed, record).await?;
+        match outcome {
+            Outcome::Indexed => report.indexed += 1,
+            Outcome::Current => report.current += 1,
+            Outcome::NotIndexed => report.not_indexed += 1,
+            Outcome::MovedOn => report.moved_on += 1,
+        }
+        done(&name, outcome);
+    }
+    Ok(report)
+}
+
+async fn one(
+    app: &App,
+    keys: &dyn crate::ports::KeyService,
+    stored_key: &Option<crate::ports::InventoryKey>,
+    indexed: &HashMap<String, u64>,
+    mut record: StateRecord,
+) -> Result<Outcome, Error> {
+    let mut entry = indexed.get(&record.name).copied();
+    for _ in 0..ATTEMPTS {
+        let Some(latest) = record.latest.clone().filter(|_| record.is_visible()) else {
+            return Ok(Outcome::MovedOn);
+        };
+        if entry == Some(latest.version) {
+            return Ok(Outcome::Current);
+        }
+        let plain = open_version(app, keys, &record, &latest).await?;
+        let (_, _, _, found) = examine(plain).await?;
+        let readable = found.is_some();
+        let indexer = Indexer::new(app, keys, &record.org, stored_key.clone(), found).await?;
+        let inventory = indexer.inventory(latest.version);
+        match app
+            .catalog
+            .put_inventory(&record.org, &record.name, record.revision, &inventory)
+            .await
+        {
+            Ok(()) if readable => return Ok(Outcome::Indexed),
+            Ok(()) => return Ok(Outcome::NotIndexed),
+            Err(StoreError::Conflict) => {
+                // A commit came between: it carries its own index, unless it changed nothing
+                // of the version (a lock); read both again and decide again.
+                let Some(again) = app.catalog.state(&record.org, &record.name).await? else {
+                    return Ok(Outcome::MovedOn);
+                };
+                record = again;
+                entry = app
+                    .catalog
+                    .indexed_states(&record.org)
+                    .await?
+                    .into_iter()
+                    .find(|e| e.state == record.name)
+                    .map(|e| e.version);
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(Outcome::MovedOn)
+}

@@ -1,0 +1,317 @@
+//! The inventory through the use cases, over the memory adapter: every change of a state's
+//! latest version (write, import, rollback, delete, restore) leaves its entry in the index,
+//! the org's inventory key is made once and unwrapped once a process, no attribute value is
+//! kept, and a rebuild fills an index that lacks entries and skips what is current.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use hegemony_state::adapters::memory::MemoryStore;
+use hegemony_state::crypto::PlatformKey;
+use hegemony_state::domain::name::StateName;
+use hegemony_state::domain::permission::Role;
+use hegemony_state::domain::{Actor, Principal};
+use hegemony_state::ports::{
+    AccessCatalog, Commit, DataKey, InventoryChange, KeyContext, KeyError, KeyOpener, KeyService,
+    ResourceQuery, WrappedKey,
+};
+use hegemony_state::service::reindex::{self, Outcome, Rebuilt};
+use hegemony_state::service::{deleted, manage, state, App, Limits, SystemClock};
+use zeroize::Zeroizing;
+
+/// The platform key, counting the calls the inventory key makes.
+struct Counting {
+    key: PlatformKey,
+    wraps: AtomicUsize,
+    unwraps: AtomicUsize,
+}
+
+#[async_trait]
+impl KeyOpener for Counting {
+    async fn unwrap_key(
+        &self,
+        key_id: &str,
+        wrapped: &[u8],
+        context: &KeyContext<'_>,
+    ) -> Result<Zeroizing<[u8; 32]>, KeyError> {
+        if context.state == ".inventory" {
+            self.unwraps.fetch_add(1, Ordering::SeqCst);
+        }
+        self.key.unwrap_key(key_id, wrapped, context).await
+    }
+}
+
+#[async_trait]
+impl KeyService for Counting {
+    async fn data_key(&self, context: &KeyContext<'_>) -> Result<DataKey, KeyError> {
+        self.key.data_key(context).await
+    }
+    async fn current_key_id(&self, context: &KeyContext<'_>) -> Result<String, KeyError> {
+        self.key.current_key_id(context).await
+    }
+    async fn wrap_key(
+        &self,
+        plaintext: &[u8; 32],
+        context: &KeyContext<'_>,
+    ) -> Result<WrappedKey, KeyError> {
+        self.wraps.fetch_add(1, Ordering::SeqCst);
+        self.key.wrap_key(plaintext, context).await
+    }
+}
+
+fn app(store: &Arc<MemoryStore>, keys: &Arc<Counting>) -> App {
+    App {
+        catalog: store.clone(),
+        blobs: store.clone(),
+        keys: Some(keys.clone() as _),
+        key_cache: hegemony_state::service::key_cache::KeyCache::off(),
+        index_keys: Default::default(),
+        clock: Arc::new(SystemClock),
+        limits: Limits {
+            max_state_bytes: 32 << 20,
+            keep_versions: 50,
+            run_end_grace: time::Duration::minutes(10),
+            deleted_retention: time::Duration::days(7),
+            lambda_ceiling: None,
+        },
+        links: Default::default(),
+        issuers: hegemony_state::service::issuers::Issuers::off(),
+        metrics: Arc::new(hegemony_state::ports::Unmeasured),
+    }
+}
+
+fn setup() -> (Arc<MemoryStore>, Arc<Counting>, App) {
+    let store = Arc::new(MemoryStore::new());
+    let keys = Arc::new(Counting {
+        key: PlatformKey::generate(),
+        wraps: AtomicUsize::new(0),
+        unwraps: AtomicUsize::new(0),
+    });
+    let app = app(&store, &keys);
+    (store, keys, app)
+}
+
+fn admin() -> Principal {
+    Principal {
+        session: None,
+        org: "acme".into(),
+        role: Role::Admin,
+        actor: Actor::User {
+            user: "alice".into(),
+        },
+        step: None,
+    }
+}
+
+fn name(n: &str) -> StateName {
+    StateName::parse(n).unwrap()
+}
+
+const SECRET_ARN: &str = "arn:aws:s3:::very-secret-bucket";
+
+/// A format-4 state managing buckets named by `buckets` (each with an ARN), plus a data
+/// source.
+fn doc(serial: u64, buckets: &[&str]) -> Vec<u8> {
+    let instances: Vec<String> = buckets
+        .iter()
+        .map(|b| {
+            let arn = if *b == "shared" { SECRET_ARN.to_owned() } else { format!("arn:aws:s3:::{b}") };
+            format!(r#"{{"index_key":"{b}","attributes":{{"arn":"{arn}","bucket":"{b}","tags":{{"k":"v"}}}}}}"#)
+        })
+        .collect();
+    format!(
+        r#"{{"version":4,"serial":{serial},"lineage":"lin","resources":[
+            {{"mode":"managed","type":"aws_s3_bucket","name":"b","provider":"provider[\"registry.terraform.io/hashicorp/aws\"]","instances":[{}]}},
+            {{"mode":"data","type":"aws_caller_identity","name":"me","provider":"provider[\"registry.terraform.io/hashicorp/aws\"]","instances":[{{"attributes":{{"id":"123456789012"}}}}]}}
+        ]}}"#,
+        instances.join(",")
+    )
+    .into_bytes()
+}
+
+async fn addresses(app: &App) -> Vec<String> {
+    let query = ResourceQuery {
+        limit: 100,
+        ..ResourceQuery::default()
+    };
+    app.catalog
+        .resources("acme", &query)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| format!("{}@{}:{}", r.state, r.version, r.address))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_write_indexes_its_version_and_keeps_no_value() {
+    let (_, _, app) = setup();
+    let p = admin();
+    state::write(&app, &p, &name("net"), None, doc(1, &["a", "shared"]))
+        .await
+        .unwrap();
+    state::write(&app, &p, &name("app"), None, doc(1, &["shared"]))
+        .await
+        .unwrap();
+    assert_eq!(
+        addresses(&app).await,
+        [
+            "app@1:aws_s3_bucket.b[\"shared\"]",
+            "app@1:data.aws_caller_identity.me",
+            "net@1:aws_s3_bucket.b[\"a\"]",
+            "net@1:aws_s3_bucket.b[\"shared\"]",
+            "net@1:data.aws_caller_identity.me",
+        ]
+    );
+    let conflicts = app.catalog.conflicts("acme", None).await.unwrap();
+    assert_eq!(conflicts.len(), 1, "the one bucket both manage");
+    assert_eq!(conflicts[0].len(), 2);
+    let seen = format!(
+        "{:?}{:?}{:?}",
+        conflicts,
+        app.catalog.indexed_states("acme").await.unwrap(),
+        app.catalog.org("acme").await.unwrap()
+    );
+    for value in [SECRET_ARN, "very-secret", "123456789012"] {
+        assert!(!seen.contains(value), "{value} in {seen}");
+    }
+}
+
+#[tokio::test]
+async fn the_orgs_key_is_made_once_and_unwrapped_once_a_process() {
+    let (store, keys, first) = setup();
+    let p = admin();
+    for serial in 1..=3 {
+        state::write(&first, &p, &name("net"), None, doc(serial, &["a"]))
+            .await
+            .unwrap();
+    }
+    assert_eq!(keys.wraps.load(Ordering::SeqCst), 1);
+    assert_eq!(keys.unwraps.load(Ordering::SeqCst), 0);
+    let stored = store.org("acme").await.unwrap().unwrap().inventory_key;
+    assert!(stored.is_some());
+    // Another process on the same store unwraps the stored key once, and digests agree.
+    let second = app(&store, &keys);
+    for serial in 1..=2 {
+        state::write(&second, &p, &name("other"), None, doc(serial, &["a"]))
+            .await
+            .unwrap();
+    }
+    assert_eq!(keys.wraps.load(Ordering::SeqCst), 1);
+    assert_eq!(keys.unwraps.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        store.org("acme").await.unwrap().unwrap().inventory_key,
+        stored
+    );
+    assert_eq!(
+        second.catalog.conflicts("acme", None).await.unwrap().len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn an_encrypted_state_is_listed_as_not_indexed_and_needs_no_key() {
+    let (_, keys, app) = setup();
+    let body = br#"{"encryption_version":"v0","serial":1,"lineage":"l","payload":"x"}"#.to_vec();
+    state::write(&app, &admin(), &name("enc"), None, body)
+        .await
+        .unwrap();
+    let entries = app.catalog.indexed_states("acme").await.unwrap();
+    assert_eq!(entries.len(), 1);
+    assert!(!entries[0].indexed);
+    assert_eq!(keys.wraps.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn import_rollback_delete_and_restore_keep_the_index_with_the_latest_version() {
+    let (_, _, app) = setup();
+    let p = admin();
+    manage::import(&app, &p, &name("net"), doc(1, &["a"]))
+        .await
+        .unwrap();
+    assert_eq!(addresses(&app).await[0], "net@1:aws_s3_bucket.b[\"a\"]");
+    state::write(&app, &p, &name("net"), None, doc(2, &["b"]))
+        .await
+        .unwrap();
+    assert_eq!(addresses(&app).await[0], "net@2:aws_s3_bucket.b[\"b\"]");
+    manage::rollback(&app, &p, &name("net"), 1).await.unwrap();
+    assert_eq!(addresses(&app).await[0], "net@3:aws_s3_bucket.b[\"a\"]");
+    let kept = manage::delete(&app, &p, &name("net"))
+        .await
+        .unwrap()
+        .expect("kept for its retention");
+    assert!(addresses(&app).await.is_empty());
+    assert!(app.catalog.indexed_states("acme").await.unwrap().is_empty());
+    deleted::restore(&app, &p, &kept.id, Some(&name("back")))
+        .await
+        .unwrap();
+    assert_eq!(
+        addresses(&app).await,
+        [
+            "back@3:aws_s3_bucket.b[\"a\"]",
+            "back@3:data.aws_caller_identity.me"
+        ]
+    );
+}
+
+/// Drops `state`'s entry from the index, its record untouched but for its revision: what a
+/// store that never indexed it holds.
+async fn unindex(app: &App, state: &str) {
+    let record = app.catalog.state("acme", state).await.unwrap().unwrap();
+    let mut next = record.clone();
+    next.revision += 1;
+    let commit = Commit {
+        inventory: Some(InventoryChange::Remove),
+        ..Commit::over(&record, record.created_at, Some(next))
+    };
+    app.catalog.commit(commit).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_rebuild_fills_what_is_missing_and_a_second_skips_it_all() {
+    let (_, _, app) = setup();
+    let p = admin();
+    for (state, buckets) in [("a", &["x"][..]), ("b", &["y", "z"]), ("c", &["w"])] {
+        state::write(&app, &p, &name(state), None, doc(1, buckets))
+            .await
+            .unwrap();
+    }
+    let enc = br#"{"encryption_version":"v0","serial":1,"lineage":"l","payload":"x"}"#.to_vec();
+    state::write(&app, &p, &name("enc"), None, enc)
+        .await
+        .unwrap();
+    let before = addresses(&app).await;
+    for state in ["a", "b", "enc"] {
+        unindex(&app, state).await;
+    }
+    assert_eq!(addresses(&app).await.len(), 2, "only c's are left");
+    let seen = std::sync::Mutex::new(Vec::new());
+    let done =
+        |state: &str, outcome: Outcome| seen.lock().unwrap().push((state.to_owned(), outcome));
+    let records = reindex::states_of(&app, "acme").await.unwrap();
+    let report = reindex::rebuild(&app, "acme", records, &done)
+        .await
+        .unwrap();
+    assert_eq!(
+        report,
+        Rebuilt {
+            indexed: 2,
+            current: 1,
+            not_indexed: 1,
+            moved_on: 0
+        }
+    );
+    assert_eq!(seen.lock().unwrap().len(), 4);
+    assert_eq!(
+        addresses(&app).await,
+        before,
+        "digests and all, as the saves made them"
+    );
+    assert_eq!(app.catalog.conflicts("acme", None).await.unwrap().len(), 0);
+    let records = reindex::states_of(&app, "acme").await.unwrap();
+    let again = reindex::rebuild(&app, "acme", records, &|_, _| {})
+        .await
+        .unwrap();
+    assert_eq!(again.current, 4);
+}

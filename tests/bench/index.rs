@@ -1,0 +1,347 @@
+//! `make bench BENCH=index`: what the inventory costs and how fast it answers. The cost of
+//! collecting a 2 MiB state's instances in the sniff's pass and digesting them, next to the
+//! sniff alone and to the server's save of that state; the local store's search over
+//! 10,000 states of 50 instances (500,000) for a few queries (p50/p95); and the rebuild's
+//! throughput through the binary.
+
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hegemony_state::adapters::local::{self, SqliteCatalog};
+use hegemony_state::domain::document::{sniff, sniff_resources};
+use hegemony_state::domain::inventory::{inventory_of, Instance, Mode, StateInventory};
+use hegemony_state::domain::record::StateRecord;
+use hegemony_state::domain::version::{ChangeRecord, Source, VersionRecord};
+use hegemony_state::domain::Actor;
+use hegemony_state::ports::{
+    Commit, InventoryCatalog, InventoryChange, ResourceQuery, StateCatalog,
+};
+use hegemony_state_blackbox::*;
+
+use super::percentile;
+
+const TYPES: [&str; 5] = [
+    "aws_s3_bucket",
+    "aws_iam_role",
+    "aws_instance",
+    "google_storage_bucket",
+    "aws_security_group",
+];
+
+/// A state of about `size` bytes of managed AWS instances with realistic attributes.
+fn aws_state(size: usize, serial: u64) -> String {
+    let mut resources = Vec::new();
+    let mut len = 0;
+    let mut i = 0;
+    while len < size {
+        let kind = TYPES[i % TYPES.len()];
+        let resource = format!(
+            r#"{{"module":"module.m{m}","mode":"managed","type":"{kind}","name":"r{i}","provider":"module.m{m}.provider[\"registry.terraform.io/hashicorp/aws\"]","instances":[{{"index_key":{i},"schema_version":0,"attributes":{{"arn":"arn:aws:service:::{kind}-{i}","id":"{kind}-{i}","name":"n{i}","tags":{{"team":"platform","cost":"{i}"}},"policy":"{{\"Version\":\"2012-10-17\",\"Statement\":[{{\"Effect\":\"Allow\",\"Action\":\"s3:GetObject\",\"Resource\":\"*\"}}]}}","lifecycle_rule":[{{"enabled":true,"expiration":[{{"days":30}}],"id":"rule-{i}"}}],"padding":"{pad}"}},"sensitive_attributes":[],"dependencies":["module.m{m}.aws_iam_role.r0"]}}]}}"#,
+            m = i % 7,
+            pad = "x".repeat(400),
+        );
+        len += resource.len();
+        resources.push(resource);
+        i += 1;
+    }
+    format!(
+        r#"{{"version":4,"terraform_version":"1.11.4","serial":{serial},"lineage":"bench","outputs":{{}},"resources":[{}],"check_results":null}}"#,
+        resources.join(",")
+    )
+}
+
+fn median_of(runs: usize, mut f: impl FnMut()) -> f64 {
+    let mut times: Vec<Duration> = (0..runs)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed()
+        })
+        .collect();
+    percentile(&mut times, 0.5)
+}
+
+/// The index's share of a 2 MiB save: sniff alone, sniff with the collection, the digests,
+/// and the server's POST of that state (p50).
+fn cost_on_a_save() {
+    let doc = aws_state(2 << 20, 1);
+    let bytes = doc.as_bytes();
+    let (_, found) = sniff_resources(bytes).unwrap();
+    let found = found.unwrap();
+    let instances: usize = found.iter().map(|r| r.instances.len()).sum();
+    let key = [7u8; 32];
+    let plain = median_of(30, || {
+        std::hint::black_box(sniff(bytes).unwrap());
+    });
+    let collecting = median_of(30, || {
+        std::hint::black_box(sniff_resources(bytes).unwrap());
+    });
+    let digesting = median_of(30, || {
+        std::hint::black_box(inventory_of(1, Some(&found), &key));
+    });
+    let server = Server::start();
+    let token = server.token("bench", "bench", "operator");
+    let http = client();
+    let url = server.url("/api/tf-states/index-cost/state");
+    let mut serial = 0;
+    let mut post = |_: ()| {
+        serial += 1;
+        let body = aws_state(2 << 20, serial);
+        let t = Instant::now();
+        let r = http
+            .post(&url)
+            .basic_auth("u", Some(&token))
+            .body(body)
+            .send()
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        t.elapsed()
+    };
+    post(());
+    let mut saves: Vec<Duration> = (0..15).map(|_| post(())).collect();
+    let save = percentile(&mut saves, 0.5);
+    let extra = collecting - plain + digesting;
+    println!(
+        "2 MiB state, {instances} instances: sniff {plain:.2} ms, sniff collecting {collecting:.2} ms, digests {digesting:.2} ms; \
+         the index adds {extra:.2} ms to a save of {save:.1} ms (p50): {:.1}%",
+        extra / save * 100.0
+    );
+}
+
+fn version(n: u64) -> VersionRecord {
+    let at = time::OffsetDateTime::now_utc();
+    VersionRecord {
+        version: n,
+        serial: Some(n),
+        lineage: Some("l".into()),
+        size: 10,
+        sha256: format!("{n:064x}"),
+        source: Source::Write,
+        key: "platform:bench".into(),
+        wrapped_key: None,
+        opentofu_encrypted: false,
+        terraform_version: None,
+        instances: Some(50),
+        created_at: at,
+        writer: Actor::User {
+            user: "bench".into(),
+        },
+        change: ChangeRecord::first_save(None, at),
+        blob: String::new(),
+        inline: false,
+    }
+}
+
+/// State `s`'s 50 instances: five types, two providers, seven modules; every 1,000th
+/// state shares a bucket with the one before.
+fn instances_of(s: usize) -> Vec<Instance> {
+    let mut instances: Vec<Instance> = (0..50)
+        .map(|j| {
+            let kind = TYPES[j % TYPES.len()];
+            let module = format!("module.m{}", j % 7);
+            let provider = if kind.starts_with("google") {
+                "registry.terraform.io/hashicorp/google"
+            } else {
+                "registry.terraform.io/hashicorp/aws"
+            };
+            let digest = if s % 1000 == 1 && j == 0 {
+                format!("{:064x}", s - 1)
+            } else {
+                format!("{:064x}", s * 100 + j)
+            };
+            Instance {
+                address: format!("{module}.{kind}.r{s}_{j}"),
+                module,
+                mode: Mode::Managed,
+                resource_type: kind.into(),
+                provider: provider.into(),
+                digest: Some(digest),
+            }
+        })
+        .collect();
+    instances.sort_by(|a, b| a.address.cmp(&b.address));
+    instances
+}
+
+/// The local store's search over 10,000 states x 50 instances.
+fn search_at_scale() {
+    let dir = tempfile::tempdir().unwrap();
+    let (catalog, _) = local::open(dir.path()).unwrap();
+    let catalog = Arc::new(catalog);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let states = 10_000;
+    let t = Instant::now();
+    rt.block_on(async {
+        for s in 0..states {
+            let mut record = StateRecord::fresh(
+                "bench",
+                &format!("s{s:05}"),
+                "inc",
+                time::OffsetDateTime::now_utc(),
+            );
+            record.latest = Some(version(1));
+            record.next_version = 2;
+            record.revision = 1;
+            let mut commit = Commit::over(
+                &StateRecord {
+                    revision: 0,
+                    ..record.clone()
+                },
+                record.created_at,
+                Some(record.clone()),
+            );
+            commit.inventory = Some(InventoryChange::Replace(StateInventory {
+                version: 1,
+                indexed: true,
+                instances: instances_of(s),
+            }));
+            catalog.commit(commit).await.unwrap();
+        }
+    });
+    println!(
+        "\nlocal store: {states} states x 50 instances indexed in {:.1} s (one commit each, fsync on)",
+        t.elapsed().as_secs_f64()
+    );
+    let q = |f: &dyn Fn(&mut ResourceQuery)| {
+        let mut query = ResourceQuery {
+            limit: 100,
+            ..ResourceQuery::default()
+        };
+        f(&mut query);
+        query
+    };
+    let queries: Vec<(&str, ResourceQuery)> = vec![
+        ("first page, no filter", q(&|_| {})),
+        ("q common (\"bucket\")", q(&|x| x.q = Some("bucket".into()))),
+        (
+            "q rare (\"r9876_\", one state near the end)",
+            q(&|x| x.q = Some("r9876_".into())),
+        ),
+        (
+            "q absent (\"nothing\")",
+            q(&|x| x.q = Some("nothing".into())),
+        ),
+        (
+            "type",
+            q(&|x| x.resource_type = Some("aws_iam_role".into())),
+        ),
+        (
+            "provider \"google\"",
+            q(&|x| x.provider = Some("google".into())),
+        ),
+        (
+            "module + q",
+            q(&|x| {
+                x.module = Some("module.m3".into());
+                x.q = Some("role".into());
+            }),
+        ),
+        ("state", q(&|x| x.state = Some("s05000".into()))),
+        (
+            "page deep in (after s07000)",
+            q(&|x| x.after = Some(("s07000".into(), "module.m6".into()))),
+        ),
+        ("limit 1000", q(&|x| x.limit = 1000)),
+    ];
+    println!(
+        "{:<48} {:>9} {:>9} {:>6}",
+        "search", "p50 ms", "p95 ms", "rows"
+    );
+    rt.block_on(async {
+        for (label, query) in &queries {
+            let mut times = Vec::new();
+            let mut rows = 0;
+            for _ in 0..20 {
+                let t = Instant::now();
+                rows = catalog.resources("bench", query).await.unwrap().len();
+                times.push(t.elapsed());
+            }
+            println!(
+                "{label:<48} {:>9.1} {:>9.1} {rows:>6}",
+                percentile(&mut times, 0.5),
+                percentile(&mut times, 0.95)
+            );
+        }
+        let mut times = Vec::new();
+        let mut groups = 0;
+        for _ in 0..10 {
+            let t = Instant::now();
+            groups = catalog.conflicts("bench", None).await.unwrap().len();
+            times.push(t.elapsed());
+        }
+        println!(
+            "{:<48} {:>9.1} {:>9.1} {groups:>6}",
+            "conflicts",
+            percentile(&mut times, 0.5),
+            percentile(&mut times, 0.95)
+        );
+        let mut times = Vec::new();
+        for _ in 0..10 {
+            let t = Instant::now();
+            catalog.inventory_counts("bench").await.unwrap();
+            times.push(t.elapsed());
+        }
+        println!(
+            "{:<48} {:>9.1} {:>9.1}",
+            "counts by provider and type",
+            percentile(&mut times, 0.5),
+            percentile(&mut times, 0.95)
+        );
+    });
+    drop(catalog);
+    let _ = SqliteCatalog::open;
+}
+
+/// `index rebuild` through the binary: states saved by the server, their index dropped.
+fn rebuild_throughput() {
+    let server = Server::start();
+    let token = server.token("bench", "bench", "operator");
+    let http = client();
+    let states = 300;
+    let body = aws_state(64 << 10, 1);
+    for s in 0..states {
+        let r = http
+            .post(server.url(&format!("/api/tf-states/r{s}/state")))
+            .basic_auth("u", Some(&token))
+            .body(body.clone())
+            .send()
+            .unwrap();
+        assert_eq!(r.status(), 200);
+    }
+    let file = server.data_dir().join(local::CATALOG_FILE);
+    let instances: i64 = rusqlite::Connection::open(&file)
+        .unwrap()
+        .query_row("SELECT COUNT(*) FROM inventory", [], |r| r.get(0))
+        .unwrap();
+    rusqlite::Connection::open(&file)
+        .unwrap()
+        .execute_batch("DELETE FROM inventory; DELETE FROM inventory_states;")
+        .unwrap();
+    let t = Instant::now();
+    let out = Command::new(bin())
+        .args(["index", "rebuild", "--org", "bench", "--data-dir"])
+        .arg(server.data_dir())
+        .env_remove("HEGEMONY_TF_STATE_ENCRYPTION_KEY")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let took = t.elapsed().as_secs_f64();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!(
+        "\nindex rebuild: {states} states of 64 KiB ({instances} instances) in {took:.2} s: {:.0} states/s, {:.0} instances/s",
+        states as f64 / took,
+        instances as f64 / took
+    );
+}
+
+pub fn run() {
+    println!("Hegemony State inventory benchmark: release build, fsync on\n");
+    cost_on_a_save();
+    search_at_scale();
+    rebuild_throughput();
+}
