@@ -601,3 +601,125 @@ fn token_revoke_stops_a_listed_token_at_the_next_request() {
         "a revocation takes effect at the next request"
     );
 }
+
+/// A state of S3 buckets with the `buckets` names (each its `id`, the identity) beside a
+/// VPC in a module, with a planted secret in their attributes.
+fn bucket_state(buckets: &[&str], secret: &str) -> String {
+    let instances: Vec<String> = buckets
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            format!(
+                r#"{{"index_key":{i},"attributes":{{"id":"{b}","bucket":"{b}","policy":"{secret}"}}}}"#
+            )
+        })
+        .collect();
+    format!(
+        r#"{{"version":4,"terraform_version":"1.11.4","serial":1,"lineage":"lin","outputs":{{}},"resources":[
+            {{"mode":"managed","type":"aws_s3_bucket","name":"logs","provider":"provider[\"registry.terraform.io/hashicorp/aws\"]","instances":[{}]}},
+            {{"module":"module.net","mode":"managed","type":"aws_vpc","name":"main","provider":"provider[\"registry.terraform.io/hashicorp/aws\"]","instances":[{{"attributes":{{"id":"vpc-{secret}"}}}}]}}
+        ]}}"#,
+        instances.join(",")
+    )
+}
+
+/// `resources search` finds instances by part of an address and by filters, as a table and
+/// as JSON; `resources conflicts` names the object two states manage; `overview` counts the
+/// org; no attribute value (a planted secret) appears in any of them.
+#[test]
+fn the_inventory_commands_search_list_conflicts_and_print_the_overview() {
+    let server = Server::start();
+    let op = server.token("acme", "alice", "operator");
+    let viewer = server.token("acme", "vic", "viewer");
+    let api = Api::new(&server);
+    let secret = "planted-secret-5e1f";
+    let network = bucket_state(&["b-shared", "b-net"], secret);
+    let app = bucket_state(&["b-shared"], secret).replace("vpc-", "vpc-app-");
+    assert_eq!(api.post_state(&op, "network", None, network).status(), 200);
+    assert_eq!(api.post_state(&op, "app", None, app).status(), 200);
+
+    let found = server.cli(&viewer, &["resources", "search", "VPC"]);
+    assert!(
+        found.status.success(),
+        "{}",
+        String::from_utf8_lossy(&found.stderr)
+    );
+    assert_eq!(
+        stdout(&found),
+        "STATE    ADDRESS                  TYPE     PROVIDER                             VERSION
+app      module.net.aws_vpc.main  aws_vpc  registry.terraform.io/hashicorp/aws  1
+network  module.net.aws_vpc.main  aws_vpc  registry.terraform.io/hashicorp/aws  1
+"
+    );
+    let json = server.cli(
+        &viewer,
+        &[
+            "resources",
+            "search",
+            "--type",
+            "aws_s3_bucket",
+            "--state",
+            "network",
+            "--json",
+        ],
+    );
+    let answer: Value = serde_json::from_slice(&json.stdout).unwrap();
+    let addresses: Vec<&str> = answer["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["address"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        addresses,
+        ["aws_s3_bucket.logs[0]", "aws_s3_bucket.logs[1]"]
+    );
+    let none = server.cli(&viewer, &["resources", "search", "no-such-thing"]);
+    assert!(none.status.success());
+    assert_eq!(stdout(&none), "");
+    assert!(String::from_utf8_lossy(&none.stderr).contains("no resource matches"));
+
+    let conflicts = server.cli(&viewer, &["resources", "conflicts"]);
+    assert!(
+        conflicts.status.success(),
+        "{}",
+        String::from_utf8_lossy(&conflicts.stderr)
+    );
+    assert_eq!(
+        stdout(&conflicts),
+        "1 object managed by more than one state:
+
+aws_s3_bucket
+  STATE    ADDRESS
+  app      aws_s3_bucket.logs[0]
+  network  aws_s3_bucket.logs[0]
+"
+    );
+    let for_app = server.cli(
+        &viewer,
+        &["resources", "conflicts", "--state", "app", "--json"],
+    );
+    let answer: Value = serde_json::from_slice(&for_app.stdout).unwrap();
+    assert_eq!(answer["conflicts"].as_array().unwrap().len(), 1);
+
+    let overview = server.cli(&viewer, &["overview"]);
+    assert!(
+        overview.status.success(),
+        "{}",
+        String::from_utf8_lossy(&overview.stderr)
+    );
+    let text = stdout(&overview);
+    assert!(
+        text.starts_with("org acme: 2 states, 2 versions, 5 resources, 1 managed by two states\n"),
+        "{text}"
+    );
+    assert!(text.contains("aws_s3_bucket  3"), "{text}");
+    let json = server.cli(&viewer, &["overview", "--json"]);
+    let view: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(view["resources"], 5);
+
+    for out in [&found, &json, &conflicts, &for_app, &overview] {
+        let all = format!("{}{}", stdout(out), String::from_utf8_lossy(&out.stderr));
+        assert!(!all.contains(secret), "{all}");
+    }
+}

@@ -115,6 +115,19 @@ impl Client {
     }
 }
 
+/// `value` as one query-string value: every byte but the unreserved ones percent-encoded.
+pub fn encoded(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 /// The items under `key` of every page of a listing, in order.
 pub fn items(pages: &[Value], key: &str) -> Vec<Value> {
     pages

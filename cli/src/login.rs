@@ -48,15 +48,7 @@ async fn id_token(http: &reqwest::Client, options: &Options) -> anyhow::Result<S
         "GitHub Actions makes the ID token for an audience: give --audience (the trust policy's)",
     )?;
     let separator = if url.contains('?') { '&' } else { '?' };
-    let encoded: String = audience
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect();
+    let encoded = crate::client::encoded(audience);
     let answer = http
         .get(format!("{url}{separator}audience={encoded}"))
         .bearer_auth(request_token)

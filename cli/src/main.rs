@@ -15,8 +15,10 @@ mod keys;
 mod login;
 mod migrate;
 mod outputs;
+mod overview;
 mod pacing;
 mod protect;
+mod resources;
 mod server;
 mod stalled;
 mod states;
@@ -137,6 +139,22 @@ enum Command {
     /// In a CI job: exchange the job's OpenID Connect ID token for a session and print its
     /// token (for TF_HTTP_PASSWORD).
     Login(login::Options),
+    /// The org's inventory: find which state manages a resource (`search`), and the
+    /// objects two states manage (`conflicts`).
+    Resources {
+        #[command(flatten)]
+        api: Api,
+        #[command(subcommand)]
+        command: resources::Command,
+    },
+    /// The org at a glance: counts, resources by provider and type, largest states, locks
+    /// and holds with their age, stale and unindexed states.
+    Overview {
+        #[command(flatten)]
+        api: Api,
+        #[arg(long)]
+        json: bool,
+    },
     /// Import state files, and folders of them, as new states.
     Import(import::Options),
     /// Key rotation on the local or the AWS store: which keys wrap the versions, and
@@ -305,6 +323,8 @@ fn main() -> ExitCode {
             Command::Apps { api, command } => apps::run(&api, command).await,
             Command::Trust { api, command } => trust::run(&api, command).await,
             Command::Protect { api, command } => protect::run(&api, command).await,
+            Command::Resources { api, command } => resources::run(&api, command).await,
+            Command::Overview { api, json } => overview::run(&api, json).await,
             Command::Login(options) => login::run(options).await,
             Command::Import(options) => import::run(options).await,
             Command::Keys { command } => keys::run(command).await,

@@ -215,8 +215,10 @@ fn summarize(
     view.largest
         .sort_by(|a, b| b.size.cmp(&a.size).then_with(|| a.state.cmp(&b.state)));
     view.largest.truncate(LARGEST);
-    view.locks.sort_by_key(|lock| std::cmp::Reverse(lock.age_seconds));
-    view.holds.sort_by_key(|hold| std::cmp::Reverse(hold.age_seconds));
+    view.locks
+        .sort_by_key(|lock| std::cmp::Reverse(lock.age_seconds));
+    view.holds
+        .sort_by_key(|hold| std::cmp::Reverse(hold.age_seconds));
     oldest_first.sort_by_key(|(at, _)| *at);
     view.stale = oldest_first
         .into_iter()
