@@ -122,7 +122,11 @@ pub async fn a_commit_replaces_and_removes_its_states_inventory(f: Fixture) {
         "net",
         inventory(
             1,
-            vec![instance("aws_s3_bucket.a", "aws_s3_bucket", AWS, None)],
+            vec![
+                instance("aws_s3_bucket.a", "aws_s3_bucket", AWS, None),
+                instance("aws_vpc.kept", "aws_vpc", AWS, Some("d1")),
+                instance("aws_vpc.moved", "aws_vpc", AWS, Some("d2")),
+            ],
         ),
     )
     .await;
@@ -130,16 +134,45 @@ pub async fn a_commit_replaces_and_removes_its_states_inventory(f: Fixture) {
     next.latest = Some(version(2, "b2"));
     next.next_version = 3;
     let mut c = commit(&next, record.revision, vec![version(2, "b2")]);
+    // One instance gone, one new, one whose identity changed, one as it was.
     c.inventory = Some(InventoryChange::Replace(inventory(
         2,
-        vec![instance("aws_s3_bucket.b", "aws_s3_bucket", AWS, None)],
+        vec![
+            instance("aws_s3_bucket.b", "aws_s3_bucket", AWS, None),
+            instance("aws_vpc.kept", "aws_vpc", AWS, Some("d1")),
+            instance("aws_vpc.moved", "aws_vpc", GOOGLE, Some("d3")),
+        ],
     )));
     f.catalog.commit(c).await.unwrap();
     let rows = f.catalog.resources("acme", &query(10)).await.unwrap();
-    assert_eq!(addresses(&rows), ["net:aws_s3_bucket.b"]);
-    assert_eq!(rows[0].version, 2);
+    assert_eq!(
+        addresses(&rows),
+        [
+            "net:aws_s3_bucket.b",
+            "net:aws_vpc.kept",
+            "net:aws_vpc.moved"
+        ]
+    );
+    assert!(rows.iter().all(|r| r.version == 2), "{rows:?}");
     assert_eq!(rows[0].provider, AWS);
     assert_eq!(rows[0].mode, Mode::Managed);
+    assert_eq!(rows[2].provider, GOOGLE);
+    let other = indexed(
+        &f,
+        "acme",
+        "other",
+        inventory(1, vec![instance("aws_vpc.x", "aws_vpc", AWS, Some("d3"))]),
+    )
+    .await;
+    let conflicts = f.catalog.conflicts("acme", None).await.unwrap();
+    assert_eq!(conflicts.len(), 1, "the changed digest is the one stored");
+    assert_eq!(
+        addresses(&conflicts[0]),
+        ["net:aws_vpc.moved", "other:aws_vpc.x"]
+    );
+    let mut removal = commit(&other, other.revision, vec![]);
+    removal.inventory = Some(InventoryChange::Remove);
+    f.catalog.commit(removal).await.unwrap();
     // A commit without a change (a lock) leaves the entry; a lost one writes nothing.
     let stored = f.catalog.state("acme", "net").await.unwrap().unwrap();
     f.catalog
@@ -188,6 +221,13 @@ pub async fn a_search_filters_and_pages_in_state_then_address_order(f: Fixture) 
         "a case-insensitive substring"
     );
     assert_eq!(search(&f, q("[\"a\"]")).await.len(), 1);
+    assert_eq!(search(&f, q("s3_b")).await.len(), 2);
+    for literal in ["s3%b", "s3_%", "%", "s3\\_b"] {
+        assert!(
+            search(&f, q(literal)).await.is_empty(),
+            "{literal} is no pattern"
+        );
+    }
     let of_type = ResourceQuery {
         resource_type: Some("aws_s3_bucket".into()),
         ..query(100)
@@ -429,7 +469,7 @@ pub async fn states_not_indexed_are_listed_and_counts_are_largest_first(f: Fixtu
     );
 }
 
-pub async fn an_orgs_inventory_key_is_set_once(f: Fixture) {
+pub async fn an_orgs_inventory_key_is_replaced_only_as_read(f: Fixture) {
     use hegemony_state::domain::permission::{Allocation, Role};
     let allocation = Allocation {
         manage: Some(Role::Operator),
@@ -453,19 +493,41 @@ pub async fn an_orgs_inventory_key_is_set_once(f: Fixture) {
         wrapped: vec![2; 40],
     };
     f.catalog
-        .put_inventory_key("acme", &first, NOW)
+        .put_inventory_key("acme", None, &first, NOW)
         .await
         .unwrap();
-    let lost = f.catalog.put_inventory_key("acme", &second, NOW).await;
+    let lost = f
+        .catalog
+        .put_inventory_key("acme", None, &second, NOW)
+        .await;
     assert!(matches!(lost, Err(StoreError::Conflict)), "{lost:?}");
     let settings = f.catalog.org("acme").await.unwrap().unwrap();
     assert_eq!(
+        (settings.allocation.clone(), settings.inventory_key),
+        (allocation.clone(), Some(first.clone()))
+    );
+    // A re-wrap replaces the key it read, and only that one.
+    let rewrapped = InventoryKey {
+        key_id: "platform:b".into(),
+        wrapped: vec![3; 40],
+    };
+    let stale = f
+        .catalog
+        .put_inventory_key("acme", Some(&second), &rewrapped, NOW)
+        .await;
+    assert!(matches!(stale, Err(StoreError::Conflict)), "{stale:?}");
+    f.catalog
+        .put_inventory_key("acme", Some(&first), &rewrapped, NOW)
+        .await
+        .unwrap();
+    let settings = f.catalog.org("acme").await.unwrap().unwrap();
+    assert_eq!(
         (settings.allocation, settings.inventory_key),
-        (allocation, Some(first.clone()))
+        (allocation.clone(), Some(rewrapped))
     );
     // An org with no settings gets them; the key survives a change of the allocation.
     f.catalog
-        .put_inventory_key("new", &second, NOW)
+        .put_inventory_key("new", None, &second, NOW)
         .await
         .unwrap();
     f.catalog

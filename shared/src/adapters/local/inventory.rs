@@ -5,44 +5,84 @@
 //! rows inside its own transaction (`change_inventory`).
 
 use async_trait::async_trait;
+use std::collections::HashMap;
+
 use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension, TransactionBehavior};
 
 use super::tables::{from_json, sql_error};
 use super::SqliteCatalog;
-use crate::domain::inventory::{Mode, StateInventory};
+use crate::domain::inventory::{Instance, Mode, StateInventory};
 use crate::domain::record::StateRecord;
 use crate::ports::{
     conflict_groups, provider_matches, IndexedState, InventoryCatalog, InventoryChange,
     InventoryCounts, ResourceQuery, ResourceRow, StoreError,
 };
 
-/// Replaces (or removes) one state's rows, on the commit's transaction.
+/// Replaces (or removes) one state's rows, on the commit's transaction. Only the rows that
+/// differ are written: a save changes a few of a state's resources, if any, and a row holds
+/// nothing that changes with the version (that is kept once, in `inventory_states`), so a
+/// save of a big state that changed nothing indexed writes one row, not thousands.
 pub(super) fn change_inventory(
     conn: &Connection,
     org: &str,
     state: &str,
     change: &InventoryChange,
 ) -> Result<(), StoreError> {
-    conn.prepare_cached("DELETE FROM inventory WHERE org = ?1 AND state = ?2")
-        .and_then(|mut s| s.execute(params![org, state]))
-        .map_err(sql_error)?;
     let InventoryChange::Replace(inventory) = change else {
-        conn.execute(
-            "DELETE FROM inventory_states WHERE org = ?1 AND state = ?2",
-            params![org, state],
-        )
-        .map_err(sql_error)?;
+        conn.prepare_cached("DELETE FROM inventory WHERE org = ?1 AND state = ?2")
+            .and_then(|mut s| s.execute(params![org, state]))
+            .map_err(sql_error)?;
+        conn.prepare_cached("DELETE FROM inventory_states WHERE org = ?1 AND state = ?2")
+            .and_then(|mut s| s.execute(params![org, state]))
+            .map_err(sql_error)?;
         return Ok(());
+    };
+    let mut stored: HashMap<String, Instance> = {
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT address, module, mode, type, provider, digest FROM inventory
+                 WHERE org = ?1 AND state = ?2",
+            )
+            .map_err(sql_error)?;
+        let rows = stmt
+            .query_map(params![org, state], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, String>(2)?,
+                    row.get::<_, String>(3)?,
+                    row.get::<_, String>(4)?,
+                    row.get::<_, Option<String>>(5)?,
+                ))
+            })
+            .map_err(sql_error)?;
+        let mut stored = HashMap::new();
+        for r in rows {
+            let (address, module, mode, resource_type, provider, digest) = r.map_err(sql_error)?;
+            let instance = Instance {
+                address: address.clone(),
+                module,
+                mode: mode_of(&mode)?,
+                resource_type,
+                provider,
+                digest,
+            };
+            stored.insert(address, instance);
+        }
+        stored
     };
     let mut insert = conn
         .prepare_cached(
             "INSERT OR REPLACE INTO inventory
-               (org, state, address, module, mode, type, provider, digest, version)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+               (org, state, address, module, mode, type, provider, digest)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )
         .map_err(sql_error)?;
     for i in &inventory.instances {
+        if stored.remove(&i.address).as_ref() == Some(i) {
+            continue;
+        }
         insert
             .execute(params![
                 org,
@@ -53,21 +93,30 @@ pub(super) fn change_inventory(
                 i.resource_type,
                 i.provider,
                 i.digest,
-                inventory.version
             ])
             .map_err(sql_error)?;
     }
-    conn.execute(
+    let mut delete = conn
+        .prepare_cached("DELETE FROM inventory WHERE org = ?1 AND state = ?2 AND address = ?3")
+        .map_err(sql_error)?;
+    for gone in stored.keys() {
+        delete
+            .execute(params![org, state, gone])
+            .map_err(sql_error)?;
+    }
+    conn.prepare_cached(
         "INSERT OR REPLACE INTO inventory_states (org, state, version, indexed, instances)
          VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![
+    )
+    .and_then(|mut s| {
+        s.execute(params![
             org,
             state,
             inventory.version,
             inventory.indexed,
             inventory.instances.len() as u64
-        ],
-    )
+        ])
+    })
     .map_err(sql_error)?;
     Ok(())
 }
@@ -89,7 +138,11 @@ fn mode_of(text: &str) -> Result<Mode, StoreError> {
     }
 }
 
-const ROW_COLUMNS: &str = "state, version, address, module, mode, type, provider";
+/// A row's columns, its version from its state's row (`s`) of `inventory_states`.
+const ROW_COLUMNS: &str = "i.state, s.version, i.address, i.module, i.mode, i.type, i.provider";
+/// The rows with their state's version: `i` an instance, `s` its state.
+const ROWS: &str =
+    "inventory AS i JOIN inventory_states AS s ON s.org = i.org AND s.state = i.state";
 
 fn row_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<(ResourceRow, String)> {
     Ok((
@@ -145,11 +198,11 @@ fn search(
     org: &str,
     query: &ResourceQuery,
 ) -> Result<Vec<ResourceRow>, StoreError> {
-    let mut sql = format!("SELECT {ROW_COLUMNS} FROM inventory WHERE org = ?");
+    let mut sql = format!("SELECT {ROW_COLUMNS} FROM {ROWS} WHERE i.org = ?");
     let mut values: Vec<Value> = vec![org.to_owned().into()];
     let mut equal = |column: &str, value: &Option<String>| {
         if let Some(v) = value {
-            sql.push_str(&format!(" AND {column} = ?"));
+            sql.push_str(&format!(" AND i.{column} = ?"));
             values.push(v.clone().into());
         }
     };
@@ -165,25 +218,41 @@ fn search(
             return Ok(Vec::new());
         }
         sql.push_str(&format!(
-            " AND provider IN ({})",
+            " AND i.provider IN ({})",
             vec!["?"; named.len()].join(", ")
         ));
         values.extend(named.into_iter().map(Value::from));
     }
     if let Some((state, address)) = &query.after {
-        sql.push_str(" AND (state, address) > (?, ?)");
+        sql.push_str(" AND (i.state, i.address) > (?, ?)");
         values.push(state.clone().into());
         values.push(address.clone().into());
     }
     if let Some(q) = &query.q {
-        // SQLite's lower() folds ASCII only, as the filter's other readings do.
-        sql.push_str(" AND instr(lower(address), ?) > 0");
-        values.push(q.to_ascii_lowercase().into());
+        // LIKE folds ASCII case only, as the filter's other readings do, and compares
+        // without making a lowered copy of each address: a search that matches few rows
+        // reads every one of the org's.
+        sql.push_str(" AND i.address LIKE ? ESCAPE '\\'");
+        values.push(like_pattern(q).into());
     }
-    sql.push_str(" ORDER BY state, address LIMIT ?");
+    sql.push_str(" ORDER BY i.state, i.address LIMIT ?");
     values.push(i64::try_from(query.limit).unwrap_or(i64::MAX).into());
     let mut stmt = conn.prepare_cached(&sql).map_err(sql_error)?;
     rows_of(&mut stmt, values)
+}
+
+/// A LIKE pattern matching any address holding `q`: its own `%`, `_` and `\` escaped.
+fn like_pattern(q: &str) -> String {
+    let mut pattern = String::with_capacity(q.len() + 2);
+    pattern.push('%');
+    for c in q.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    pattern.push('%');
+    pattern
 }
 
 fn conflicts_in(
@@ -194,7 +263,7 @@ fn conflicts_in(
     // The digests in two or more states, found on the digest index alone; then their rows.
     let mut stmt = conn
         .prepare_cached(&format!(
-            "SELECT {ROW_COLUMNS}, digest FROM inventory WHERE org = ?1 AND digest IN (
+            "SELECT {ROW_COLUMNS}, i.digest FROM {ROWS} WHERE i.org = ?1 AND i.digest IN (
                SELECT digest FROM inventory WHERE org = ?1 AND digest IS NOT NULL
                  AND (?2 IS NULL OR digest IN (
                    SELECT digest FROM inventory
@@ -319,5 +388,17 @@ impl InventoryCatalog for SqliteCatalog {
             tx.commit().map_err(sql_error)
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::like_pattern;
+
+    #[test]
+    fn a_like_pattern_takes_the_wildcards_of_a_query_literally() {
+        assert_eq!(like_pattern("bucket"), "%bucket%");
+        assert_eq!(like_pattern("r1_0%"), "%r1\\_0\\%%");
+        assert_eq!(like_pattern("a\\b"), "%a\\\\b%");
     }
 }

@@ -66,7 +66,6 @@ CREATE TABLE IF NOT EXISTS protected_states (
 CREATE TABLE IF NOT EXISTS inventory (
     org TEXT NOT NULL, state TEXT NOT NULL, address TEXT NOT NULL, module TEXT NOT NULL,
     mode TEXT NOT NULL, type TEXT NOT NULL, provider TEXT NOT NULL, digest TEXT,
-    version INTEGER NOT NULL,
     PRIMARY KEY (org, state, address)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS inventory_by_type ON inventory (org, type, state, address);
 CREATE INDEX IF NOT EXISTS inventory_by_provider ON inventory (org, provider, state, address);
