@@ -18,6 +18,13 @@ fn serve(env: &[(String, String)]) -> Server {
     Server::start_with(&env)
 }
 
+/// A state of one bucket: its save indexes it, so the org gets its inventory key.
+fn bucket_doc(serial: u64) -> String {
+    format!(
+        r#"{{"version":4,"terraform_version":"1.11.4","serial":{serial},"lineage":"l-b","outputs":{{}},"resources":[{{"mode":"managed","type":"aws_s3_bucket","name":"logs","provider":"provider[\"registry.terraform.io/hashicorp/aws\"]","instances":[{{"attributes":{{"id":"logs-{serial}"}}}}]}}]}}"#
+    )
+}
+
 fn versions(api: &Api, token: &str, state: &str) -> Vec<Value> {
     api.json("GET", &format!("/api/tf-states/{state}/versions"), token)["versions"]
         .as_array()
@@ -508,23 +515,33 @@ fn stdout_of(out: &std::process::Output) -> String {
 
 /// Rotate the Transit key, re-wrap while the server runs: the report shows every version
 /// on the latest key version, and once `min_decryption_version` retires the old one every
-/// version still reads.
+/// version still reads and, after a restart, a save still indexes (the org's inventory key
+/// was moved too).
 #[test]
 fn a_rotation_then_rewrap_moves_every_version_and_the_old_key_version_can_be_retired() {
     let bao = Bao::start();
     bao.create_key("state-acme");
-    let server = serve(&bao.named_env("vault", &bao.root_token_file(), "state-{org}"));
+    let env = bao.named_env("vault", &bao.root_token_file(), "state-{org}");
+    let server = serve(&env);
     let (api, admin) = (Api::new(&server), server.token("acme", "root", "admin"));
     for serial in 1..=3 {
         assert_eq!(save(&api, &admin, "net", serial).status(), 200);
     }
     assert_eq!(save(&api, &admin, "dns", 1).status(), 200);
+    let bucket = api.post_state(&admin, "bucket", None, bucket_doc(1));
+    assert_eq!(bucket.status(), 200);
     bao.ok(&["write", "-f", "transit/keys/state-acme/rotate"]);
     assert_eq!(save(&api, &admin, "dns", 2).status(), 200);
     let rows = report_rows(&server.key_report(&[]));
     assert_eq!(
         rows,
         [
+            (
+                "bucket".into(),
+                "transit:vault:state-acme:v1".into(),
+                1,
+                true
+            ),
             ("dns".into(), "transit:vault:state-acme:v1".into(), 1, true),
             ("dns".into(), "transit:vault:state-acme:v2".into(), 1, false),
             ("net".into(), "transit:vault:state-acme:v1".into(), 3, true),
@@ -544,18 +561,32 @@ fn a_rotation_then_rewrap_moves_every_version_and_the_old_key_version_can_be_ret
 
     let dry = stdout_of(&server.keys(&["rewrap", "--dry-run"], &[]));
     assert!(
-        dry.contains("4 versions would be re-wrapped, 1 are already"),
+        dry.contains("5 versions would be re-wrapped, 1 are already"),
+        "{dry}"
+    );
+    assert!(
+        dry.contains("orgs' inventory keys: 1 would be re-wrapped, 0 already"),
         "{dry}"
     );
     let out = stdout_of(&server.keys(&["rewrap"], &[]));
     assert!(
-        out.contains("re-wrapped 4 versions, 1 already on the key in use, 0 failed"),
+        out.contains("re-wrapped 5 versions, 1 already on the key in use, 0 failed"),
+        "{out}"
+    );
+    assert!(
+        out.contains("orgs' inventory keys: 1 re-wrapped, 0 already on the key in use, 0 failed"),
         "{out}"
     );
     let rows = report_rows(&server.key_report(&[]));
     assert_eq!(
         rows,
         [
+            (
+                "bucket".into(),
+                "transit:vault:state-acme:v2".into(),
+                1,
+                false
+            ),
             ("dns".into(), "transit:vault:state-acme:v2".into(), 2, false),
             ("net".into(), "transit:vault:state-acme:v2".into(), 3, false),
         ]
@@ -589,6 +620,14 @@ fn a_rotation_then_rewrap_moves_every_version_and_the_old_key_version_can_be_ret
         .collect();
     assert_eq!(rewrapped.len(), 1, "the dry run is not audited");
     assert_eq!(rewrapped[0]["detail"]["rewrapped"], 3);
+
+    // A restarted server has no unwrapped inventory key in memory: it unwraps the moved one.
+    let server = server.restart_with(env);
+    let api = Api::new(&server);
+    let saved = api.post_state(&admin, "bucket", None, bucket_doc(2));
+    assert_eq!(saved.status(), 200, "{}", server.logs());
+    let found = api.json("GET", "/api/resources?q=logs", &admin);
+    assert_eq!(found["resources"][0]["version"], 2, "{found}");
 }
 
 /// `--to transit:vault` moves the platform key's versions to Transit while the server still

@@ -10,7 +10,8 @@ use hegemony_state::domain::deleted::DeletedState;
 use hegemony_state::domain::record::StateRecord;
 use hegemony_state::service::app_keys::{app_report, file_count, org_apps, rewrap_app};
 use hegemony_state::service::keys::{
-    org_deleted_states, org_states, rewrap_state, state_report, Holder,
+    org_deleted_states, org_states, rewrap_inventory_key, rewrap_state, state_report, Holder,
+    InventoryKeyRewrap,
 };
 use hegemony_state::service::App;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -402,6 +403,20 @@ async fn rewrap(app: &App, scope: &Scope, dry_run: bool) -> anyhow::Result<()> {
             done.to,
         );
     }
+    // Each org's inventory key too, unless one state or app state was asked for: left on
+    // a retired key, it would stop the org's saves from indexing.
+    let mut inventory_keys = (0, 0, Vec::new());
+    if scope.state.is_none() && scope.app.is_none() {
+        for org in orgs(app, scope).await? {
+            bar.set_message(format!("{org}: inventory key"));
+            match rewrap_inventory_key(app, &org, dry_run).await {
+                Ok(InventoryKeyRewrap::Rewrapped { .. }) => inventory_keys.0 += 1,
+                Ok(InventoryKeyRewrap::Current) => inventory_keys.1 += 1,
+                Ok(InventoryKeyRewrap::NoKey) => {}
+                Err(e) => inventory_keys.2.push(format!("{org}: {e}")),
+            }
+        }
+    }
     bar.finish_and_clear();
     // The states' part unless only an app state was asked for; the app states' when any.
     let parts: Vec<&Moves> = [(scope.app.is_none(), &versions), (!apps.is_empty(), &files)]
@@ -414,10 +429,25 @@ async fn rewrap(app: &App, scope: &Scope, dry_run: bool) -> anyhow::Result<()> {
     for part in &parts {
         part.summary(dry_run);
     }
-    let failed = versions.failed + files.failed;
+    let (moved, current, failed_keys) = inventory_keys;
+    if moved + current + failed_keys.len() > 0 {
+        let verb = if dry_run {
+            "would be re-wrapped"
+        } else {
+            "re-wrapped"
+        };
+        println!(
+            "orgs' inventory keys: {moved} {verb}, {current} already on the key in use, {} failed",
+            failed_keys.len()
+        );
+        for why in &failed_keys {
+            eprintln!("inventory key of org {why}");
+        }
+    }
+    let failed = versions.failed + files.failed + failed_keys.len();
     if failed > 0 {
         bail!(
-            "{failed} versions or files could not be re-wrapped (run again once their key service answers)"
+            "{failed} versions, files or inventory keys could not be re-wrapped (run again once their key service answers)"
         );
     }
     Ok(())

@@ -272,7 +272,7 @@ every_adapter!(
     another_orgs_inventory_is_never_seen,
     a_rebuilds_write_holds_only_while_the_state_is_as_read,
     states_not_indexed_are_listed_and_counts_are_largest_first,
-    an_orgs_inventory_key_is_set_once,
+    an_orgs_inventory_key_is_replaced_only_as_read,
     a_large_entry_replaced_by_a_small_one_reads_back_as_written,
     // contract/runs.rs
     a_steps_commit_checks_its_token_and_its_runs_end,

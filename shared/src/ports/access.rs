@@ -135,16 +135,18 @@ pub trait AccessCatalog: Send + Sync {
     /// Creates the org unless it exists; returns whether it was created.
     async fn create_org(&self, org: &OrgRecord) -> Result<bool, StoreError>;
 
-    /// Sets the org's inventory key if it has none yet (creating its settings, at the
-    /// default allocation and created `at`, if it has none), keeping everything else of its
-    /// settings.
+    /// Sets the org's inventory key while its stored one is `expected` (`None`: it has none
+    /// yet; then its settings are created, at the default allocation and created `at`, if it
+    /// has none), keeping everything else of its settings. A first key is set so; a re-wrap
+    /// replaces the key it read with the same key wrapped anew.
     ///
     /// # Errors
-    /// `Conflict` when the org has a key already (another writer's came first): nothing is
-    /// written; read the settings again and use the stored key.
+    /// `Conflict` when the stored key is not `expected` (another writer's came first):
+    /// nothing is written; read the settings again and use the stored key.
     async fn put_inventory_key(
         &self,
         org: &str,
+        expected: Option<&InventoryKey>,
         key: &InventoryKey,
         at: Timestamp,
     ) -> Result<(), StoreError>;

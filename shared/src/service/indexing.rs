@@ -113,7 +113,7 @@ async fn make(app: &App, keys: &dyn KeyService, org: &str) -> Result<Made, Error
     };
     match app
         .catalog
-        .put_inventory_key(org, &stored, app.clock.now())
+        .put_inventory_key(org, None, &stored, app.clock.now())
         .await
     {
         Ok(()) => Ok(Made::Ours(stored, key)),

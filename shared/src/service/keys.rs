@@ -19,7 +19,8 @@ use crate::domain::version::VersionRecord;
 use crate::domain::{Actor, Principal};
 use crate::paging::{self, Page};
 use crate::ports::{
-    key_backend, AuditEntry, KeyContext, KeyService, SlotChange, SlotOwner, StoreError,
+    key_backend, AuditEntry, InventoryKey, KeyContext, KeyService, SlotChange, SlotOwner,
+    StoreError,
 };
 
 /// Records read per catalog page.
@@ -259,6 +260,83 @@ pub async fn rewrap_state(
             .await?;
     }
     Ok(done)
+}
+
+/// What a re-wrap did to an org's inventory key (the key its index's digests are made
+/// under, docs/inventory.md).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InventoryKeyRewrap {
+    /// The org has none yet (nothing of it was indexed).
+    NoKey,
+    /// Already on the key in use.
+    Current,
+    /// Moved to this key (with `--dry-run`: would be).
+    Rewrapped { to: String },
+}
+
+/// Moves the org's inventory key to the key in use, as a version's key is moved (by the key
+/// service's re-wrap), stored only while the stored one is as read. The key itself stays, so every digest stays valid. Without it an
+/// operator who retires the old key after a re-wrap would leave every save of the org
+/// unable to index.
+///
+/// # Errors
+/// `NoKey` without a key service; what the key service answers; a storage fault;
+/// `Unavailable` when the key kept changing under the re-wrap.
+pub async fn rewrap_inventory_key(
+    app: &App,
+    org: &str,
+    dry_run: bool,
+) -> Result<InventoryKeyRewrap, Error> {
+    let keys = app.keys()?;
+    let context = KeyContext {
+        org,
+        state: InventoryKey::STATE,
+    };
+    let to = keys.current_key_id(&context).await?;
+    for _ in 0..ATTEMPTS {
+        let Some(stored) = app.catalog.org(org).await?.and_then(|o| o.inventory_key) else {
+            return Ok(InventoryKeyRewrap::NoKey);
+        };
+        if !needs_rewrap(&stored.key_id, &to) {
+            return Ok(InventoryKeyRewrap::Current);
+        }
+        if dry_run {
+            return Ok(InventoryKeyRewrap::Rewrapped { to });
+        }
+        let wrapped = keys
+            .rewrap_key(&stored.key_id, &stored.wrapped, &context)
+            .await?;
+        let new = InventoryKey {
+            key_id: wrapped.key_id,
+            wrapped: wrapped.wrapped,
+        };
+        match app
+            .catalog
+            .put_inventory_key(org, Some(&stored), &new, app.clock.now())
+            .await
+        {
+            Ok(()) => {
+                app.catalog
+                    .append_audit(&AuditEntry {
+                        org: org.to_owned(),
+                        at: app.clock.now(),
+                        action: AuditAction::KeysRewrapped.as_str().into(),
+                        actor: Actor::Cli,
+                        state: None,
+                        version: None,
+                        detail: serde_json::json!({"inventory_key": true, "from": stored.key_id, "to": new.key_id, "key_backend": key_backend(&new.key_id)}),
+                    })
+                    .await?;
+                return Ok(InventoryKeyRewrap::Rewrapped { to: new.key_id });
+            }
+            // Another re-wrap (or a first save's key) came between: read it again.
+            Err(StoreError::Conflict) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(Error::Unavailable(format!(
+        "org {org}'s inventory key changed {ATTEMPTS} times during its re-wrap: run it again"
+    )))
 }
 
 /// Moves one version's slot to `to`, re-reading it after a lost race (a write replaced the

@@ -123,17 +123,18 @@ impl AccessCatalog for DynamoCatalog {
     async fn put_inventory_key(
         &self,
         org: &str,
+        expected: Option<&InventoryKey>,
         inventory_key: &InventoryKey,
         at: Timestamp,
     ) -> Result<(), StoreError> {
         let stored = self.get(key(org_pk(org), SETTINGS_SK)).await?;
         let existing: Option<OrgRecord> = stored.as_ref().map(record).transpose()?;
-        if existing.as_ref().is_some_and(|o| o.inventory_key.is_some()) {
+        if existing.as_ref().and_then(|o| o.inventory_key.as_ref()) != expected {
             return Err(StoreError::Conflict);
         }
         // Conditioned on the settings item being as read (or still absent), as an
-        // allocation's change is: another first writer's key, or any change in between,
-        // fails this one.
+        // allocation's change is: another writer's key, or any change in between, fails
+        // this one.
         let (settings, condition, values) =
             match (existing, stored.as_ref().and_then(|i| i.get(REC))) {
                 (Some(existing), Some(seen)) => (

@@ -121,10 +121,11 @@ impl AccessCatalog for SqliteCatalog {
     async fn put_inventory_key(
         &self,
         org: &str,
+        expected: Option<&InventoryKey>,
         key: &InventoryKey,
         at: Timestamp,
     ) -> Result<(), StoreError> {
-        let (org, key) = (org.to_owned(), key.clone());
+        let (org, expected, key) = (org.to_owned(), expected.cloned(), key.clone());
         self.with(move |conn| {
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -146,7 +147,7 @@ impl AccessCatalog for SqliteCatalog {
                 protections: Vec::new(),
                 inventory_key: None,
             });
-            if stored.inventory_key.is_some() {
+            if stored.inventory_key != expected {
                 return Err(StoreError::Conflict);
             }
             stored.inventory_key = Some(key);

@@ -65,6 +65,7 @@ impl AccessCatalog for MemoryStore {
     async fn put_inventory_key(
         &self,
         org: &str,
+        expected: Option<&InventoryKey>,
         key: &InventoryKey,
         at: Timestamp,
     ) -> Result<(), StoreError> {
@@ -79,7 +80,7 @@ impl AccessCatalog for MemoryStore {
                 protections: Vec::new(),
                 inventory_key: None,
             });
-        if record.inventory_key.is_some() {
+        if record.inventory_key.as_ref() != expected {
             return Err(StoreError::Conflict);
         }
         record.inventory_key = Some(key.clone());
