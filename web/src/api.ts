@@ -76,9 +76,13 @@ function headers(extra: Record<string, string> = {}): Record<string, string> {
   return token ? { ...extra, Authorization: `Bearer ${token}` } : extra;
 }
 
-/** Calls the API and reads its JSON answer (`undefined` for an empty one). */
-export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const init: RequestInit = { method, headers: headers() };
+/**
+ * Calls the API and reads its JSON answer (`undefined` for an empty one). `signal` cancels
+ * the call (a search typed further makes the one before it useless): it then rejects with
+ * the browser's `AbortError`, which the caller, having asked for it, ignores.
+ */
+export async function api<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
+  const init: RequestInit = { method, headers: headers(), signal };
   if (body !== undefined) {
     init.headers = headers({ 'Content-Type': 'application/json' });
     init.body = JSON.stringify(body);

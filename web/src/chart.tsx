@@ -1,5 +1,10 @@
-// The size of each version over time, as a small line chart: growth or a sudden drop shows
-// at a glance. SVG attributes only (the CSP allows no inline style).
+// Charts: the size of each version over time, as a small line chart (growth or a sudden
+// drop shows at a glance), and counts as horizontal bars (the overview's resources by
+// provider and by type). SVG attributes only (the CSP allows no inline style); what a chart
+// shows is also written as text (the line's ends in its caption, each bar's label and count
+// in a table), so it reads without colour and to a screen reader.
+
+import type { ComponentChildren } from 'preact';
 
 import { bytes } from './format';
 import type { Version } from './types';
@@ -39,5 +44,56 @@ export function SizeChart(props: { versions: Version[] }) {
       </svg>
       <figcaption>{summary}</figcaption>
     </figure>
+  );
+}
+
+/**
+ * A bar's length in percent of the longest, `count` of `max`: at least 1 for any count above
+ * zero, so a type with one instance beside one with thousands still shows a bar.
+ */
+export function barLength(count: number, max: number): number {
+  if (count <= 0 || max <= 0) return 0;
+  return Math.min(100, Math.max(1, Math.round((count / max) * 100)));
+}
+
+/** One bar: its label (text, or a link), its count, and a key for the list. */
+export interface Bar {
+  key: string;
+  label: ComponentChildren;
+  count: number;
+}
+
+/**
+ * Counts as horizontal bars: a table (label, count, bar), so the label and number are text a
+ * screen reader reads row by row and the bar, hidden from it, only repeats the number in length.
+ */
+export function BarChart(props: { title: string; labelHeading: string; countHeading: string; bars: Bar[] }) {
+  const max = Math.max(0, ...props.bars.map((b) => b.count));
+  return (
+    <table class="bars">
+      <caption>{props.title}</caption>
+      <thead>
+        <tr>
+          <th scope="col">{props.labelHeading}</th>
+          <th scope="col" class="count">
+            {props.countHeading}
+          </th>
+          <td aria-hidden="true" />
+        </tr>
+      </thead>
+      <tbody>
+        {props.bars.map((b) => (
+          <tr key={b.key}>
+            <th scope="row">{b.label}</th>
+            <td class="count">{b.count}</td>
+            <td class="bar" aria-hidden="true">
+              <svg viewBox="0 0 100 10" preserveAspectRatio="none" focusable="false">
+                <rect x="0" y="0" width={barLength(b.count, max)} height="10" fill="#3b4cca" />
+              </svg>
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
   );
 }

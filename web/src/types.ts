@@ -58,3 +58,11 @@ export type TrustPolicies = api.TrustPolicies;
 /** `/api/org/protected-states`: states only CI sessions of named trust policies change. */
 export type Protection = api.Protection;
 export type Protections = api.Protections;
+
+/** `/api/resources`, `/api/resources/conflicts`, `/api/overview`: the inventory across an
+ * org's states (addresses, types, providers; never a value nor an identity). */
+export type Resource = api.Resource;
+export type ResourceList = api.ResourceList;
+export type Conflict = api.Conflict;
+export type ConflictList = api.ConflictList;
+export type Overview = api.Overview;
