@@ -244,11 +244,18 @@ export async function open(browser: Browser, server: Server): Promise<{ context:
   return { context, page, problems };
 }
 
-/** Signs in with `token` on the sign-in page. */
-export async function signIn(page: Page, token: string) {
+/**
+ * Signs in with `token` on the sign-in page, which lands on the org's overview; then, unless
+ * `then` is 'overview', opens the list of states from the sidebar, where most tests begin.
+ */
+export async function signIn(page: Page, token: string, then: 'states' | 'overview' = 'states') {
   await page.goto('/sign-in');
   await page.getByLabel('Personal access token').fill(token);
   await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
+  expect(new URL(page.url()).pathname).toBe('/');
+  if (then === 'overview') return;
+  await page.getByRole('navigation', { name: 'Sidebar' }).getByRole('link', { name: 'Terraform States' }).click();
   await page.getByRole('heading', { name: 'Terraform States' }).waitFor();
 }
 

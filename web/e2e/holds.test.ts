@@ -127,7 +127,7 @@ describe('a step lock whose token no longer works', () => {
       await expect.poll(() => lock.textContent()).toContain('Unlocked.');
       expect(await page.getByRole('button', { name: 'Force unlock' }).count()).toBe(0);
       expect(await page.getByRole('button', { name: 'Delete state' }).count()).toBe(1);
-      await page.goto('/');
+      await page.goto('/states');
     }
     expect(problems).toEqual([]);
     await context.close();

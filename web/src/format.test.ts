@@ -146,7 +146,12 @@ describe('the size chart', () => {
 
 describe('paths', () => {
   it('names the page a path shows', () => {
-    expect(pageOf('/')).toEqual({ page: 'states' });
+    expect(pageOf('/')).toEqual({ page: 'overview' });
+    expect(pageOf('/states')).toEqual({ page: 'states' });
+    expect(pageOf('/states/')).toEqual({ page: 'states' });
+    expect(pageOf('/resources')).toEqual({ page: 'resources' });
+    expect(pageOf('/resources/conflicts')).toEqual({ page: 'conflicts' });
+    expect(pageOf('/resources/x')).toEqual({ page: 'missing' });
     expect(pageOf('/states/net%2Ea')).toEqual({ page: 'state', name: 'net.a' });
     expect(pageOf('/audit')).toEqual({ page: 'audit' });
     expect(pageOf('/nope/x')).toEqual({ page: 'missing' });

@@ -1,5 +1,6 @@
 // The application: who the token is (GET /api/whoami), the shell every page shares (the
-// org, the user and the role; the sidebar; sign out), and the page the path names.
+// org, the user and the role; the sidebar; sign out), and the page the path names (the
+// org's overview at `/`, where signing in lands).
 
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
@@ -11,9 +12,12 @@ import { AppsPage } from './pages/Apps';
 import { AppStatePage } from './pages/AppState';
 import { ArchivePage } from './pages/Archive';
 import { AuditPage } from './pages/Audit';
+import { ConflictsPage } from './pages/Conflicts';
 import { DeletedPage } from './pages/Deleted';
 import { ImportPage } from './pages/Import';
+import { OverviewPage } from './pages/Overview';
 import { PermissionsPage } from './pages/Permissions';
+import { ResourcesPage } from './pages/Resources';
 import { TrustPoliciesPage } from './pages/TrustPolicies';
 import { SignIn } from './pages/SignIn';
 import { StatePage } from './pages/State';
@@ -50,7 +54,10 @@ function App() {
   useEffect(() => {
     const titles: Record<string, string> = {
       'sign-in': 'Sign in',
+      overview: 'Overview',
       states: 'Terraform States',
+      resources: 'Resources',
+      conflicts: 'Objects managed by two or more states',
       state: page.page === 'state' ? page.name : '',
       import: 'Import state',
       audit: 'Audit log',
@@ -109,10 +116,18 @@ function App() {
         </button>
       </header>
       <nav class="side" aria-label="Sidebar">
+        <ul>
+          <li aria-current={here('overview')}>
+            <Link href="/">Overview</Link>
+          </li>
+        </ul>
         <p class="section">Artifacts</p>
         <ul>
           <li aria-current={here('states') ?? here('state')}>
-            <Link href="/">Terraform States</Link>
+            <Link href="/states">Terraform States</Link>
+          </li>
+          <li aria-current={here('resources') ?? here('conflicts')}>
+            <Link href="/resources">Resources</Link>
           </li>
           {me.allowed_actions.import && (
             <li aria-current={here('import')}>
@@ -152,7 +167,10 @@ function App() {
         )}
       </nav>
       <main class="content">
+        {page.page === 'overview' && <OverviewPage />}
         {page.page === 'states' && <StatesPage me={me} location={location} />}
+        {page.page === 'resources' && <ResourcesPage location={location} />}
+        {page.page === 'conflicts' && <ConflictsPage />}
         {page.page === 'state' && <StatePage me={me} name={page.name} location={location} />}
         {page.page === 'import' && <ImportPage me={me} />}
         {page.page === 'audit' && <AuditPage me={me} location={location} />}
@@ -166,7 +184,7 @@ function App() {
           <>
             <h1>Not found</h1>
             <p>
-              No page here. <Link href="/">Go to Terraform States</Link>.
+              No page here. <Link href="/">Go to the overview</Link>.
             </p>
           </>
         )}

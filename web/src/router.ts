@@ -29,7 +29,10 @@ export function useLocation(): URL {
 /** The page a path names. */
 export type Page =
   | { page: 'sign-in' }
+  | { page: 'overview' }
   | { page: 'states' }
+  | { page: 'resources' }
+  | { page: 'conflicts' }
   | { page: 'state'; name: string }
   | { page: 'import' }
   | { page: 'audit' }
@@ -42,7 +45,11 @@ export type Page =
   | { page: 'missing' };
 
 export function pageOf(path: string): Page {
-  if (path === '/' || path === '/states' || path === '/states/') return { page: 'states' };
+  // The org's overview is where signing in lands; the list of states has its own address.
+  if (path === '/') return { page: 'overview' };
+  if (path === '/states' || path === '/states/') return { page: 'states' };
+  if (path === '/resources' || path === '/resources/') return { page: 'resources' };
+  if (path === '/resources/conflicts') return { page: 'conflicts' };
   if (path === '/sign-in') return { page: 'sign-in' };
   if (path === '/import') return { page: 'import' };
   if (path === '/audit') return { page: 'audit' };

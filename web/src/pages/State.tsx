@@ -1,4 +1,4 @@
-// A state's page: lineage, the lock or hold in full (a run's hold too before the state's
+// A state's page: lineage, objects another state manages too, the lock or hold in full (a run's hold too before the state's
 // first version, so the 423 everyone else gets has a visible cause), the versions with their
 // size over time, its outputs and the terraform_remote_state block that reads them, backend.hcl,
 // and the actions `allowed_actions` allows: download, what changed in a
@@ -7,7 +7,8 @@
 // condition does not is replaced by the reason.
 //
 // This file reads the state and lays out its sections, one file each in `state/`: the
-// summary, the lock, the versions, the outputs, the delete section, and the actions they call.
+// summary, a warning when other states manage the same objects, the lock, the versions, the
+// outputs, the delete section, and the actions they call.
 
 import { useEffect, useState } from 'preact/hooks';
 
@@ -21,6 +22,7 @@ import { navigate } from '../router';
 import type { ChangeCounts, Identity, StateView, Version } from '../types';
 import { VersionComparison } from '../versionComparison';
 import { useStateActions } from './state/actions';
+import { ConflictWarning } from './state/Conflicts';
 import { DeleteDialog, DeleteSection } from './state/Delete';
 import { LockSection, UnlockDialog } from './state/Lock';
 import { OutputsSection } from './state/Outputs';
@@ -45,7 +47,7 @@ export function StatePage(props: { me: Identity; name: string; location: URL }) 
 
   if (!loaded.value) {
     return (
-      <NotYet error={loaded.error} after={<Link href="/">Back to Terraform States</Link>}>
+      <NotYet error={loaded.error} after={<Link href="/states">Back to Terraform States</Link>}>
         <h1>{name}</h1>
       </NotYet>
     );
@@ -66,6 +68,7 @@ export function StatePage(props: { me: Identity; name: string; location: URL }) 
         notice={actions.notice}
         error={loaded.error ?? actions.failed}
       />
+      <ConflictWarning name={name} version={state.latest_version} />
       <LockSection me={me} state={state} onForceUnlock={() => actions.open({ kind: 'unlock' })} />
       <VersionsSection
         me={me}

@@ -19,7 +19,7 @@ export function StatesPage(props: { me: Identity; location: URL }) {
   const query = props.location.searchParams;
   const prefix = query.get('prefix') ?? '';
   const [filter, setFilter] = useState(prefix);
-  const paged = usePaged<StateList>({ location: props.location, from: '/api/tf-states', here: '/', size: PAGE, filters: { prefix } });
+  const paged = usePaged<StateList>({ location: props.location, from: '/api/tf-states', here: '/states', size: PAGE, filters: { prefix } });
   const { value: list, error, cursor } = paged;
 
   // Filtering as one types, a moment after the last key, from the first page.
@@ -28,7 +28,7 @@ export function StatesPage(props: { me: Identity; location: URL }) {
     const timer = setTimeout(() => {
       const next = new URLSearchParams();
       if (filter) next.set('prefix', filter);
-      navigate(`/?${next}`, true);
+      navigate(`/states?${next}`, true);
     }, 250);
     return () => clearTimeout(timer);
   }, [filter]);

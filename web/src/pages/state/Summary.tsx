@@ -21,7 +21,7 @@ export function Summary(props: {
   return (
     <>
       <p class="crumbs">
-        <Link href="/">Terraform States</Link> /
+        <Link href="/states">Terraform States</Link> /
       </p>
       <div class="title-row">
         <h1>{props.name}</h1>

@@ -67,7 +67,7 @@ export function useStateActions(name: string, state: StateView | null, reload: (
     setBusy(true);
     try {
       await work();
-      navigate('/', true);
+      navigate('/states', true);
     } catch (e) {
       setDialogError((e as Error).message);
       setBusy(false);
