@@ -1,5 +1,5 @@
-//! Each org's inventory key, what the index's digests are made under: 32 random bytes made
-//! once per org, wrapped by the org's key service as a data key is (under the context of
+//! Each org's inventory key, what the index's digests are made under: a data key made once
+//! per org by the org's key service and kept wrapped as a version's is (under the context of
 //! the org and a state name no state can have), and stored in the org's settings, which
 //! every backend request reads already. Unwrapped keys are kept in memory for the process's
 //! life, zeroized when they leave, so only the first save of an org after a start asks the
@@ -8,8 +8,6 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use aes_gcm::aead::rand_core::RngCore;
-use aes_gcm::aead::OsRng;
 use zeroize::Zeroizing;
 
 use super::{App, Error};
@@ -104,12 +102,14 @@ enum Made {
 }
 
 async fn make(app: &App, keys: &dyn KeyService, org: &str) -> Result<Made, Error> {
-    let mut key = Zeroizing::new([0u8; 32]);
-    OsRng.fill_bytes(key.as_mut());
-    let wrapped = keys.wrap_key(&key, &context(org)).await?;
+    // Made as a data key is (KMS `GenerateDataKey`, Transit `datakey/plaintext`): a save
+    // already has that permission, where wrapping bytes of our own (`Encrypt`) would need
+    // one more in every deployment's key policy.
+    let made = keys.data_key(&context(org)).await?;
+    let key = made.plaintext;
     let stored = InventoryKey {
-        key_id: wrapped.key_id,
-        wrapped: wrapped.wrapped,
+        key_id: made.key_id,
+        wrapped: made.wrapped,
     };
     match app
         .catalog

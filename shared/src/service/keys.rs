@@ -292,16 +292,21 @@ pub async fn rewrap_inventory_key(
         org,
         state: InventoryKey::STATE,
     };
-    let to = keys.current_key_id(&context).await?;
+    // Asked only for an org that has a key: one with none may have no key service set up.
+    let mut to = None;
     for _ in 0..ATTEMPTS {
         let Some(stored) = app.catalog.org(org).await?.and_then(|o| o.inventory_key) else {
             return Ok(InventoryKeyRewrap::NoKey);
         };
-        if !needs_rewrap(&stored.key_id, &to) {
+        let to = match &to {
+            Some(to) => to,
+            None => to.insert(keys.current_key_id(&context).await?),
+        };
+        if !needs_rewrap(&stored.key_id, to) {
             return Ok(InventoryKeyRewrap::Current);
         }
         if dry_run {
-            return Ok(InventoryKeyRewrap::Rewrapped { to });
+            return Ok(InventoryKeyRewrap::Rewrapped { to: to.clone() });
         }
         let wrapped = keys
             .rewrap_key(&stored.key_id, &stored.wrapped, &context)
