@@ -503,8 +503,8 @@ pub async fn an_orgs_inventory_key_is_replaced_only_as_read(f: Fixture) {
     assert!(matches!(lost, Err(StoreError::Conflict)), "{lost:?}");
     let settings = f.catalog.org("acme").await.unwrap().unwrap();
     assert_eq!(
-        (settings.allocation.clone(), settings.inventory_key),
-        (allocation.clone(), Some(first.clone()))
+        (settings.allocation, settings.inventory_key),
+        (allocation, Some(first.clone()))
     );
     // A re-wrap replaces the key it read, and only that one.
     let rewrapped = InventoryKey {
@@ -523,7 +523,7 @@ pub async fn an_orgs_inventory_key_is_replaced_only_as_read(f: Fixture) {
     let settings = f.catalog.org("acme").await.unwrap().unwrap();
     assert_eq!(
         (settings.allocation, settings.inventory_key),
-        (allocation.clone(), Some(rewrapped))
+        (allocation, Some(rewrapped))
     );
     // An org with no settings gets them; the key survives a change of the allocation.
     f.catalog
