@@ -20,10 +20,10 @@ use hegemony_state::service::reindex::{self, Outcome, Rebuilt};
 use hegemony_state::service::{deleted, manage, state, App, Limits, SystemClock};
 use zeroize::Zeroizing;
 
-/// The platform key, counting the calls the inventory key makes.
+/// The platform key, counting the inventory keys it makes and unwraps.
 struct Counting {
     key: PlatformKey,
-    wraps: AtomicUsize,
+    made: AtomicUsize,
     unwraps: AtomicUsize,
 }
 
@@ -45,6 +45,9 @@ impl KeyOpener for Counting {
 #[async_trait]
 impl KeyService for Counting {
     async fn data_key(&self, context: &KeyContext<'_>) -> Result<DataKey, KeyError> {
+        if context.state == ".inventory" {
+            self.made.fetch_add(1, Ordering::SeqCst);
+        }
         self.key.data_key(context).await
     }
     async fn current_key_id(&self, context: &KeyContext<'_>) -> Result<String, KeyError> {
@@ -55,7 +58,6 @@ impl KeyService for Counting {
         plaintext: &[u8; 32],
         context: &KeyContext<'_>,
     ) -> Result<WrappedKey, KeyError> {
-        self.wraps.fetch_add(1, Ordering::SeqCst);
         self.key.wrap_key(plaintext, context).await
     }
 }
@@ -85,7 +87,7 @@ fn setup() -> (Arc<MemoryStore>, Arc<Counting>, App) {
     let store = Arc::new(MemoryStore::new());
     let keys = Arc::new(Counting {
         key: PlatformKey::generate(),
-        wraps: AtomicUsize::new(0),
+        made: AtomicUsize::new(0),
         unwraps: AtomicUsize::new(0),
     });
     let app = app(&store, &keys);
@@ -187,7 +189,7 @@ async fn the_orgs_key_is_made_once_and_unwrapped_once_a_process() {
             .await
             .unwrap();
     }
-    assert_eq!(keys.wraps.load(Ordering::SeqCst), 1);
+    assert_eq!(keys.made.load(Ordering::SeqCst), 1);
     assert_eq!(keys.unwraps.load(Ordering::SeqCst), 0);
     let stored = store.org("acme").await.unwrap().unwrap().inventory_key;
     assert!(stored.is_some());
@@ -198,7 +200,7 @@ async fn the_orgs_key_is_made_once_and_unwrapped_once_a_process() {
             .await
             .unwrap();
     }
-    assert_eq!(keys.wraps.load(Ordering::SeqCst), 1);
+    assert_eq!(keys.made.load(Ordering::SeqCst), 1);
     assert_eq!(keys.unwraps.load(Ordering::SeqCst), 1);
     assert_eq!(
         store.org("acme").await.unwrap().unwrap().inventory_key,
@@ -220,7 +222,7 @@ async fn an_encrypted_state_is_listed_as_not_indexed_and_needs_no_key() {
     let entries = app.catalog.indexed_states("acme").await.unwrap();
     assert_eq!(entries.len(), 1);
     assert!(!entries[0].indexed);
-    assert_eq!(keys.wraps.load(Ordering::SeqCst), 0);
+    assert_eq!(keys.made.load(Ordering::SeqCst), 0);
 }
 
 #[tokio::test]
