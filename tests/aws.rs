@@ -140,8 +140,9 @@ fn functions_built_without_blobs_or_keys_answer_their_routes() {
         .send()
         .unwrap();
     assert!(deleted.status().is_success(), "{}", deleted.status());
-    // The admin function lists and restores the deleted state (it keeps no blob and opens
-    // no content), then purges it after a second delete.
+    // The admin function lists the deleted state (it keeps no blob and opens no content),
+    // the rollback function restores it (opening its latest version to index it), the admin
+    // function purges it after a second delete.
     let listed = api.json("GET", "/api/deleted-states", &admin);
     let id = listed["deleted_states"][0]["id"]
         .as_str()
@@ -689,9 +690,12 @@ fn request_units_by_state_size() {
     );
     assert!(middle > small, "{writes:?}");
     assert!(large_s3 > 0, "a 1 MiB state is a blob: {writes:?}");
+    // Its index entry grows with its instances (each an address and a digest, about 70
+    // compressed bytes): a unit for every ten or so, on top of the records' 14.
+    let instances = state_of_size(1 << 20, 1).matches("\"index_key\"").count() as u64;
     assert!(
-        large <= 18,
-        "a blob save writes only records and its index entry: {writes:?}"
+        large <= 14 + instances.div_ceil(10),
+        "a blob save of {instances} instances writes only records and its index entry: {writes:?}"
     );
 }
 
@@ -812,6 +816,17 @@ fn the_functions_write_their_metrics_as_emf_lines() {
     assert_eq!(api.get_state(&alice, "net").status(), 200);
     assert_eq!(api.get_state("not-a-token", "net").status(), 401);
     gateway.invoke_sweeper().unwrap();
+    // The runtime answers the invocation before the function's log line reaches its file:
+    // on a busy machine the line comes a moment later.
+    assert!(
+        eventually(std::time::Duration::from_secs(10), || {
+            emf_lines(&gateway.logs())
+                .iter()
+                .any(|l| l["Function"] == "sweeper")
+        }),
+        "the sweeper wrote no metrics line: {}",
+        gateway.logs()
+    );
 
     let lines = emf_lines(&gateway.logs());
     for line in &lines {

@@ -124,13 +124,25 @@ const OPEN_AUDITED: &[Need] = &[GetRecord, PutRecord, GetBlob, UnwrapKey];
 const OPEN_VERSION: &[Need] = &[GetRecord, BatchGetRecords, PutRecord, GetBlob, UnwrapKey];
 /// Sealing and committing new content.
 const SEAL: &[Need] = &[GetRecord, PutRecord, DeleteRecord, PutBlob, NewDataKey];
-/// Sealing a state's new version: the org's settings read with the record.
+/// Sealing a state's new version: the org's settings read with the record, and its
+/// inventory key (docs/inventory.md) unwrapped to index the version.
 const SEAL_STATE: &[Need] = &[
     GetRecord,
     BatchGetRecords,
     PutRecord,
     DeleteRecord,
     PutBlob,
+    UnwrapKey,
+    NewDataKey,
+];
+/// Bringing a deleted state back: records changed, its latest version opened to index it
+/// (the org's inventory key unwrapped, or made at its first indexed version).
+const RESTORE: &[Need] = &[
+    GetRecord,
+    PutRecord,
+    DeleteRecord,
+    GetBlob,
+    UnwrapKey,
     NewDataKey,
 ];
 /// Opening old content and sealing it again as a new version.
@@ -227,7 +239,7 @@ pub static ROUTES: &[Route] = &[
     route("POST",   "/api/tf-states/{name}/force-unlock",               "admin",       OneMib, CHANGE,       Bearer(&manage::force_unlock)),
     route("DELETE", "/api/tf-states/{name}",                            "admin",       OneMib, CHANGE_COUNTING, Bearer(&manage::delete)),
     route("GET",    "/api/deleted-states",                              "admin",       OneMib, LOOKUP,       Bearer(&deleted::list)),
-    route("POST",   "/api/deleted-states/{id}/restore",                 "admin",       OneMib, RECORDS,      Bearer(&deleted::restore)),
+    route("POST",   "/api/deleted-states/{id}/restore",                 "rollback",    OneMib, RESTORE,      Bearer(&deleted::restore)),
     route("DELETE", "/api/deleted-states/{id}",                         "admin",       OneMib, RECORDS,      Bearer(&deleted::purge)),
     route("GET",    "/api/tf-states/{name}/audit",                      "audit",       OneMib, LOOKUP,       Bearer(&admin::state_audit)),
     route("GET",    "/api/audit",                                       "audit",       OneMib, LOOKUP,       Bearer(&admin::org_audit)),

@@ -140,7 +140,7 @@ pub(super) struct Indexer {
 }
 
 impl Indexer {
-    /// Gets the org's key ([`org_key`]) unless the document cannot be indexed.
+    /// Gets the org's key ([`org_key`]) when the document has resources to digest.
     ///
     /// # Errors
     /// As [`org_key`].
@@ -151,9 +151,13 @@ impl Indexer {
         stored: Option<InventoryKey>,
         found: Option<Vec<FoundResource>>,
     ) -> Result<Self, Error> {
+        // A document with no resources digests nothing: it needs no key, and an org's first
+        // saves (often empty) ask the key service for one data key each, not two.
         let key = match &found {
-            Some(_) => Some(org_key(app, keys, org, stored).await?),
-            None => None,
+            Some(resources) if !resources.is_empty() => {
+                Some(org_key(app, keys, org, stored).await?)
+            }
+            _ => None,
         };
         Ok(Self { found, key })
     }
