@@ -67,6 +67,7 @@ CREATE TABLE IF NOT EXISTS inventory (
     org TEXT NOT NULL, state TEXT NOT NULL, address TEXT NOT NULL, module TEXT NOT NULL,
     mode TEXT NOT NULL, type TEXT NOT NULL, provider TEXT NOT NULL, digest TEXT,
     PRIMARY KEY (org, state, address)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS inventory_by_address ON inventory (org, state, address);
 CREATE INDEX IF NOT EXISTS inventory_by_type ON inventory (org, type, state, address);
 CREATE INDEX IF NOT EXISTS inventory_by_provider ON inventory (org, provider, state, address);
 CREATE INDEX IF NOT EXISTS inventory_by_module ON inventory (org, module, state, address);
