@@ -674,6 +674,10 @@ network  module.net.aws_vpc.main  aws_vpc  registry.terraform.io/hashicorp/aws  
         addresses,
         ["aws_s3_bucket.logs[0]", "aws_s3_bucket.logs[1]"]
     );
+    let first = server.cli(&viewer, &["resources", "search", "--limit", "2", "--json"]);
+    let answer: Value = serde_json::from_slice(&first.stdout).unwrap();
+    assert_eq!(answer["resources"].as_array().unwrap().len(), 2);
+    assert!(String::from_utf8_lossy(&first.stderr).contains("the first 2 instances; more match"));
     let none = server.cli(&viewer, &["resources", "search", "no-such-thing"]);
     assert!(none.status.success());
     assert_eq!(stdout(&none), "");

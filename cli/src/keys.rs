@@ -410,7 +410,7 @@ async fn rewrap(app: &App, scope: &Scope, dry_run: bool) -> anyhow::Result<()> {
         for org in orgs(app, scope).await? {
             bar.set_message(format!("{org}: inventory key"));
             match rewrap_inventory_key(app, &org, dry_run).await {
-                Ok(InventoryKeyRewrap::Rewrapped { .. }) => inventory_keys.0 += 1,
+                Ok(InventoryKeyRewrap::Rewrapped) => inventory_keys.0 += 1,
                 Ok(InventoryKeyRewrap::Current) => inventory_keys.1 += 1,
                 Ok(InventoryKeyRewrap::NoKey) => {}
                 Err(e) => inventory_keys.2.push(format!("{org}: {e}")),

@@ -9,7 +9,8 @@ use crate::client::Client;
 use crate::states::{print_json, text};
 use crate::table;
 
-/// How many providers and types the text lists (the JSON has them all).
+/// How many rows of each list the text shows (`--json` shows all the server sends: every
+/// lock, hold and stale state, the top 20 providers and types).
 const TOP: usize = 10;
 
 pub async fn run(api: &crate::Api, json: bool) -> anyhow::Result<()> {
@@ -110,7 +111,7 @@ fn section(
     let rows: Vec<Vec<String>> = list.iter().take(TOP).map(row).collect();
     table::print(header, &rows);
     if list.len() > TOP {
-        println!("... and {} more (--json lists them all)", list.len() - TOP);
+        println!("... and {} more (--json shows them)", list.len() - TOP);
     }
 }
 

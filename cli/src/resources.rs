@@ -3,9 +3,9 @@
 //! addresses, types, providers and state names come back: the index holds no value.
 
 use clap::Subcommand;
-use serde_json::json;
+use serde_json::{json, Value};
 
-use crate::client::{encoded, items, Client};
+use crate::client::{encoded, Client};
 use crate::states::{print_json, text};
 use crate::table;
 
@@ -28,6 +28,9 @@ pub enum Command {
         /// Instances of this state only.
         #[arg(long)]
         state: Option<String>,
+        /// At most this many instances (the first in order); all of them when not given.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        limit: Option<u64>,
         #[arg(long)]
         json: bool,
     },
@@ -51,6 +54,7 @@ pub async fn run(api: &crate::Api, command: Command) -> anyhow::Result<()> {
             provider,
             module,
             state,
+            limit,
             json,
         } => {
             let path = search_path(&[
@@ -60,7 +64,13 @@ pub async fn run(api: &crate::Api, command: Command) -> anyhow::Result<()> {
                 ("module", module),
                 ("state", state),
             ]);
-            let found = items(&client.pages(&path).await?, "resources");
+            let (found, more) = search(&client, &path, limit).await?;
+            if more {
+                eprintln!(
+                    "the first {} instances; more match (a larger --limit, or narrower filters)",
+                    found.len()
+                );
+            }
             if json {
                 return print_json(&json!({ "resources": found }));
             }
@@ -117,13 +127,45 @@ pub async fn run(api: &crate::Api, command: Command) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The first page's path of a search with the filters given (the largest page the API
-/// serves: a search for a type across a big org is thousands of rows).
+/// The instances a search finds, page after page, at most `limit` of them; and whether
+/// more match past it.
+async fn search(
+    client: &Client,
+    path: &str,
+    limit: Option<u64>,
+) -> anyhow::Result<(Vec<Value>, bool)> {
+    let mut found = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let left = limit.map_or(PAGE, |l| (l - found.len() as u64).min(PAGE));
+        let separator = if path.ends_with('?') { "" } else { "&" };
+        let mut page_path = format!("{path}{separator}limit={left}");
+        if let Some(c) = &cursor {
+            page_path.push_str(&format!("&cursor={}", encoded(c)));
+        }
+        let page = client.get_json(&page_path).await?;
+        found.extend(page["resources"].as_array().cloned().unwrap_or_default());
+        cursor = page["next_cursor"].as_str().map(str::to_owned);
+        let full = limit.is_some_and(|l| found.len() as u64 >= l);
+        if cursor.is_none() || full {
+            return Ok((found, full && cursor.is_some()));
+        }
+    }
+}
+
+/// The largest page the API serves: a search for a type across a big org is thousands of
+/// rows.
+const PAGE: u64 = 1000;
+
+/// The path of a search with the filters given, without its page's limit and cursor.
 fn search_path(filters: &[(&str, Option<String>)]) -> String {
-    let mut path = "/api/resources?limit=1000".to_owned();
+    let mut path = "/api/resources?".to_owned();
     for (name, value) in filters {
         if let Some(value) = value.as_deref().filter(|v| !v.is_empty()) {
-            path.push_str(&format!("&{name}={}", encoded(value)));
+            if !path.ends_with('?') {
+                path.push('&');
+            }
+            path.push_str(&format!("{name}={}", encoded(value)));
         }
     }
     path
@@ -147,12 +189,13 @@ mod tests {
             ("q", Some("module.net[\"a b\"]".to_owned())),
             ("type", None),
             ("provider", Some(String::new())),
-            ("state", Some("prod/net".to_owned())),
+            ("state", Some("prod-net".to_owned())),
         ]);
         assert_eq!(
             path,
-            "/api/resources?limit=1000&q=module.net%5B%22a%20b%22%5D&state=prod%2Fnet"
+            "/api/resources?q=module.net%5B%22a%20b%22%5D&state=prod-net"
         );
+        assert_eq!(search_path(&[("q", None)]), "/api/resources?");
     }
 
     #[test]

@@ -225,6 +225,22 @@ async fn an_encrypted_state_is_listed_as_not_indexed_and_needs_no_key() {
     assert_eq!(keys.made.load(Ordering::SeqCst), 0);
 }
 
+/// A state with no resources (never applied, or destroyed) is indexed, with no instances,
+/// and asks the key service for nothing but its version's data key.
+#[tokio::test]
+async fn an_empty_state_is_indexed_and_needs_no_key() {
+    let (_, keys, app) = setup();
+    let body = br#"{"version":4,"serial":1,"lineage":"l","outputs":{},"resources":[]}"#.to_vec();
+    state::write(&app, &admin(), &name("empty"), None, body)
+        .await
+        .unwrap();
+    let entries = app.catalog.indexed_states("acme").await.unwrap();
+    assert_eq!(entries.len(), 1);
+    assert!(entries[0].indexed, "{entries:?}");
+    assert_eq!(entries[0].instances, 0);
+    assert_eq!(keys.made.load(Ordering::SeqCst), 0);
+}
+
 #[tokio::test]
 async fn import_rollback_delete_and_restore_keep_the_index_with_the_latest_version() {
     let (_, _, app) = setup();

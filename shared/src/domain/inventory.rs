@@ -109,6 +109,9 @@ pub fn inventory_of(
         })
         .collect();
     instances.sort_by(|a, b| a.address.cmp(&b.address));
+    // A malformed document may name one instance twice: the index keeps an address once,
+    // on every store, and counts what it keeps.
+    instances.dedup_by(|later, earlier| later.address == earlier.address);
     StateInventory {
         version,
         indexed: true,

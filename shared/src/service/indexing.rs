@@ -169,9 +169,9 @@ impl Indexer {
 
     /// The index's entry of the document as `version`.
     pub(super) fn inventory(&self, version: u64) -> StateInventory {
-        match self.found.as_deref().zip(self.key.as_deref()) {
-            Some((found, key)) => inventory_of(version, Some(found), key),
-            None => inventory_of(version, None, &[0; 32]),
-        }
+        // Without resources there is nothing to digest, so no key: an empty document is
+        // indexed (with no instances) all the same.
+        let key = self.key.as_deref().unwrap_or(&[0; 32]);
+        inventory_of(version, self.found.as_deref(), key)
     }
 }

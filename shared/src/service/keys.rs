@@ -270,8 +270,8 @@ pub enum InventoryKeyRewrap {
     NoKey,
     /// Already on the key in use.
     Current,
-    /// Moved to this key (with `--dry-run`: would be).
-    Rewrapped { to: String },
+    /// Moved to the key in use (with `--dry-run`: would be).
+    Rewrapped,
 }
 
 /// Moves the org's inventory key to the key in use, as a version's key is moved (by the key
@@ -287,17 +287,18 @@ pub async fn rewrap_inventory_key(
     org: &str,
     dry_run: bool,
 ) -> Result<InventoryKeyRewrap, Error> {
-    let keys = app.keys()?;
     let context = KeyContext {
         org,
         state: InventoryKey::STATE,
     };
-    // Asked only for an org that has a key: one with none may have no key service set up.
+    // The key service is asked only for an org that has a key: one with none may have no
+    // key set up on it.
     let mut to = None;
     for _ in 0..ATTEMPTS {
         let Some(stored) = app.catalog.org(org).await?.and_then(|o| o.inventory_key) else {
             return Ok(InventoryKeyRewrap::NoKey);
         };
+        let keys = app.keys()?;
         let to = match &to {
             Some(to) => to,
             None => to.insert(keys.current_key_id(&context).await?),
@@ -306,7 +307,7 @@ pub async fn rewrap_inventory_key(
             return Ok(InventoryKeyRewrap::Current);
         }
         if dry_run {
-            return Ok(InventoryKeyRewrap::Rewrapped { to: to.clone() });
+            return Ok(InventoryKeyRewrap::Rewrapped);
         }
         let wrapped = keys
             .rewrap_key(&stored.key_id, &stored.wrapped, &context)
@@ -332,7 +333,7 @@ pub async fn rewrap_inventory_key(
                         detail: serde_json::json!({"inventory_key": true, "from": stored.key_id, "to": new.key_id, "key_backend": key_backend(&new.key_id)}),
                     })
                     .await?;
-                return Ok(InventoryKeyRewrap::Rewrapped { to: new.key_id });
+                return Ok(InventoryKeyRewrap::Rewrapped);
             }
             // Another re-wrap (or a first save's key) came between: read it again.
             Err(StoreError::Conflict) => continue,

@@ -185,3 +185,13 @@ fn unknown_modes_and_resources_missing_fields_are_skipped() {
         .collect();
     assert_eq!(addresses, ["t.c"]);
 }
+
+#[test]
+fn an_instance_named_twice_is_kept_once() {
+    let doc = state(&format!(
+        r#"{{"mode":"managed","type":"aws_s3_bucket","name":"b","provider":"{AWS}","instances":[{{"attributes":{{"id":"one"}}}},{{"attributes":{{"id":"two"}}}}]}}"#
+    ));
+    let inventory = index(&doc);
+    assert_eq!(inventory.instances.len(), 1);
+    assert_eq!(inventory.instances[0].address, "aws_s3_bucket.b");
+}
