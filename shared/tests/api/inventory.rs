@@ -223,7 +223,6 @@ async fn a_search_pages_in_state_then_address_order_and_refuses_what_it_cannot_r
     for (path, says) in [
         ("/api/resources?limit=0", "limit"),
         ("/api/resources?limit=1001", "limit"),
-        ("/api/resources?cursor=not-ours", "cursor"),
         ("/api/resources?state=..", "name"),
         ("/api/resources/conflicts?state=a%2Fb", "name"),
     ] {
@@ -231,6 +230,14 @@ async fn a_search_pages_in_state_then_address_order_and_refuses_what_it_cannot_r
         assert_eq!(r.status, 400, "{path}: {}", r.text());
         assert!(r.error().message.contains(says), "{path}: {}", r.text());
     }
+    // A cursor is a position: one not given by a search starts where it names.
+    let from = get(&api, &operator, "/api/resources?cursor=b").await;
+    let from = addresses(&from);
+    assert!(!from.is_empty() && from.len() < 8, "{from:?}");
+    assert!(
+        from.iter().all(|(state, _)| state.as_str() >= "b"),
+        "{from:?}"
+    );
     let long = "x".repeat(513);
     let r = api
         .request("GET", &format!("/api/resources?q={long}"))
