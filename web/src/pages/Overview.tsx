@@ -4,6 +4,7 @@
 // one has written for 90 days, the states the inventory does not hold, and how many objects
 // two states manage, linked to the conflicts. One read of `GET /api/overview`.
 
+import type { ComponentChildren } from 'preact';
 import { api } from '../api';
 import { BarChart } from '../chart';
 import { Link } from '../components';
@@ -13,6 +14,41 @@ import { NotYet, useLoad } from '../loading';
 import type { Overview } from '../types';
 
 const stateHref = (name: string) => `/states/${encodeURIComponent(name)}`;
+
+/** A table of states, each row headed by the state's name linked to its page, then `cells`. */
+function StatesTable<T extends { state: string }>(props: {
+  rows: T[];
+  headings: string[];
+  rowKey?: (row: T) => string;
+  cells: (row: T) => ComponentChildren[];
+}) {
+  return (
+    <table class="compact">
+      <thead>
+        <tr>
+          <th scope="col">State</th>
+          {props.headings.map((h) => (
+            <th scope="col" key={h}>
+              {h}
+            </th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>
+        {props.rows.map((row) => (
+          <tr key={props.rowKey ? props.rowKey(row) : row.state}>
+            <th scope="row">
+              <Link href={stateHref(row.state)}>{row.state}</Link>
+            </th>
+            {props.cells(row).map((cell, i) => (
+              <td key={i}>{cell}</td>
+            ))}
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
 
 export function OverviewPage() {
   const loaded = useLoad(() => api<Overview>('GET', '/api/overview'), []);
@@ -91,26 +127,11 @@ export function OverviewPage() {
         {o.largest.length === 0 ? (
           <p>No state has a version yet.</p>
         ) : (
-          <table class="compact">
-            <thead>
-              <tr>
-                <th scope="col">State</th>
-                <th scope="col">Latest version's size</th>
-                <th scope="col">Version</th>
-              </tr>
-            </thead>
-            <tbody>
-              {o.largest.map((s) => (
-                <tr key={s.state}>
-                  <th scope="row">
-                    <Link href={stateHref(s.state)}>{s.state}</Link>
-                  </th>
-                  <td>{bytes(s.size)}</td>
-                  <td>{s.version}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <StatesTable
+            rows={o.largest}
+            headings={["Latest version's size", 'Version']}
+            cells={(s) => [bytes(s.size), s.version]}
+          />
         )}
       </section>
 
@@ -119,34 +140,18 @@ export function OverviewPage() {
         {held.length === 0 ? (
           <p>No state is locked or held.</p>
         ) : (
-          <table class="compact">
-            <thead>
-              <tr>
-                <th scope="col">State</th>
-                <th scope="col">What</th>
-                <th scope="col">By</th>
-                <th scope="col">For</th>
-              </tr>
-            </thead>
-            <tbody>
-              {held.map((h) => (
-                <tr key={`${h.state} ${h.kind}`}>
-                  <th scope="row">
-                    <Link href={stateHref(h.state)}>{h.state}</Link>
-                  </th>
-                  <td>
-                    <span class={`badge ${h.kind === 'lock' ? 'locked' : 'held'}`}>{h.kind === 'lock' ? 'Locked' : 'Held'}</span>
-                  </td>
-                  <td>{h.by}</td>
-                  <td>
-                    <time dateTime={h.since} title={`since ${exact(h.since)}`}>
-                      {age(h.age_seconds)}
-                    </time>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <StatesTable
+            rows={held}
+            headings={['What', 'By', 'For']}
+            rowKey={(h) => `${h.state} ${h.kind}`}
+            cells={(h) => [
+              <span class={`badge ${h.kind === 'lock' ? 'locked' : 'held'}`}>{h.kind === 'lock' ? 'Locked' : 'Held'}</span>,
+              h.by,
+              <time dateTime={h.since} title={`since ${exact(h.since)}`}>
+                {age(h.age_seconds)}
+              </time>,
+            ]}
+          />
         )}
       </section>
 
@@ -155,28 +160,15 @@ export function OverviewPage() {
         {o.stale.length === 0 ? (
           <p>Every state was written in the last 90 days.</p>
         ) : (
-          <table class="compact">
-            <thead>
-              <tr>
-                <th scope="col">State</th>
-                <th scope="col">Last written</th>
-              </tr>
-            </thead>
-            <tbody>
-              {o.stale.map((s) => (
-                <tr key={s.state}>
-                  <th scope="row">
-                    <Link href={stateHref(s.state)}>{s.state}</Link>
-                  </th>
-                  <td>
-                    <time dateTime={s.updated_at} title={exact(s.updated_at)}>
-                      {s.days} days ago
-                    </time>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <StatesTable
+            rows={o.stale}
+            headings={['Last written']}
+            cells={(s) => [
+              <time dateTime={s.updated_at} title={exact(s.updated_at)}>
+                {s.days} days ago
+              </time>,
+            ]}
+          />
         )}
       </section>
 
@@ -191,24 +183,7 @@ export function OverviewPage() {
               Terraform's version 4, or they were written before the inventory was built (an operator runs{' '}
               <code>hegemony-state index rebuild</code>).
             </p>
-            <table class="compact">
-              <thead>
-                <tr>
-                  <th scope="col">State</th>
-                  <th scope="col">Latest version</th>
-                </tr>
-              </thead>
-              <tbody>
-                {o.not_indexed.map((s) => (
-                  <tr key={s.state}>
-                    <th scope="row">
-                      <Link href={stateHref(s.state)}>{s.state}</Link>
-                    </th>
-                    <td>{s.version}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+            <StatesTable rows={o.not_indexed} headings={['Latest version']} cells={(s) => [s.version]} />
           </>
         )}
       </section>
