@@ -14,7 +14,7 @@ use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 
-pub use resources::{Candidates, FoundInstance, FoundResource, IndexKey};
+pub use resources::{FoundInstance, FoundResource, Identity, IndexKey, IDENTITY_ATTRIBUTES};
 
 use super::Refusal;
 
@@ -291,28 +291,40 @@ impl<'de> Visitor<'de> for TopLevel {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut fields = Fields::default();
-        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+        const NAMES: Known = Known(&[
+            "version",
+            "serial",
+            "lineage",
+            "encryption_version",
+            "terraform_version",
+            "resources",
+        ]);
+        while let Some(key) = map.next_key_seed(NAMES)? {
             // Later duplicates win, as in Terraform's own JSON decoder.
-            match key.as_ref() {
-                "version" => fields.version = Some(map.next_value_seed(FieldSeed::<u64>::new())?),
-                "serial" => fields.serial = Some(map.next_value_seed(FieldSeed::<u64>::new())?),
-                "lineage" => {
+            match key {
+                Some("version") => {
+                    fields.version = Some(map.next_value_seed(FieldSeed::<u64>::new())?)
+                }
+                Some("serial") => {
+                    fields.serial = Some(map.next_value_seed(FieldSeed::<u64>::new())?)
+                }
+                Some("lineage") => {
                     fields.lineage = Some(map.next_value_seed(FieldSeed::<String>::new())?)
                 }
-                "encryption_version" => {
+                Some("encryption_version") => {
                     fields.encryption_version =
                         Some(map.next_value_seed(FieldSeed::<String>::new())?)
                 }
-                "terraform_version" => {
+                Some("terraform_version") => {
                     fields.terraform_version =
                         Some(map.next_value_seed(FieldSeed::<String>::new())?)
                 }
-                "resources" if self.collect => {
+                Some("resources") if self.collect => {
                     let (count, found) = map.next_value_seed(resources::Resources)?;
                     fields.resources = Some(count);
                     fields.found = Some(found);
                 }
-                "resources" => {
+                Some("resources") => {
                     fields.resources = Some(map.next_value_seed(Count(Level::Resources))?)
                 }
                 _ => {
@@ -345,6 +357,29 @@ impl<'de> Visitor<'de> for TopLevel {
     }
     fn visit_unit<E>(self) -> Result<Self::Value, E> {
         Ok(None)
+    }
+}
+
+/// An object's key read as the one of its names it equals (`None` for any other key), without
+/// copying it: serde's `Cow<str>` copies every key it reads, and a big state has hundreds of
+/// thousands of keys.
+#[derive(Clone, Copy)]
+struct Known(&'static [&'static str]);
+
+impl<'de> DeserializeSeed<'de> for Known {
+    type Value = Option<&'static str>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Known {
+    type Value = Option<&'static str>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object key")
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(self.0.iter().copied().find(|name| *name == v))
     }
 }
 
@@ -485,8 +520,8 @@ impl<'de> Visitor<'de> for Count {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut instances = None;
-        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            if matches!(self.0, Level::Resource) && key == "instances" {
+        while let Some(key) = map.next_key_seed(Known(&["instances"]))? {
+            if matches!(self.0, Level::Resource) && key.is_some() {
                 instances = Some(map.next_value_seed(Count(Level::Instances))?);
             } else {
                 map.next_value::<IgnoredAny>()?;

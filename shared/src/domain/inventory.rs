@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
-use super::document::{Candidates, FoundResource, IndexKey};
+use super::document::{FoundResource, IndexKey};
 
 /// Whether an instance is a managed resource or a data source (`mode` in the state).
 #[derive(
@@ -69,9 +69,10 @@ const LOCAL_PROVIDERS: [&str; 6] = [
 
 /// What the index keeps of a state's latest version `version`, from the resources its
 /// document's sniff collected (`None`: the document cannot be read, so it is kept as not
-/// indexed). Each managed instance's identity is its `arn`, else `self_link`, else `id`,
-/// else `name`, and is kept only as an HMAC-SHA-256 under `key` of the type, a NUL byte and
-/// the identity: the identity itself never leaves this function.
+/// indexed). Each managed instance's identity (its `arn`, else `self_link`, else `id`, else
+/// `name`: [`super::document::IDENTITY_ATTRIBUTES`]) is kept only as an HMAC-SHA-256 under
+/// `key` of the type, a NUL byte and the identity: the identity itself never leaves this
+/// function.
 pub fn inventory_of(
     version: u64,
     found: Option<&[FoundResource]>,
@@ -101,10 +102,11 @@ pub fn inventory_of(
                 mode,
                 resource_type: resource.resource_type.clone(),
                 provider: provider.clone(),
-                digest: shared
-                    .then(|| identity(&instance.identity))
-                    .flatten()
-                    .map(|id| digest(keyed, &resource.resource_type, id)),
+                digest: instance
+                    .identity
+                    .as_ref()
+                    .filter(|_| shared)
+                    .map(|id| digest(keyed, &resource.resource_type, &id.0)),
             })
         })
         .collect();
@@ -141,7 +143,11 @@ fn address(resource: &FoundResource, mode: Mode, key: Option<&IndexKey>) -> Stri
     address.push('.');
     address.push_str(&resource.name);
     match key {
-        Some(IndexKey::Int(i)) => address.push_str(&format!("[{i}]")),
+        Some(IndexKey::Int(i)) => {
+            use std::fmt::Write;
+            // Writing to a String cannot fail.
+            let _ = write!(address, "[{i}]");
+        }
         // JSON quoting is Terraform's quoting of a string key (`["a\"b"]`).
         Some(IndexKey::Str(s)) => {
             address.push('[');
@@ -181,20 +187,6 @@ pub fn namespace_type(source: &str) -> &str {
         Some((i, _)) => &source[i + 1..],
         None => source,
     }
-}
-
-/// The identity: the first present and non-empty of `arn`, `self_link`, `id`, `name`.
-fn identity(candidates: &Candidates) -> Option<&str> {
-    [
-        &candidates.arn,
-        &candidates.self_link,
-        &candidates.id,
-        &candidates.name,
-    ]
-    .into_iter()
-    .flatten()
-    .map(String::as_str)
-    .find(|v| !v.is_empty())
 }
 
 fn digest(keyed: &Hmac<Sha256>, resource_type: &str, identity: &str) -> String {

@@ -1,8 +1,9 @@
 //! The resource instances of a format-4 state, collected in the sniff's one pass for the
 //! inventory: each resource's module, mode, type, name and provider, each instance's index
-//! key, and for its identity only the string values of `arn`, `self_link`, `id` and `name`
-//! among its attributes. Every other value is skipped with `IgnoredAny` (validated, never
-//! kept), so collecting costs the pass little more than counting does.
+//! key, and of its attributes only its identity (the first of `arn`, `self_link`, `id` and
+//! `name` that is a non-empty string). Every other value is skipped with `IgnoredAny`
+//! (validated, never kept) and no key is copied, so collecting costs the pass little more
+//! than counting does.
 //!
 //! Deposed objects (an instance with a `deposed` key: the object a create-before-destroy
 //! replacement left behind) are counted, as the versions listing counts them, but not
@@ -13,7 +14,7 @@ use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 
-use super::{Field, FieldSeed};
+use super::{Field, FieldSeed, Known};
 
 /// One resource block of a state, as its JSON has it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,7 +35,8 @@ pub struct FoundResource {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FoundInstance {
     pub key: Option<IndexKey>,
-    pub identity: Candidates,
+    /// `None` when no attribute of [`IDENTITY_ATTRIBUTES`] is a non-empty string.
+    pub identity: Option<Identity>,
 }
 
 /// An instance's `index_key`: `count`'s number or `for_each`'s string.
@@ -44,25 +46,18 @@ pub enum IndexKey {
     Str(String),
 }
 
-/// The attribute values an identity is taken from. They are values of the state: they
-/// never leave the inventory's digest, and even `Debug` does not show them.
-#[derive(Clone, Default, PartialEq, Eq)]
-pub struct Candidates {
-    pub arn: Option<String>,
-    pub self_link: Option<String>,
-    pub id: Option<String>,
-    pub name: Option<String>,
-}
+/// The attributes an instance's identity is taken from, first to last: the first of them
+/// that is a non-empty string is the identity.
+pub const IDENTITY_ATTRIBUTES: [&str; 4] = ["arn", "self_link", "id", "name"];
 
-impl fmt::Debug for Candidates {
-    /// Which candidates are present, not what they hold.
+/// An instance's identity: an attribute value of the state, which never leaves the
+/// inventory's digest; even `Debug` does not show it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Identity(pub String);
+
+impl fmt::Debug for Identity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Candidates")
-            .field("arn", &self.arn.is_some())
-            .field("self_link", &self.self_link.is_some())
-            .field("id", &self.id.is_some())
-            .field("name", &self.name.is_some())
-            .finish()
+        f.write_str("Identity(..)")
     }
 }
 
@@ -147,15 +142,16 @@ impl<'de> Visitor<'de> for Resource {
         let (mut module, mut mode, mut kind, mut name, mut provider) =
             (None, None, None, None, None);
         let mut instances = None;
-        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+        const NAMES: Known = Known(&["module", "mode", "type", "name", "provider", "instances"]);
+        while let Some(key) = map.next_key_seed(NAMES)? {
             // Later duplicates win, as in the rest of the sniff.
-            let slot = match key.as_ref() {
-                "module" => &mut module,
-                "mode" => &mut mode,
-                "type" => &mut kind,
-                "name" => &mut name,
-                "provider" => &mut provider,
-                "instances" => {
+            let slot = match key {
+                Some("module") => &mut module,
+                Some("mode") => &mut mode,
+                Some("type") => &mut kind,
+                Some("name") => &mut name,
+                Some("provider") => &mut provider,
+                Some("instances") => {
                     instances = Some(map.next_value_seed(Instances)?);
                     continue;
                 }
@@ -248,11 +244,12 @@ impl<'de> Visitor<'de> for Instance {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut key = None;
         let mut deposed = false;
-        let mut identity = Candidates::default();
-        while let Some(name) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            match name.as_ref() {
-                "index_key" => key = map.next_value_seed(Key)?,
-                "deposed" => {
+        let mut identity = None;
+        const NAMES: Known = Known(&["index_key", "deposed", "attributes"]);
+        while let Some(name) = map.next_key_seed(NAMES)? {
+            match name {
+                Some("index_key") => key = map.next_value_seed(Key)?,
+                Some("deposed") => {
                     // Terraform leaves the key out for a current object; an empty one is
                     // current too.
                     deposed = matches!(
@@ -260,7 +257,7 @@ impl<'de> Visitor<'de> for Instance {
                         Field::Ok(d) if !d.is_empty()
                     );
                 }
-                "attributes" => identity = map.next_value_seed(Attributes)?,
+                Some("attributes") => identity = map.next_value_seed(Attributes)?,
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -312,47 +309,49 @@ impl<'de> Visitor<'de> for Key {
     unknown!(None; visit_bool: bool, visit_f64: f64);
 }
 
-/// An instance's `attributes`: the four candidates when they are strings, nothing else.
+/// An instance's `attributes`: its identity, nothing else.
 struct Attributes;
 
 impl<'de> DeserializeSeed<'de> for Attributes {
-    type Value = Candidates;
+    type Value = Option<Identity>;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_any(self)
     }
 }
 
 impl<'de> Visitor<'de> for Attributes {
-    type Value = Candidates;
+    type Value = Option<Identity>;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON value")
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut found = Candidates::default();
-        while let Some(name) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            let slot = match name.as_ref() {
-                "arn" => &mut found.arn,
-                "self_link" => &mut found.self_link,
-                "id" => &mut found.id,
-                "name" => &mut found.name,
+        // The best identity so far, with its place in IDENTITY_ATTRIBUTES: an attribute that
+        // comes after it there is skipped unread, so an instance copies one value at most.
+        // Of an attribute named twice, the last non-empty value counts.
+        let mut best: Option<(usize, String)> = None;
+        while let Some(name) = map.next_key_seed(Known(&IDENTITY_ATTRIBUTES))? {
+            let rank = name.and_then(|n| IDENTITY_ATTRIBUTES.iter().position(|a| *a == n));
+            match rank {
+                Some(rank) if best.as_ref().is_none_or(|(b, _)| rank <= *b) => {
+                    if let Field::Ok(v) = map.next_value_seed(FieldSeed::<String>::new())? {
+                        if !v.is_empty() {
+                            best = Some((rank, v));
+                        }
+                    }
+                }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
-                    continue;
                 }
-            };
-            *slot = match map.next_value_seed(FieldSeed::<String>::new())? {
-                Field::Ok(v) => Some(v),
-                Field::Other(_) => None,
-            };
+            }
         }
-        Ok(found)
+        Ok(best.map(|(_, v)| Identity(v)))
     }
 
     fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(Candidates::default())
+        Ok(None)
     }
 
-    unknown!(Candidates::default(); visit_bool: bool, visit_i64: i64, visit_u64: u64, visit_f64: f64, visit_str: &str);
+    unknown!(None; visit_bool: bool, visit_i64: i64, visit_u64: u64, visit_f64: f64, visit_str: &str);
 }

@@ -175,13 +175,13 @@ fn collecting_resources_counts_as_sniff_does() {
         "the deposed object is left out"
     );
     assert_eq!(found[0].instances[0].key, Some(IndexKey::Int(0)));
-    assert_eq!(found[0].instances[0].identity.id.as_deref(), Some("x"));
+    assert_eq!(found[0].instances[0].identity, Some(Identity("x".into())));
     assert_eq!(found[1].module, "");
     assert_eq!(found[1].provider, "");
 }
 
 #[test]
-fn candidates_never_show_their_values() {
+fn an_identity_never_shows_its_value() {
     let (_, found) = sniff_resources(
         br#"{"version":4,"serial":2,"lineage":"l","resources":[{"mode":"managed","type":"t","name":"a","instances":[{"attributes":{"arn":"arn:secret"}}]}]}"#,
     )
