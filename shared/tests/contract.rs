@@ -268,6 +268,7 @@ every_adapter!(
     // contract/inventory.rs
     a_commit_replaces_and_removes_its_states_inventory,
     a_search_filters_and_pages_in_state_then_address_order,
+    a_substring_is_found_alike_however_many_addresses_hold_it,
     conflicts_are_equal_digests_across_states_never_within_one,
     another_orgs_inventory_is_never_seen,
     a_rebuilds_write_holds_only_while_the_state_is_as_read,

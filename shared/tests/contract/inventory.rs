@@ -290,6 +290,81 @@ pub async fn a_search_filters_and_pages_in_state_then_address_order(f: Fixture) 
     assert_eq!(pages.concat(), search(&f, query(100)).await);
 }
 
+/// A store may answer a substring that few addresses hold from an index of them, and one
+/// that many hold by walking its rows in order (the local store looks up at most 2,000):
+/// either way the answer is the same, in the same order, paged and filtered alike, its case
+/// folded for ASCII letters alone.
+pub async fn a_substring_is_found_alike_however_many_addresses_hold_it(f: Fixture) {
+    let many = (0..2100)
+        .map(|i| {
+            instance(
+                &format!("aws_s3_bucket.b{i:04}"),
+                "aws_s3_bucket",
+                AWS,
+                None,
+            )
+        })
+        .collect();
+    indexed(&f, "acme", "big", inventory(1, many)).await;
+    indexed(
+        &f,
+        "acme",
+        "small",
+        inventory(
+            1,
+            vec![
+                instance("aws_s3_bucket.Été", "aws_s3_bucket", AWS, None),
+                instance("aws_vpc.b0042x", "aws_vpc", AWS, None),
+            ],
+        ),
+    )
+    .await;
+    let q = |text: &str, limit: usize| ResourceQuery {
+        q: Some(text.into()),
+        ..query(limit)
+    };
+    assert_eq!(
+        search(&f, q("BUCKET", 3)).await,
+        [
+            "big:aws_s3_bucket.b0000",
+            "big:aws_s3_bucket.b0001",
+            "big:aws_s3_bucket.b0002"
+        ]
+    );
+    let last = ResourceQuery {
+        after: Some(("big".into(), "aws_s3_bucket.b2098".into())),
+        ..q("bucket", 5)
+    };
+    assert_eq!(
+        search(&f, last).await,
+        ["big:aws_s3_bucket.b2099", "small:aws_s3_bucket.Été"]
+    );
+    assert_eq!(
+        search(&f, q("B0042", 10)).await,
+        ["big:aws_s3_bucket.b0042", "small:aws_vpc.b0042x"]
+    );
+    let after = ResourceQuery {
+        after: Some(("big".into(), "aws_s3_bucket.b0042".into())),
+        ..q("b0042", 10)
+    };
+    assert_eq!(search(&f, after).await, ["small:aws_vpc.b0042x"]);
+    let of_type = ResourceQuery {
+        resource_type: Some("aws_vpc".into()),
+        ..q("b0042", 10)
+    };
+    assert_eq!(search(&f, of_type).await, ["small:aws_vpc.b0042x"]);
+    assert_eq!(
+        search(&f, q("bucket.ÉTÉ", 10)).await,
+        Vec::<String>::new(),
+        "É and é are not folded"
+    );
+    assert_eq!(
+        search(&f, q("BUCKET.Été", 10)).await,
+        ["small:aws_s3_bucket.Été"]
+    );
+    assert!(search(&f, q("b0042y", 10)).await.is_empty());
+}
+
 pub async fn conflicts_are_equal_digests_across_states_never_within_one(f: Fixture) {
     indexed(
         &f,

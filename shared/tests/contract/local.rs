@@ -127,7 +127,7 @@ async fn an_older_catalog_opens_and_reads_as_before(older: &str) {
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 8, "brought up to date from: {older}");
+    assert_eq!(version, 9, "brought up to date from: {older}");
 }
 
 /// A catalog at schema 6 (trust policies, no protected states) opens, keeps its org's
@@ -177,10 +177,10 @@ async fn a_schema_6_catalog_gains_protected_states() {
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 8);
+    assert_eq!(version, 9);
 }
 
-/// A catalog at schema 7 (no inventory) opens at 8: its states are there, its index empty
+/// A catalog at schema 7 (no inventory) opens at 9: its states are there, its index empty
 /// until a rebuild, and a commit indexes its state as on a new catalog.
 #[tokio::test]
 async fn a_schema_7_catalog_gains_the_inventory() {
@@ -201,7 +201,8 @@ async fn a_schema_7_catalog_gains_the_inventory() {
     rusqlite::Connection::open(&file)
         .unwrap()
         .execute_batch(
-            "DROP TABLE inventory; DROP TABLE inventory_states; PRAGMA user_version = 7;",
+            "DROP TABLE inventory; DROP TABLE inventory_states; DROP TABLE inventory_text;
+             PRAGMA user_version = 7;",
         )
         .unwrap();
     let (catalog, _) = local::open(dir.path()).unwrap();
@@ -224,5 +225,115 @@ async fn a_schema_7_catalog_gains_the_inventory() {
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 8);
+    assert_eq!(version, 9);
+}
+
+/// A catalog at schema 8 (the inventory keyed by its addresses, without the row ids its
+/// trigram index needs) opens at 9 with every row it held: found by a substring few
+/// addresses hold (answered from the new index) and by one they all hold, and changed by a
+/// commit as on a new catalog.
+#[tokio::test]
+async fn a_schema_8_catalog_keeps_its_inventory_and_indexes_its_addresses() {
+    use hegemony_state::domain::inventory::{Instance, Mode, StateInventory};
+    use hegemony_state::ports::{InventoryCatalog, InventoryChange, ResourceQuery, StateCatalog};
+    let dir = tempfile::tempdir().unwrap();
+    let mut record = StateRecord::fresh("acme", "net", "inc", NOW);
+    record.latest = Some(version(1, "b1"));
+    record.next_version = 2;
+    {
+        let (catalog, _) = local::open(dir.path()).unwrap();
+        catalog
+            .commit(commit(&record, 0, vec![version(1, "b1")]))
+            .await
+            .unwrap();
+    }
+    let file = dir.path().join(local::CATALOG_FILE);
+    rusqlite::Connection::open(&file)
+        .unwrap()
+        .execute_batch(
+            r#"DROP TABLE inventory; DROP TABLE inventory_text;
+            CREATE TABLE inventory (
+                org TEXT NOT NULL, state TEXT NOT NULL, address TEXT NOT NULL,
+                module TEXT NOT NULL, mode TEXT NOT NULL, type TEXT NOT NULL,
+                provider TEXT NOT NULL, digest TEXT,
+                PRIMARY KEY (org, state, address)) WITHOUT ROWID;
+            CREATE INDEX inventory_by_address ON inventory (org, state, address);
+            CREATE INDEX inventory_by_type ON inventory (org, type, state, address);
+            CREATE INDEX inventory_by_provider ON inventory (org, provider, state, address);
+            CREATE INDEX inventory_by_module ON inventory (org, module, state, address);
+            CREATE INDEX inventory_by_digest ON inventory (org, digest, state)
+                WHERE digest IS NOT NULL;
+            INSERT INTO inventory VALUES
+                ('acme', 'net', 'aws_s3_bucket.logs', '', 'managed', 'aws_s3_bucket',
+                 'registry.terraform.io/hashicorp/aws', 'd1'),
+                ('acme', 'net', 'aws_vpc.main', '', 'managed', 'aws_vpc',
+                 'registry.terraform.io/hashicorp/aws', NULL);
+            INSERT INTO inventory_states VALUES ('acme', 'net', 1, 1, 2);
+            PRAGMA user_version = 8;"#,
+        )
+        .unwrap();
+    let (catalog, _) = local::open(dir.path()).unwrap();
+    let search = |q: &str| ResourceQuery {
+        q: Some(q.into()),
+        limit: 10,
+        ..ResourceQuery::default()
+    };
+    let found = |rows: Vec<hegemony_state::ports::ResourceRow>| {
+        rows.into_iter().map(|r| r.address).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        found(
+            catalog
+                .resources("acme", &search("S3_BUCKET"))
+                .await
+                .unwrap()
+        ),
+        ["aws_s3_bucket.logs"]
+    );
+    assert_eq!(
+        found(catalog.resources("acme", &search("aws")).await.unwrap()),
+        ["aws_s3_bucket.logs", "aws_vpc.main"]
+    );
+    let stored = catalog.state("acme", "net").await.unwrap().unwrap();
+    let mut c = commit(&stored, stored.revision, vec![]);
+    c.inventory = Some(InventoryChange::Replace(StateInventory {
+        version: 1,
+        indexed: true,
+        instances: vec![Instance {
+            address: "aws_vpc.main".into(),
+            module: String::new(),
+            mode: Mode::Managed,
+            resource_type: "aws_vpc".into(),
+            provider: "registry.terraform.io/hashicorp/aws".into(),
+            digest: Some("d2".into()),
+        }],
+    }));
+    catalog.commit(c).await.unwrap();
+    assert!(catalog
+        .resources("acme", &search("bucket"))
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        found(
+            catalog
+                .resources("acme", &search("vpc.MAIN"))
+                .await
+                .unwrap()
+        ),
+        ["aws_vpc.main"]
+    );
+    let conn = rusqlite::Connection::open(&file).unwrap();
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 9);
+    let aside: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE name = 'inventory_8'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(aside, 0, "the old table is gone");
 }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection, OpenFlags, TransactionBehavior};
 
-use super::tables::{sql_error, to_json, SCHEMA, SCHEMA_VERSION};
+use super::tables::{sql_error, to_json, INVENTORY_ASIDE, INVENTORY_BACK, SCHEMA, SCHEMA_VERSION};
 use crate::ports::{AuditEntry, StoreError};
 
 /// How long a writer waits for another process's transaction before giving up (a 503 with
@@ -141,7 +141,7 @@ fn open_writable(path: &Path) -> Result<Connection, rusqlite::Error> {
     if version >= SCHEMA_VERSION {
         return Ok(conn);
     }
-    match set_up(&mut conn) {
+    match set_up(&mut conn, version) {
         Ok(()) => Ok(conn),
         // Its tables exist: serve what they hold until there is room.
         Err(e) if version > 0 && no_room(&e) => {
@@ -199,9 +199,9 @@ fn open_read_only(path: &Path) -> Result<Connection, rusqlite::Error> {
     )
 }
 
-/// Creates the tables, or those an older catalog lacks, in WAL mode, which lets readers
-/// proceed during a write.
-fn set_up(conn: &mut Connection) -> Result<(), rusqlite::Error> {
+/// Creates the tables, or those an older catalog (at `version`) lacks, in WAL mode, which
+/// lets readers proceed during a write; one at 8 has its inventory reshaped too.
+fn set_up(conn: &mut Connection, version: i64) -> Result<(), rusqlite::Error> {
     let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
         conn.pragma_update(None, "journal_mode", "WAL")?;
@@ -209,7 +209,14 @@ fn set_up(conn: &mut Connection) -> Result<(), rusqlite::Error> {
     // IMMEDIATE, like every write here: a deferred transaction that reads first cannot
     // wait for another process's writer (SQLite answers busy at once instead).
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let reshape = version == 8;
+    if reshape {
+        tx.execute_batch(INVENTORY_ASIDE)?;
+    }
     tx.execute_batch(SCHEMA)?;
+    if reshape {
+        tx.execute_batch(INVENTORY_BACK)?;
+    }
     tx.commit()
 }
 

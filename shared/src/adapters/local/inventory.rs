@@ -1,9 +1,10 @@
-//! The inventory in SQLite: one row of `inventory` per instance, keyed (org, state, address)
-//! so a search walks it in the order it answers in and stops at its limit, with indexes by
-//! type, provider and module in that same order beneath them, one of the keys alone (what a
-//! substring search reads, a quarter of the rows' bytes), and by digest for the conflicts;
-//! one row of `inventory_states` per state indexed, with its version. A commit writes the
-//! rows of its state that changed inside its own transaction (`change_inventory`).
+//! The inventory in SQLite: one row of `inventory` per instance, unique by (org, state,
+//! address) so a search walks that key's index in the order it answers in and stops at its
+//! limit, with indexes by type, provider and module in that same order beneath them, and by
+//! digest for the conflicts; `inventory_text`, a trigram index of the addresses by row id,
+//! from which a substring that few addresses hold is found without reading the others; one
+//! row of `inventory_states` per state indexed, with its version. A commit writes the rows
+//! of its state that changed inside its own transaction (`change_inventory`).
 
 use async_trait::async_trait;
 use std::collections::HashMap;
@@ -31,79 +32,75 @@ pub(super) fn change_inventory(
     change: &InventoryChange,
 ) -> Result<(), StoreError> {
     let InventoryChange::Replace(inventory) = change else {
-        conn.prepare_cached("DELETE FROM inventory WHERE org = ?1 AND state = ?2")
-            .and_then(|mut s| s.execute(params![org, state]))
-            .map_err(sql_error)?;
-        conn.prepare_cached("DELETE FROM inventory_states WHERE org = ?1 AND state = ?2")
-            .and_then(|mut s| s.execute(params![org, state]))
-            .map_err(sql_error)?;
+        for sql in [
+            "DELETE FROM inventory_text WHERE rowid IN
+               (SELECT id FROM inventory WHERE org = ?1 AND state = ?2)",
+            "DELETE FROM inventory WHERE org = ?1 AND state = ?2",
+            "DELETE FROM inventory_states WHERE org = ?1 AND state = ?2",
+        ] {
+            conn.prepare_cached(sql)
+                .and_then(|mut s| s.execute(params![org, state]))
+                .map_err(sql_error)?;
+        }
         return Ok(());
     };
-    let mut stored: HashMap<String, Instance> = {
-        let mut stmt = conn
-            .prepare_cached(
-                "SELECT address, module, mode, type, provider, digest FROM inventory
-                 WHERE org = ?1 AND state = ?2",
-            )
-            .map_err(sql_error)?;
-        let rows = stmt
-            .query_map(params![org, state], |row| {
-                Ok((
-                    row.get::<_, String>(0)?,
-                    row.get::<_, String>(1)?,
-                    row.get::<_, String>(2)?,
-                    row.get::<_, String>(3)?,
-                    row.get::<_, String>(4)?,
-                    row.get::<_, Option<String>>(5)?,
-                ))
-            })
-            .map_err(sql_error)?;
-        let mut stored = HashMap::new();
-        for r in rows {
-            let (address, module, mode, resource_type, provider, digest) = r.map_err(sql_error)?;
-            let instance = Instance {
-                address: address.clone(),
-                module,
-                mode: mode_of(&mode)?,
-                resource_type,
-                provider,
-                digest,
-            };
-            stored.insert(address, instance);
-        }
-        stored
-    };
-    let mut insert = conn
-        .prepare_cached(
-            "INSERT OR REPLACE INTO inventory
-               (org, state, address, module, mode, type, provider, digest)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        )
-        .map_err(sql_error)?;
+    let mut stored = stored_rows(conn, org, state)?;
     for i in &inventory.instances {
-        if stored.remove(&i.address).as_ref() == Some(i) {
-            continue;
+        match stored.remove(&i.address) {
+            Some((_, was)) if was == *i => {}
+            // The same address: its row changes in place, its text stays indexed.
+            Some((id, _)) => {
+                conn.prepare_cached(
+                    "UPDATE inventory SET module = ?2, mode = ?3, type = ?4, provider = ?5,
+                       digest = ?6
+                     WHERE id = ?1",
+                )
+                .and_then(|mut s| {
+                    s.execute(params![
+                        id,
+                        i.module,
+                        mode_text(i.mode),
+                        i.resource_type,
+                        i.provider,
+                        i.digest
+                    ])
+                })
+                .map_err(sql_error)?;
+            }
+            None => {
+                conn.prepare_cached(
+                    "INSERT INTO inventory
+                       (org, state, address, module, mode, type, provider, digest)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                )
+                .and_then(|mut s| {
+                    s.execute(params![
+                        org,
+                        state,
+                        i.address,
+                        i.module,
+                        mode_text(i.mode),
+                        i.resource_type,
+                        i.provider,
+                        i.digest,
+                    ])
+                })
+                .map_err(sql_error)?;
+                conn.prepare_cached("INSERT INTO inventory_text (rowid, address) VALUES (?1, ?2)")
+                    .and_then(|mut s| s.execute(params![conn.last_insert_rowid(), i.address]))
+                    .map_err(sql_error)?;
+            }
         }
-        insert
-            .execute(params![
-                org,
-                state,
-                i.address,
-                i.module,
-                mode_text(i.mode),
-                i.resource_type,
-                i.provider,
-                i.digest,
-            ])
-            .map_err(sql_error)?;
     }
-    let mut delete = conn
-        .prepare_cached("DELETE FROM inventory WHERE org = ?1 AND state = ?2 AND address = ?3")
-        .map_err(sql_error)?;
-    for gone in stored.keys() {
-        delete
-            .execute(params![org, state, gone])
-            .map_err(sql_error)?;
+    for (id, _) in stored.values() {
+        for sql in [
+            "DELETE FROM inventory WHERE id = ?1",
+            "DELETE FROM inventory_text WHERE rowid = ?1",
+        ] {
+            conn.prepare_cached(sql)
+                .and_then(|mut s| s.execute(params![id]))
+                .map_err(sql_error)?;
+        }
     }
     conn.prepare_cached(
         "INSERT OR REPLACE INTO inventory_states (org, state, version, indexed, instances)
@@ -120,6 +117,47 @@ pub(super) fn change_inventory(
     })
     .map_err(sql_error)?;
     Ok(())
+}
+
+/// A state's rows as stored, by address, with their ids.
+fn stored_rows(
+    conn: &Connection,
+    org: &str,
+    state: &str,
+) -> Result<HashMap<String, (i64, Instance)>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT id, address, module, mode, type, provider, digest FROM inventory
+             WHERE org = ?1 AND state = ?2",
+        )
+        .map_err(sql_error)?;
+    let rows = stmt
+        .query_map(params![org, state], |row| {
+            Ok((
+                row.get::<_, i64>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, String>(2)?,
+                row.get::<_, String>(3)?,
+                row.get::<_, String>(4)?,
+                row.get::<_, String>(5)?,
+                row.get::<_, Option<String>>(6)?,
+            ))
+        })
+        .map_err(sql_error)?;
+    let mut stored = HashMap::new();
+    for r in rows {
+        let (id, address, module, mode, resource_type, provider, digest) = r.map_err(sql_error)?;
+        let instance = Instance {
+            address: address.clone(),
+            module,
+            mode: mode_of(&mode)?,
+            resource_type,
+            provider,
+            digest,
+        };
+        stored.insert(address, (id, instance));
+    }
+    Ok(stored)
 }
 
 fn mode_text(mode: Mode) -> &'static str {
@@ -199,13 +237,26 @@ fn search(
     org: &str,
     query: &ResourceQuery,
 ) -> Result<Vec<ResourceRow>, StoreError> {
-    // The page's keys first, on the narrowest index that answers the filters (a substring
-    // alone walks `inventory_by_address`, a quarter of the table's bytes), then its rows.
-    let mut sql = "SELECT org, state, address FROM inventory WHERE org = ?".to_owned();
-    let mut values: Vec<Value> = vec![org.to_owned().into()];
+    // The page's ids first, on the narrowest index that answers the filters (a substring
+    // alone walks the keys' index, a quarter of the table's bytes), then its rows.
+    let mut sql = "SELECT k.id FROM inventory AS k".to_owned();
+    let mut values: Vec<Value> = Vec::new();
+    // A query matching few addresses starts from them: walking the rows in order would read
+    // every one of the org's to find them.
+    if let Some(trigrams) = query.q.as_deref().and_then(trigram_query) {
+        if few_match(conn, &trigrams)? {
+            sql = "SELECT k.id FROM
+                     (SELECT rowid AS id FROM inventory_text WHERE inventory_text MATCH ?) AS t
+                   CROSS JOIN inventory AS k ON k.id = t.id"
+                .to_owned();
+            values.push(trigrams.into());
+        }
+    }
+    sql.push_str(" WHERE k.org = ?");
+    values.push(org.to_owned().into());
     let mut equal = |column: &str, value: &Option<String>| {
         if let Some(v) = value {
-            sql.push_str(&format!(" AND {column} = ?"));
+            sql.push_str(&format!(" AND k.{column} = ?"));
             values.push(v.clone().into());
         }
     };
@@ -221,31 +272,69 @@ fn search(
             return Ok(Vec::new());
         }
         sql.push_str(&format!(
-            " AND provider IN ({})",
+            " AND k.provider IN ({})",
             vec!["?"; named.len()].join(", ")
         ));
         values.extend(named.into_iter().map(Value::from));
     }
     if let Some((state, address)) = &query.after {
-        sql.push_str(" AND (state, address) > (?, ?)");
+        sql.push_str(" AND (k.state, k.address) > (?, ?)");
         values.push(state.clone().into());
         values.push(address.clone().into());
     }
     if let Some(q) = &query.q {
         // LIKE folds ASCII case only, as the filter's other readings do, and compares
-        // without making a lowered copy of each address: a search that matches few rows
-        // reads every one of the org's.
-        sql.push_str(" AND address LIKE ? ESCAPE '\\'");
+        // without making a lowered copy of each address. The trigram index folds more (all
+        // of Unicode), so what it finds is a superset, which LIKE narrows to the answer.
+        sql.push_str(" AND k.address LIKE ? ESCAPE '\\'");
         values.push(like_pattern(q).into());
     }
-    sql.push_str(" ORDER BY state, address LIMIT ?");
+    sql.push_str(" ORDER BY k.state, k.address LIMIT ?");
     values.push(i64::try_from(query.limit).unwrap_or(i64::MAX).into());
     let sql = format!(
-        "SELECT {ROW_COLUMNS} FROM {ROWS} WHERE (i.org, i.state, i.address) IN ({sql})
-         ORDER BY i.state, i.address"
+        "SELECT {ROW_COLUMNS} FROM {ROWS} WHERE i.id IN ({sql}) ORDER BY i.state, i.address"
     );
     let mut stmt = conn.prepare_cached(&sql).map_err(sql_error)?;
     rows_of(&mut stmt, values)
+}
+
+/// A query of the trigram index that every address holding `q` matches: each distinct run
+/// of three characters of `q`, all required. `None` when `q` is too short to have one (or
+/// holds a NUL, which the index's query language cannot carry). At most [`TRIGRAMS`] of
+/// them: fewer still match every address holding `q`, and bound the lookup's work.
+fn trigram_query(q: &str) -> Option<String> {
+    if q.contains('\0') {
+        return None;
+    }
+    let chars: Vec<char> = q.chars().collect();
+    let mut seen = std::collections::HashSet::new();
+    let terms: Vec<String> = chars
+        .windows(3)
+        .map(|w| w.iter().collect::<String>())
+        .filter(|t| seen.insert(t.clone()))
+        .take(TRIGRAMS)
+        .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
+        .collect();
+    (!terms.is_empty()).then(|| terms.join(" AND "))
+}
+
+/// The most trigrams of a query looked up.
+const TRIGRAMS: usize = 32;
+
+/// A query whose trigrams at most this many addresses (of every org) have is answered from
+/// them; one with more is common, and walking the rows in order meets a page of it soon.
+const FEW: i64 = 2000;
+
+/// Whether at most [`FEW`] addresses have every trigram of `trigrams`.
+fn few_match(conn: &Connection, trigrams: &str) -> Result<bool, StoreError> {
+    let found: i64 = conn
+        .prepare_cached(
+            "SELECT count(*) FROM
+               (SELECT 1 FROM inventory_text WHERE inventory_text MATCH ?1 LIMIT ?2)",
+        )
+        .and_then(|mut s| s.query_row(params![trigrams, FEW + 1], |row| row.get(0)))
+        .map_err(sql_error)?;
+    Ok(found <= FEW)
 }
 
 /// A LIKE pattern matching any address holding `q`: its own `%`, `_` and `\` escaped.
@@ -400,7 +489,99 @@ impl InventoryCatalog for SqliteCatalog {
 
 #[cfg(test)]
 mod tests {
-    use super::like_pattern;
+    use super::*;
+
+    #[test]
+    fn a_trigram_query_requires_each_distinct_run_of_three_characters() {
+        assert_eq!(
+            trigram_query("bucket").as_deref(),
+            Some(r#""buc" AND "uck" AND "cke" AND "ket""#)
+        );
+        assert_eq!(trigram_query("aaaa").as_deref(), Some(r#""aaa""#));
+        assert_eq!(
+            trigram_query(r#"a"bc"#).as_deref(),
+            Some(r#""a""b" AND """bc""#)
+        );
+        assert_eq!(
+            trigram_query("ééé").as_deref(),
+            Some(r#""ééé""#),
+            "characters, not bytes"
+        );
+        assert_eq!(trigram_query("ab"), None);
+        assert_eq!(trigram_query("abc\0def"), None);
+        let long: String = ('a'..='z').chain('A'..='Z').collect();
+        assert_eq!(
+            trigram_query(&long).unwrap().matches(" AND ").count(),
+            TRIGRAMS - 1
+        );
+    }
+
+    /// The text index holds a row id for every row and no other, through additions,
+    /// changes in place, removals and a state's removal.
+    #[test]
+    fn the_text_index_holds_every_row_and_no_other() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(super::super::tables::SCHEMA).unwrap();
+        let ids = |sql: &str| -> Vec<i64> {
+            let mut stmt = conn.prepare(sql).unwrap();
+            let rows = stmt.query_map([], |r| r.get(0)).unwrap();
+            rows.map(Result::unwrap).collect()
+        };
+        let replace = |rows: &[(&str, Option<&str>)]| {
+            let instances = rows
+                .iter()
+                .map(|(address, digest)| Instance {
+                    address: (*address).into(),
+                    module: String::new(),
+                    mode: Mode::Managed,
+                    resource_type: "aws_vpc".into(),
+                    provider: "registry.terraform.io/hashicorp/aws".into(),
+                    digest: digest.map(str::to_owned),
+                })
+                .collect();
+            let inventory = StateInventory {
+                version: 1,
+                indexed: true,
+                instances,
+            };
+            change_inventory(&conn, "acme", "net", &InventoryChange::Replace(inventory)).unwrap();
+        };
+        let agree = || {
+            assert_eq!(
+                ids("SELECT id FROM inventory ORDER BY id"),
+                ids("SELECT rowid FROM inventory_text ORDER BY rowid")
+            );
+        };
+        replace(&[
+            ("aws_vpc.a", None),
+            ("aws_vpc.b", None),
+            ("aws_vpc.c", None),
+        ]);
+        agree();
+        let before = ids("SELECT id FROM inventory WHERE address = 'aws_vpc.a'");
+        replace(&[
+            ("aws_vpc.a", Some("d")),
+            ("aws_vpc.c", None),
+            ("aws_vpc.d", None),
+        ]);
+        agree();
+        assert_eq!(
+            ids("SELECT id FROM inventory WHERE address = 'aws_vpc.a'"),
+            before,
+            "a changed row keeps its id"
+        );
+        let matching = |q: &str| {
+            ids(&format!(
+                "SELECT rowid FROM inventory_text WHERE inventory_text MATCH '{}'",
+                trigram_query(q).unwrap().replace('\'', "''")
+            ))
+        };
+        assert!(matching("vpc.b").is_empty(), "a removed row's text is gone");
+        assert_eq!(matching("VPC.D").len(), 1);
+        change_inventory(&conn, "acme", "net", &InventoryChange::Remove).unwrap();
+        agree();
+        assert!(ids("SELECT rowid FROM inventory_text").is_empty());
+    }
 
     #[test]
     fn a_like_pattern_takes_the_wildcards_of_a_query_literally() {

@@ -64,10 +64,10 @@ CREATE TABLE IF NOT EXISTS protected_states (
     org TEXT NOT NULL, pattern TEXT NOT NULL, record TEXT NOT NULL,
     PRIMARY KEY (org, pattern)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS inventory (
+    id INTEGER PRIMARY KEY,
     org TEXT NOT NULL, state TEXT NOT NULL, address TEXT NOT NULL, module TEXT NOT NULL,
     mode TEXT NOT NULL, type TEXT NOT NULL, provider TEXT NOT NULL, digest TEXT,
-    PRIMARY KEY (org, state, address)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS inventory_by_address ON inventory (org, state, address);
+    UNIQUE (org, state, address));
 CREATE INDEX IF NOT EXISTS inventory_by_type ON inventory (org, type, state, address);
 CREATE INDEX IF NOT EXISTS inventory_by_provider ON inventory (org, provider, state, address);
 CREATE INDEX IF NOT EXISTS inventory_by_module ON inventory (org, module, state, address);
@@ -77,7 +77,9 @@ CREATE TABLE IF NOT EXISTS inventory_states (
     org TEXT NOT NULL, state TEXT NOT NULL, version INTEGER NOT NULL, indexed INTEGER NOT NULL,
     instances INTEGER NOT NULL,
     PRIMARY KEY (org, state)) WITHOUT ROWID;
-PRAGMA user_version = 8;
+CREATE VIRTUAL TABLE IF NOT EXISTS inventory_text USING fts5(
+    address, content='', contentless_delete=1, tokenize='trigram', detail='none');
+PRAGMA user_version = 9;
 ";
 
 /// The `user_version` of a catalog that `SCHEMA` made: one at it needs no write to open.
@@ -88,9 +90,33 @@ PRAGMA user_version = 8;
 /// `trust_policies`, the orgs' trust policies for workloads; 7 added `protected_states`, the
 /// orgs' protected-state rules (a table of its own, so the step is one `CREATE TABLE` and
 /// touches no row); 8 added `inventory` and `inventory_states`, the resource index (empty
-/// after the step: `index rebuild` fills it). Every table is created if missing, so a catalog of any older version
-/// gains all it lacks in one pass.
-pub(super) const SCHEMA_VERSION: i64 = 8;
+/// after the step: `index rebuild` fills it); 9 gave `inventory` a rowid (`id`) and added
+/// `inventory_text`, a trigram index of its addresses by that rowid (see [`INVENTORY_ASIDE`]).
+/// Every table is created if missing, so a catalog of any older version gains all it lacks in
+/// one pass.
+pub(super) const SCHEMA_VERSION: i64 = 9;
+
+/// The one step creating what is missing cannot take: a catalog at 8 holds `inventory`
+/// without the rowid its addresses' index is keyed by. Before `SCHEMA` runs, that table is
+/// renamed aside and its indexes dropped (their names are the new table's); after it,
+/// [`INVENTORY_BACK`] copies the rows into the new table and indexes their addresses. One
+/// transaction, so a crash leaves the catalog at 8.
+pub(super) const INVENTORY_ASIDE: &str = "
+ALTER TABLE inventory RENAME TO inventory_8;
+DROP INDEX IF EXISTS inventory_by_address;
+DROP INDEX IF EXISTS inventory_by_type;
+DROP INDEX IF EXISTS inventory_by_provider;
+DROP INDEX IF EXISTS inventory_by_module;
+DROP INDEX IF EXISTS inventory_by_digest;
+";
+
+/// See [`INVENTORY_ASIDE`].
+pub(super) const INVENTORY_BACK: &str = "
+INSERT INTO inventory (org, state, address, module, mode, type, provider, digest)
+    SELECT org, state, address, module, mode, type, provider, digest FROM inventory_8;
+INSERT INTO inventory_text (rowid, address) SELECT id, address FROM inventory;
+DROP TABLE inventory_8;
+";
 
 /// A catalog fault: transient (clients retry a 503) only when it can pass, as a busy
 /// database, a full disk or an I/O error can; anything else is a fault of the stored data or
