@@ -65,11 +65,11 @@ fn sniff_with(
         return Err(refuse("the body is empty".into()));
     }
     // serde_json skips strings it ignores without checking their UTF-8; JSON text must be
-    // UTF-8, so check the whole body once up front (this is fast and allocation-free).
-    if let Err(e) = std::str::from_utf8(body) {
-        return Err(refuse(format!("invalid UTF-8 at byte {}", e.valid_up_to())));
-    }
-    let mut de = serde_json::Deserializer::from_slice(body);
+    // UTF-8, so check the whole body once up front (this is fast and allocation-free). Read
+    // as text after that, so no string the pass reads (every key) is checked again.
+    let text = std::str::from_utf8(body)
+        .map_err(|e| refuse(format!("invalid UTF-8 at byte {}", e.valid_up_to())))?;
+    let mut de = serde_json::Deserializer::from_str(text);
     let top = de
         .deserialize_any(TopLevel { collect })
         .map_err(|e| refuse(describe_json_error(&e)))?;
