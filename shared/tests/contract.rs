@@ -82,6 +82,7 @@ fn version(n: u64, blob: &str) -> VersionRecord {
         opentofu_encrypted: false,
         terraform_version: Some("1.11.4".into()),
         instances: Some(n * 3),
+        index: None,
         created_at: NOW,
         writer: user(),
         change: ChangeRecord::first_save(None, NOW),
@@ -267,6 +268,7 @@ every_adapter!(
     a_protection_is_replaced_and_removed_only_as_read,
     // contract/inventory.rs
     a_commit_replaces_and_removes_its_states_inventory,
+    a_commit_that_keeps_the_entry_moves_only_its_version,
     a_search_filters_and_pages_in_state_then_address_order,
     a_substring_is_found_alike_however_many_addresses_hold_it,
     conflicts_are_equal_digests_across_states_never_within_one,

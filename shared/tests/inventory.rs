@@ -273,6 +273,70 @@ async fn import_rollback_delete_and_restore_keep_the_index_with_the_latest_versi
     );
 }
 
+/// A save whose content the index keeps as it kept the latest version's (an apply that
+/// changed attributes alone) moves the entry's version and touches no instance. Seen by an
+/// entry dropped behind the service's back: such a save leaves it listed as not indexed (the
+/// gap shows, for a rebuild), where a save that changes an instance indexes it whole again.
+#[tokio::test]
+async fn a_save_that_changes_no_instance_moves_only_the_entrys_version() {
+    let (_, _, app) = setup();
+    let p = admin();
+    let net = name("net");
+    state::write(&app, &p, &net, None, doc(1, &["a"]))
+        .await
+        .unwrap();
+    state::write(&app, &p, &net, None, doc(2, &["a"]))
+        .await
+        .unwrap();
+    assert_eq!(addresses(&app).await[0], "net@2:aws_s3_bucket.b[\"a\"]");
+    unindex(&app, "net").await;
+    state::write(&app, &p, &net, None, doc(3, &["a"]))
+        .await
+        .unwrap();
+    let entries = app.catalog.indexed_states("acme").await.unwrap();
+    assert_eq!(
+        (entries[0].version, entries[0].indexed, entries[0].instances),
+        (3, false, 0),
+        "kept, not rebuilt: {entries:?}"
+    );
+    state::write(&app, &p, &net, None, doc(4, &["a", "b"]))
+        .await
+        .unwrap();
+    assert_eq!(
+        addresses(&app).await,
+        [
+            "net@4:aws_s3_bucket.b[\"a\"]",
+            "net@4:aws_s3_bucket.b[\"b\"]",
+            "net@4:data.aws_caller_identity.me"
+        ]
+    );
+    // A rolled-back content is indexed whole and noted, so the next save of it keeps it.
+    manage::rollback(&app, &p, &net, 3).await.unwrap();
+    state::write(&app, &p, &net, None, doc(6, &["a"]))
+        .await
+        .unwrap();
+    assert_eq!(
+        addresses(&app).await,
+        [
+            "net@6:aws_s3_bucket.b[\"a\"]",
+            "net@6:data.aws_caller_identity.me"
+        ]
+    );
+    // A deleted state's entry is gone: the same content written again (its version numbers
+    // go on) is indexed whole.
+    manage::delete(&app, &p, &net).await.unwrap();
+    state::write(&app, &p, &net, None, doc(7, &["a"]))
+        .await
+        .unwrap();
+    assert_eq!(
+        addresses(&app).await,
+        [
+            "net@7:aws_s3_bucket.b[\"a\"]",
+            "net@7:data.aws_caller_identity.me"
+        ]
+    );
+}
+
 /// Drops `state`'s entry from the index, its record untouched but for its revision: what a
 /// store that never indexed it holds.
 async fn unindex(app: &App, state: &str) {

@@ -143,6 +143,7 @@ mod tests {
             opentofu_encrypted: false,
             terraform_version: None,
             instances: None,
+            index: None,
             created_at: NOW,
             writer: Actor::User {
                 user: "alice".into(),

@@ -89,11 +89,21 @@ pub fn inventory_of(
     // hashing of its own bytes and the outer block (half of a fresh HMAC's work).
     let keyed = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key length");
     let keyed = &keyed;
+    // Resources of one module mostly name one provider: its source address is worked out
+    // once for a run of them, not once a resource.
+    let mut last: Option<(&str, String)> = None;
     let mut instances: Vec<Instance> = found
         .iter()
         .filter_map(|r| Some((r, mode_of(&r.mode)?)))
         .flat_map(|(resource, mode)| {
-            let provider = provider_source(&resource.provider);
+            let provider = match &last {
+                Some((raw, source)) if *raw == resource.provider => source.clone(),
+                _ => {
+                    let source = provider_source(&resource.provider);
+                    last = Some((&resource.provider, source.clone()));
+                    source
+                }
+            };
             let shared =
                 mode == Mode::Managed && !LOCAL_PROVIDERS.contains(&namespace_type(&provider));
             resource.instances.iter().map(move |instance| Instance {
@@ -119,6 +129,57 @@ pub fn inventory_of(
         indexed: true,
         instances,
     }
+}
+
+/// Names the rules [`inventory_of`] keeps a document by, in every fingerprint: a release that
+/// changes them (what an identity is, which providers are local, how an address is spelled)
+/// changes this, so no save takes an entry kept by the old rules for its own.
+const RULES: &[u8] = b"hegemony-state inventory 1";
+
+/// The fingerprint of what [`inventory_of`] keeps of the document whose sniff collected
+/// `found`, under the org's key: two documents with equal fingerprints are kept as the same
+/// instances (versions aside), so a save may leave an entry in place rather than rebuild it.
+/// An HMAC-SHA-256 under `key` of every field the inventory reads, each framed by its
+/// length: keyed, like the digests, because identities are among those fields. `None` for a
+/// document that cannot be indexed (nothing to compare).
+pub fn fingerprint(found: Option<&[FoundResource]>, key: &[u8; 32]) -> Option<String> {
+    let found = found?;
+    // The fields laid end to end, then hashed at once: one HMAC call per field cost more
+    // than the hashing itself.
+    let mut fields = Vec::with_capacity(64 * 1024);
+    // Each field: a tag byte saying what it is, its length, its bytes.
+    let mut field = |tag: u8, bytes: &[u8]| {
+        fields.push(tag);
+        fields.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+        fields.extend_from_slice(bytes);
+    };
+    for resource in found {
+        for text in [
+            &resource.module,
+            &resource.mode,
+            &resource.resource_type,
+            &resource.name,
+            &resource.provider,
+        ] {
+            field(b's', text.as_bytes());
+        }
+        field(b'n', &(resource.instances.len() as u64).to_le_bytes());
+        for instance in &resource.instances {
+            match &instance.key {
+                None => field(b'-', b""),
+                Some(IndexKey::Int(i)) => field(b'#', &i.to_le_bytes()),
+                Some(IndexKey::Str(s)) => field(b'"', s.as_bytes()),
+            }
+            match &instance.identity {
+                None => field(b'-', b""),
+                Some(identity) => field(b'=', identity.0.as_bytes()),
+            }
+        }
+    }
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key length");
+    mac.update(RULES);
+    mac.update(&fields);
+    Some(crate::ids::hex(&mac.finalize().into_bytes()))
 }
 
 fn mode_of(mode: &str) -> Option<Mode> {

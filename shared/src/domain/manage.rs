@@ -224,6 +224,7 @@ mod tests {
             opentofu_encrypted: encrypted,
             terraform_version: None,
             instances: None,
+            index: None,
             created_at: NOW,
             writer: Actor::User {
                 user: "alice".into(),

@@ -163,6 +163,12 @@ pub struct VersionRecord {
     /// cannot be counted (OpenTofu-encrypted, another format) or were not yet recorded.
     #[serde(default)]
     pub instances: Option<u64>,
+    /// The fingerprint of what the inventory keeps of this version's content
+    /// ([`super::inventory::fingerprint`]): a save whose content has the latest version's
+    /// fingerprint leaves the state's entry in the index as it is. `None` when the content
+    /// cannot be indexed, and for versions recorded before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<String>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: Timestamp,
     pub writer: Actor,

@@ -139,6 +139,8 @@ pub struct SealedContent {
     pub blob: String,
     /// Whether the sealed bytes go into the catalog with the commit instead of a blob.
     pub inline: bool,
+    /// The fingerprint of what the inventory keeps of the content (`VersionRecord::index`).
+    pub index: Option<String>,
 }
 
 /// What made a new version.
@@ -196,6 +198,7 @@ pub fn apply_write(
     version.opentofu_encrypted = plan.meta.opentofu_encrypted;
     version.terraform_version = plan.meta.terraform_version;
     version.instances = plan.meta.instances;
+    version.index = content.index;
     version.writer = principal.actor.clone();
     version.change.saves += 1;
     version.change.last_save_at = now;
@@ -256,6 +259,7 @@ pub fn create_version(
         opentofu_encrypted: meta.opentofu_encrypted,
         terraform_version: meta.terraform_version,
         instances: meta.instances,
+        index: content.index,
         created_at: now,
         writer: principal.actor.clone(),
         change,

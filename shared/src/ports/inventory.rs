@@ -13,6 +13,11 @@ use crate::domain::inventory::{namespace_type, Instance, Mode, StateInventory};
 pub enum InventoryChange {
     /// The state's instances are now these (a write, import, rollback or restore).
     Replace(StateInventory),
+    /// The state's latest version is now `version`, its instances as they are: a save whose
+    /// content the inventory keeps as it kept the latest version's (equal fingerprints). An
+    /// entry that is not there (dropped outside the service) is left listed as not indexed
+    /// at `version`, for `index rebuild` to fill, rather than missing without a trace.
+    Keep { version: u64 },
     /// The state is gone (a delete): its instances leave the index.
     Remove,
 }

@@ -12,7 +12,8 @@ use zeroize::Zeroizing;
 
 use super::{App, Error};
 use crate::domain::document::FoundResource;
-use crate::domain::inventory::{inventory_of, StateInventory};
+use crate::domain::inventory::{fingerprint, inventory_of, StateInventory};
+use crate::domain::record::StateRecord;
 use crate::ports::{InventoryChange, InventoryKey, KeyContext, KeyService, StoreError};
 
 /// At most this many orgs' keys are kept; past it one is dropped (and unwrapped again when
@@ -133,10 +134,12 @@ async fn make(app: &App, keys: &dyn KeyService, org: &str) -> Result<Made, Error
 }
 
 /// What a change that writes a version indexes it from: the resources its document's sniff
-/// collected, and the org's key when there are any.
+/// collected, the org's key when there are any, and the fingerprint of what the index keeps
+/// of them.
 pub(super) struct Indexer {
     found: Option<Vec<FoundResource>>,
     key: Option<Zeroizing<[u8; 32]>>,
+    fingerprint: Option<String>,
 }
 
 impl Indexer {
@@ -159,7 +162,18 @@ impl Indexer {
             }
             _ => None,
         };
-        Ok(Self { found, key })
+        let fingerprint = fingerprint(found.as_deref(), key_or_none(&key));
+        Ok(Self {
+            found,
+            key,
+            fingerprint,
+        })
+    }
+
+    /// The fingerprint of what the index keeps of the document: the new version's
+    /// `VersionRecord::index`.
+    pub(super) fn fingerprint(&self) -> Option<String> {
+        self.fingerprint.clone()
     }
 
     /// The commit's change to the index, for the document as `version`.
@@ -167,11 +181,27 @@ impl Indexer {
         InventoryChange::Replace(self.inventory(version))
     }
 
+    /// As [`Self::change`], for a save over `snapshot`: when the state's latest version
+    /// has this document's fingerprint, its entry already holds these instances, and only
+    /// its version moves (no digest made, no row compared).
+    pub(super) fn change_over(&self, snapshot: &StateRecord, version: u64) -> InventoryChange {
+        let latest = snapshot.latest.as_ref().filter(|_| snapshot.is_visible());
+        match (&self.fingerprint, latest.and_then(|l| l.index.as_ref())) {
+            (Some(new), Some(kept)) if new == kept => InventoryChange::Keep { version },
+            _ => self.change(version),
+        }
+    }
+
     /// The index's entry of the document as `version`.
     pub(super) fn inventory(&self, version: u64) -> StateInventory {
         // Without resources there is nothing to digest, so no key: an empty document is
         // indexed (with no instances) all the same.
-        let key = self.key.as_deref().unwrap_or(&[0; 32]);
-        inventory_of(version, self.found.as_deref(), key)
+        inventory_of(version, self.found.as_deref(), key_or_none(&self.key))
     }
+}
+
+/// The org's key, or for a document with no resources (which needs none) a fixed stand-in:
+/// nothing is digested under it, and its fingerprint is the same on every save.
+fn key_or_none(key: &Option<Zeroizing<[u8; 32]>>) -> &[u8; 32] {
+    key.as_deref().unwrap_or(&[0; 32])
 }

@@ -130,7 +130,7 @@ pub async fn import(
             _ => seal(app, keys, &snapshot, version, &body, now).await?,
         };
         let detail = serde_json::json!({"source": "import", "key": blob.sealed.key_id, "key_backend": key_backend(&blob.sealed.key_id), "serial": meta.serial, "lineage": meta.lineage});
-        let content = blob.content(body.len(), sha256.clone());
+        let content = blob.content(body.len(), sha256.clone(), indexer.fingerprint());
         let audit = entry(
             principal,
             name,
@@ -199,7 +199,7 @@ pub async fn rollback(
                 let indexer =
                     Indexer::new(app, keys, &principal.org, first.inventory_key(), found).await?;
                 let blob = seal(app, keys, &snapshot, plan.version, &body, now).await?;
-                let content = blob.content(body.len(), sha256);
+                let content = blob.content(body.len(), sha256, indexer.fingerprint());
                 (blob, meta, content, indexer.change(plan.version))
             }
         };

@@ -243,8 +243,14 @@ pub(super) struct Sealed {
 
 impl Sealed {
     /// What a commit records of this content: its facts and where it is sealed.
-    pub(super) fn content(&self, size: usize, sha256: String) -> SealedContent {
+    pub(super) fn content(
+        &self,
+        size: usize,
+        sha256: String,
+        index: Option<String>,
+    ) -> SealedContent {
         SealedContent {
+            index,
             size: size as u64,
             sha256,
             key: self.sealed.key_id.clone(),
@@ -331,13 +337,13 @@ pub async fn write(
             ),
             Target::Replace { .. } => (WriteOutcome::Replaced { version }, Vec::new(), Vec::new()),
         };
-        let content = blob.content(body.len(), sha256.clone());
+        let content = blob.content(body.len(), sha256.clone(), indexer.fingerprint());
         let applied = apply_write(&snapshot, plan, content, principal, now);
         let changes = takeover.into_commit(blob.add_to(Commit {
             version_marks,
             versions: vec![applied.version],
             doomed_blobs: applied.replaced_blob.into_iter().collect(),
-            inventory: Some(indexer.change(version)),
+            inventory: Some(indexer.change_over(&snapshot, version)),
             audit,
             ..Commit::over(&snapshot, now, Some(applied.state))
         }));

@@ -199,6 +199,88 @@ pub async fn a_commit_replaces_and_removes_its_states_inventory(f: Fixture) {
     assert!(f.catalog.indexed_states("acme").await.unwrap().is_empty());
 }
 
+/// A commit that keeps the entry moves its version and leaves its instances, conflicts and
+/// counts as they were; kept where there is no entry, it leaves one listed as not indexed.
+pub async fn a_commit_that_keeps_the_entry_moves_only_its_version(f: Fixture) {
+    let record = indexed(
+        &f,
+        "acme",
+        "net",
+        inventory(
+            1,
+            vec![
+                instance("aws_s3_bucket.a", "aws_s3_bucket", AWS, Some("d1")),
+                instance("aws_vpc.main", "aws_vpc", AWS, Some("d2")),
+            ],
+        ),
+    )
+    .await;
+    indexed(
+        &f,
+        "acme",
+        "app",
+        inventory(1, vec![instance("aws_vpc.x", "aws_vpc", AWS, Some("d2"))]),
+    )
+    .await;
+    let mut next = record.clone();
+    next.latest = Some(version(2, "b2"));
+    next.next_version = 3;
+    let mut c = commit(&next, record.revision, vec![version(2, "b2")]);
+    c.inventory = Some(InventoryChange::Keep { version: 2 });
+    f.catalog.commit(c).await.unwrap();
+    let rows = f.catalog.resources("acme", &query(10)).await.unwrap();
+    assert_eq!(
+        addresses(&rows),
+        ["app:aws_vpc.x", "net:aws_s3_bucket.a", "net:aws_vpc.main"]
+    );
+    assert_eq!(
+        rows.iter().map(|r| r.version).collect::<Vec<_>>(),
+        [1, 2, 2]
+    );
+    let conflicts = f.catalog.conflicts("acme", Some("net")).await.unwrap();
+    assert_eq!(
+        addresses(&conflicts[0]),
+        ["app:aws_vpc.x", "net:aws_vpc.main"]
+    );
+    assert_eq!(conflicts[0][1].version, 2);
+    assert_eq!(
+        f.catalog.indexed_states("acme").await.unwrap()[1],
+        IndexedState {
+            state: "net".into(),
+            version: 2,
+            indexed: true,
+            instances: 2,
+        }
+    );
+    assert_eq!(
+        f.catalog.inventory_counts("acme").await.unwrap().instances,
+        3
+    );
+    // No entry to keep (dropped outside the service): the gap is listed.
+    let fresh = StateRecord::fresh("acme", "lost", "inc-lost", NOW);
+    let mut lost = fresh.clone();
+    lost.latest = Some(version(4, "b4"));
+    lost.next_version = 5;
+    let mut c = commit(&lost, 0, vec![version(4, "b4")]);
+    c.inventory = Some(InventoryChange::Keep { version: 4 });
+    f.catalog.commit(c).await.unwrap();
+    let entries = f.catalog.indexed_states("acme").await.unwrap();
+    assert_eq!(
+        entries[1],
+        IndexedState {
+            state: "lost".into(),
+            version: 4,
+            indexed: false,
+            instances: 0,
+        },
+        "{entries:?}"
+    );
+    assert_eq!(
+        f.catalog.resources("acme", &query(10)).await.unwrap().len(),
+        3
+    );
+}
+
 pub async fn a_search_filters_and_pages_in_state_then_address_order(f: Fixture) {
     two_states(&f).await;
     assert_eq!(

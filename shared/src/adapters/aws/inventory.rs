@@ -2,7 +2,8 @@
 //! state's entry as a few items (`<state>#000`, `<state>#001`, ...) holding its instances as
 //! zstd-compressed JSON cut into chunks well under the 400 KB item limit. Chunk 0 heads the
 //! entry: its version, whether it was indexed, its instance count and how many chunks it has.
-//! A commit writes every chunk of its state's entry in its own `TransactWriteItems`; a
+//! A commit writes every chunk of its state's entry in its own `TransactWriteItems` (or,
+//! when its content keeps the instances as they were, updates the head's version alone); a
 //! shorter entry leaves the chunks past its count behind, and every read ignores them (the
 //! head says how many count), so no commit reads the entry it replaces. A removal deletes
 //! the head, and what is left is ignored as well. Reads Query the org's partition and filter
@@ -12,7 +13,7 @@ use std::collections::BTreeMap;
 use std::io::Read;
 
 use async_trait::async_trait;
-use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, TransactWriteItem};
+use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, TransactWriteItem, Update};
 
 use super::catalog::DynamoCatalog;
 use super::items::*;
@@ -90,6 +91,29 @@ impl DynamoCatalog {
         items
     }
 
+    /// The item that moves an entry to `version`, its chunks untouched: one small update
+    /// where a replacement writes every chunk. A missing head is made not indexed, with no
+    /// chunks, so the gap shows.
+    fn inventory_keep(&self, org: &str, state: &str, version: u64) -> TransactWriteItem {
+        let update = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(key(inventory_pk(org), chunk_sk(state, 0))))
+            .update_expression(
+                "SET #v = :v, #ix = if_not_exists(#ix, :no), #cnt = if_not_exists(#cnt, :zero), \
+                 #ch = if_not_exists(#ch, :zero)",
+            )
+            .expression_attribute_names("#v", VERSION)
+            .expression_attribute_names("#ix", INDEXED)
+            .expression_attribute_names("#cnt", INSTANCES)
+            .expression_attribute_names("#ch", CHUNKS)
+            .expression_attribute_values(":v", n(version))
+            .expression_attribute_values(":no", AttributeValue::Bool(false))
+            .expression_attribute_values(":zero", n(0))
+            .build()
+            .expect("table, key and expression are set");
+        TransactWriteItem::builder().update(update).build()
+    }
+
     /// The items of a commit's change to its state's entry.
     pub(super) fn inventory_items(
         &self,
@@ -99,6 +123,7 @@ impl DynamoCatalog {
     ) -> Vec<TransactWriteItem> {
         match change {
             InventoryChange::Replace(inventory) => self.inventory_puts(org, state, inventory),
+            InventoryChange::Keep { version } => vec![self.inventory_keep(org, state, *version)],
             InventoryChange::Remove => {
                 vec![self.delete(key(inventory_pk(org), chunk_sk(state, 0)))]
             }

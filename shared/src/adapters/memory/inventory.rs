@@ -26,6 +26,14 @@ impl Inner {
             InventoryChange::Replace(inventory) => {
                 self.inventory.insert(key, inventory.clone());
             }
+            InventoryChange::Keep { version } => {
+                let entry = self.inventory.entry(key).or_insert(StateInventory {
+                    version: *version,
+                    indexed: false,
+                    instances: Vec::new(),
+                });
+                entry.version = *version;
+            }
             InventoryChange::Remove => {
                 self.inventory.remove(&key);
             }

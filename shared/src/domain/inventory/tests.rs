@@ -195,3 +195,34 @@ fn an_instance_named_twice_is_kept_once() {
     assert_eq!(inventory.instances.len(), 1);
     assert_eq!(inventory.instances[0].address, "aws_s3_bucket.b");
 }
+
+/// Equal fingerprints mean the same instances kept: whatever the inventory reads moves the
+/// fingerprint (an identity, a key and its kind, a provider), what it does not (another
+/// attribute, the serial) leaves it, and another org's key gives another.
+#[test]
+fn the_fingerprint_moves_with_what_the_index_keeps_and_with_nothing_else() {
+    let doc = |serial: u64, key: &str, id: &str, provider: &str, tag: &str| {
+        format!(
+            r#"{{"version":4,"serial":{serial},"lineage":"l","resources":[{{"mode":"managed","type":"aws_x","name":"n","provider":"{provider}","instances":[{{"index_key":{key},"attributes":{{"id":"{id}","tags":{{"team":"{tag}"}}}}}}]}}]}}"#
+        )
+    };
+    let of = |doc: String, key: [u8; 32]| {
+        let (_, found) = sniff_resources(doc.as_bytes()).unwrap();
+        fingerprint(found.as_deref(), &key).unwrap()
+    };
+    let base = of(doc(1, "0", "i-1", AWS, "a"), KEY);
+    assert_eq!(base.len(), 64);
+    assert_eq!(base, of(doc(2, "0", "i-1", AWS, "b"), KEY));
+    for other in [
+        doc(1, "1", "i-1", AWS, "a"),
+        doc(1, r#""0""#, "i-1", AWS, "a"),
+        doc(1, "0", "i-2", AWS, "a"),
+        doc(1, "0", "i-1", &format!("{AWS}.west"), "a"),
+    ] {
+        assert_ne!(base, of(other.clone(), KEY), "{other}");
+    }
+    assert_ne!(base, of(doc(1, "0", "i-1", AWS, "a"), [8; 32]));
+    let encrypted = br#"{"encryption_version":"v0","serial":1,"lineage":"l","payload":"x"}"#;
+    let (_, found) = sniff_resources(encrypted).unwrap();
+    assert_eq!(fingerprint(found.as_deref(), &KEY), None);
+}

@@ -66,6 +66,7 @@ fn write(
         wrapped_key: vec![7; 40],
         blob: format!("blob-{}", record.revision),
         inline: false,
+        index: None,
     };
     *record = apply_write(record, plan, content, who, NOW).state;
     Ok(wrote)
@@ -143,6 +144,7 @@ fn replacing_an_inline_version_leaves_no_blob_to_delete() {
             wrapped_key: vec![7; 40],
             blob: format!("blob-{serial}"),
             inline,
+            index: None,
         };
         apply_write(r, plan, content, &alice, NOW)
     };
