@@ -7,7 +7,6 @@
 //! of its state that changed inside its own transaction (`change_inventory`).
 
 use async_trait::async_trait;
-use std::collections::HashMap;
 
 use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension, TransactionBehavior};
@@ -21,7 +20,7 @@ use crate::ports::{
     InventoryCounts, ResourceQuery, ResourceRow, StoreError,
 };
 
-/// Replaces (or removes) one state's rows, on the commit's transaction. Only the rows that
+/// Replaces, keeps or removes one state's rows, on the commit's transaction. Only the rows that
 /// differ are written: a save changes a few of a state's resources, if any, and a row holds
 /// nothing that changes with the version (that is kept once, in `inventory_states`), so a
 /// save of a big state that changed nothing indexed writes one row, not thousands.
@@ -31,68 +30,52 @@ pub(super) fn change_inventory(
     state: &str,
     change: &InventoryChange,
 ) -> Result<(), StoreError> {
-    let InventoryChange::Replace(inventory) = change else {
-        for sql in [
-            "DELETE FROM inventory_text WHERE rowid IN
-               (SELECT id FROM inventory WHERE org = ?1 AND state = ?2)",
-            "DELETE FROM inventory WHERE org = ?1 AND state = ?2",
-            "DELETE FROM inventory_states WHERE org = ?1 AND state = ?2",
-        ] {
-            conn.prepare_cached(sql)
-                .and_then(|mut s| s.execute(params![org, state]))
-                .map_err(sql_error)?;
-        }
-        return Ok(());
+    let inventory = match change {
+        InventoryChange::Replace(inventory) => inventory,
+        InventoryChange::Keep { version } => return keep_inventory(conn, org, state, *version),
+        InventoryChange::Remove => return remove_inventory(conn, org, state),
     };
-    let mut stored = stored_rows(conn, org, state)?;
-    for i in &inventory.instances {
-        match stored.remove(&i.address) {
-            Some((_, was)) if was == *i => {}
-            // The same address: its row changes in place, its text stays indexed.
-            Some((id, _)) => {
-                conn.prepare_cached(
-                    "UPDATE inventory SET module = ?2, mode = ?3, type = ?4, provider = ?5,
-                       digest = ?6
-                     WHERE id = ?1",
-                )
-                .and_then(|mut s| {
-                    s.execute(params![
-                        id,
-                        i.module,
-                        mode_text(i.mode),
-                        i.resource_type,
-                        i.provider,
-                        i.digest
-                    ])
-                })
-                .map_err(sql_error)?;
-            }
-            None => {
-                conn.prepare_cached(
-                    "INSERT INTO inventory
-                       (org, state, address, module, mode, type, provider, digest)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                )
-                .and_then(|mut s| {
-                    s.execute(params![
-                        org,
-                        state,
-                        i.address,
-                        i.module,
-                        mode_text(i.mode),
-                        i.resource_type,
-                        i.provider,
-                        i.digest,
-                    ])
-                })
-                .map_err(sql_error)?;
-                conn.prepare_cached("INSERT INTO inventory_text (rowid, address) VALUES (?1, ?2)")
-                    .and_then(|mut s| s.execute(params![conn.last_insert_rowid(), i.address]))
-                    .map_err(sql_error)?;
-            }
-        }
+    let diff = differences(conn, org, state, &inventory.instances)?;
+    for (id, i) in diff.changed {
+        conn.prepare_cached(
+            "UPDATE inventory SET module = ?2, mode = ?3, type = ?4, provider = ?5, digest = ?6
+             WHERE id = ?1",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                id,
+                i.module,
+                mode_text(i.mode),
+                i.resource_type,
+                i.provider,
+                i.digest
+            ])
+        })
+        .map_err(sql_error)?;
     }
-    for (id, _) in stored.values() {
+    for i in diff.added {
+        conn.prepare_cached(
+            "INSERT INTO inventory (org, state, address, module, mode, type, provider, digest)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                org,
+                state,
+                i.address,
+                i.module,
+                mode_text(i.mode),
+                i.resource_type,
+                i.provider,
+                i.digest,
+            ])
+        })
+        .map_err(sql_error)?;
+        conn.prepare_cached("INSERT INTO inventory_text (rowid, address) VALUES (?1, ?2)")
+            .and_then(|mut s| s.execute(params![conn.last_insert_rowid(), i.address]))
+            .map_err(sql_error)?;
+    }
+    for id in diff.gone {
         for sql in [
             "DELETE FROM inventory WHERE id = ?1",
             "DELETE FROM inventory_text WHERE rowid = ?1",
@@ -119,45 +102,106 @@ pub(super) fn change_inventory(
     Ok(())
 }
 
-/// A state's rows as stored, by address, with their ids.
-fn stored_rows(
+/// A save that leaves the instances as they are: only the entry's version moves. A missing
+/// entry is put back as not indexed, with no instances, so the gap shows.
+fn keep_inventory(
     conn: &Connection,
     org: &str,
     state: &str,
-) -> Result<HashMap<String, (i64, Instance)>, StoreError> {
+    version: u64,
+) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "INSERT INTO inventory_states (org, state, version, indexed, instances)
+         VALUES (?1, ?2, ?3, 0, 0)
+         ON CONFLICT (org, state) DO UPDATE SET version = excluded.version",
+    )
+    .and_then(|mut s| s.execute(params![org, state, version]))
+    .map_err(sql_error)?;
+    Ok(())
+}
+
+/// A state gone: its rows, their text and its entry.
+fn remove_inventory(conn: &Connection, org: &str, state: &str) -> Result<(), StoreError> {
+    for sql in [
+        "DELETE FROM inventory_text WHERE rowid IN
+           (SELECT id FROM inventory WHERE org = ?1 AND state = ?2)",
+        "DELETE FROM inventory WHERE org = ?1 AND state = ?2",
+        "DELETE FROM inventory_states WHERE org = ?1 AND state = ?2",
+    ] {
+        conn.prepare_cached(sql)
+            .and_then(|mut s| s.execute(params![org, state]))
+            .map_err(sql_error)?;
+    }
+    Ok(())
+}
+
+/// How a state's stored rows differ from `instances`: rows whose address is kept but whose
+/// other fields changed, instances whose address is new, and rows whose address is gone.
+struct Differences<'a> {
+    changed: Vec<(i64, &'a Instance)>,
+    added: Vec<&'a Instance>,
+    gone: Vec<i64>,
+}
+
+/// Walks the state's rows in address order (its unique index's order, bytewise as Rust
+/// orders strings) beside `instances` in the same order, comparing each row where it lies:
+/// no row is copied out, so a save of a big state that changed a few instances reads its
+/// rows once and allocates for the few.
+fn differences<'a>(
+    conn: &Connection,
+    org: &str,
+    state: &str,
+    instances: &'a [Instance],
+) -> Result<Differences<'a>, StoreError> {
+    let mut ordered: Vec<&Instance> = instances.iter().collect();
+    // An entry is made in address order (`inventory_of`); one that is not is put in it.
+    if !ordered.is_sorted_by(|a, b| a.address < b.address) {
+        ordered.sort_by(|a, b| a.address.cmp(&b.address));
+        ordered.dedup_by(|later, earlier| later.address == earlier.address);
+    }
     let mut stmt = conn
         .prepare_cached(
             "SELECT id, address, module, mode, type, provider, digest FROM inventory
-             WHERE org = ?1 AND state = ?2",
+             WHERE org = ?1 AND state = ?2 ORDER BY address",
         )
         .map_err(sql_error)?;
-    let rows = stmt
-        .query_map(params![org, state], |row| {
-            Ok((
-                row.get::<_, i64>(0)?,
-                row.get::<_, String>(1)?,
-                row.get::<_, String>(2)?,
-                row.get::<_, String>(3)?,
-                row.get::<_, String>(4)?,
-                row.get::<_, String>(5)?,
-                row.get::<_, Option<String>>(6)?,
-            ))
-        })
-        .map_err(sql_error)?;
-    let mut stored = HashMap::new();
-    for r in rows {
-        let (id, address, module, mode, resource_type, provider, digest) = r.map_err(sql_error)?;
-        let instance = Instance {
-            address: address.clone(),
-            module,
-            mode: mode_of(&mode)?,
-            resource_type,
-            provider,
-            digest,
+    let mut rows = stmt.query(params![org, state]).map_err(sql_error)?;
+    let mut new = ordered.into_iter().peekable();
+    let mut diff = Differences {
+        changed: Vec::new(),
+        added: Vec::new(),
+        gone: Vec::new(),
+    };
+    while let Some(row) = rows.next().map_err(sql_error)? {
+        let text = |n: usize| {
+            row.get_ref(n)
+                .and_then(|v| Ok(v.as_str()?))
+                .map_err(sql_error)
         };
-        stored.insert(address, (id, instance));
+        let id: i64 = row.get(0).map_err(sql_error)?;
+        let address = text(1)?;
+        while let Some(i) = new.next_if(|i| i.address.as_str() < address) {
+            diff.added.push(i);
+        }
+        let Some(i) = new.next_if(|i| i.address == address) else {
+            diff.gone.push(id);
+            continue;
+        };
+        let digest = row
+            .get_ref(6)
+            .and_then(|v| Ok(v.as_str_or_null()?))
+            .map_err(sql_error)?;
+        let same = text(2)? == i.module
+            && mode_of(text(3)?)? == i.mode
+            && text(4)? == i.resource_type
+            && text(5)? == i.provider
+            && digest == i.digest.as_deref();
+        if !same {
+            diff.changed.push((id, i));
+        }
     }
-    Ok(stored)
+    diff.added.extend(new);
+    Ok(diff)
 }
 
 fn mode_text(mode: Mode) -> &'static str {
