@@ -67,9 +67,10 @@ fn main() {
         Some("aws") => return aws_front_doors(&client()),
         Some("reads") => return reads_against_their_floor(&client()),
         Some("index") => return index::run(),
+        Some("index-save") => return index::cost_on_a_save(),
         Some("small") => &SIZES[..2],
         Some(other) => {
-            panic!("no benchmark part named {other:?}; the parts are: changes, small, reads, aws, index")
+            panic!("no benchmark part named {other:?}; the parts are: changes, small, reads, aws, index, index-save")
         }
     };
     // Built with the bench (release) profile, so `bin()` finds the release server.
