@@ -78,7 +78,7 @@ pub fn cost_on_a_save() {
     let bytes = doc.as_bytes();
     let (_, found) = sniff_resources(bytes).unwrap();
     let found = found.unwrap();
-    let instances: usize = found.iter().map(|r| r.instances.len()).sum();
+    let instances: usize = found.iter().map(|r| r.instances().len()).sum();
     let key = [7u8; 32];
     let plain = median_of(30, || {
         std::hint::black_box(sniff(bytes).unwrap());

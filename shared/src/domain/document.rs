@@ -14,7 +14,7 @@ use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 
-pub use resources::{FoundInstance, FoundResource, Identity, IndexKey, IDENTITY_ATTRIBUTES};
+pub use resources::{Found, FoundInstance, FoundResource, Identity, IndexKey, IDENTITY_ATTRIBUTES};
 
 use super::Refusal;
 
@@ -50,16 +50,13 @@ pub fn sniff(body: &[u8]) -> Result<StateMeta, Refusal> {
 ///
 /// # Errors
 /// As [`sniff`].
-pub fn sniff_resources(body: &[u8]) -> Result<(StateMeta, Option<Vec<FoundResource>>), Refusal> {
+pub fn sniff_resources(body: &[u8]) -> Result<(StateMeta, Option<Found>), Refusal> {
     let (meta, found) = sniff_with(body, true)?;
     let found = meta.instances.and(found);
     Ok((meta, found))
 }
 
-fn sniff_with(
-    body: &[u8],
-    collect: bool,
-) -> Result<(StateMeta, Option<Vec<FoundResource>>), Refusal> {
+fn sniff_with(body: &[u8], collect: bool) -> Result<(StateMeta, Option<Found>), Refusal> {
     let refuse = |reason: String| Refusal::NotAState { reason };
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(refuse("the body is empty".into()));
@@ -210,7 +207,7 @@ struct Fields {
     /// resource objects.
     resources: Option<Option<u64>>,
     /// The resources collected, when asked for and `resources` was there.
-    found: Option<Vec<FoundResource>>,
+    found: Option<Found>,
 }
 
 /// A top-level field's value: the expected type, or something else (kept as a description).

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
-use super::document::{FoundResource, IndexKey};
+use super::document::{Found, FoundResource, IndexKey};
 
 /// Whether an instance is a managed resource or a data source (`mode` in the state).
 #[derive(
@@ -73,11 +73,7 @@ const LOCAL_PROVIDERS: [&str; 6] = [
 /// `name`: [`super::document::IDENTITY_ATTRIBUTES`]) is kept only as an HMAC-SHA-256 under
 /// `key` of the type, a NUL byte and the identity: the identity itself never leaves this
 /// function.
-pub fn inventory_of(
-    version: u64,
-    found: Option<&[FoundResource]>,
-    key: &[u8; 32],
-) -> StateInventory {
+pub fn inventory_of(version: u64, found: Option<&Found>, key: &[u8; 32]) -> StateInventory {
     let Some(found) = found else {
         return StateInventory {
             version,
@@ -94,29 +90,28 @@ pub fn inventory_of(
     let mut last: Option<(&str, String)> = None;
     let mut instances: Vec<Instance> = found
         .iter()
-        .filter_map(|r| Some((r, mode_of(&r.mode)?)))
+        .filter_map(|r| Some((r, mode_of(r.mode)?)))
         .flat_map(|(resource, mode)| {
             let provider = match &last {
                 Some((raw, source)) if *raw == resource.provider => source.clone(),
                 _ => {
-                    let source = provider_source(&resource.provider);
-                    last = Some((&resource.provider, source.clone()));
+                    let source = provider_source(resource.provider);
+                    last = Some((resource.provider, source.clone()));
                     source
                 }
             };
             let shared =
                 mode == Mode::Managed && !LOCAL_PROVIDERS.contains(&namespace_type(&provider));
-            resource.instances.iter().map(move |instance| Instance {
-                address: address(resource, mode, instance.key.as_ref()),
-                module: resource.module.clone(),
+            resource.instances().map(move |instance| Instance {
+                address: address(&resource, mode, instance.key),
+                module: resource.module.to_owned(),
                 mode,
-                resource_type: resource.resource_type.clone(),
+                resource_type: resource.resource_type.to_owned(),
                 provider: provider.clone(),
                 digest: instance
                     .identity
-                    .as_ref()
                     .filter(|_| shared)
-                    .map(|id| digest(keyed, &resource.resource_type, &id.0)),
+                    .map(|id| digest(keyed, resource.resource_type, id.0)),
             })
         })
         .collect();
@@ -132,9 +127,10 @@ pub fn inventory_of(
 }
 
 /// Names the rules [`inventory_of`] keeps a document by, in every fingerprint: a release that
-/// changes them (what an identity is, which providers are local, how an address is spelled)
-/// changes this, so no save takes an entry kept by the old rules for its own.
-const RULES: &[u8] = b"hegemony-state inventory 1";
+/// changes them (what an identity is, which providers are local, how an address is spelled),
+/// or how [`fingerprint`] frames the fields, changes this, so no save takes an entry kept by
+/// the old rules for its own (2: the framing made smaller).
+const RULES: &[u8] = b"hegemony-state inventory 2";
 
 /// The fingerprint of what [`inventory_of`] keeps of the document whose sniff collected
 /// `found`, under the org's key: two documents with equal fingerprints are kept as the same
@@ -142,39 +138,55 @@ const RULES: &[u8] = b"hegemony-state inventory 1";
 /// An HMAC-SHA-256 under `key` of every field the inventory reads, each framed by its
 /// length: keyed, like the digests, because identities are among those fields. `None` for a
 /// document that cannot be indexed (nothing to compare).
-pub fn fingerprint(found: Option<&[FoundResource]>, key: &[u8; 32]) -> Option<String> {
+pub fn fingerprint(found: Option<&Found>, key: &[u8; 32]) -> Option<String> {
     let found = found?;
     // The fields laid end to end, then hashed at once: one HMAC call per field cost more
-    // than the hashing itself.
+    // than the hashing itself. Hashing is most of the cost, so the framing is small.
     let mut fields = Vec::with_capacity(64 * 1024);
-    // Each field: a tag byte saying what it is, its length, its bytes.
+    // Each field: a tag byte saying what it is, its length (LEB128), its bytes.
     let mut field = |tag: u8, bytes: &[u8]| {
         fields.push(tag);
-        fields.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+        let mut len = bytes.len();
+        while len >= 0x80 {
+            fields.push((len & 0x7f) as u8 | 0x80);
+            len >>= 7;
+        }
+        fields.push(len as u8);
         fields.extend_from_slice(bytes);
     };
-    for resource in found {
-        for text in [
-            &resource.module,
-            &resource.mode,
-            &resource.resource_type,
-            &resource.name,
-            &resource.provider,
-        ] {
+    let mut previous: Option<FoundResource<'_>> = None;
+    for resource in found.iter() {
+        // A module and a provider mostly repeat the previous resource's: said so in a byte.
+        let (same_module, same_provider) = previous.map_or((false, false), |p| {
+            (p.module == resource.module, p.provider == resource.provider)
+        });
+        if same_module {
+            field(b'^', b"");
+        } else {
+            field(b's', resource.module.as_bytes());
+        }
+        if same_provider {
+            field(b'^', b"");
+        } else {
+            field(b's', resource.provider.as_bytes());
+        }
+        for text in [resource.mode, resource.resource_type, resource.name] {
             field(b's', text.as_bytes());
         }
-        field(b'n', &(resource.instances.len() as u64).to_le_bytes());
-        for instance in &resource.instances {
-            match &instance.key {
+        let instances = resource.instances();
+        field(b'n', &(instances.len() as u64).to_le_bytes());
+        for instance in instances {
+            match instance.key {
                 None => field(b'-', b""),
                 Some(IndexKey::Int(i)) => field(b'#', &i.to_le_bytes()),
                 Some(IndexKey::Str(s)) => field(b'"', s.as_bytes()),
             }
-            match &instance.identity {
+            match instance.identity {
                 None => field(b'-', b""),
                 Some(identity) => field(b'=', identity.0.as_bytes()),
             }
         }
+        previous = Some(resource);
     }
     let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key length");
     mac.update(RULES);
@@ -191,18 +203,18 @@ fn mode_of(mode: &str) -> Option<Mode> {
 }
 
 /// The address as Terraform prints it: `module.a["k"].aws_x.y[0]`, `data.aws_ami.base`.
-fn address(resource: &FoundResource, mode: Mode, key: Option<&IndexKey>) -> String {
+fn address(resource: &FoundResource<'_>, mode: Mode, key: Option<IndexKey<'_>>) -> String {
     let mut address = String::with_capacity(resource.module.len() + resource.name.len() + 40);
     if !resource.module.is_empty() {
-        address.push_str(&resource.module);
+        address.push_str(resource.module);
         address.push('.');
     }
     if mode == Mode::Data {
         address.push_str("data.");
     }
-    address.push_str(&resource.resource_type);
+    address.push_str(resource.resource_type);
     address.push('.');
-    address.push_str(&resource.name);
+    address.push_str(resource.name);
     match key {
         Some(IndexKey::Int(i)) => {
             use std::fmt::Write;
@@ -212,7 +224,7 @@ fn address(resource: &FoundResource, mode: Mode, key: Option<&IndexKey>) -> Stri
         // JSON quoting is Terraform's quoting of a string key (`["a\"b"]`).
         Some(IndexKey::Str(s)) => {
             address.push('[');
-            address.push_str(&serde_json::Value::from(s.as_str()).to_string());
+            address.push_str(&serde_json::Value::from(s).to_string());
             address.push(']');
         }
         None => {}

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use zeroize::Zeroizing;
 
 use super::{App, Error};
-use crate::domain::document::FoundResource;
+use crate::domain::document::Found;
 use crate::domain::inventory::{fingerprint, inventory_of, StateInventory};
 use crate::domain::record::StateRecord;
 use crate::ports::{InventoryChange, InventoryKey, KeyContext, KeyService, StoreError};
@@ -137,7 +137,7 @@ async fn make(app: &App, keys: &dyn KeyService, org: &str) -> Result<Made, Error
 /// collected, the org's key when there are any, and the fingerprint of what the index keeps
 /// of them.
 pub(super) struct Indexer {
-    found: Option<Vec<FoundResource>>,
+    found: Option<Found>,
     key: Option<Zeroizing<[u8; 32]>>,
     fingerprint: Option<String>,
 }
@@ -152,7 +152,7 @@ impl Indexer {
         keys: &dyn KeyService,
         org: &str,
         stored: Option<InventoryKey>,
-        found: Option<Vec<FoundResource>>,
+        found: Option<Found>,
     ) -> Result<Self, Error> {
         // A document with no resources digests nothing: it needs no key, and an org's first
         // saves (often empty) ask the key service for one data key each, not two.
@@ -162,7 +162,7 @@ impl Indexer {
             }
             _ => None,
         };
-        let fingerprint = fingerprint(found.as_deref(), key_or_none(&key));
+        let fingerprint = fingerprint(found.as_ref(), key_or_none(&key));
         Ok(Self {
             found,
             key,
@@ -196,7 +196,7 @@ impl Indexer {
     pub(super) fn inventory(&self, version: u64) -> StateInventory {
         // Without resources there is nothing to digest, so no key: an empty document is
         // indexed (with no instances) all the same.
-        inventory_of(version, self.found.as_deref(), key_or_none(&self.key))
+        inventory_of(version, self.found.as_ref(), key_or_none(&self.key))
     }
 }
 

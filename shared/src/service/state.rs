@@ -11,7 +11,7 @@ use super::retry::{commit, until_done, Attempt, Carried};
 use super::{work, App, Error};
 use crate::crypto;
 use crate::domain::audit::AuditAction;
-use crate::domain::document::{sniff_resources, FoundResource, StateMeta};
+use crate::domain::document::{sniff_resources, Found, StateMeta};
 use crate::domain::name::StateName;
 use crate::domain::permission::Permission;
 use crate::domain::protection::Change;
@@ -392,7 +392,7 @@ pub(super) type Examined = (
     Arc<Vec<u8>>,
     Result<StateMeta, Refusal>,
     String,
-    Option<Vec<FoundResource>>,
+    Option<Found>,
 );
 
 /// Seals the body for one version under a fresh data key: kept for the commit to store

@@ -168,16 +168,16 @@ fn collecting_resources_counts_as_sniff_does() {
     assert_eq!(meta.instances, Some(3));
     let found = found.unwrap();
     assert_eq!(found.len(), 2);
-    assert_eq!(found[0].module, "module.m");
-    assert_eq!(
-        found[0].instances.len(),
-        1,
-        "the deposed object is left out"
-    );
-    assert_eq!(found[0].instances[0].key, Some(IndexKey::Int(0)));
-    assert_eq!(found[0].instances[0].identity, Some(Identity("x".into())));
-    assert_eq!(found[1].module, "");
-    assert_eq!(found[1].provider, "");
+    let mut resources = found.iter();
+    let first = resources.next().unwrap();
+    assert_eq!(first.module, "module.m");
+    let instances: Vec<_> = first.instances().collect();
+    assert_eq!(instances.len(), 1, "the deposed object is left out");
+    assert_eq!(instances[0].key, Some(IndexKey::Int(0)));
+    assert_eq!(instances[0].identity, Some(Identity("x")));
+    let second = resources.next().unwrap();
+    assert_eq!(second.module, "");
+    assert_eq!(second.provider, "");
 }
 
 #[test]
@@ -195,4 +195,44 @@ fn collecting_still_refuses_what_sniff_refuses() {
     for doc in [&b"{"[..], br#"{"version":4,"serial":1,"lineage":"l","resources":[{"instances":[{"attributes":{"id":"x"}}]]}"#] {
         assert!(sniff_resources(doc).is_err());
     }
+}
+
+#[test]
+fn what_a_skipped_resource_or_a_repeated_field_collected_is_not_kept() {
+    // The first resource has no type: its instances and strings are dropped, and the next
+    // resource's are read as its own. The second names `instances` twice (the later wins)
+    // and `id` after an empty `arn`.
+    let doc = br#"{"version":4,"serial":2,"lineage":"l","resources":[
+        {"module":"module.gone","mode":"managed","name":"a","instances":[{"index_key":"gone","attributes":{"id":"gone"}}]},
+        {"mode":"managed","type":"t","name":"b","provider":"p",
+         "instances":[{"index_key":"old"},{"index_key":"old2"}],
+         "instances":[{"index_key":"new","attributes":{"arn":"","name":"n","id":"i","id":""}}]}
+    ]}"#;
+    let (meta, found) = sniff_resources(doc).unwrap();
+    assert_eq!(
+        meta.instances,
+        Some(2),
+        "each resource's later `instances` counted"
+    );
+    let found = found.unwrap();
+    assert_eq!(found.len(), 1);
+    let resource = found.iter().next().unwrap();
+    assert_eq!(
+        (
+            resource.module,
+            resource.mode,
+            resource.resource_type,
+            resource.name,
+            resource.provider
+        ),
+        ("", "managed", "t", "b", "p")
+    );
+    let instances: Vec<_> = resource.instances().collect();
+    assert_eq!(instances.len(), 1);
+    assert_eq!(instances[0].key, Some(IndexKey::Str("new")));
+    assert_eq!(
+        instances[0].identity,
+        Some(Identity("i")),
+        "the last non-empty `id` counts"
+    );
 }

@@ -7,7 +7,7 @@ const KEY: [u8; 32] = [7; 32];
 
 fn index(doc: &str) -> StateInventory {
     let (_, found) = sniff_resources(doc.as_bytes()).unwrap();
-    inventory_of(3, found.as_deref(), &KEY)
+    inventory_of(3, found.as_ref(), &KEY)
 }
 
 fn state(resources: &str) -> String {
@@ -88,7 +88,7 @@ fn the_digest_is_keyed_and_covers_the_type() {
     };
     let (_, found) = sniff_resources(doc("t").as_bytes()).unwrap();
     let under = |key: [u8; 32]| {
-        inventory_of(1, found.as_deref(), &key).instances[0]
+        inventory_of(1, found.as_ref(), &key).instances[0]
             .digest
             .clone()
     };
@@ -208,7 +208,7 @@ fn the_fingerprint_moves_with_what_the_index_keeps_and_with_nothing_else() {
     };
     let of = |doc: String, key: [u8; 32]| {
         let (_, found) = sniff_resources(doc.as_bytes()).unwrap();
-        fingerprint(found.as_deref(), &key).unwrap()
+        fingerprint(found.as_ref(), &key).unwrap()
     };
     let base = of(doc(1, "0", "i-1", AWS, "a"), KEY);
     assert_eq!(base.len(), 64);
@@ -224,5 +224,5 @@ fn the_fingerprint_moves_with_what_the_index_keeps_and_with_nothing_else() {
     assert_ne!(base, of(doc(1, "0", "i-1", AWS, "a"), [8; 32]));
     let encrypted = br#"{"encryption_version":"v0","serial":1,"lineage":"l","payload":"x"}"#;
     let (_, found) = sniff_resources(encrypted).unwrap();
-    assert_eq!(fingerprint(found.as_deref(), &KEY), None);
+    assert_eq!(fingerprint(found.as_ref(), &KEY), None);
 }
