@@ -173,16 +173,48 @@ macro_rules! unknown {
     };
 }
 
+/// A seed that reads any JSON value, itself its visitor.
+macro_rules! any_value {
+    ($($seed:ty => $value:ty),+ $(,)?) => {
+        $(impl<'de> DeserializeSeed<'de> for $seed {
+            type Value = $value;
+            fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+                d.deserialize_any(self)
+            }
+        })+
+    };
+}
+
+any_value!(
+    Text<'_> => Option<Range<usize>>,
+    Resources => Collected,
+    Resource<'_> => Option<u64>,
+    Instances<'_> => Option<u64>,
+    Instance<'_> => Option<InstanceRecord>,
+    Key<'_> => Option<KeyRecord>,
+    Attributes<'_> => Option<Range<usize>>,
+);
+
+/// An object or an array where another shape belongs: skipped (and so validated), and
+/// `$value`.
+macro_rules! skipped {
+    (map; $value:expr) => {
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok($value)
+        }
+    };
+    (seq; $value:expr) => {
+        fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok($value)
+        }
+    };
+}
+
 /// A string value kept in the buffer, or `None` for a value of another type (skipped,
 /// and so validated).
 struct Text<'f>(&'f mut Found);
-
-impl<'de> DeserializeSeed<'de> for Text<'_> {
-    type Value = Option<Range<usize>>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
 
 impl<'de> Visitor<'de> for Text<'_> {
     type Value = Option<Range<usize>>;
@@ -192,14 +224,8 @@ impl<'de> Visitor<'de> for Text<'_> {
     fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
         Ok(Some(self.0.keep(v)))
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(None)
-    }
-    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(None)
-    }
+    skipped!(map; None);
+    skipped!(seq; None);
     unknown!(None; visit_bool: bool, visit_i64: i64, visit_u64: u64, visit_f64: f64);
 }
 
@@ -209,13 +235,6 @@ pub(super) type Collected = (Option<u64>, Found);
 
 /// Reads the top-level `resources` value.
 pub(super) struct Resources;
-
-impl<'de> DeserializeSeed<'de> for Resources {
-    type Value = Collected;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
 
 impl<'de> Visitor<'de> for Resources {
     type Value = Collected;
@@ -231,11 +250,7 @@ impl<'de> Visitor<'de> for Resources {
         }
         Ok((total, found))
     }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok((None, Found::default()))
-    }
+    skipped!(map; (None, Found::default()));
 
     unknown!((None, Found::default()); visit_bool: bool, visit_i64: i64, visit_u64: u64, visit_f64: f64, visit_str: &str);
 }
@@ -243,13 +258,6 @@ impl<'de> Visitor<'de> for Resources {
 /// One element of `resources`, added to the resources found when its fields are there.
 /// Its instance count: `None` when it is not an object or `instances` has another shape.
 struct Resource<'f>(&'f mut Found);
-
-impl<'de> DeserializeSeed<'de> for Resource<'_> {
-    type Value = Option<u64>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
 
 impl<'de> Visitor<'de> for Resource<'_> {
     type Value = Option<u64>;
@@ -310,11 +318,7 @@ impl<'de> Visitor<'de> for Resource<'_> {
         }
         Ok(count)
     }
-
-    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(None)
-    }
+    skipped!(seq; None);
 
     unknown!(None; visit_bool: bool, visit_i64: i64, visit_u64: u64, visit_f64: f64, visit_str: &str);
 }
@@ -322,13 +326,6 @@ impl<'de> Visitor<'de> for Resource<'_> {
 /// A resource's `instances`: its current objects added to the resources found, and how many
 /// entries it has (`None` when it is not an array).
 struct Instances<'f>(&'f mut Found);
-
-impl<'de> DeserializeSeed<'de> for Instances<'_> {
-    type Value = Option<u64>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
 
 impl<'de> Visitor<'de> for Instances<'_> {
     type Value = Option<u64>;
@@ -345,24 +342,13 @@ impl<'de> Visitor<'de> for Instances<'_> {
         }
         Ok(total)
     }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(None)
-    }
+    skipped!(map; None);
 
     unknown!(None; visit_bool: bool, visit_i64: i64, visit_u64: u64, visit_f64: f64, visit_str: &str);
 }
 
 /// One entry of `instances`: the object, unless it is deposed or not an object.
 struct Instance<'f>(&'f mut Found);
-
-impl<'de> DeserializeSeed<'de> for Instance<'_> {
-    type Value = Option<InstanceRecord>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
 
 impl<'de> Visitor<'de> for Instance<'_> {
     type Value = Option<InstanceRecord>;
@@ -395,24 +381,13 @@ impl<'de> Visitor<'de> for Instance<'_> {
         }
         Ok((!deposed).then_some(InstanceRecord { key, identity }))
     }
-
-    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(None)
-    }
+    skipped!(seq; None);
 
     unknown!(None; visit_bool: bool, visit_i64: i64, visit_u64: u64, visit_f64: f64, visit_str: &str);
 }
 
 /// An `index_key`: an integer or a string; anything else is no key.
 struct Key<'f>(&'f mut Found);
-
-impl<'de> DeserializeSeed<'de> for Key<'_> {
-    type Value = Option<KeyRecord>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
 
 impl<'de> Visitor<'de> for Key<'_> {
     type Value = Option<KeyRecord>;
@@ -428,26 +403,13 @@ impl<'de> Visitor<'de> for Key<'_> {
     fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
         Ok(Some(KeyRecord::Str(self.0.keep(v))))
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(None)
-    }
-    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(None)
-    }
+    skipped!(map; None);
+    skipped!(seq; None);
     unknown!(None; visit_bool: bool, visit_f64: f64);
 }
 
 /// An instance's `attributes`: its identity, nothing else.
 struct Attributes<'f>(&'f mut Found);
-
-impl<'de> DeserializeSeed<'de> for Attributes<'_> {
-    type Value = Option<Range<usize>>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
 
 impl<'de> Visitor<'de> for Attributes<'_> {
     type Value = Option<Range<usize>>;
@@ -478,11 +440,7 @@ impl<'de> Visitor<'de> for Attributes<'_> {
         }
         Ok(best.map(|(_, v)| v))
     }
-
-    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(None)
-    }
+    skipped!(seq; None);
 
     unknown!(None; visit_bool: bool, visit_i64: i64, visit_u64: u64, visit_f64: f64, visit_str: &str);
 }
