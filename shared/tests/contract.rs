@@ -269,6 +269,7 @@ every_adapter!(
     // contract/inventory.rs
     a_commit_replaces_and_removes_its_states_inventory,
     a_commit_that_keeps_the_entry_moves_only_its_version,
+    a_patch_keeps_the_rows_of_the_resources_still_there,
     a_search_filters_and_pages_in_state_then_address_order,
     a_substring_is_found_alike_however_many_addresses_hold_it,
     conflicts_are_equal_digests_across_states_never_within_one,

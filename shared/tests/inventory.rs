@@ -9,6 +9,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use hegemony_state::adapters::memory::MemoryStore;
 use hegemony_state::crypto::PlatformKey;
+use hegemony_state::domain::inventory::{ResourceTag, StateInventory};
 use hegemony_state::domain::name::StateName;
 use hegemony_state::domain::permission::Role;
 use hegemony_state::domain::{Actor, Principal};
@@ -333,6 +334,97 @@ async fn a_save_that_changes_no_instance_moves_only_the_entrys_version() {
         [
             "net@7:aws_s3_bucket.b[\"a\"]",
             "net@7:data.aws_caller_identity.me"
+        ]
+    );
+}
+
+/// A format-4 state with one bucket resource for each of `names`, each with its ARN.
+fn one_resource_each(serial: u64, names: &[&str]) -> Vec<u8> {
+    let resources: Vec<String> = names
+        .iter()
+        .map(|n| {
+            format!(
+                r#"{{"mode":"managed","type":"aws_s3_bucket","name":"{n}","provider":"provider[\"registry.terraform.io/hashicorp/aws\"]","instances":[{{"attributes":{{"arn":"arn:aws:s3:::{n}"}}}}]}}"#
+            )
+        })
+        .collect();
+    format!(
+        r#"{{"version":4,"serial":{serial},"lineage":"lin","resources":[{}]}}"#,
+        resources.join(",")
+    )
+    .into_bytes()
+}
+
+/// A save that changes some resources sends only theirs: the entry is trusted for every
+/// resource whose tag it holds. Seen through an entry emptied behind the service's back but
+/// left its tags: the saves that follow add only the resources they changed, and one that
+/// the entry cannot be trusted for (its tags not the latest version's) rebuilds it whole.
+#[tokio::test]
+async fn a_save_sends_only_the_resources_it_changed() {
+    let (_, _, app) = setup();
+    let p = admin();
+    let net = name("net");
+    state::write(&app, &p, &net, None, one_resource_each(1, &["a", "b"]))
+        .await
+        .unwrap();
+    assert_eq!(addresses(&app).await.len(), 2);
+    let tags = app.catalog.resource_tags("acme", "net").await.unwrap();
+    assert_eq!(tags.as_ref().map(Vec::len), Some(2));
+    let record = app.catalog.state("acme", "net").await.unwrap().unwrap();
+    let emptied = StateInventory {
+        version: 1,
+        indexed: true,
+        instances: Vec::new(),
+        tags,
+    };
+    app.catalog
+        .put_inventory("acme", "net", record.revision, &emptied)
+        .await
+        .unwrap();
+    state::write(&app, &p, &net, None, one_resource_each(2, &["a", "b", "c"]))
+        .await
+        .unwrap();
+    assert_eq!(addresses(&app).await, ["net@2:aws_s3_bucket.c"]);
+    state::write(&app, &p, &net, None, one_resource_each(3, &["b", "c", "d"]))
+        .await
+        .unwrap();
+    assert_eq!(
+        addresses(&app).await,
+        ["net@3:aws_s3_bucket.c", "net@3:aws_s3_bucket.d"]
+    );
+    assert_eq!(
+        app.catalog.indexed_states("acme").await.unwrap()[0].instances,
+        2
+    );
+    // Tags that are not the latest version's (as an older release's rules left them) are
+    // not trusted: the save indexes its document whole.
+    let record = app.catalog.state("acme", "net").await.unwrap().unwrap();
+    let stale = StateInventory {
+        version: 3,
+        indexed: true,
+        instances: Vec::new(),
+        tags: Some(vec![ResourceTag(1), ResourceTag(2)]),
+    };
+    app.catalog
+        .put_inventory("acme", "net", record.revision, &stale)
+        .await
+        .unwrap();
+    state::write(
+        &app,
+        &p,
+        &net,
+        None,
+        one_resource_each(4, &["b", "c", "d", "e"]),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        addresses(&app).await,
+        [
+            "net@4:aws_s3_bucket.b",
+            "net@4:aws_s3_bucket.c",
+            "net@4:aws_s3_bucket.d",
+            "net@4:aws_s3_bucket.e"
         ]
     );
 }

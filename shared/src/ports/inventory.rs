@@ -6,7 +6,7 @@
 use async_trait::async_trait;
 
 use super::StoreError;
-use crate::domain::inventory::{namespace_type, Instance, Mode, StateInventory};
+use crate::domain::inventory::{namespace_type, Instance, Mode, ResourceTag, StateInventory};
 
 /// What a commit does to its state's entry in the index.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,8 +18,26 @@ pub enum InventoryChange {
     /// entry that is not there (dropped outside the service) is left listed as not indexed
     /// at `version`, for `index rebuild` to fill, rather than missing without a trace.
     Keep { version: u64 },
+    /// The state's resources are now those of a document the entry holds most of: a save
+    /// that changed a few resources sends only theirs.
+    Patch(InventoryPatch),
     /// The state is gone (a delete): its instances leave the index.
     Remove,
+}
+
+/// A save's change to an entry kept by resource ([`InventoryCatalog::resource_tags`]): its
+/// resources are now those of `tags`. The rows of every resource whose tag the entry holds
+/// are kept, those of the others dropped, and `instances` (the instances of the resources
+/// whose tags the entry lacks) added. An entry that holds no tags (gone, not indexed, or
+/// kept whole) cannot take it: it is left listed as not indexed at `version`, with no
+/// instances, for `index rebuild` to fill, as [`InventoryChange::Keep`] leaves a missing one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InventoryPatch {
+    pub version: u64,
+    /// Every resource's tag, in the document's order.
+    pub tags: Vec<ResourceTag>,
+    /// In address order.
+    pub instances: Vec<Instance>,
 }
 
 /// A search of an org's instances. Every filter that is set must match.
@@ -95,6 +113,17 @@ pub trait InventoryCatalog: Send + Sync {
 
     /// Counts of the org's instances.
     async fn inventory_counts(&self, org: &str) -> Result<InventoryCounts, StoreError>;
+
+    /// The tags of the resources `state`'s entry holds, in their document's order, which a
+    /// save compares its own with to send only what changed ([`InventoryChange::Patch`]).
+    /// `None` when the entry holds none: missing, not indexed, replaced as a whole (two of
+    /// its resources named one address), or on a store that keeps entries whole (there a
+    /// patch would read the entry back: a save sends the whole entry instead).
+    async fn resource_tags(
+        &self,
+        org: &str,
+        state: &str,
+    ) -> Result<Option<Vec<ResourceTag>>, StoreError>;
 
     /// Replaces one state's entry (a rebuild) if the state's record is still at `revision`
     /// and its latest version is `inventory.version`.

@@ -12,9 +12,13 @@ use zeroize::Zeroizing;
 
 use super::{App, Error};
 use crate::domain::document::Found;
-use crate::domain::inventory::{fingerprint, inventory_of, StateInventory};
+use crate::domain::inventory::{
+    fingerprint, instances_of, inventory_of, tags_of, ResourceTags, StateInventory,
+};
 use crate::domain::record::StateRecord;
-use crate::ports::{InventoryChange, InventoryKey, KeyContext, KeyService, StoreError};
+use crate::ports::{
+    InventoryChange, InventoryKey, InventoryPatch, KeyContext, KeyService, StoreError,
+};
 
 /// At most this many orgs' keys are kept; past it one is dropped (and unwrapped again when
 /// next needed). Each is 32 bytes and its names: a server serving more orgs than this only
@@ -134,11 +138,12 @@ async fn make(app: &App, keys: &dyn KeyService, org: &str) -> Result<Made, Error
 }
 
 /// What a change that writes a version indexes it from: the resources its document's sniff
-/// collected, the org's key when there are any, and the fingerprint of what the index keeps
-/// of them.
+/// collected, the org's key when there are any, their tags and the fingerprint of what the
+/// index keeps of them.
 pub(super) struct Indexer {
     found: Option<Found>,
     key: Option<Zeroizing<[u8; 32]>>,
+    tags: Option<ResourceTags>,
     fingerprint: Option<String>,
 }
 
@@ -162,10 +167,14 @@ impl Indexer {
             }
             _ => None,
         };
-        let fingerprint = fingerprint(found.as_ref(), key_or_none(&key));
+        let tags = found.as_ref().map(|f| tags_of(f, key_or_none(&key)));
+        let fingerprint = tags
+            .as_ref()
+            .map(|t| fingerprint(t.as_slice(), key_or_none(&key)));
         Ok(Self {
             found,
             key,
+            tags,
             fingerprint,
         })
     }
@@ -183,20 +192,54 @@ impl Indexer {
 
     /// As [`Self::change`], for a save over `snapshot`: when the state's latest version
     /// has this document's fingerprint, its entry already holds these instances, and only
-    /// its version moves (no digest made, no row compared).
-    pub(super) fn change_over(&self, snapshot: &StateRecord, version: u64) -> InventoryChange {
+    /// its version moves (no digest made, no row compared); when the entry holds the tags of
+    /// that version's resources, only the instances of the resources whose tags are new are
+    /// built and sent, the store keeping the rest.
+    ///
+    /// # Errors
+    /// A storage fault reading the entry's tags.
+    pub(super) async fn change_over(
+        &self,
+        app: &App,
+        snapshot: &StateRecord,
+        version: u64,
+    ) -> Result<InventoryChange, Error> {
         let latest = snapshot.latest.as_ref().filter(|_| snapshot.is_visible());
-        match (&self.fingerprint, latest.and_then(|l| l.index.as_ref())) {
-            (Some(new), Some(kept)) if new == kept => InventoryChange::Keep { version },
-            _ => self.change(version),
+        let (Some(new), Some(kept), Some(found), Some(tags)) = (
+            &self.fingerprint,
+            latest.and_then(|l| l.index.as_ref()),
+            &self.found,
+            &self.tags,
+        ) else {
+            return Ok(self.change(version));
+        };
+        if new == kept {
+            return Ok(InventoryChange::Keep { version });
         }
+        let key = key_or_none(&self.key);
+        // The entry's tags are the latest version's when they give its fingerprint: an
+        // entry rebuilt under other rules, or left behind, is replaced whole.
+        let stored = app
+            .catalog
+            .resource_tags(&snapshot.org, &snapshot.name)
+            .await?
+            .filter(|stored| fingerprint(stored, key) == *kept);
+        let patch = stored.and_then(|stored| {
+            Some(InventoryPatch {
+                version,
+                tags: tags.as_slice().to_vec(),
+                instances: instances_of(found, tags, &stored, key)?,
+            })
+        });
+        Ok(patch.map_or_else(|| self.change(version), InventoryChange::Patch))
     }
 
     /// The index's entry of the document as `version`.
     pub(super) fn inventory(&self, version: u64) -> StateInventory {
         // Without resources there is nothing to digest, so no key: an empty document is
         // indexed (with no instances) all the same.
-        inventory_of(version, self.found.as_ref(), key_or_none(&self.key))
+        let found = self.found.as_ref().zip(self.tags.as_ref());
+        inventory_of(version, found, key_or_none(&self.key))
     }
 }
 

@@ -337,13 +337,14 @@ pub async fn write(
             ),
             Target::Replace { .. } => (WriteOutcome::Replaced { version }, Vec::new(), Vec::new()),
         };
+        let inventory = indexer.change_over(app, &snapshot, version).await?;
         let content = blob.content(body.len(), sha256.clone(), indexer.fingerprint());
         let applied = apply_write(&snapshot, plan, content, principal, now);
         let changes = takeover.into_commit(blob.add_to(Commit {
             version_marks,
             versions: vec![applied.version],
             doomed_blobs: applied.replaced_blob.into_iter().collect(),
-            inventory: Some(indexer.change_over(&snapshot, version)),
+            inventory: Some(inventory),
             audit,
             ..Commit::over(&snapshot, now, Some(applied.state))
         }));

@@ -4,9 +4,9 @@
 //! conditional on the state's revision, and one org never sees another's.
 
 use super::*;
-use hegemony_state::domain::inventory::{Instance, Mode, StateInventory};
+use hegemony_state::domain::inventory::{Instance, Mode, ResourceTag, StateInventory};
 use hegemony_state::ports::{
-    IndexedState, InventoryChange, InventoryKey, ResourceQuery, ResourceRow,
+    IndexedState, InventoryChange, InventoryKey, InventoryPatch, ResourceQuery, ResourceRow,
 };
 
 const AWS: &str = "registry.terraform.io/hashicorp/aws";
@@ -28,13 +28,25 @@ fn instance(address: &str, kind: &str, provider: &str, digest: Option<&str>) -> 
         resource_type: kind.into(),
         provider: provider.into(),
         digest: digest.map(str::to_owned),
+        resource: tag(address, digest),
     }
 }
 
-fn inventory(version: u64, instances: Vec<Instance>) -> StateInventory {
+/// One resource an instance: its tag stands for its fields.
+fn tag(address: &str, digest: Option<&str>) -> ResourceTag {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    (address, digest).hash(&mut hasher);
+    ResourceTag(hasher.finish())
+}
+
+/// An entry kept by resource: each instance its own.
+fn inventory(version: u64, mut instances: Vec<Instance>) -> StateInventory {
+    instances.sort_by(|a, b| a.address.cmp(&b.address));
     StateInventory {
         version,
         indexed: true,
+        tags: Some(instances.iter().map(|i| i.resource).collect()),
         instances,
     }
 }
@@ -279,6 +291,145 @@ pub async fn a_commit_that_keeps_the_entry_moves_only_its_version(f: Fixture) {
         f.catalog.resources("acme", &query(10)).await.unwrap().len(),
         3
     );
+}
+
+/// A save that changed a few resources sends only theirs: the rows of the resources whose
+/// tags the entry holds stay, those of the others go, and what it sends is added, as if
+/// the whole entry had been replaced. A store that keeps entries whole holds no tags, and
+/// a patch over an entry without tags leaves it listed as not indexed.
+pub async fn a_patch_keeps_the_rows_of_the_resources_still_there(f: Fixture) {
+    let (a, b, c) = (
+        instance("aws_s3_bucket.a", "aws_s3_bucket", AWS, Some("d-a")),
+        instance("aws_s3_bucket.b", "aws_s3_bucket", AWS, Some("d-b")),
+        instance("aws_s3_bucket.c", "aws_s3_bucket", AWS, Some("d-c")),
+    );
+    let record = indexed(
+        &f,
+        "acme",
+        "net",
+        inventory(1, vec![a.clone(), b.clone(), c.clone()]),
+    )
+    .await;
+    indexed(
+        &f,
+        "acme",
+        "app",
+        inventory(
+            1,
+            vec![instance(
+                "aws_s3_bucket.x",
+                "aws_s3_bucket",
+                AWS,
+                Some("d-c2"),
+            )],
+        ),
+    )
+    .await;
+    let stored = f.catalog.resource_tags("acme", "net").await.unwrap();
+    let changed = instance("aws_s3_bucket.c", "aws_s3_bucket", AWS, Some("d-c2"));
+    let added = instance("module.m.aws_s3_bucket.zed", "aws_s3_bucket", AWS, None);
+    let tags = vec![added.resource, a.resource, changed.resource];
+    let mut next = record.clone();
+    next.latest = Some(version(2, "b2"));
+    next.next_version = 3;
+    let mut c2 = commit(&next, record.revision, vec![version(2, "b2")]);
+    c2.inventory = Some(InventoryChange::Patch(InventoryPatch {
+        version: 2,
+        tags: tags.clone(),
+        instances: vec![changed, added],
+    }));
+    f.catalog.commit(c2).await.unwrap();
+    let entry = |entries: Vec<IndexedState>| entries.into_iter().find(|e| e.state == "net");
+    let Some(stored) = stored else {
+        assert_eq!(
+            entry(f.catalog.indexed_states("acme").await.unwrap()),
+            Some(IndexedState {
+                state: "net".into(),
+                version: 2,
+                indexed: false,
+                instances: 0,
+            })
+        );
+        return;
+    };
+    assert_eq!(
+        stored,
+        [a.resource, b.resource, c.resource],
+        "in the entry's order"
+    );
+    assert_eq!(
+        search(&f, query(10)).await,
+        [
+            "app:aws_s3_bucket.x",
+            "net:aws_s3_bucket.a",
+            "net:aws_s3_bucket.c",
+            "net:module.m.aws_s3_bucket.zed"
+        ]
+    );
+    let found = |q: &str| ResourceQuery {
+        q: Some(q.into()),
+        limit: 10,
+        ..ResourceQuery::default()
+    };
+    assert_eq!(
+        search(&f, found("BUCKET.ZED")).await,
+        ["net:module.m.aws_s3_bucket.zed"]
+    );
+    assert!(search(&f, found("bucket.b")).await.is_empty());
+    let conflicts = f.catalog.conflicts("acme", None).await.unwrap();
+    assert_eq!(
+        addresses(&conflicts[0]),
+        ["app:aws_s3_bucket.x", "net:aws_s3_bucket.c"]
+    );
+    assert_eq!(
+        entry(f.catalog.indexed_states("acme").await.unwrap()),
+        Some(IndexedState {
+            state: "net".into(),
+            version: 2,
+            indexed: true,
+            instances: 3,
+        })
+    );
+    assert_eq!(
+        f.catalog.resource_tags("acme", "net").await.unwrap(),
+        Some(tags)
+    );
+    // An entry replaced whole (no tags): a patch over it cannot be applied.
+    let whole = indexed(
+        &f,
+        "acme",
+        "whole",
+        StateInventory {
+            tags: None,
+            ..inventory(1, vec![a.clone()])
+        },
+    )
+    .await;
+    assert_eq!(
+        f.catalog.resource_tags("acme", "whole").await.unwrap(),
+        None
+    );
+    let mut next = whole.clone();
+    next.latest = Some(version(2, "b2"));
+    next.next_version = 3;
+    let mut c3 = commit(&next, whole.revision, vec![version(2, "b2")]);
+    c3.inventory = Some(InventoryChange::Patch(InventoryPatch {
+        version: 2,
+        tags: vec![a.resource],
+        instances: Vec::new(),
+    }));
+    f.catalog.commit(c3).await.unwrap();
+    let entries = f.catalog.indexed_states("acme").await.unwrap();
+    assert_eq!(
+        entries.iter().find(|e| e.state == "whole"),
+        Some(&IndexedState {
+            state: "whole".into(),
+            version: 2,
+            indexed: false,
+            instances: 0,
+        })
+    );
+    assert_eq!(search(&f, found("whole")).await, Vec::<String>::new());
 }
 
 pub async fn a_search_filters_and_pages_in_state_then_address_order(f: Fixture) {
@@ -579,6 +730,7 @@ pub async fn states_not_indexed_are_listed_and_counts_are_largest_first(f: Fixtu
             version: 1,
             indexed: false,
             instances: Vec::new(),
+            tags: None,
         },
     )
     .await;

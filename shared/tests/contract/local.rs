@@ -127,7 +127,7 @@ async fn an_older_catalog_opens_and_reads_as_before(older: &str) {
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 9, "brought up to date from: {older}");
+    assert_eq!(version, 10, "brought up to date from: {older}");
 }
 
 /// A catalog at schema 6 (trust policies, no protected states) opens, keeps its org's
@@ -177,7 +177,7 @@ async fn a_schema_6_catalog_gains_protected_states() {
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 9);
+    assert_eq!(version, 10);
 }
 
 /// A catalog at schema 7 (no inventory) opens at 9: its states are there, its index empty
@@ -213,6 +213,7 @@ async fn a_schema_7_catalog_gains_the_inventory() {
         version: 1,
         indexed: false,
         instances: Vec::new(),
+        tags: None,
     }));
     catalog.commit(c).await.unwrap();
     assert_eq!(catalog.indexed_states("acme").await.unwrap().len(), 1);
@@ -225,7 +226,7 @@ async fn a_schema_7_catalog_gains_the_inventory() {
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 9);
+    assert_eq!(version, 10);
 }
 
 /// A catalog at schema 8 (the inventory keyed by its addresses, without the row ids its
@@ -234,7 +235,7 @@ async fn a_schema_7_catalog_gains_the_inventory() {
 /// commit as on a new catalog.
 #[tokio::test]
 async fn a_schema_8_catalog_keeps_its_inventory_and_indexes_its_addresses() {
-    use hegemony_state::domain::inventory::{Instance, Mode, StateInventory};
+    use hegemony_state::domain::inventory::{Instance, Mode, ResourceTag, StateInventory};
     use hegemony_state::ports::{InventoryCatalog, InventoryChange, ResourceQuery, StateCatalog};
     let dir = tempfile::tempdir().unwrap();
     let mut record = StateRecord::fresh("acme", "net", "inc", NOW);
@@ -251,7 +252,11 @@ async fn a_schema_8_catalog_keeps_its_inventory_and_indexes_its_addresses() {
     rusqlite::Connection::open(&file)
         .unwrap()
         .execute_batch(
-            r#"DROP TABLE inventory; DROP TABLE inventory_text;
+            r#"DROP TABLE inventory; DROP TABLE inventory_text; DROP TABLE inventory_states;
+            CREATE TABLE inventory_states (
+                org TEXT NOT NULL, state TEXT NOT NULL, version INTEGER NOT NULL,
+                indexed INTEGER NOT NULL, instances INTEGER NOT NULL,
+                PRIMARY KEY (org, state)) WITHOUT ROWID;
             CREATE TABLE inventory (
                 org TEXT NOT NULL, state TEXT NOT NULL, address TEXT NOT NULL,
                 module TEXT NOT NULL, mode TEXT NOT NULL, type TEXT NOT NULL,
@@ -306,7 +311,9 @@ async fn a_schema_8_catalog_keeps_its_inventory_and_indexes_its_addresses() {
             resource_type: "aws_vpc".into(),
             provider: "registry.terraform.io/hashicorp/aws".into(),
             digest: Some("d2".into()),
+            resource: ResourceTag(1),
         }],
+        tags: Some(vec![ResourceTag(1)]),
     }));
     catalog.commit(c).await.unwrap();
     assert!(catalog
@@ -327,7 +334,7 @@ async fn a_schema_8_catalog_keeps_its_inventory_and_indexes_its_addresses() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 9);
+    assert_eq!(version, 10);
     let aside: i64 = conn
         .query_row(
             "SELECT count(*) FROM sqlite_schema WHERE name = 'inventory_8'",
@@ -336,4 +343,86 @@ async fn a_schema_8_catalog_keeps_its_inventory_and_indexes_its_addresses() {
         )
         .unwrap();
     assert_eq!(aside, 0, "the old table is gone");
+}
+
+/// A catalog at schema 9 (rows and entries without their resources' tags) opens at 10 with
+/// every row it held; its entries hold no tags, so a state's next save replaces its entry
+/// whole, after which the entry holds the tags it was sent.
+#[tokio::test]
+async fn a_schema_9_catalog_keeps_its_inventory_and_gains_the_resources_tags() {
+    use hegemony_state::domain::inventory::{Instance, Mode, ResourceTag, StateInventory};
+    use hegemony_state::ports::{InventoryCatalog, InventoryChange, ResourceQuery, StateCatalog};
+    let dir = tempfile::tempdir().unwrap();
+    let mut record = StateRecord::fresh("acme", "net", "inc", NOW);
+    record.latest = Some(version(1, "b1"));
+    record.next_version = 2;
+    let row = |address: &str, tag: u64| Instance {
+        address: address.into(),
+        module: String::new(),
+        mode: Mode::Managed,
+        resource_type: "aws_vpc".into(),
+        provider: "registry.terraform.io/hashicorp/aws".into(),
+        digest: None,
+        resource: ResourceTag(tag),
+    };
+    {
+        let (catalog, _) = local::open(dir.path()).unwrap();
+        let mut c = commit(&record, 0, vec![version(1, "b1")]);
+        c.inventory = Some(InventoryChange::Replace(StateInventory {
+            version: 1,
+            indexed: true,
+            instances: vec![row("aws_vpc.a", 1), row("aws_vpc.b", 2)],
+            tags: Some(vec![ResourceTag(1), ResourceTag(2)]),
+        }));
+        catalog.commit(c).await.unwrap();
+    }
+    let file = dir.path().join(local::CATALOG_FILE);
+    rusqlite::Connection::open(&file)
+        .unwrap()
+        .execute_batch(
+            "DROP INDEX inventory_by_resource;
+             ALTER TABLE inventory DROP COLUMN resource;
+             ALTER TABLE inventory_states DROP COLUMN tags;
+             PRAGMA user_version = 9;",
+        )
+        .unwrap();
+    let (catalog, _) = local::open(dir.path()).unwrap();
+    let all = ResourceQuery {
+        limit: 10,
+        ..ResourceQuery::default()
+    };
+    let addresses = |rows: Vec<hegemony_state::ports::ResourceRow>| {
+        rows.into_iter().map(|r| r.address).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        addresses(catalog.resources("acme", &all).await.unwrap()),
+        ["aws_vpc.a", "aws_vpc.b"]
+    );
+    assert_eq!(catalog.resource_tags("acme", "net").await.unwrap(), None);
+    let stored = catalog.state("acme", "net").await.unwrap().unwrap();
+    let mut c = commit(&stored, stored.revision, vec![]);
+    c.inventory = Some(InventoryChange::Replace(StateInventory {
+        version: 1,
+        indexed: true,
+        instances: vec![row("aws_vpc.a", 1), row("aws_vpc.c", 3)],
+        tags: Some(vec![ResourceTag(1), ResourceTag(3)]),
+    }));
+    catalog.commit(c).await.unwrap();
+    assert_eq!(
+        addresses(catalog.resources("acme", &all).await.unwrap()),
+        ["aws_vpc.a", "aws_vpc.c"]
+    );
+    assert_eq!(
+        catalog.resource_tags("acme", "net").await.unwrap(),
+        Some(vec![ResourceTag(1), ResourceTag(3)])
+    );
+    assert_eq!(
+        catalog.indexed_states("acme").await.unwrap()[0].instances,
+        2
+    );
+    let version: i64 = rusqlite::Connection::open(&file)
+        .unwrap()
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 10);
 }

@@ -7,7 +7,8 @@
 //! shorter entry leaves the chunks past its count behind, and every read ignores them (the
 //! head says how many count), so no commit reads the entry it replaces. A removal deletes
 //! the head, and what is left is ignored as well. Reads Query the org's partition and filter
-//! in memory.
+//! in memory. No entry keeps its resources' tags: a save here sends its whole entry, as
+//! patching one would read it back first.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -17,7 +18,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, TransactWriteItem,
 
 use super::catalog::DynamoCatalog;
 use super::items::*;
-use crate::domain::inventory::{Instance, StateInventory};
+use crate::domain::inventory::{Instance, ResourceTag, StateInventory};
 use crate::domain::record::StateRecord;
 use crate::ports::{
     conflicts_among, IndexedState, InventoryCatalog, InventoryChange, InventoryCounts,
@@ -124,6 +125,18 @@ impl DynamoCatalog {
         match change {
             InventoryChange::Replace(inventory) => self.inventory_puts(org, state, inventory),
             InventoryChange::Keep { version } => vec![self.inventory_keep(org, state, *version)],
+            // Entries here hold no tags (`resource_tags`), so a patch has nothing to apply
+            // to: the entry is left not indexed, as the port says of one without tags.
+            InventoryChange::Patch(patch) => self.inventory_puts(
+                org,
+                state,
+                &StateInventory {
+                    version: patch.version,
+                    indexed: false,
+                    instances: Vec::new(),
+                    tags: None,
+                },
+            ),
             InventoryChange::Remove => {
                 vec![self.delete(key(inventory_pk(org), chunk_sk(state, 0)))]
             }
@@ -178,6 +191,7 @@ impl DynamoCatalog {
                     version: number(head, VERSION)?,
                     indexed,
                     instances,
+                    tags: None,
                 },
             );
         }
@@ -245,6 +259,17 @@ impl InventoryCatalog for DynamoCatalog {
 
     async fn inventory_counts(&self, org: &str) -> Result<InventoryCounts, StoreError> {
         Ok(InventoryCounts::of(self.entries(org).await?.values()))
+    }
+
+    /// None: an entry here is one compressed whole, which a patch would have to read back
+    /// and write again, where a save's commit writes it without reading (a read costs more
+    /// on this store than building the entry does).
+    async fn resource_tags(
+        &self,
+        _org: &str,
+        _state: &str,
+    ) -> Result<Option<Vec<ResourceTag>>, StoreError> {
+        Ok(None)
     }
 
     async fn put_inventory(

@@ -11,7 +11,10 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection, OpenFlags, TransactionBehavior};
 
-use super::tables::{sql_error, to_json, INVENTORY_ASIDE, INVENTORY_BACK, SCHEMA, SCHEMA_VERSION};
+use super::tables::{
+    sql_error, to_json, ENTRY_TAGS, INVENTORY_ASIDE, INVENTORY_BACK, ROW_RESOURCES, SCHEMA,
+    SCHEMA_VERSION,
+};
 use crate::ports::{AuditEntry, StoreError};
 
 /// How long a writer waits for another process's transaction before giving up (a 503 with
@@ -200,7 +203,8 @@ fn open_read_only(path: &Path) -> Result<Connection, rusqlite::Error> {
 }
 
 /// Creates the tables, or those an older catalog (at `version`) lacks, in WAL mode, which
-/// lets readers proceed during a write; one at 8 has its inventory reshaped too.
+/// lets readers proceed during a write; one at 8 has its inventory reshaped too, and one at 8
+/// or 9 gains the columns of the resources' tags.
 fn set_up(conn: &mut Connection, version: i64) -> Result<(), rusqlite::Error> {
     let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
@@ -212,6 +216,12 @@ fn set_up(conn: &mut Connection, version: i64) -> Result<(), rusqlite::Error> {
     let reshape = version == 8;
     if reshape {
         tx.execute_batch(INVENTORY_ASIDE)?;
+    }
+    if version == 9 {
+        tx.execute_batch(ROW_RESOURCES)?;
+    }
+    if matches!(version, 8 | 9) {
+        tx.execute_batch(ENTRY_TAGS)?;
     }
     tx.execute_batch(SCHEMA)?;
     if reshape {

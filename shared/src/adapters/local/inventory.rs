@@ -1,10 +1,12 @@
 //! The inventory in SQLite: one row of `inventory` per instance, unique by (org, state,
 //! address) so a search walks that key's index in the order it answers in and stops at its
 //! limit, with indexes by type, provider and module in that same order beneath them, and by
-//! digest for the conflicts; `inventory_text`, a trigram index of the addresses by row id,
-//! from which a substring that few addresses hold is found without reading the others; one
-//! row of `inventory_states` per state indexed, with its version. A commit writes the rows
-//! of its state that changed inside its own transaction (`change_inventory`).
+//! digest for the conflicts, and by its resource's tag within its state; `inventory_text`, a
+//! trigram index of the addresses by row id, from which a substring that few addresses hold
+//! is found without reading the others; one row of `inventory_states` per state indexed,
+//! with its version and its resources' tags (8 bytes each, in their document's order). A
+//! commit writes the rows of the resources of its state that changed inside its own
+//! transaction (`change_inventory`), found by comparing tags: no row is read to find them.
 
 use async_trait::async_trait;
 
@@ -13,50 +15,180 @@ use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Transact
 
 use super::tables::{from_json, sql_error};
 use super::SqliteCatalog;
-use crate::domain::inventory::{Instance, Mode, StateInventory};
+use crate::domain::inventory::{Instance, Mode, ResourceTag, StateInventory, TagSet};
 use crate::domain::record::StateRecord;
 use crate::ports::{
     conflict_groups, provider_matches, IndexedState, InventoryCatalog, InventoryChange,
-    InventoryCounts, ResourceQuery, ResourceRow, StoreError,
+    InventoryCounts, InventoryPatch, ResourceQuery, ResourceRow, StoreError,
 };
 
-/// Replaces, keeps or removes one state's rows, on the commit's transaction. Only the rows that
-/// differ are written: a save changes a few of a state's resources, if any, and a row holds
-/// nothing that changes with the version (that is kept once, in `inventory_states`), so a
-/// save of a big state that changed nothing indexed writes one row, not thousands.
+/// Replaces, patches, keeps or removes one state's rows, on the commit's transaction. Only
+/// the rows of resources that changed are written: a save changes a few of a state's
+/// resources, if any, and a row holds nothing that changes with the version (that is kept
+/// once, in `inventory_states`), so a save of a big state that changed one resource writes
+/// that resource's rows and its entry, not thousands of rows.
 pub(super) fn change_inventory(
     conn: &Connection,
     org: &str,
     state: &str,
     change: &InventoryChange,
 ) -> Result<(), StoreError> {
-    let inventory = match change {
-        InventoryChange::Replace(inventory) => inventory,
-        InventoryChange::Keep { version } => return keep_inventory(conn, org, state, *version),
-        InventoryChange::Remove => return remove_inventory(conn, org, state),
+    match change {
+        InventoryChange::Replace(inventory) => replace_inventory(conn, org, state, inventory),
+        InventoryChange::Patch(patch) => patch_inventory(conn, org, state, patch),
+        InventoryChange::Keep { version } => keep_inventory(conn, org, state, *version),
+        InventoryChange::Remove => remove_inventory(conn, org, state),
+    }
+}
+
+/// A whole entry: swapped resource by resource when both it and the stored entry are kept
+/// by resource, else every row replaced.
+fn replace_inventory(
+    conn: &Connection,
+    org: &str,
+    state: &str,
+    inventory: &StateInventory,
+) -> Result<(), StoreError> {
+    let stored = match &inventory.tags {
+        Some(_) => stored_tags(conn, org, state)?,
+        None => None,
     };
-    let diff = differences(conn, org, state, &inventory.instances)?;
-    for (id, i) in diff.changed {
-        conn.prepare_cached(
-            "UPDATE inventory SET module = ?2, mode = ?3, type = ?4, provider = ?5, digest = ?6
-             WHERE id = ?1",
+    let count = match (&inventory.tags, stored) {
+        (Some(tags), Some((kept, count))) => {
+            swap_resources(conn, org, state, count, &kept, tags, &inventory.instances)?
+        }
+        _ => {
+            remove_rows(conn, org, state)?;
+            let mut count = 0;
+            for instance in &inventory.instances {
+                count += insert_row(conn, org, state, instance)?;
+            }
+            count
+        }
+    };
+    put_entry(
+        conn,
+        org,
+        state,
+        inventory.version,
+        inventory.indexed,
+        inventory.tags.as_deref(),
+        count,
+    )
+}
+
+/// A save's patch over an entry kept by resource; one that is not is left not indexed.
+fn patch_inventory(
+    conn: &Connection,
+    org: &str,
+    state: &str,
+    patch: &InventoryPatch,
+) -> Result<(), StoreError> {
+    match stored_tags(conn, org, state)? {
+        Some((kept, count)) => {
+            let count = swap_resources(
+                conn,
+                org,
+                state,
+                count,
+                &kept,
+                &patch.tags,
+                &patch.instances,
+            )?;
+            put_entry(
+                conn,
+                org,
+                state,
+                patch.version,
+                true,
+                Some(&patch.tags),
+                count,
+            )
+        }
+        None => {
+            remove_rows(conn, org, state)?;
+            put_entry(conn, org, state, patch.version, false, None, 0)
+        }
+    }
+}
+
+/// The tags and instance count of the state's entry, when it is kept by resource.
+fn stored_tags(
+    conn: &Connection,
+    org: &str,
+    state: &str,
+) -> Result<Option<(Vec<ResourceTag>, u64)>, StoreError> {
+    let stored: Option<(Vec<u8>, u64)> = conn
+        .prepare_cached(
+            "SELECT tags, instances FROM inventory_states
+             WHERE org = ?1 AND state = ?2 AND indexed AND tags IS NOT NULL",
         )
         .and_then(|mut s| {
-            s.execute(params![
-                id,
-                i.module,
-                mode_text(i.mode),
-                i.resource_type,
-                i.provider,
-                i.digest
-            ])
+            s.query_row(params![org, state], |row| Ok((row.get(0)?, row.get(1)?)))
+                .optional()
         })
         .map_err(sql_error)?;
+    stored
+        .map(|(bytes, count)| Ok((tags_of_bytes(&bytes, state)?, count)))
+        .transpose()
+}
+
+/// Drops the rows of the resources in `kept` that `tags` lacks, adds those of `instances`
+/// whose resources `kept` lacks, and says how many rows the state has after (`count`
+/// before).
+fn swap_resources(
+    conn: &Connection,
+    org: &str,
+    state: &str,
+    mut count: u64,
+    kept: &[ResourceTag],
+    tags: &[ResourceTag],
+    instances: &[Instance],
+) -> Result<u64, StoreError> {
+    let now = TagSet::of(tags);
+    if kept.iter().all(|t| !now.contains(*t)) {
+        // Every resource changed (renamed, or the rules or the key did): one sweep of the
+        // state's rows rather than one a resource.
+        remove_rows(conn, org, state)?;
+        count = 0;
+    } else {
+        let mut gone: Vec<ResourceTag> =
+            kept.iter().copied().filter(|t| !now.contains(*t)).collect();
+        gone.sort_unstable();
+        gone.dedup();
+        for tag in gone {
+            conn.prepare_cached(
+                "DELETE FROM inventory_text WHERE rowid IN
+                   (SELECT id FROM inventory WHERE org = ?1 AND state = ?2 AND resource = ?3)",
+            )
+            .and_then(|mut s| s.execute(params![org, state, column(tag)]))
+            .map_err(sql_error)?;
+            let deleted = conn
+                .prepare_cached(
+                    "DELETE FROM inventory WHERE org = ?1 AND state = ?2 AND resource = ?3",
+                )
+                .and_then(|mut s| s.execute(params![org, state, column(tag)]))
+                .map_err(sql_error)?;
+            count = count.saturating_sub(deleted as u64);
+        }
     }
-    for i in diff.added {
-        conn.prepare_cached(
-            "INSERT INTO inventory (org, state, address, module, mode, type, provider, digest)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    let kept = TagSet::of(kept);
+    for instance in instances.iter().filter(|i| !kept.contains(i.resource)) {
+        count += insert_row(conn, org, state, instance)?;
+    }
+    Ok(count)
+}
+
+/// Adds one instance's row and its address's trigrams; 1, or 0 when a row of another
+/// resource holds its address (only a malformed document names one address twice; the
+/// row there stays).
+fn insert_row(conn: &Connection, org: &str, state: &str, i: &Instance) -> Result<u64, StoreError> {
+    let added = conn
+        .prepare_cached(
+            "INSERT INTO inventory
+               (org, state, address, module, mode, type, provider, digest, resource)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+             ON CONFLICT (org, state, address) DO NOTHING",
         )
         .and_then(|mut s| {
             s.execute(params![
@@ -68,38 +200,57 @@ pub(super) fn change_inventory(
                 i.resource_type,
                 i.provider,
                 i.digest,
+                column(i.resource),
             ])
         })
         .map_err(sql_error)?;
-        conn.prepare_cached("INSERT INTO inventory_text (rowid, address) VALUES (?1, ?2)")
-            .and_then(|mut s| s.execute(params![conn.last_insert_rowid(), i.address]))
-            .map_err(sql_error)?;
+    if added == 0 {
+        return Ok(0);
     }
-    for id in diff.gone {
-        for sql in [
-            "DELETE FROM inventory WHERE id = ?1",
-            "DELETE FROM inventory_text WHERE rowid = ?1",
-        ] {
-            conn.prepare_cached(sql)
-                .and_then(|mut s| s.execute(params![id]))
-                .map_err(sql_error)?;
-        }
-    }
+    conn.prepare_cached("INSERT INTO inventory_text (rowid, address) VALUES (?1, ?2)")
+        .and_then(|mut s| s.execute(params![conn.last_insert_rowid(), i.address]))
+        .map_err(sql_error)?;
+    Ok(1)
+}
+
+/// Writes the state's entry: its version, whether indexed, its tags and its row count.
+fn put_entry(
+    conn: &Connection,
+    org: &str,
+    state: &str,
+    version: u64,
+    indexed: bool,
+    tags: Option<&[ResourceTag]>,
+    count: u64,
+) -> Result<(), StoreError> {
+    let tags: Option<Vec<u8>> = tags.map(|t| t.iter().flat_map(|t| t.0.to_le_bytes()).collect());
     conn.prepare_cached(
-        "INSERT OR REPLACE INTO inventory_states (org, state, version, indexed, instances)
-         VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT OR REPLACE INTO inventory_states (org, state, version, indexed, instances, tags)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )
-    .and_then(|mut s| {
-        s.execute(params![
-            org,
-            state,
-            inventory.version,
-            inventory.indexed,
-            inventory.instances.len() as u64
-        ])
-    })
+    .and_then(|mut s| s.execute(params![org, state, version, indexed, count, tags]))
     .map_err(sql_error)?;
     Ok(())
+}
+
+/// A tag as its column holds it: SQLite's integers are signed, so the bits are kept as
+/// they are, reinterpreted.
+fn column(tag: ResourceTag) -> i64 {
+    tag.0 as i64
+}
+
+/// The tags an entry's `tags` column holds: 8 bytes each, little-endian.
+fn tags_of_bytes(bytes: &[u8], state: &str) -> Result<Vec<ResourceTag>, StoreError> {
+    if !bytes.len().is_multiple_of(8) {
+        return Err(StoreError::Corrupt(format!(
+            "catalog: the inventory tags of state {state} are {} bytes, not a multiple of 8",
+            bytes.len()
+        )));
+    }
+    Ok(bytes
+        .chunks_exact(8)
+        .map(|b| ResourceTag(u64::from_le_bytes(b.try_into().expect("8 bytes"))))
+        .collect())
 }
 
 /// A save that leaves the instances as they are: only the entry's version moves. A missing
@@ -120,13 +271,12 @@ fn keep_inventory(
     Ok(())
 }
 
-/// A state gone: its rows, their text and its entry.
-fn remove_inventory(conn: &Connection, org: &str, state: &str) -> Result<(), StoreError> {
+/// A state's rows and their text.
+fn remove_rows(conn: &Connection, org: &str, state: &str) -> Result<(), StoreError> {
     for sql in [
         "DELETE FROM inventory_text WHERE rowid IN
            (SELECT id FROM inventory WHERE org = ?1 AND state = ?2)",
         "DELETE FROM inventory WHERE org = ?1 AND state = ?2",
-        "DELETE FROM inventory_states WHERE org = ?1 AND state = ?2",
     ] {
         conn.prepare_cached(sql)
             .and_then(|mut s| s.execute(params![org, state]))
@@ -135,73 +285,13 @@ fn remove_inventory(conn: &Connection, org: &str, state: &str) -> Result<(), Sto
     Ok(())
 }
 
-/// How a state's stored rows differ from `instances`: rows whose address is kept but whose
-/// other fields changed, instances whose address is new, and rows whose address is gone.
-struct Differences<'a> {
-    changed: Vec<(i64, &'a Instance)>,
-    added: Vec<&'a Instance>,
-    gone: Vec<i64>,
-}
-
-/// Walks the state's rows in address order (its unique index's order, bytewise as Rust
-/// orders strings) beside `instances` in the same order, comparing each row where it lies:
-/// no row is copied out, so a save of a big state that changed a few instances reads its
-/// rows once and allocates for the few.
-fn differences<'a>(
-    conn: &Connection,
-    org: &str,
-    state: &str,
-    instances: &'a [Instance],
-) -> Result<Differences<'a>, StoreError> {
-    let mut ordered: Vec<&Instance> = instances.iter().collect();
-    // An entry is made in address order (`inventory_of`); one that is not is put in it.
-    if !ordered.is_sorted_by(|a, b| a.address < b.address) {
-        ordered.sort_by(|a, b| a.address.cmp(&b.address));
-        ordered.dedup_by(|later, earlier| later.address == earlier.address);
-    }
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT id, address, module, mode, type, provider, digest FROM inventory
-             WHERE org = ?1 AND state = ?2 ORDER BY address",
-        )
+/// A state gone: its rows, their text and its entry.
+fn remove_inventory(conn: &Connection, org: &str, state: &str) -> Result<(), StoreError> {
+    remove_rows(conn, org, state)?;
+    conn.prepare_cached("DELETE FROM inventory_states WHERE org = ?1 AND state = ?2")
+        .and_then(|mut s| s.execute(params![org, state]))
         .map_err(sql_error)?;
-    let mut rows = stmt.query(params![org, state]).map_err(sql_error)?;
-    let mut new = ordered.into_iter().peekable();
-    let mut diff = Differences {
-        changed: Vec::new(),
-        added: Vec::new(),
-        gone: Vec::new(),
-    };
-    while let Some(row) = rows.next().map_err(sql_error)? {
-        let text = |n: usize| {
-            row.get_ref(n)
-                .and_then(|v| Ok(v.as_str()?))
-                .map_err(sql_error)
-        };
-        let id: i64 = row.get(0).map_err(sql_error)?;
-        let address = text(1)?;
-        while let Some(i) = new.next_if(|i| i.address.as_str() < address) {
-            diff.added.push(i);
-        }
-        let Some(i) = new.next_if(|i| i.address == address) else {
-            diff.gone.push(id);
-            continue;
-        };
-        let digest = row
-            .get_ref(6)
-            .and_then(|v| Ok(v.as_str_or_null()?))
-            .map_err(sql_error)?;
-        let same = text(2)? == i.module
-            && mode_of(text(3)?)? == i.mode
-            && text(4)? == i.resource_type
-            && text(5)? == i.provider
-            && digest == i.digest.as_deref();
-        if !same {
-            diff.changed.push((id, i));
-        }
-    }
-    diff.added.extend(new);
-    Ok(diff)
+    Ok(())
 }
 
 fn mode_text(mode: Mode) -> &'static str {
@@ -496,6 +586,16 @@ impl InventoryCatalog for SqliteCatalog {
         self.read(move |conn| counts(conn, &org)).await
     }
 
+    async fn resource_tags(
+        &self,
+        org: &str,
+        state: &str,
+    ) -> Result<Option<Vec<ResourceTag>>, StoreError> {
+        let (org, state) = (org.to_owned(), state.to_owned());
+        self.read(move |conn| Ok(stored_tags(conn, &org, &state)?.map(|(tags, _)| tags)))
+            .await
+    }
+
     async fn put_inventory(
         &self,
         org: &str,
@@ -561,7 +661,8 @@ mod tests {
     }
 
     /// The text index holds a row id for every row and no other, through additions,
-    /// changes in place, removals and a state's removal.
+    /// changes, removals and a state's removal, and a resource that did not change keeps
+    /// its row.
     #[test]
     fn the_text_index_holds_every_row_and_no_other() {
         let conn = Connection::open_in_memory().unwrap();
@@ -572,21 +673,30 @@ mod tests {
             rows.map(Result::unwrap).collect()
         };
         let replace = |rows: &[(&str, Option<&str>)]| {
+            // One resource an instance, its tag standing for its fields.
+            let tag = |row: &(&str, Option<&str>)| {
+                use std::hash::{Hash, Hasher};
+                let mut hasher = std::hash::DefaultHasher::new();
+                row.hash(&mut hasher);
+                ResourceTag(hasher.finish())
+            };
             let instances = rows
                 .iter()
-                .map(|(address, digest)| Instance {
-                    address: (*address).into(),
+                .map(|row| Instance {
+                    address: row.0.into(),
                     module: String::new(),
                     mode: Mode::Managed,
                     resource_type: "aws_vpc".into(),
                     provider: "registry.terraform.io/hashicorp/aws".into(),
-                    digest: digest.map(str::to_owned),
+                    digest: row.1.map(str::to_owned),
+                    resource: tag(row),
                 })
                 .collect();
             let inventory = StateInventory {
                 version: 1,
                 indexed: true,
                 instances,
+                tags: Some(rows.iter().map(tag).collect()),
             };
             change_inventory(&conn, "acme", "net", &InventoryChange::Replace(inventory)).unwrap();
         };
@@ -602,7 +712,7 @@ mod tests {
             ("aws_vpc.c", None),
         ]);
         agree();
-        let before = ids("SELECT id FROM inventory WHERE address = 'aws_vpc.a'");
+        let before = ids("SELECT id FROM inventory WHERE address = 'aws_vpc.c'");
         replace(&[
             ("aws_vpc.a", Some("d")),
             ("aws_vpc.c", None),
@@ -610,10 +720,18 @@ mod tests {
         ]);
         agree();
         assert_eq!(
-            ids("SELECT id FROM inventory WHERE address = 'aws_vpc.a'"),
+            ids("SELECT id FROM inventory WHERE address = 'aws_vpc.c'"),
             before,
-            "a changed row keeps its id"
+            "an unchanged resource keeps its row"
         );
+        let digests: Vec<Option<String>> = conn
+            .prepare("SELECT digest FROM inventory ORDER BY address")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(digests, [Some("d".to_owned()), None, None]);
         let matching = |q: &str| {
             ids(&format!(
                 "SELECT rowid FROM inventory_text WHERE inventory_text MATCH '{}'",

@@ -67,19 +67,21 @@ CREATE TABLE IF NOT EXISTS inventory (
     id INTEGER PRIMARY KEY,
     org TEXT NOT NULL, state TEXT NOT NULL, address TEXT NOT NULL, module TEXT NOT NULL,
     mode TEXT NOT NULL, type TEXT NOT NULL, provider TEXT NOT NULL, digest TEXT,
+    resource INTEGER,
     UNIQUE (org, state, address));
 CREATE INDEX IF NOT EXISTS inventory_by_type ON inventory (org, type, state, address);
 CREATE INDEX IF NOT EXISTS inventory_by_provider ON inventory (org, provider, state, address);
 CREATE INDEX IF NOT EXISTS inventory_by_module ON inventory (org, module, state, address);
 CREATE INDEX IF NOT EXISTS inventory_by_digest ON inventory (org, digest, state)
     WHERE digest IS NOT NULL;
+CREATE INDEX IF NOT EXISTS inventory_by_resource ON inventory (org, state, resource);
 CREATE TABLE IF NOT EXISTS inventory_states (
     org TEXT NOT NULL, state TEXT NOT NULL, version INTEGER NOT NULL, indexed INTEGER NOT NULL,
-    instances INTEGER NOT NULL,
+    instances INTEGER NOT NULL, tags BLOB,
     PRIMARY KEY (org, state)) WITHOUT ROWID;
 CREATE VIRTUAL TABLE IF NOT EXISTS inventory_text USING fts5(
     address, content='', contentless_delete=1, tokenize='trigram', detail='none');
-PRAGMA user_version = 9;
+PRAGMA user_version = 10;
 ";
 
 /// The `user_version` of a catalog that `SCHEMA` made: one at it needs no write to open.
@@ -91,10 +93,20 @@ PRAGMA user_version = 9;
 /// orgs' protected-state rules (a table of its own, so the step is one `CREATE TABLE` and
 /// touches no row); 8 added `inventory` and `inventory_states`, the resource index (empty
 /// after the step: `index rebuild` fills it); 9 gave `inventory` a rowid (`id`) and added
-/// `inventory_text`, a trigram index of its addresses by that rowid (see [`INVENTORY_ASIDE`]).
-/// Every table is created if missing, so a catalog of any older version gains all it lacks in
-/// one pass.
-pub(super) const SCHEMA_VERSION: i64 = 9;
+/// `inventory_text`, a trigram index of its addresses by that rowid (see [`INVENTORY_ASIDE`]);
+/// 10 gave each row the tag of its resource (`resource`, indexed by state) and each entry its
+/// resources' tags (`tags`), so a save writes only the rows of the resources it changed (see
+/// [`ENTRY_TAGS`]). Every table is created if missing, so a catalog of any older version gains
+/// all it lacks in one pass.
+pub(super) const SCHEMA_VERSION: i64 = 10;
+
+/// What a catalog at 8 or 9 lacks that creating what is missing cannot add: a column of a
+/// table it has. Entries without tags (every one, after the step) are replaced whole by their
+/// state's next save, which gives them tags.
+pub(super) const ENTRY_TAGS: &str = "ALTER TABLE inventory_states ADD COLUMN tags BLOB;";
+
+/// As [`ENTRY_TAGS`], for a catalog at 9 (one at 8 has its rows' table made anew).
+pub(super) const ROW_RESOURCES: &str = "ALTER TABLE inventory ADD COLUMN resource INTEGER;";
 
 /// The one step creating what is missing cannot take: a catalog at 8 holds `inventory`
 /// without the rowid its addresses' index is keyed by. Before `SCHEMA` runs, that table is

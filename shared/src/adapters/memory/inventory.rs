@@ -1,10 +1,12 @@
 //! The inventory in memory: each state's entry whole, under the one lock, searched by
 //! walking the org's entries in name order.
 
+use std::collections::HashSet;
+
 use async_trait::async_trait;
 
 use super::{Inner, MemoryStore};
-use crate::domain::inventory::StateInventory;
+use crate::domain::inventory::{ResourceTag, StateInventory, TagSet};
 use crate::ports::{
     conflicts_among, IndexedState, InventoryCatalog, InventoryChange, InventoryCounts,
     ResourceQuery, ResourceRow, StoreError,
@@ -27,17 +29,57 @@ impl Inner {
                 self.inventory.insert(key, inventory.clone());
             }
             InventoryChange::Keep { version } => {
-                let entry = self.inventory.entry(key).or_insert(StateInventory {
-                    version: *version,
-                    indexed: false,
-                    instances: Vec::new(),
-                });
+                let entry = self
+                    .inventory
+                    .entry(key)
+                    .or_insert_with(|| not_indexed(*version));
                 entry.version = *version;
+            }
+            InventoryChange::Patch(patch) => {
+                let entry = self
+                    .inventory
+                    .entry(key)
+                    .or_insert_with(|| not_indexed(patch.version));
+                match &entry.tags {
+                    Some(kept) => {
+                        let kept = TagSet::of(kept);
+                        let now = TagSet::of(&patch.tags);
+                        entry.instances.retain(|i| now.contains(i.resource));
+                        let mut addresses: HashSet<String> =
+                            entry.instances.iter().map(|i| i.address.clone()).collect();
+                        // An address a kept row holds stays that row's, as the other stores
+                        // keep it.
+                        entry.instances.extend(
+                            patch
+                                .instances
+                                .iter()
+                                .filter(|i| {
+                                    !kept.contains(i.resource)
+                                        && addresses.insert(i.address.clone())
+                                })
+                                .cloned(),
+                        );
+                        entry.instances.sort_by(|a, b| a.address.cmp(&b.address));
+                        entry.version = patch.version;
+                        entry.tags = Some(patch.tags.clone());
+                    }
+                    None => *entry = not_indexed(patch.version),
+                }
             }
             InventoryChange::Remove => {
                 self.inventory.remove(&key);
             }
         }
+    }
+}
+
+/// An entry listed as not indexed at `version`, for `index rebuild` to fill.
+fn not_indexed(version: u64) -> StateInventory {
+    StateInventory {
+        version,
+        indexed: false,
+        instances: Vec::new(),
+        tags: None,
     }
 }
 
@@ -87,6 +129,18 @@ impl InventoryCatalog for MemoryStore {
         Ok(InventoryCounts::of(
             self.lock().entries(org).map(|(_, inventory)| inventory),
         ))
+    }
+
+    async fn resource_tags(
+        &self,
+        org: &str,
+        state: &str,
+    ) -> Result<Option<Vec<ResourceTag>>, StoreError> {
+        Ok(self
+            .lock()
+            .inventory
+            .get(&(org.to_owned(), state.to_owned()))
+            .and_then(|entry| entry.tags.clone()))
     }
 
     async fn put_inventory(

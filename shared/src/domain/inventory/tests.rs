@@ -6,8 +6,13 @@ use crate::domain::document::sniff_resources;
 const KEY: [u8; 32] = [7; 32];
 
 fn index(doc: &str) -> StateInventory {
+    index_under(doc, &KEY)
+}
+
+fn index_under(doc: &str, key: &[u8; 32]) -> StateInventory {
     let (_, found) = sniff_resources(doc.as_bytes()).unwrap();
-    inventory_of(3, found.as_ref(), &KEY)
+    let tags = found.as_ref().map(|f| tags_of(f, key));
+    inventory_of(3, found.as_ref().zip(tags.as_ref()), key)
 }
 
 fn state(resources: &str) -> String {
@@ -86,12 +91,7 @@ fn the_digest_is_keyed_and_covers_the_type() {
             r#"{{"mode":"managed","type":"{kind}","name":"n","provider":"{AWS}","instances":[{{"attributes":{{"id":"same"}}}}]}}"#
         ))
     };
-    let (_, found) = sniff_resources(doc("t").as_bytes()).unwrap();
-    let under = |key: [u8; 32]| {
-        inventory_of(1, found.as_ref(), &key).instances[0]
-            .digest
-            .clone()
-    };
+    let under = |key: [u8; 32]| index_under(&doc("t"), &key).instances[0].digest.clone();
     assert_ne!(under(KEY), under([8; 32]));
     assert_ne!(
         index(&doc("t")).instances[0].digest,
@@ -208,7 +208,7 @@ fn the_fingerprint_moves_with_what_the_index_keeps_and_with_nothing_else() {
     };
     let of = |doc: String, key: [u8; 32]| {
         let (_, found) = sniff_resources(doc.as_bytes()).unwrap();
-        fingerprint(found.as_ref(), &key).unwrap()
+        fingerprint(tags_of(&found.unwrap(), &key).as_slice(), &key)
     };
     let base = of(doc(1, "0", "i-1", AWS, "a"), KEY);
     assert_eq!(base.len(), 64);
@@ -222,7 +222,100 @@ fn the_fingerprint_moves_with_what_the_index_keeps_and_with_nothing_else() {
         assert_ne!(base, of(other.clone(), KEY), "{other}");
     }
     assert_ne!(base, of(doc(1, "0", "i-1", AWS, "a"), [8; 32]));
-    let encrypted = br#"{"encryption_version":"v0","serial":1,"lineage":"l","payload":"x"}"#;
-    let (_, found) = sniff_resources(encrypted).unwrap();
-    assert_eq!(fingerprint(found.as_ref(), &KEY), None);
+}
+
+fn tags(doc: &str) -> (Found, ResourceTags) {
+    let (_, found) = sniff_resources(doc.as_bytes()).unwrap();
+    let found = found.unwrap();
+    let tags = tags_of(&found, &KEY);
+    (found, tags)
+}
+
+fn resource(name: &str, id: &str) -> String {
+    format!(
+        r#"{{"mode":"managed","type":"aws_s3_bucket","name":"{name}","provider":"{AWS}","instances":[{{"index_key":0,"attributes":{{"id":"{id}"}}}},{{"index_key":1}}]}}"#
+    )
+}
+
+/// A resource's tag is its own: the same wherever it lies and whatever lies beside it, and
+/// another for any field the inventory reads of it, or under another org's key.
+#[test]
+fn a_tag_belongs_to_its_resource_alone() {
+    let (a, b, c) = (resource("a", "x"), resource("b", "y"), resource("c", "z"));
+    let first = tags(&state(&format!("{a},{b}"))).1.as_slice().to_vec();
+    let second = tags(&state(&format!("{c},{b},{a}"))).1.as_slice().to_vec();
+    assert_eq!(first.len(), 2);
+    assert_eq!((first[0], first[1]), (second[2], second[1]));
+    assert_ne!(second[0], first[0]);
+    let (_, moved) = tags(&state(&resource("a", "x2")));
+    assert_ne!(moved.as_slice()[0], first[0], "an identity is read");
+    let (found, _) = tags(&state(&a));
+    assert_ne!(tags_of(&found, &[8; 32]).as_slice()[0], first[0]);
+    assert_eq!(
+        fingerprint(&first, &KEY),
+        fingerprint(tags(&state(&format!("{a},{b}"))).1.as_slice(), &KEY)
+    );
+    assert_ne!(fingerprint(&first, &KEY), fingerprint(&second, &KEY));
+}
+
+/// What a save sends over an entry (the instances of the resources whose tags are new),
+/// with the entry's rows of the resources still there, is the whole entry it would have
+/// sent: for a resource added, one removed, one changed and one kept.
+#[test]
+fn the_new_resources_instances_with_the_kept_rows_make_the_whole_entry() {
+    let (a, b, c) = (resource("a", "x"), resource("b", "y"), resource("c", "z"));
+    let before = state(&format!("{a},{b},{c}"));
+    let after = state(&format!(
+        "{},{c},{}",
+        resource("a", "x2"),
+        resource("d", "w")
+    ));
+    let entry = index(&before);
+    let (found, now) = tags(&after);
+    let built = instances_of(&found, &now, entry.tags.as_ref().unwrap(), &KEY).unwrap();
+    let addresses: Vec<&str> = built.iter().map(|i| i.address.as_str()).collect();
+    assert_eq!(
+        addresses,
+        [
+            "aws_s3_bucket.a[0]",
+            "aws_s3_bucket.a[1]",
+            "aws_s3_bucket.d[0]",
+            "aws_s3_bucket.d[1]"
+        ]
+    );
+    let kept = TagSet::of(now.as_slice());
+    let mut patched: Vec<Instance> = entry
+        .instances
+        .into_iter()
+        .filter(|i| kept.contains(i.resource))
+        .chain(built)
+        .collect();
+    patched.sort_by(|x, y| x.address.cmp(&y.address));
+    let whole = index(&after);
+    assert_eq!(patched, whole.instances);
+    assert_eq!(whole.tags.as_deref(), Some(now.as_slice()));
+}
+
+/// Two resources that share a module, mode, type and name may name one address: such a
+/// document is only ever indexed whole, and an entry in which two resources did name one
+/// address holds no tags, so its next save replaces it whole too.
+#[test]
+fn resources_that_may_share_an_address_are_indexed_whole() {
+    let twice = state(&format!("{},{}", resource("a", "x"), resource("a", "y")));
+    let (found, now) = tags(&twice);
+    assert_eq!(instances_of(&found, &now, &[], &KEY), None);
+    let entry = index(&twice);
+    assert_eq!(entry.tags, None);
+    assert_eq!(entry.instances.len(), 2, "each address once");
+    let once = index(&state(&resource("a", "x")));
+    assert_eq!(once.tags.map(|t| t.len()), Some(1));
+    let (_, found) =
+        sniff_resources(br#"{"encryption_version":"v0","serial":1,"lineage":"l","payload":"x"}"#)
+            .unwrap();
+    let none = ResourceTags {
+        tags: Vec::new(),
+        names: Vec::new(),
+    };
+    let unread = inventory_of(3, found.as_ref().map(|f| (f, &none)), &KEY);
+    assert_eq!((unread.indexed, unread.tags), (false, None));
 }
