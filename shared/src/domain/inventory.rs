@@ -1,14 +1,16 @@
 //! The inventory's records: what the index keeps of each resource instance of a state's
 //! latest version (its address, type, provider, module, and a keyed digest of its identity),
-//! and never an attribute's value. The extraction from a state document and the digest's
-//! rules live here too, as pure functions.
+//! and never an attribute's value. The extraction from a state document, the digest's rules,
+//! and the resources' tags and fingerprint by which a save finds what it changed live here
+//! too, as pure functions.
+
+use std::hash::Hasher;
 
 use hmac::{Hmac, Mac};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 use siphasher::sip::SipHasher24;
-use std::hash::Hasher;
 
 use super::document::{Found, FoundResource, IndexKey};
 
