@@ -131,6 +131,11 @@ impl TagSet {
     pub fn contains(&self, tag: ResourceTag) -> bool {
         self.0.binary_search(&tag).is_ok()
     }
+
+    /// Each tag once, in order.
+    pub fn iter(&self) -> impl Iterator<Item = ResourceTag> + '_ {
+        self.0.iter().copied()
+    }
 }
 
 /// What the index keeps of a state's latest version `version`, from the resources its

@@ -26,16 +26,18 @@ pub enum InventoryChange {
 }
 
 /// A save's change to an entry kept by resource ([`InventoryCatalog::resource_tags`]): its
-/// resources are now those of `tags`. The rows of every resource whose tag the entry holds
-/// are kept, those of the others dropped, and `instances` (the instances of the resources
-/// whose tags the entry lacks) added. An entry that holds no tags (gone, not indexed, or
-/// kept whole) cannot take it: it is left listed as not indexed at `version`, with no
-/// instances, for `index rebuild` to fill, as [`InventoryChange::Keep`] leaves a missing one.
+/// resources are now those of `tags`. The rows of the resources of `gone` are dropped, and
+/// `instances` (the instances of the resources whose tags the entry lacks) added; every
+/// other row stays. An entry that holds no tags (gone, not indexed, or kept whole) cannot
+/// take it: it is left listed as not indexed at `version`, with no instances, for `index
+/// rebuild` to fill, as [`InventoryChange::Keep`] leaves a missing one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InventoryPatch {
     pub version: u64,
     /// Every resource's tag, in the document's order.
     pub tags: Vec<ResourceTag>,
+    /// The tags the entry holds that `tags` lacks: the resources whose rows go.
+    pub gone: Vec<ResourceTag>,
     /// In address order.
     pub instances: Vec<Instance>,
 }

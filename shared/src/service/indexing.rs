@@ -13,7 +13,7 @@ use zeroize::Zeroizing;
 use super::{App, Error};
 use crate::domain::document::Found;
 use crate::domain::inventory::{
-    fingerprint, instances_of, inventory_of, tags_of, ResourceTags, StateInventory,
+    fingerprint, instances_of, inventory_of, tags_of, ResourceTags, StateInventory, TagSet,
 };
 use crate::domain::record::StateRecord;
 use crate::ports::{
@@ -225,10 +225,13 @@ impl Indexer {
             .await?
             .filter(|stored| fingerprint(stored, key) == *kept);
         let patch = stored.and_then(|stored| {
+            let instances = instances_of(found, tags, &stored, key)?;
+            let now = TagSet::of(tags.as_slice());
             Some(InventoryPatch {
                 version,
                 tags: tags.as_slice().to_vec(),
-                instances: instances_of(found, tags, &stored, key)?,
+                gone: stored.into_iter().filter(|t| !now.contains(*t)).collect(),
+                instances,
             })
         });
         Ok(patch.map_or_else(|| self.change(version), InventoryChange::Patch))

@@ -336,6 +336,7 @@ pub async fn a_patch_keeps_the_rows_of_the_resources_still_there(f: Fixture) {
     c2.inventory = Some(InventoryChange::Patch(InventoryPatch {
         version: 2,
         tags: tags.clone(),
+        gone: vec![b.resource, c.resource],
         instances: vec![changed, added],
     }));
     f.catalog.commit(c2).await.unwrap();
@@ -416,6 +417,7 @@ pub async fn a_patch_keeps_the_rows_of_the_resources_still_there(f: Fixture) {
     c3.inventory = Some(InventoryChange::Patch(InventoryPatch {
         version: 2,
         tags: vec![a.resource],
+        gone: Vec::new(),
         instances: Vec::new(),
     }));
     f.catalog.commit(c3).await.unwrap();

@@ -84,32 +84,35 @@ fn patch_inventory(
     state: &str,
     patch: &InventoryPatch,
 ) -> Result<(), StoreError> {
-    match stored_tags(conn, org, state)? {
-        Some((kept, count)) => {
-            let count = swap_resources(
-                conn,
-                org,
-                state,
-                count,
-                &kept,
-                &patch.tags,
-                &patch.instances,
-            )?;
-            put_entry(
-                conn,
-                org,
-                state,
-                patch.version,
-                true,
-                Some(&patch.tags),
-                count,
-            )
-        }
-        None => {
-            remove_rows(conn, org, state)?;
-            put_entry(conn, org, state, patch.version, false, None, 0)
-        }
+    // Whether the entry holds tags, and its count: its tags themselves are not read (the
+    // save read them to make the patch).
+    let count: Option<u64> = conn
+        .prepare_cached(
+            "SELECT instances FROM inventory_states
+             WHERE org = ?1 AND state = ?2 AND indexed AND tags IS NOT NULL",
+        )
+        .and_then(|mut s| {
+            s.query_row(params![org, state], |row| row.get(0))
+                .optional()
+        })
+        .map_err(sql_error)?;
+    let Some(count) = count else {
+        remove_rows(conn, org, state)?;
+        return put_entry(conn, org, state, patch.version, false, None, 0);
+    };
+    let mut count = count.saturating_sub(drop_resources(conn, org, state, &patch.gone)?);
+    for instance in &patch.instances {
+        count += insert_row(conn, org, state, instance)?;
     }
+    put_entry(
+        conn,
+        org,
+        state,
+        patch.version,
+        true,
+        Some(&patch.tags),
+        count,
+    )
 }
 
 /// The tags and instance count of the state's entry, when it is kept by resource.
@@ -146,37 +149,49 @@ fn swap_resources(
     instances: &[Instance],
 ) -> Result<u64, StoreError> {
     let now = TagSet::of(tags);
-    if kept.iter().all(|t| !now.contains(*t)) {
+    let gone: Vec<ResourceTag> = kept.iter().copied().filter(|t| !now.contains(*t)).collect();
+    if gone.len() == kept.len() {
         // Every resource changed (renamed, or the rules or the key did): one sweep of the
         // state's rows rather than one a resource.
         remove_rows(conn, org, state)?;
         count = 0;
     } else {
-        let mut gone: Vec<ResourceTag> =
-            kept.iter().copied().filter(|t| !now.contains(*t)).collect();
-        gone.sort_unstable();
-        gone.dedup();
-        for tag in gone {
-            conn.prepare_cached(
-                "DELETE FROM inventory_text WHERE rowid IN
-                   (SELECT id FROM inventory WHERE org = ?1 AND state = ?2 AND resource = ?3)",
-            )
-            .and_then(|mut s| s.execute(params![org, state, column(tag)]))
-            .map_err(sql_error)?;
-            let deleted = conn
-                .prepare_cached(
-                    "DELETE FROM inventory WHERE org = ?1 AND state = ?2 AND resource = ?3",
-                )
-                .and_then(|mut s| s.execute(params![org, state, column(tag)]))
-                .map_err(sql_error)?;
-            count = count.saturating_sub(deleted as u64);
-        }
+        count = count.saturating_sub(drop_resources(conn, org, state, &gone)?);
     }
     let kept = TagSet::of(kept);
     for instance in instances.iter().filter(|i| !kept.contains(i.resource)) {
         count += insert_row(conn, org, state, instance)?;
     }
     Ok(count)
+}
+
+/// Drops the rows of the resources of `gone` and their trigrams; says how many.
+fn drop_resources(
+    conn: &Connection,
+    org: &str,
+    state: &str,
+    gone: &[ResourceTag],
+) -> Result<u64, StoreError> {
+    let mut dropped = 0;
+    for tag in TagSet::of(gone).iter() {
+        let ids: Vec<i64> = conn
+            .prepare_cached(
+                "DELETE FROM inventory WHERE org = ?1 AND state = ?2 AND resource = ?3
+                 RETURNING id",
+            )
+            .and_then(|mut s| {
+                s.query_map(params![org, state, column(tag)], |row| row.get(0))?
+                    .collect()
+            })
+            .map_err(sql_error)?;
+        for id in &ids {
+            conn.prepare_cached("DELETE FROM inventory_text WHERE rowid = ?1")
+                .and_then(|mut s| s.execute(params![id]))
+                .map_err(sql_error)?;
+        }
+        dropped += ids.len() as u64;
+    }
+    Ok(dropped)
 }
 
 /// Adds one instance's row and its address's trigrams; 1, or 0 when a row of another

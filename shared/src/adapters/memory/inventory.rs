@@ -40,31 +40,25 @@ impl Inner {
                     .inventory
                     .entry(key)
                     .or_insert_with(|| not_indexed(patch.version));
-                match &entry.tags {
-                    Some(kept) => {
-                        let kept = TagSet::of(kept);
-                        let now = TagSet::of(&patch.tags);
-                        entry.instances.retain(|i| now.contains(i.resource));
-                        let mut addresses: HashSet<String> =
-                            entry.instances.iter().map(|i| i.address.clone()).collect();
-                        // An address a kept row holds stays that row's, as the other stores
-                        // keep it.
-                        entry.instances.extend(
-                            patch
-                                .instances
-                                .iter()
-                                .filter(|i| {
-                                    !kept.contains(i.resource)
-                                        && addresses.insert(i.address.clone())
-                                })
-                                .cloned(),
-                        );
-                        entry.instances.sort_by(|a, b| a.address.cmp(&b.address));
-                        entry.version = patch.version;
-                        entry.tags = Some(patch.tags.clone());
-                    }
-                    None => *entry = not_indexed(patch.version),
+                if entry.tags.is_none() {
+                    *entry = not_indexed(patch.version);
+                    return;
                 }
+                let gone = TagSet::of(&patch.gone);
+                entry.instances.retain(|i| !gone.contains(i.resource));
+                let mut addresses: HashSet<String> =
+                    entry.instances.iter().map(|i| i.address.clone()).collect();
+                // An address a kept row holds stays that row's, as the other stores keep it.
+                entry.instances.extend(
+                    patch
+                        .instances
+                        .iter()
+                        .filter(|i| addresses.insert(i.address.clone()))
+                        .cloned(),
+                );
+                entry.instances.sort_by(|a, b| a.address.cmp(&b.address));
+                entry.version = patch.version;
+                entry.tags = Some(patch.tags.clone());
             }
             InventoryChange::Remove => {
                 self.inventory.remove(&key);
