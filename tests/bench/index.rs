@@ -69,14 +69,14 @@ fn median_of(runs: usize, mut f: impl FnMut()) -> f64 {
 /// The index's share of a 2 MiB save, measured two ways. In the process: sniff alone, sniff
 /// collecting the instances, the tags and the fingerprint, the digests of a whole entry, and
 /// the instances of the one resource a save added. Through the
-/// server (p50 of 25 POSTs each, taken in turn): the same 2 MiB saved with nothing to index (the resources
+/// server (p50 of 75 POSTs each, taken in turn): the same 2 MiB saved with nothing to index (the resources
 /// moved under a key the sniff skips: same bytes, same compression), against a save that
 /// changes no instance (an apply that changed attributes: the entry kept, only its version
 /// moved), one that adds an instance (an apply that created one: the entry patched, its one
 /// resource built and its row written, the previous round's removed), and one that renames
 /// every instance (every row replaced).
 pub fn cost_on_a_save() {
-    const ROUNDS: u64 = 25;
+    const ROUNDS: u64 = 75;
     let doc = aws_state(2 << 20, 1, 0);
     let bytes = doc.as_bytes();
     let (_, found) = sniff_resources(bytes).unwrap();

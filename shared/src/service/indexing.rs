@@ -225,13 +225,18 @@ impl Indexer {
             .await?
             .filter(|stored| fingerprint(stored, key) == *kept);
         let patch = stored.and_then(|stored| {
-            let instances = instances_of(found, tags, &stored, key)?;
             let now = TagSet::of(tags.as_slice());
+            let gone: Vec<_> = stored.iter().copied().filter(|t| !now.contains(*t)).collect();
+            // Nothing kept (every resource renamed): the whole entry, whose rows the store
+            // drops in one sweep rather than a resource at a time.
+            if !stored.is_empty() && gone.len() == stored.len() {
+                return None;
+            }
             Some(InventoryPatch {
                 version,
                 tags: tags.as_slice().to_vec(),
-                gone: stored.into_iter().filter(|t| !now.contains(*t)).collect(),
-                instances,
+                gone,
+                instances: instances_of(found, tags, &stored, key)?,
             })
         });
         Ok(patch.map_or_else(|| self.change(version), InventoryChange::Patch))
