@@ -226,7 +226,11 @@ impl Indexer {
             .filter(|stored| fingerprint(stored, key) == *kept);
         let patch = stored.and_then(|stored| {
             let now = TagSet::of(tags.as_slice());
-            let gone: Vec<_> = stored.iter().copied().filter(|t| !now.contains(*t)).collect();
+            let gone: Vec<_> = stored
+                .iter()
+                .copied()
+                .filter(|t| !now.contains(*t))
+                .collect();
             // Nothing kept (every resource renamed): the whole entry, whose rows the store
             // drops in one sweep rather than a resource at a time.
             if !stored.is_empty() && gone.len() == stored.len() {
