@@ -63,6 +63,17 @@ async fn indexed(f: &Fixture, org: &str, name: &str, entry: StateInventory) -> S
     f.catalog.state(org, name).await.unwrap().unwrap()
 }
 
+/// Commits version 2 of the state whose record at version 1 is `record`, with `change` to
+/// its entry.
+async fn second_version(f: &Fixture, record: &StateRecord, change: InventoryChange) {
+    let mut next = record.clone();
+    next.latest = Some(version(2, "b2"));
+    next.next_version = 3;
+    let mut c = commit(&next, record.revision, vec![version(2, "b2")]);
+    c.inventory = Some(change);
+    f.catalog.commit(c).await.unwrap();
+}
+
 fn addresses(rows: &[ResourceRow]) -> Vec<String> {
     rows.iter()
         .map(|r| format!("{}:{}", r.state, r.address))
@@ -142,20 +153,20 @@ pub async fn a_commit_replaces_and_removes_its_states_inventory(f: Fixture) {
         ),
     )
     .await;
-    let mut next = record.clone();
-    next.latest = Some(version(2, "b2"));
-    next.next_version = 3;
-    let mut c = commit(&next, record.revision, vec![version(2, "b2")]);
     // One instance gone, one new, one whose identity changed, one as it was.
-    c.inventory = Some(InventoryChange::Replace(inventory(
-        2,
-        vec![
-            instance("aws_s3_bucket.b", "aws_s3_bucket", AWS, None),
-            instance("aws_vpc.kept", "aws_vpc", AWS, Some("d1")),
-            instance("aws_vpc.moved", "aws_vpc", GOOGLE, Some("d3")),
-        ],
-    )));
-    f.catalog.commit(c).await.unwrap();
+    second_version(
+        &f,
+        &record,
+        InventoryChange::Replace(inventory(
+            2,
+            vec![
+                instance("aws_s3_bucket.b", "aws_s3_bucket", AWS, None),
+                instance("aws_vpc.kept", "aws_vpc", AWS, Some("d1")),
+                instance("aws_vpc.moved", "aws_vpc", GOOGLE, Some("d3")),
+            ],
+        )),
+    )
+    .await;
     let rows = f.catalog.resources("acme", &query(10)).await.unwrap();
     assert_eq!(
         addresses(&rows),
@@ -234,12 +245,7 @@ pub async fn a_commit_that_keeps_the_entry_moves_only_its_version(f: Fixture) {
         inventory(1, vec![instance("aws_vpc.x", "aws_vpc", AWS, Some("d2"))]),
     )
     .await;
-    let mut next = record.clone();
-    next.latest = Some(version(2, "b2"));
-    next.next_version = 3;
-    let mut c = commit(&next, record.revision, vec![version(2, "b2")]);
-    c.inventory = Some(InventoryChange::Keep { version: 2 });
-    f.catalog.commit(c).await.unwrap();
+    second_version(&f, &record, InventoryChange::Keep { version: 2 }).await;
     let rows = f.catalog.resources("acme", &query(10)).await.unwrap();
     assert_eq!(
         addresses(&rows),
@@ -329,17 +335,17 @@ pub async fn a_patch_keeps_the_rows_of_the_resources_still_there(f: Fixture) {
     let changed = instance("aws_s3_bucket.c", "aws_s3_bucket", AWS, Some("d-c2"));
     let added = instance("module.m.aws_s3_bucket.zed", "aws_s3_bucket", AWS, None);
     let tags = vec![added.resource, a.resource, changed.resource];
-    let mut next = record.clone();
-    next.latest = Some(version(2, "b2"));
-    next.next_version = 3;
-    let mut c2 = commit(&next, record.revision, vec![version(2, "b2")]);
-    c2.inventory = Some(InventoryChange::Patch(InventoryPatch {
-        version: 2,
-        tags: tags.clone(),
-        gone: vec![b.resource, c.resource],
-        instances: vec![changed, added],
-    }));
-    f.catalog.commit(c2).await.unwrap();
+    second_version(
+        &f,
+        &record,
+        InventoryChange::Patch(InventoryPatch {
+            version: 2,
+            tags: tags.clone(),
+            gone: vec![b.resource, c.resource],
+            instances: vec![changed, added],
+        }),
+    )
+    .await;
     let entry = |entries: Vec<IndexedState>| entries.into_iter().find(|e| e.state == "net");
     let Some(stored) = stored else {
         assert_eq!(
@@ -410,17 +416,17 @@ pub async fn a_patch_keeps_the_rows_of_the_resources_still_there(f: Fixture) {
         f.catalog.resource_tags("acme", "whole").await.unwrap(),
         None
     );
-    let mut next = whole.clone();
-    next.latest = Some(version(2, "b2"));
-    next.next_version = 3;
-    let mut c3 = commit(&next, whole.revision, vec![version(2, "b2")]);
-    c3.inventory = Some(InventoryChange::Patch(InventoryPatch {
-        version: 2,
-        tags: vec![a.resource],
-        gone: Vec::new(),
-        instances: Vec::new(),
-    }));
-    f.catalog.commit(c3).await.unwrap();
+    second_version(
+        &f,
+        &whole,
+        InventoryChange::Patch(InventoryPatch {
+            version: 2,
+            tags: vec![a.resource],
+            gone: Vec::new(),
+            instances: Vec::new(),
+        }),
+    )
+    .await;
     let entries = f.catalog.indexed_states("acme").await.unwrap();
     assert_eq!(
         entries.iter().find(|e| e.state == "whole"),
@@ -874,12 +880,12 @@ pub async fn a_large_entry_replaced_by_a_small_one_reads_back_as_written(f: Fixt
     let all = f.catalog.resources("acme", &query(20_000)).await.unwrap();
     assert_eq!(all.len(), 15_000);
     assert_eq!(all[14_999].address, many[14_999].address);
-    let mut next = record.clone();
-    next.latest = Some(version(2, "b2"));
-    next.next_version = 3;
-    let mut c = commit(&next, record.revision, vec![version(2, "b2")]);
-    c.inventory = Some(InventoryChange::Replace(inventory(2, many[..1].to_vec())));
-    f.catalog.commit(c).await.unwrap();
+    second_version(
+        &f,
+        &record,
+        InventoryChange::Replace(inventory(2, many[..1].to_vec())),
+    )
+    .await;
     let left = f.catalog.resources("acme", &query(20_000)).await.unwrap();
     assert_eq!(addresses(&left), ["big:aws_s3_bucket.b[00000]"]);
     assert_eq!(
