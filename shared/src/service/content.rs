@@ -7,6 +7,7 @@
 //! opening the content. Where the sealed bytes are stored (the catalog
 //! or a blob) and what the record says of them is the caller's.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use super::key_cache::KeySlot;
@@ -118,6 +119,26 @@ pub(super) async fn seal(
     keep: Keep,
     now: Timestamp,
 ) -> Result<Sealed, Error> {
+    let ((), sealed) = seal_beside(app, keys, place, body, keep, now, async { Ok(()) }).await?;
+    Ok(sealed)
+}
+
+/// [`seal`], running `beside` (the caller's own work on the CPU) while the sealed bytes'
+/// writes wait on the disk: the pending record's commit and the blob's, each ending in an
+/// fsync that leaves the CPU idle. Not while sealing: that compresses on every core, and
+/// work beside it only slows it. Content kept inline writes nothing: `beside` runs after.
+///
+/// # Errors
+/// As [`seal`], and what `beside` fails with.
+pub(super) async fn seal_beside<T>(
+    app: &App,
+    keys: &dyn KeyService,
+    place: &Place<'_>,
+    body: &Arc<Vec<u8>>,
+    keep: Keep,
+    now: Timestamp,
+    beside: impl Future<Output = Result<T, Error>>,
+) -> Result<(T, Sealed), Error> {
     let context = KeyContext {
         org: place.org,
         state: place.key_state,
@@ -125,31 +146,42 @@ pub(super) async fn seal(
     let data_key = keys.data_key(&context).await?;
     let (key_id, wrapped_key) = (data_key.key_id.clone(), data_key.wrapped.clone());
     let (body, bound) = (body.clone(), place.owned());
-    let inline = if keep == Keep::Blob || body.len() > SEALED_IN_MEMORY_MAX {
-        app.catalog.add_pending_blob(place.blob, now).await?;
+    // The store's writes are polled first, so each is under way before `beside` takes the
+    // task's thread.
+    let (inline, done) = if keep == Keep::Blob || body.len() > SEALED_IN_MEMORY_MAX {
+        let ((), done) = tokio::try_join!(
+            async { Ok(app.catalog.add_pending_blob(place.blob, now).await?) },
+            beside
+        )?;
         let write = Box::new(move |out: &mut dyn std::io::Write| {
             crypto::seal_into(&body, &data_key.plaintext, &bound.binding(), out)
         });
         app.blobs.put_written(place.blob, write).await?;
-        None
+        (None, done)
     } else {
         let object = work::run(body.len(), "encryption", move || {
             crypto::seal(&body, &data_key.plaintext, &bound.binding())
         })
         .await?;
         if object.len() <= INLINE_MAX_BYTES {
-            Some(Arc::new(object))
+            (Some(Arc::new(object)), beside.await?)
         } else {
-            app.catalog.add_pending_blob(place.blob, now).await?;
-            app.blobs.put(place.blob, object).await?;
-            None
+            let store = async {
+                app.catalog.add_pending_blob(place.blob, now).await?;
+                Ok::<_, Error>(app.blobs.put(place.blob, object).await?)
+            };
+            let ((), done) = tokio::try_join!(store, beside)?;
+            (None, done)
         }
     };
-    Ok(Sealed {
-        key_id,
-        wrapped_key,
-        inline,
-    })
+    Ok((
+        done,
+        Sealed {
+            key_id,
+            wrapped_key,
+            inline,
+        },
+    ))
 }
 
 /// Unwraps the data key of `place`'s content (through the key cache) and opens the first
@@ -273,4 +305,113 @@ async fn header_wrapped_key(app: &App, place: &Place<'_>) -> Result<Vec<u8>, Err
         .key
         .map(|key| key.wrapped)
         .ok_or_else(|| Error::Damaged(format!("{what} has no wrapped data key in its record")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapters::memory::MemoryStore;
+    use crate::crypto::PlatformKey;
+    use crate::ports::Unmeasured;
+    use crate::service::issuers::Issuers;
+    use crate::service::key_cache::KeyCache;
+    use crate::service::{Limits, SystemClock};
+
+    fn app() -> App {
+        let store = Arc::new(MemoryStore::new());
+        App {
+            catalog: store.clone(),
+            blobs: store,
+            keys: None,
+            key_cache: KeyCache::off(),
+            index_keys: Default::default(),
+            clock: Arc::new(SystemClock),
+            limits: Limits {
+                max_state_bytes: 32 << 20,
+                keep_versions: 5,
+                run_end_grace: time::Duration::seconds(600),
+                deleted_retention: time::Duration::days(7),
+                lambda_ceiling: None,
+            },
+            links: Default::default(),
+            issuers: Issuers::off(),
+            metrics: Arc::new(Unmeasured),
+        }
+    }
+
+    /// Bytes no compressor shrinks: sealed, more than the catalog keeps inline, and sealed
+    /// off the async thread.
+    fn noise(len: usize) -> Arc<Vec<u8>> {
+        let mut x = 0x9e37_79b9_7f4a_7c15_u64;
+        let bytes = (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        Arc::new(bytes)
+    }
+
+    fn place(blob: &str) -> Place<'_> {
+        Place {
+            org: "acme",
+            key_state: "net",
+            incarnation: "i1",
+            number: 1,
+            blob,
+            what: "version 1 of state net",
+        }
+    }
+
+    async fn seal_with(
+        body: &Arc<Vec<u8>>,
+        keep: Keep,
+        beside: Result<u32, Error>,
+    ) -> (App, Result<(u32, Sealed), Error>) {
+        let (app, keys) = (app(), PlatformKey::generate());
+        let now = app.clock.now();
+        let sealed =
+            seal_beside(&app, &keys, &place("b1"), body, keep, now, async { beside }).await;
+        (app, sealed)
+    }
+
+    #[tokio::test]
+    async fn work_beside_a_blob_comes_back_with_the_blob_stored() {
+        for keep in [Keep::InlineWhenSmall, Keep::Blob] {
+            let body = noise(256 << 10);
+            let (app, sealed) = seal_with(&body, keep, Ok(7)).await;
+            let (done, sealed) = sealed.unwrap();
+            assert_eq!(done, 7);
+            assert!(sealed.inline.is_none());
+            assert!(app.blobs.get("b1").await.unwrap().is_some());
+        }
+    }
+
+    #[tokio::test]
+    async fn work_beside_inline_content_comes_back_with_it() {
+        let (_, sealed) = seal_with(&Arc::new(b"{}".to_vec()), Keep::InlineWhenSmall, Ok(7)).await;
+        let (done, sealed) = sealed.unwrap();
+        assert_eq!(done, 7);
+        assert!(sealed.inline.is_some());
+    }
+
+    #[tokio::test]
+    async fn work_beside_that_fails_fails_the_seal_with_its_error() {
+        let bodies = [
+            (noise(256 << 10), Keep::InlineWhenSmall),
+            (noise(256 << 10), Keep::Blob),
+            (Arc::new(b"{}".to_vec()), Keep::InlineWhenSmall),
+        ];
+        for (body, keep) in bodies {
+            let failed = Err(Error::Unavailable("the catalog is down".into()));
+            let (_, sealed) = seal_with(&body, keep, failed).await;
+            assert!(
+                matches!(&sealed, Err(Error::Unavailable(why)) if why == "the catalog is down"),
+                "{:?}",
+                sealed.err()
+            );
+        }
+    }
 }

@@ -6,7 +6,7 @@
 //! key service. Never a place a digest is made: the domain makes them.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use zeroize::Zeroizing;
 
@@ -138,11 +138,16 @@ async fn make(app: &App, keys: &dyn KeyService, org: &str) -> Result<Made, Error
 }
 
 /// What a change that writes a version indexes it from: the resources its document's sniff
-/// collected, the org's key when there are any, their tags and the fingerprint of what the
-/// index keeps of them.
+/// collected, the org's key when there are any, and, made when first asked for, their tags
+/// and the fingerprint of what the index keeps of them.
 pub(super) struct Indexer {
     found: Option<Found>,
     key: Option<Zeroizing<[u8; 32]>>,
+    digested: OnceLock<Digested>,
+}
+
+/// The tags of a document's resources and the fingerprint of what the index keeps of them.
+struct Digested {
     tags: Option<ResourceTags>,
     fingerprint: Option<String>,
 }
@@ -167,22 +172,28 @@ impl Indexer {
             }
             _ => None,
         };
-        let tags = found.as_ref().map(|f| tags_of(f, key_or_none(&key)));
-        let fingerprint = tags
-            .as_ref()
-            .map(|t| fingerprint(t.as_slice(), key_or_none(&key)));
         Ok(Self {
             found,
             key,
-            tags,
-            fingerprint,
+            digested: OnceLock::new(),
+        })
+    }
+
+    /// The resources' tags and fingerprint, made on the first call: a save makes them while
+    /// its blob is written ([`Self::change_over`]), not before.
+    fn digested(&self) -> &Digested {
+        self.digested.get_or_init(|| {
+            let key = key_or_none(&self.key);
+            let tags = self.found.as_ref().map(|f| tags_of(f, key));
+            let fingerprint = tags.as_ref().map(|t| fingerprint(t.as_slice(), key));
+            Digested { tags, fingerprint }
         })
     }
 
     /// The fingerprint of what the index keeps of the document: the new version's
     /// `VersionRecord::index`.
     pub(super) fn fingerprint(&self) -> Option<String> {
-        self.fingerprint.clone()
+        self.digested().fingerprint.clone()
     }
 
     /// The commit's change to the index, for the document as `version`.
@@ -205,11 +216,12 @@ impl Indexer {
         version: u64,
     ) -> Result<InventoryChange, Error> {
         let latest = snapshot.latest.as_ref().filter(|_| snapshot.is_visible());
+        let digested = self.digested();
         let (Some(new), Some(kept), Some(found), Some(tags)) = (
-            &self.fingerprint,
+            &digested.fingerprint,
             latest.and_then(|l| l.index.as_ref()),
             &self.found,
-            &self.tags,
+            &digested.tags,
         ) else {
             return Ok(self.change(version));
         };
@@ -250,7 +262,7 @@ impl Indexer {
     pub(super) fn inventory(&self, version: u64) -> StateInventory {
         // Without resources there is nothing to digest, so no key: an empty document is
         // indexed (with no instances) all the same.
-        let found = self.found.as_ref().zip(self.tags.as_ref());
+        let found = self.found.as_ref().zip(self.digested().tags.as_ref());
         inventory_of(version, found, key_or_none(&self.key))
     }
 }

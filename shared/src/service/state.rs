@@ -1,5 +1,6 @@
 //! Reading and writing state content: the backend protocol's GET and POST.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
@@ -315,9 +316,12 @@ pub async fn write(
             WriteDecision::Write(plan) => plan,
         };
         let version = plan.version();
-        let blob = match sealed.take() {
-            Some(blob) if blob.fits(&snapshot, version) => blob,
-            _ => seal(app, keys, &snapshot, version, &body, now).await?,
+        // The index's work (the document's digests, the entry's tags read and compared)
+        // is done while the blob's writes wait on the disk, not before the seal.
+        let change = indexer.change_over(app, &snapshot, version);
+        let (inventory, blob) = match sealed.take() {
+            Some(blob) if blob.fits(&snapshot, version) => (change.await?, blob),
+            _ => seal_beside(app, keys, &snapshot, version, &body, now, change).await?,
         };
         // Only a new version is audited and may push an old one past the limit; a replaced
         // one is the same operation's.
@@ -337,7 +341,6 @@ pub async fn write(
             ),
             Target::Replace { .. } => (WriteOutcome::Replaced { version }, Vec::new(), Vec::new()),
         };
-        let inventory = indexer.change_over(app, &snapshot, version).await?;
         let content = blob.content(body.len(), sha256.clone(), indexer.fingerprint());
         let applied = apply_write(&snapshot, plan, content, principal, now);
         let changes = takeover.into_commit(blob.add_to(Commit {
@@ -406,14 +409,32 @@ pub(super) async fn seal(
     body: &Arc<Vec<u8>>,
     now: Timestamp,
 ) -> Result<Sealed, Error> {
+    let beside = async { Ok(()) };
+    let ((), sealed) = seal_beside(app, keys, snapshot, version, body, now, beside).await?;
+    Ok(sealed)
+}
+
+/// [`seal`], running `beside` while the blob's writes wait on the disk
+/// ([`content::seal_beside`]).
+async fn seal_beside<T>(
+    app: &App,
+    keys: &dyn crate::ports::KeyService,
+    snapshot: &StateRecord,
+    version: u64,
+    body: &Arc<Vec<u8>>,
+    now: Timestamp,
+    beside: impl Future<Output = Result<T, Error>>,
+) -> Result<(T, Sealed), Error> {
     let blob = blob_key(&snapshot.org, &snapshot.incarnation, version, &new_id());
     let what = format!("version {version} of state {}", snapshot.name);
     let place = place(snapshot, version, &blob, &what);
-    let sealed = content::seal(app, keys, &place, body, Keep::InlineWhenSmall, now).await?;
-    Ok(Sealed {
+    let keep = Keep::InlineWhenSmall;
+    let (done, sealed) = content::seal_beside(app, keys, &place, body, keep, now, beside).await?;
+    let sealed = Sealed {
         incarnation: snapshot.incarnation.clone(),
         version,
         blob,
         sealed,
-    })
+    };
+    Ok((done, sealed))
 }
