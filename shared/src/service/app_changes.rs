@@ -216,7 +216,8 @@ async fn seal_file(
     let blob = blob_key(&record.org, &record.incarnation, seq);
     let what = format!("file {seq} of app state {}", record.name);
     let place = place(record, &state, seq, &blob, &what);
-    let sealed = content::seal(app, keys, &place, body, Keep::Blob, now).await?;
+    let nothing = async { Ok(()) };
+    let ((), sealed) = content::seal(app, keys, &place, body, Keep::Blob, now, nothing).await?;
     Ok(SealedFile {
         incarnation: record.incarnation.clone(),
         seq,

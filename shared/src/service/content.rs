@@ -106,31 +106,16 @@ pub(super) struct Sealed {
     pub inline: Option<Arc<Vec<u8>>>,
 }
 
-/// Seals `body` for `place` under a fresh data key.
+/// Seals `body` for `place` under a fresh data key, running `beside` (the caller's own
+/// work on the CPU) while the sealed bytes' writes wait on the disk: the pending record's
+/// commit and the blob's, each ending in an fsync that leaves the CPU idle. Not while
+/// sealing: that compresses on every core, and work beside it only slows it. Content kept
+/// inline writes nothing: `beside` runs after.
 ///
 /// # Errors
 /// `NoKey` or `Unavailable` from the key service; `Unavailable` when the catalog or blob
-/// store cannot take it.
-pub(super) async fn seal(
-    app: &App,
-    keys: &dyn KeyService,
-    place: &Place<'_>,
-    body: &Arc<Vec<u8>>,
-    keep: Keep,
-    now: Timestamp,
-) -> Result<Sealed, Error> {
-    let ((), sealed) = seal_beside(app, keys, place, body, keep, now, async { Ok(()) }).await?;
-    Ok(sealed)
-}
-
-/// [`seal`], running `beside` (the caller's own work on the CPU) while the sealed bytes'
-/// writes wait on the disk: the pending record's commit and the blob's, each ending in an
-/// fsync that leaves the CPU idle. Not while sealing: that compresses on every core, and
-/// work beside it only slows it. Content kept inline writes nothing: `beside` runs after.
-///
-/// # Errors
-/// As [`seal`], and what `beside` fails with.
-pub(super) async fn seal_beside<T>(
+/// store cannot take it; what `beside` fails with.
+pub(super) async fn seal<T>(
     app: &App,
     keys: &dyn KeyService,
     place: &Place<'_>,
@@ -372,8 +357,7 @@ mod tests {
     ) -> (App, Result<(u32, Sealed), Error>) {
         let (app, keys) = (app(), PlatformKey::generate());
         let now = app.clock.now();
-        let sealed =
-            seal_beside(&app, &keys, &place("b1"), body, keep, now, async { beside }).await;
+        let sealed = seal(&app, &keys, &place("b1"), body, keep, now, async { beside }).await;
         (app, sealed)
     }
 

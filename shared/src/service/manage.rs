@@ -125,9 +125,11 @@ pub async fn import(
             take_over_dead_lock(app, snapshot, &principal.actor, now).await?;
         let version = check_import(&snapshot, now)?;
         let meta = document.clone()?;
-        let blob = match sealed.take() {
-            Some(blob) if blob.fits(&snapshot, version) => blob,
-            _ => seal(app, keys, &snapshot, version, &body, now).await?,
+        // The index's entry is built while the blob's writes wait on the disk.
+        let change = async { Ok(indexer.change(version)) };
+        let (inventory, blob) = match sealed.take() {
+            Some(blob) if blob.fits(&snapshot, version) => (change.await?, blob),
+            _ => seal(app, keys, &snapshot, version, &body, now, change).await?,
         };
         let detail = serde_json::json!({"source": "import", "key": blob.sealed.key_id, "key_backend": key_backend(&blob.sealed.key_id), "serial": meta.serial, "lineage": meta.lineage});
         let content = blob.content(body.len(), sha256.clone(), indexer.fingerprint());
@@ -151,7 +153,7 @@ pub async fn import(
         let new = NewVersion {
             write,
             sealed: &blob,
-            inventory: indexer.change(version),
+            inventory,
         };
         let attempt = commit_version(app, &snapshot, takeover, new, audit, now).await;
         sealed.put(blob);
@@ -198,9 +200,11 @@ pub async fn rollback(
                 let meta = document?;
                 let indexer =
                     Indexer::new(app, keys, &principal.org, first.inventory_key(), found).await?;
-                let blob = seal(app, keys, &snapshot, plan.version, &body, now).await?;
+                let change = async { Ok(indexer.change(plan.version)) };
+                let (inventory, blob) =
+                    seal(app, keys, &snapshot, plan.version, &body, now, change).await?;
                 let content = blob.content(body.len(), sha256, indexer.fingerprint());
-                (blob, meta, content, indexer.change(plan.version))
+                (blob, meta, content, inventory)
             }
         };
         let detail =

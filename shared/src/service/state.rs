@@ -321,7 +321,7 @@ pub async fn write(
         let change = indexer.change_over(app, &snapshot, version);
         let (inventory, blob) = match sealed.take() {
             Some(blob) if blob.fits(&snapshot, version) => (change.await?, blob),
-            _ => seal_beside(app, keys, &snapshot, version, &body, now, change).await?,
+            _ => seal(app, keys, &snapshot, version, &body, now, change).await?,
         };
         // Only a new version is audited and may push an old one past the limit; a replaced
         // one is the same operation's.
@@ -400,23 +400,9 @@ pub(super) type Examined = (
 );
 
 /// Seals the body for one version under a fresh data key: kept for the commit to store
-/// inline when small, else stored as a blob pending until a commit names it.
-pub(super) async fn seal(
-    app: &App,
-    keys: &dyn crate::ports::KeyService,
-    snapshot: &StateRecord,
-    version: u64,
-    body: &Arc<Vec<u8>>,
-    now: Timestamp,
-) -> Result<Sealed, Error> {
-    let beside = async { Ok(()) };
-    let ((), sealed) = seal_beside(app, keys, snapshot, version, body, now, beside).await?;
-    Ok(sealed)
-}
-
-/// [`seal`], running `beside` while the blob's writes wait on the disk
-/// ([`content::seal_beside`]).
-async fn seal_beside<T>(
+/// inline when small, else stored as a blob pending until a commit names it; `beside` runs
+/// while the blob's writes wait on the disk ([`content::seal`]).
+pub(super) async fn seal<T>(
     app: &App,
     keys: &dyn crate::ports::KeyService,
     snapshot: &StateRecord,
@@ -429,7 +415,7 @@ async fn seal_beside<T>(
     let what = format!("version {version} of state {}", snapshot.name);
     let place = place(snapshot, version, &blob, &what);
     let keep = Keep::InlineWhenSmall;
-    let (done, sealed) = content::seal_beside(app, keys, &place, body, keep, now, beside).await?;
+    let (done, sealed) = content::seal(app, keys, &place, body, keep, now, beside).await?;
     let sealed = Sealed {
         incarnation: snapshot.incarnation.clone(),
         version,
