@@ -374,12 +374,9 @@ pub(super) async fn examine(body: Vec<u8>) -> Result<Examined, Error> {
         let (sniffed, sha256) = if body.len() < PARALLEL_PASSES {
             (sniff_resources(&body), hex(&Sha256::digest(&body)))
         } else {
-            std::thread::scope(|scope| {
-                let digest = scope.spawn(|| hex(&Sha256::digest(&body)));
-                let sniffed = sniff_resources(&body);
-                // Digesting memory cannot fail; a panic there is a defect, raised here.
-                (sniffed, digest.join().expect("digest thread"))
-            })
+            let (sha256, sniffed) =
+                work::side_by_side(|| hex(&Sha256::digest(&body)), || sniff_resources(&body));
+            (sniffed, sha256)
         };
         let (document, found) = match sniffed {
             Ok((meta, found)) => (Ok(meta), found),
