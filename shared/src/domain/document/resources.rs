@@ -15,7 +15,7 @@ use std::ops::Range;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 
-use super::{Field, FieldSeed, Known};
+use super::{known, Field, FieldSeed, Known};
 
 /// The resources collected from one document. Every string is laid end to end in one buffer
 /// and the records point into it, so collecting grows three buffers rather than allocating
@@ -150,6 +150,10 @@ pub enum IndexKey<'a> {
 /// that is a non-empty string is the identity.
 pub const IDENTITY_ATTRIBUTES: [&str; 4] = ["arn", "self_link", "id", "name"];
 
+/// An attribute's place in [`IDENTITY_ATTRIBUTES`].
+pub(super) const IDENTITY_RANKS: Known<usize> =
+    known!("arn" => 0, "self_link" => 1, "id" => 2, "name" => 3);
+
 /// An instance's identity: an attribute value of the state, which never leaves the
 /// inventory's digest; even `Debug` does not show it.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -272,7 +276,7 @@ impl<'de> Visitor<'de> for Resource<'_> {
             (None, None, None, None, None);
         // A resource without `instances` has none.
         let mut count = Some(0);
-        const NAMES: Known = Known(&["module", "mode", "type", "name", "provider", "instances"]);
+        const NAMES: Known = known!("module", "mode", "type", "name", "provider", "instances");
         while let Some(key) = map.next_key_seed(NAMES)? {
             // Later duplicates win, as in the rest of the sniff.
             let slot = match key {
@@ -361,7 +365,7 @@ impl<'de> Visitor<'de> for Instance<'_> {
         let mut key = None;
         let mut deposed = false;
         let mut identity = None;
-        const NAMES: Known = Known(&["index_key", "deposed", "attributes"]);
+        const NAMES: Known = known!("index_key", "deposed", "attributes");
         while let Some(name) = map.next_key_seed(NAMES)? {
             match name {
                 Some("index_key") => key = map.next_value_seed(Key(&mut *found))?,
@@ -423,8 +427,7 @@ impl<'de> Visitor<'de> for Attributes<'_> {
         // comes after it there is skipped unread. Of an attribute named twice, the last
         // non-empty value counts.
         let mut best: Option<(usize, Range<usize>)> = None;
-        while let Some(name) = map.next_key_seed(Known(&IDENTITY_ATTRIBUTES))? {
-            let rank = name.and_then(|n| IDENTITY_ATTRIBUTES.iter().position(|a| *a == n));
+        while let Some(rank) = map.next_key_seed(IDENTITY_RANKS)? {
             match rank {
                 Some(rank) if best.as_ref().is_none_or(|(b, _)| rank <= *b) => {
                     let start = found.text.len();

@@ -236,3 +236,13 @@ fn what_a_skipped_resource_or_a_repeated_field_collected_is_not_kept() {
         "the last non-empty `id` counts"
     );
 }
+
+#[test]
+fn identity_attributes_rank_in_the_order_they_are_listed() {
+    for (rank, name) in IDENTITY_ATTRIBUTES.iter().enumerate() {
+        assert_eq!((resources::IDENTITY_RANKS.0)(name), Some(rank), "{name}");
+    }
+    for other in ["", "ARN", "arns", "tags", "self"] {
+        assert_eq!((resources::IDENTITY_RANKS.0)(other), None, "{other}");
+    }
+}
