@@ -93,7 +93,8 @@ impl Drop for Aside {
 
 #[cfg(not(target_os = "linux"))]
 impl Aside {
-    /// Elsewhere new threads are placed on idle cores: nothing to do.
+    /// Elsewhere a thread's cores are not set this way (macOS has only hints): the caller
+    /// stays where it is.
     fn step() -> Self {
         Self {}
     }
