@@ -429,6 +429,62 @@ async fn a_save_sends_only_the_resources_it_changed() {
     );
 }
 
+/// A format-4 state of 700 KiB: a bucket resource for each of `names`, each with its ARN
+/// and a kilobyte of other attributes.
+fn large(serial: u64, names: &[String]) -> Vec<u8> {
+    let padding = "x".repeat(1024);
+    let resources: Vec<String> = names
+        .iter()
+        .map(|n| {
+            format!(
+                r#"{{"mode":"managed","type":"aws_s3_bucket","name":"{n}","provider":"provider[\"registry.terraform.io/hashicorp/aws\"]","instances":[{{"attributes":{{"arn":"arn:aws:s3:::{n}","policy":"{padding}"}}}}]}}"#
+            )
+        })
+        .collect();
+    format!(
+        r#"{{"version":4,"serial":{serial},"lineage":"lin","resources":[{}]}}"#,
+        resources.join(",")
+    )
+    .into_bytes()
+}
+
+/// A large state's index work runs on a blocking thread rather than the request's task: its
+/// entry is kept and patched as a small state's is. Seen, as above, through an entry emptied
+/// but left its tags.
+#[tokio::test]
+async fn a_large_states_entry_is_kept_and_patched_as_a_small_ones() {
+    let (_, _, app) = setup();
+    let p = admin();
+    let net = name("net");
+    let mut names: Vec<String> = (0..640).map(|i| format!("r{i}")).collect();
+    let first = large(1, &names);
+    assert!(first.len() > 600 * 1024, "{} bytes", first.len());
+    state::write(&app, &p, &net, None, first).await.unwrap();
+    let entries = app.catalog.indexed_states("acme").await.unwrap();
+    assert_eq!((entries[0].version, entries[0].instances), (1, 640));
+    let tags = app.catalog.resource_tags("acme", "net").await.unwrap();
+    let record = app.catalog.state("acme", "net").await.unwrap().unwrap();
+    let emptied = StateInventory {
+        version: 1,
+        indexed: true,
+        instances: Vec::new(),
+        tags,
+    };
+    app.catalog
+        .put_inventory("acme", "net", record.revision, &emptied)
+        .await
+        .unwrap();
+    names.push("extra".into());
+    state::write(&app, &p, &net, None, large(2, &names))
+        .await
+        .unwrap();
+    assert_eq!(addresses(&app).await, ["net@2:aws_s3_bucket.extra"]);
+    state::write(&app, &p, &net, None, large(3, &names))
+        .await
+        .unwrap();
+    assert_eq!(addresses(&app).await, ["net@3:aws_s3_bucket.extra"]);
+}
+
 /// Drops `state`'s entry from the index, its record untouched but for its revision: what a
 /// store that never indexed it holds.
 async fn unindex(app: &App, state: &str) {

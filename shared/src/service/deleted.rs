@@ -184,10 +184,12 @@ pub async fn restore(
             Some((version, change)) if version == latest.version => change,
             _ => {
                 let plain = open_version(app, keys, kept, &latest).await?;
+                let bytes = plain.len();
                 let (_, _, _, found) = examine(plain).await?;
-                Indexer::new(app, keys, org, inventory_key.clone(), found)
+                Indexer::new(app, keys, org, inventory_key.clone(), found, bytes)
                     .await?
                     .change(latest.version)
+                    .await?
             }
         };
         // The state's record carries its latest inline content (one read serves a read of

@@ -116,7 +116,15 @@ pub async fn import(
         .await?;
     let keys = app.keys()?;
     let (body, document, sha256, found) = examine(body).await?;
-    let indexer = Indexer::new(app, keys, &principal.org, first.inventory_key(), found).await?;
+    let indexer = Indexer::new(
+        app,
+        keys,
+        &principal.org,
+        first.inventory_key(),
+        found,
+        body.len(),
+    )
+    .await?;
     let sealed: Carried<Sealed> = Carried::default();
     until_done(|| async {
         let now = app.clock.now();
@@ -126,7 +134,7 @@ pub async fn import(
         let version = check_import(&snapshot, now)?;
         let meta = document.clone()?;
         // The index's entry is built while the blob's writes wait on the disk.
-        let change = async { Ok(indexer.change(version)) };
+        let change = indexer.change(version);
         let (inventory, blob) = match sealed.take() {
             Some(blob) if blob.fits(&snapshot, version) => (change.await?, blob),
             _ => seal(app, keys, &snapshot, version, &body, now, change).await?,
@@ -198,9 +206,16 @@ pub async fn rollback(
                 let body = with_serial(&old, plan.serial)?;
                 let (body, document, sha256, found) = examine(body).await?;
                 let meta = document?;
-                let indexer =
-                    Indexer::new(app, keys, &principal.org, first.inventory_key(), found).await?;
-                let change = async { Ok(indexer.change(plan.version)) };
+                let indexer = Indexer::new(
+                    app,
+                    keys,
+                    &principal.org,
+                    first.inventory_key(),
+                    found,
+                    body.len(),
+                )
+                .await?;
+                let change = indexer.change(plan.version);
                 let (inventory, blob) =
                     seal(app, keys, &snapshot, plan.version, &body, now, change).await?;
                 let content = blob.content(body.len(), sha256, indexer.fingerprint());

@@ -107,10 +107,12 @@ async fn one(
             return Ok(Outcome::Current);
         }
         let plain = open_version(app, keys, &record, &latest).await?;
+        let bytes = plain.len();
         let (_, _, _, found) = examine(plain).await?;
         let readable = found.is_some();
-        let indexer = Indexer::new(app, keys, &record.org, stored_key.clone(), found).await?;
-        let inventory = indexer.inventory(latest.version);
+        let indexer =
+            Indexer::new(app, keys, &record.org, stored_key.clone(), found, bytes).await?;
+        let inventory = indexer.entry(latest.version).await?;
         match app
             .catalog
             .put_inventory(&record.org, &record.name, record.revision, &inventory)

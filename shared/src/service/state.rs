@@ -299,7 +299,7 @@ pub async fn write(
     let bytes = body.len() as u64;
     let (body, document, sha256, found) = examine(body).await?;
     let org = principal.org.as_str();
-    let indexer = Indexer::new(app, keys, org, first.inventory_key(), found).await?;
+    let indexer = Indexer::new(app, keys, org, first.inventory_key(), found, body.len()).await?;
     let request = WriteRequest {
         lock_id,
         document: &document,
