@@ -338,13 +338,16 @@ async fn a_save_that_changes_no_instance_moves_only_the_entrys_version() {
     );
 }
 
-/// A format-4 state with one bucket resource for each of `names`, each with its ARN.
-fn one_resource_each(serial: u64, names: &[&str]) -> Vec<u8> {
+/// A format-4 state with one bucket resource for each of `names`, each with its ARN and
+/// `padding` bytes of another attribute.
+fn one_resource_each(serial: u64, names: &[impl AsRef<str>], padding: usize) -> Vec<u8> {
+    let padding = "x".repeat(padding);
     let resources: Vec<String> = names
         .iter()
         .map(|n| {
+            let n = n.as_ref();
             format!(
-                r#"{{"mode":"managed","type":"aws_s3_bucket","name":"{n}","provider":"provider[\"registry.terraform.io/hashicorp/aws\"]","instances":[{{"attributes":{{"arn":"arn:aws:s3:::{n}"}}}}]}}"#
+                r#"{{"mode":"managed","type":"aws_s3_bucket","name":"{n}","provider":"provider[\"registry.terraform.io/hashicorp/aws\"]","instances":[{{"attributes":{{"arn":"arn:aws:s3:::{n}","policy":"{padding}"}}}}]}}"#
             )
         })
         .collect();
@@ -353,6 +356,24 @@ fn one_resource_each(serial: u64, names: &[&str]) -> Vec<u8> {
         resources.join(",")
     )
     .into_bytes()
+}
+
+/// Empties `state`'s entry of its rows behind the service's back, leaving its version and
+/// its tags: the next save trusts the entry for every resource whose tag it holds, and adds
+/// only the others' rows.
+async fn empty_keeping_tags(app: &App, state: &str) {
+    let tags = app.catalog.resource_tags("acme", state).await.unwrap();
+    let record = app.catalog.state("acme", state).await.unwrap().unwrap();
+    let emptied = StateInventory {
+        version: record.latest.map_or(0, |l| l.version),
+        indexed: true,
+        instances: Vec::new(),
+        tags,
+    };
+    app.catalog
+        .put_inventory("acme", state, record.revision, &emptied)
+        .await
+        .unwrap();
 }
 
 /// A save that changes some resources sends only theirs: the entry is trusted for every
@@ -364,30 +385,32 @@ async fn a_save_sends_only_the_resources_it_changed() {
     let (_, _, app) = setup();
     let p = admin();
     let net = name("net");
-    state::write(&app, &p, &net, None, one_resource_each(1, &["a", "b"]))
+    state::write(&app, &p, &net, None, one_resource_each(1, &["a", "b"], 0))
         .await
         .unwrap();
     assert_eq!(addresses(&app).await.len(), 2);
     let tags = app.catalog.resource_tags("acme", "net").await.unwrap();
     assert_eq!(tags.as_ref().map(Vec::len), Some(2));
-    let record = app.catalog.state("acme", "net").await.unwrap().unwrap();
-    let emptied = StateInventory {
-        version: 1,
-        indexed: true,
-        instances: Vec::new(),
-        tags,
-    };
-    app.catalog
-        .put_inventory("acme", "net", record.revision, &emptied)
-        .await
-        .unwrap();
-    state::write(&app, &p, &net, None, one_resource_each(2, &["a", "b", "c"]))
-        .await
-        .unwrap();
+    empty_keeping_tags(&app, "net").await;
+    state::write(
+        &app,
+        &p,
+        &net,
+        None,
+        one_resource_each(2, &["a", "b", "c"], 0),
+    )
+    .await
+    .unwrap();
     assert_eq!(addresses(&app).await, ["net@2:aws_s3_bucket.c"]);
-    state::write(&app, &p, &net, None, one_resource_each(3, &["b", "c", "d"]))
-        .await
-        .unwrap();
+    state::write(
+        &app,
+        &p,
+        &net,
+        None,
+        one_resource_each(3, &["b", "c", "d"], 0),
+    )
+    .await
+    .unwrap();
     assert_eq!(
         addresses(&app).await,
         ["net@3:aws_s3_bucket.c", "net@3:aws_s3_bucket.d"]
@@ -414,7 +437,7 @@ async fn a_save_sends_only_the_resources_it_changed() {
         &p,
         &net,
         None,
-        one_resource_each(4, &["b", "c", "d", "e"]),
+        one_resource_each(4, &["b", "c", "d", "e"], 0),
     )
     .await
     .unwrap();
@@ -429,25 +452,6 @@ async fn a_save_sends_only_the_resources_it_changed() {
     );
 }
 
-/// A format-4 state of 700 KiB: a bucket resource for each of `names`, each with its ARN
-/// and a kilobyte of other attributes.
-fn large(serial: u64, names: &[String]) -> Vec<u8> {
-    let padding = "x".repeat(1024);
-    let resources: Vec<String> = names
-        .iter()
-        .map(|n| {
-            format!(
-                r#"{{"mode":"managed","type":"aws_s3_bucket","name":"{n}","provider":"provider[\"registry.terraform.io/hashicorp/aws\"]","instances":[{{"attributes":{{"arn":"arn:aws:s3:::{n}","policy":"{padding}"}}}}]}}"#
-            )
-        })
-        .collect();
-    format!(
-        r#"{{"version":4,"serial":{serial},"lineage":"lin","resources":[{}]}}"#,
-        resources.join(",")
-    )
-    .into_bytes()
-}
-
 /// A large state's index work runs on a blocking thread rather than the request's task: its
 /// entry is kept and patched as a small state's is. Seen, as above, through an entry emptied
 /// but left its tags.
@@ -457,29 +461,18 @@ async fn a_large_states_entry_is_kept_and_patched_as_a_small_ones() {
     let p = admin();
     let net = name("net");
     let mut names: Vec<String> = (0..640).map(|i| format!("r{i}")).collect();
-    let first = large(1, &names);
+    let first = one_resource_each(1, &names, 1024);
     assert!(first.len() > 600 * 1024, "{} bytes", first.len());
     state::write(&app, &p, &net, None, first).await.unwrap();
     let entries = app.catalog.indexed_states("acme").await.unwrap();
     assert_eq!((entries[0].version, entries[0].instances), (1, 640));
-    let tags = app.catalog.resource_tags("acme", "net").await.unwrap();
-    let record = app.catalog.state("acme", "net").await.unwrap().unwrap();
-    let emptied = StateInventory {
-        version: 1,
-        indexed: true,
-        instances: Vec::new(),
-        tags,
-    };
-    app.catalog
-        .put_inventory("acme", "net", record.revision, &emptied)
-        .await
-        .unwrap();
+    empty_keeping_tags(&app, "net").await;
     names.push("extra".into());
-    state::write(&app, &p, &net, None, large(2, &names))
+    state::write(&app, &p, &net, None, one_resource_each(2, &names, 1024))
         .await
         .unwrap();
     assert_eq!(addresses(&app).await, ["net@2:aws_s3_bucket.extra"]);
-    state::write(&app, &p, &net, None, large(3, &names))
+    state::write(&app, &p, &net, None, one_resource_each(3, &names, 1024))
         .await
         .unwrap();
     assert_eq!(addresses(&app).await, ["net@3:aws_s3_bucket.extra"]);

@@ -116,15 +116,8 @@ pub async fn import(
         .await?;
     let keys = app.keys()?;
     let (body, document, sha256, found) = examine(body).await?;
-    let indexer = Indexer::new(
-        app,
-        keys,
-        &principal.org,
-        first.inventory_key(),
-        found,
-        body.len(),
-    )
-    .await?;
+    let (org, stored) = (&principal.org, first.inventory_key());
+    let indexer = Indexer::new(app, keys, org, stored, found, body.len()).await?;
     let sealed: Carried<Sealed> = Carried::default();
     until_done(|| async {
         let now = app.clock.now();
@@ -206,15 +199,8 @@ pub async fn rollback(
                 let body = with_serial(&old, plan.serial)?;
                 let (body, document, sha256, found) = examine(body).await?;
                 let meta = document?;
-                let indexer = Indexer::new(
-                    app,
-                    keys,
-                    &principal.org,
-                    first.inventory_key(),
-                    found,
-                    body.len(),
-                )
-                .await?;
+                let (org, stored) = (&principal.org, first.inventory_key());
+                let indexer = Indexer::new(app, keys, org, stored, found, body.len()).await?;
                 let change = indexer.change(plan.version);
                 let (inventory, blob) =
                     seal(app, keys, &snapshot, plan.version, &body, now, change).await?;
