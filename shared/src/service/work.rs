@@ -19,7 +19,20 @@ pub(super) async fn run<T: Send + 'static>(
     what: &str,
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, Error> {
-    if len <= IN_PLACE_BYTES {
+    run_over(IN_PLACE_BYTES, len, what, f).await
+}
+
+/// As [`run`], for work lighter by the byte, which stays in place up to `in_place` bytes.
+///
+/// # Errors
+/// `Unavailable` when the blocking thread panicked.
+pub(super) async fn run_over<T: Send + 'static>(
+    in_place: usize,
+    len: usize,
+    what: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, Error> {
+    if len <= in_place {
         return Ok(f());
     }
     tokio::task::spawn_blocking(f)
