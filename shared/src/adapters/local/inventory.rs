@@ -3,7 +3,8 @@
 //! limit, with indexes by type, provider and module in that same order beneath them, and by
 //! digest for the conflicts, and by its resource's tag within its state; `inventory_text`, a
 //! trigram index of the addresses by row id, from which a substring that few addresses hold
-//! is found without reading the others; one row of `inventory_states` per state indexed,
+//! is found without reading the others, and `inventory_text_behind`, the ids of the few rows
+//! it has not yet taken (see [`Text`]); one row of `inventory_states` per state indexed,
 //! with its version and its resources' tags (8 bytes each, in their document's order). A
 //! commit writes the rows of the resources of its state that changed inside its own
 //! transaction (`change_inventory`), found by comparing tags: no row is read to find them.
@@ -59,9 +60,10 @@ fn replace_inventory(
         }
         _ => {
             remove_rows(conn, org, state)?;
+            let text = Text::caught_up(conn)?;
             let mut count = 0;
             for instance in &inventory.instances {
-                count += insert_row(conn, org, state, instance)?;
+                count += insert_row(conn, org, state, instance, text)?;
             }
             count
         }
@@ -100,10 +102,12 @@ fn patch_inventory(
         remove_rows(conn, org, state)?;
         return put_entry(conn, org, state, patch.version, false, None, 0);
     };
-    let mut count = count.saturating_sub(drop_resources(conn, org, state, &patch.gone)?);
+    let text = Text::for_change(conn, patch.gone.len() + patch.instances.len())?;
+    let mut count = count.saturating_sub(drop_resources(conn, org, state, &patch.gone, text)?);
     for instance in &patch.instances {
-        count += insert_row(conn, org, state, instance)?;
+        count += insert_row(conn, org, state, instance, text)?;
     }
+    text.done(conn)?;
     put_entry(
         conn,
         org,
@@ -150,19 +154,133 @@ fn swap_resources(
 ) -> Result<u64, StoreError> {
     let now = TagSet::of(tags);
     let gone: Vec<ResourceTag> = kept.iter().copied().filter(|t| !now.contains(*t)).collect();
-    if gone.len() == kept.len() {
+    let kept_set = TagSet::of(kept);
+    let new: Vec<&Instance> = instances
+        .iter()
+        .filter(|i| !kept_set.contains(i.resource))
+        .collect();
+    let text = if gone.len() == kept.len() {
         // Every resource changed (renamed, or the rules or the key did): one sweep of the
         // state's rows rather than one a resource.
         remove_rows(conn, org, state)?;
         count = 0;
+        Text::caught_up(conn)?
     } else {
-        count = count.saturating_sub(drop_resources(conn, org, state, &gone)?);
+        let text = Text::for_change(conn, gone.len() + new.len())?;
+        count = count.saturating_sub(drop_resources(conn, org, state, &gone, text)?);
+        text
+    };
+    for instance in new {
+        count += insert_row(conn, org, state, instance, text)?;
     }
-    let kept = TagSet::of(kept);
-    for instance in instances.iter().filter(|i| !kept.contains(i.resource)) {
-        count += insert_row(conn, org, state, instance)?;
-    }
+    text.done(conn)?;
     Ok(count)
+}
+
+/// Where a commit's row changes leave their addresses' trigrams. A small change (a save
+/// that added or removed a few resources) leaves them behind: it lists the ids of the rows
+/// it added or removed in `inventory_text_behind`, one small table, rather than writing the
+/// trigram index, whose segments a single address's trigrams rewrite (about 8 of the 21 log
+/// pages a one-resource commit wrote, and a sixth of its work). A search by text reads those
+/// rows as well as what the index finds, and checks every one against the address, so it
+/// answers as if the index were current; the commit that leaves more than [`BEHIND_MAX`] ids
+/// behind brings it up to date in one batch ([`catch_up`]), much cheaper by the row than one
+/// commit each. A large change writes the index itself, once caught up: the index may hold
+/// a stale entry under a removed row's id, which a new row may have taken, and adding the
+/// new row's text under that id before the stale entry is gone would keep both.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Text {
+    /// The index has taken every row: each change writes it.
+    Now,
+    /// Each change lists its rows' ids for the index to take later.
+    Behind,
+}
+
+/// Changes of at most this many resources removed and rows added leave their text behind.
+const BEHIND_RESOURCES: usize = 16;
+
+/// The most row ids left behind: the commit that leaves more brings the index up to date.
+const BEHIND_MAX: i64 = 64;
+
+impl Text {
+    /// Writes the rows left behind into the index: from then on it holds every row.
+    fn caught_up(conn: &Connection) -> Result<Self, StoreError> {
+        catch_up(conn)?;
+        Ok(Self::Now)
+    }
+
+    /// How a change removing and adding `size` resources and rows writes the text.
+    fn for_change(conn: &Connection, size: usize) -> Result<Self, StoreError> {
+        if size <= BEHIND_RESOURCES {
+            Ok(Self::Behind)
+        } else {
+            Self::caught_up(conn)
+        }
+    }
+
+    /// Once the change's rows are written: more than [`BEHIND_MAX`] rows behind are taken in.
+    fn done(self, conn: &Connection) -> Result<(), StoreError> {
+        if self == Self::Now {
+            return Ok(());
+        }
+        let behind: i64 = conn
+            .prepare_cached("SELECT count(*) FROM inventory_text_behind")
+            .and_then(|mut s| s.query_row([], |row| row.get(0)))
+            .map_err(sql_error)?;
+        if behind > BEHIND_MAX {
+            catch_up(conn)?;
+        }
+        Ok(())
+    }
+
+    /// Row `id`, holding `address`, was added.
+    fn added(self, conn: &Connection, id: i64, address: &str) -> Result<(), StoreError> {
+        match self {
+            Self::Behind => leave_behind(conn, id),
+            Self::Now => conn
+                .prepare_cached("INSERT INTO inventory_text (rowid, address) VALUES (?1, ?2)")
+                .and_then(|mut s| s.execute(params![id, address]))
+                .map(drop)
+                .map_err(sql_error),
+        }
+    }
+
+    /// Row `id` was removed.
+    fn removed(self, conn: &Connection, id: i64) -> Result<(), StoreError> {
+        match self {
+            Self::Behind => leave_behind(conn, id),
+            Self::Now => conn
+                .prepare_cached("DELETE FROM inventory_text WHERE rowid = ?1")
+                .and_then(|mut s| s.execute(params![id]))
+                .map(drop)
+                .map_err(sql_error),
+        }
+    }
+}
+
+fn leave_behind(conn: &Connection, id: i64) -> Result<(), StoreError> {
+    conn.prepare_cached("INSERT OR IGNORE INTO inventory_text_behind (id) VALUES (?1)")
+        .and_then(|mut s| s.execute(params![id]))
+        .map(drop)
+        .map_err(sql_error)
+}
+
+/// Brings the trigram index up to date with the rows left behind: each one's entry (a
+/// removed row's, or a stale one under a reused id) taken out, each that still has a row put
+/// in with its address. Taking out an id the index does not hold changes nothing.
+fn catch_up(conn: &Connection) -> Result<(), StoreError> {
+    for sql in [
+        "DELETE FROM inventory_text WHERE rowid IN (SELECT id FROM inventory_text_behind)",
+        "INSERT INTO inventory_text (rowid, address)
+           SELECT k.id, k.address FROM inventory_text_behind AS b
+           JOIN inventory AS k ON k.id = b.id",
+        "DELETE FROM inventory_text_behind",
+    ] {
+        conn.prepare_cached(sql)
+            .and_then(|mut s| s.execute([]))
+            .map_err(sql_error)?;
+    }
+    Ok(())
 }
 
 /// Drops the rows of the resources of `gone` and their trigrams; says how many.
@@ -171,6 +289,7 @@ fn drop_resources(
     org: &str,
     state: &str,
     gone: &[ResourceTag],
+    text: Text,
 ) -> Result<u64, StoreError> {
     let mut dropped = 0;
     for tag in TagSet::of(gone).iter() {
@@ -185,19 +304,23 @@ fn drop_resources(
             })
             .map_err(sql_error)?;
         for id in &ids {
-            conn.prepare_cached("DELETE FROM inventory_text WHERE rowid = ?1")
-                .and_then(|mut s| s.execute(params![id]))
-                .map_err(sql_error)?;
+            text.removed(conn, *id)?;
         }
         dropped += ids.len() as u64;
     }
     Ok(dropped)
 }
 
-/// Adds one instance's row and its address's trigrams; 1, or 0 when a row of another
-/// resource holds its address (only a malformed document names one address twice; the
-/// row there stays).
-fn insert_row(conn: &Connection, org: &str, state: &str, i: &Instance) -> Result<u64, StoreError> {
+/// Adds one instance's row and its address's trigrams (as `text` says); 1, or 0 when a row
+/// of another resource holds its address (only a malformed document names one address
+/// twice; the row there stays).
+fn insert_row(
+    conn: &Connection,
+    org: &str,
+    state: &str,
+    i: &Instance,
+    text: Text,
+) -> Result<u64, StoreError> {
     let added = conn
         .prepare_cached(
             "INSERT INTO inventory
@@ -222,9 +345,7 @@ fn insert_row(conn: &Connection, org: &str, state: &str, i: &Instance) -> Result
     if added == 0 {
         return Ok(0);
     }
-    conn.prepare_cached("INSERT INTO inventory_text (rowid, address) VALUES (?1, ?2)")
-        .and_then(|mut s| s.execute(params![conn.last_insert_rowid(), i.address]))
-        .map_err(sql_error)?;
+    text.added(conn, conn.last_insert_rowid(), &i.address)?;
     Ok(1)
 }
 
@@ -394,10 +515,19 @@ fn search(
     // every one of the org's to find them.
     if let Some(trigrams) = query.q.as_deref().and_then(trigram_query) {
         if few_match(conn, &trigrams)? {
-            sql = "SELECT k.id FROM
-                     (SELECT rowid AS id FROM inventory_text WHERE inventory_text MATCH ?) AS t
-                   CROSS JOIN inventory AS k ON k.id = t.id"
-                .to_owned();
+            // With the rows the index has not yet taken: every row either way is checked
+            // against the address below.
+            let behind = if has_rows_behind_table(conn)? {
+                " UNION SELECT id FROM inventory_text_behind"
+            } else {
+                ""
+            };
+            sql = format!(
+                "SELECT k.id FROM
+                   (SELECT rowid AS id FROM inventory_text WHERE inventory_text MATCH ?{behind})
+                   AS t
+                 CROSS JOIN inventory AS k ON k.id = t.id"
+            );
             values.push(trigrams.into());
         }
     }
@@ -445,6 +575,16 @@ fn search(
     );
     let mut stmt = conn.prepare_cached(&sql).map_err(sql_error)?;
     rows_of(&mut stmt, values)
+}
+
+/// Whether the catalog has `inventory_text_behind`: one at schema 10 that a full disk kept
+/// from being brought up to date lacks it, and leaves no row behind.
+fn has_rows_behind_table(conn: &Connection) -> Result<bool, StoreError> {
+    conn.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE name = 'inventory_text_behind')",
+    )
+    .and_then(|mut s| s.query_row([], |row| row.get(0)))
+    .map_err(sql_error)
 }
 
 /// A query of the trigram index that every address holding `q` matches: each distinct run
@@ -675,9 +815,10 @@ mod tests {
         );
     }
 
-    /// The text index holds a row id for every row and no other, through additions,
-    /// changes, removals and a state's removal, and a resource that did not change keeps
-    /// its row.
+    /// The text index, with the rows it has not yet taken, holds a row id for every row and
+    /// no other, through additions, changes, removals and a state's removal; a search by text
+    /// finds a row a small change left behind and not one it removed; and a resource that
+    /// did not change keeps its row.
     #[test]
     fn the_text_index_holds_every_row_and_no_other() {
         let conn = Connection::open_in_memory().unwrap();
@@ -688,44 +829,39 @@ mod tests {
             rows.map(Result::unwrap).collect()
         };
         let replace = |rows: &[(&str, Option<&str>)]| {
-            // One resource an instance, its tag standing for its fields.
-            let tag = |row: &(&str, Option<&str>)| {
-                use std::hash::{Hash, Hasher};
-                let mut hasher = std::hash::DefaultHasher::new();
-                row.hash(&mut hasher);
-                ResourceTag(hasher.finish())
-            };
-            let instances = rows
-                .iter()
-                .map(|row| Instance {
-                    address: row.0.into(),
-                    module: String::new(),
-                    mode: Mode::Managed,
-                    resource_type: "aws_vpc".into(),
-                    provider: "registry.terraform.io/hashicorp/aws".into(),
-                    digest: row.1.map(str::to_owned),
-                    resource: tag(row),
-                })
-                .collect();
-            let inventory = StateInventory {
-                version: 1,
-                indexed: true,
-                instances,
-                tags: Some(rows.iter().map(tag).collect()),
-            };
+            let inventory = entry(rows);
             change_inventory(&conn, "acme", "net", &InventoryChange::Replace(inventory)).unwrap();
         };
+        let behind = || ids("SELECT id FROM inventory_text_behind");
+        // Once caught up, the index holds exactly the rows' ids.
         let agree = || {
+            catch_up(&conn).unwrap();
             assert_eq!(
                 ids("SELECT id FROM inventory ORDER BY id"),
                 ids("SELECT rowid FROM inventory_text ORDER BY rowid")
             );
+        };
+        let found = |q: &str| -> Vec<String> {
+            let query = ResourceQuery {
+                q: Some(q.into()),
+                limit: 10,
+                ..ResourceQuery::default()
+            };
+            let rows = search(&conn, "acme", &query).unwrap();
+            rows.into_iter().map(|r| r.address).collect()
+        };
+        let matching = |q: &str| {
+            ids(&format!(
+                "SELECT rowid FROM inventory_text WHERE inventory_text MATCH '{}'",
+                trigram_query(q).unwrap().replace('\'', "''")
+            ))
         };
         replace(&[
             ("aws_vpc.a", None),
             ("aws_vpc.b", None),
             ("aws_vpc.c", None),
         ]);
+        assert!(behind().is_empty(), "a whole entry is written to the index");
         agree();
         let before = ids("SELECT id FROM inventory WHERE address = 'aws_vpc.c'");
         replace(&[
@@ -733,7 +869,10 @@ mod tests {
             ("aws_vpc.c", None),
             ("aws_vpc.d", None),
         ]);
-        agree();
+        assert_eq!(behind().len(), 4, "a and b removed, a and d added");
+        assert!(matching("vpc.d").is_empty());
+        assert_eq!(found("VPC.D"), ["aws_vpc.d"], "found while left behind");
+        assert!(found("vpc.b").is_empty(), "a removed row is not found");
         assert_eq!(
             ids("SELECT id FROM inventory WHERE address = 'aws_vpc.c'"),
             before,
@@ -747,17 +886,151 @@ mod tests {
             .map(Result::unwrap)
             .collect();
         assert_eq!(digests, [Some("d".to_owned()), None, None]);
-        let matching = |q: &str| {
-            ids(&format!(
-                "SELECT rowid FROM inventory_text WHERE inventory_text MATCH '{}'",
-                trigram_query(q).unwrap().replace('\'', "''")
-            ))
-        };
+        agree();
+        assert!(behind().is_empty());
         assert!(matching("vpc.b").is_empty(), "a removed row's text is gone");
         assert_eq!(matching("VPC.D").len(), 1);
         change_inventory(&conn, "acme", "net", &InventoryChange::Remove).unwrap();
         agree();
         assert!(ids("SELECT rowid FROM inventory_text").is_empty());
+    }
+
+    /// A row removed by a small change leaves its text in the index until caught up; a new
+    /// row that takes its id is found by its own address, not by the old one, and holds one
+    /// entry once caught up.
+    #[test]
+    fn a_new_row_under_a_removed_rows_id_is_found_by_its_own_address() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(super::super::tables::SCHEMA).unwrap();
+        let replace = |rows: &[(&str, Option<&str>)]| {
+            let inventory = entry(rows);
+            change_inventory(&conn, "acme", "net", &InventoryChange::Replace(inventory)).unwrap();
+        };
+        let id_of = |address: &str| -> i64 {
+            conn.query_row(
+                "SELECT id FROM inventory WHERE address = ?1",
+                params![address],
+                |r| r.get(0),
+            )
+            .unwrap()
+        };
+        let found = |q: &str| -> Vec<String> {
+            let query = ResourceQuery {
+                q: Some(q.into()),
+                limit: 10,
+                ..ResourceQuery::default()
+            };
+            let rows = search(&conn, "acme", &query).unwrap();
+            rows.into_iter().map(|r| r.address).collect()
+        };
+        replace(&[("aws_vpc.keep", None), ("aws_s3_bucket.old", None)]);
+        let old = id_of("aws_s3_bucket.old");
+        replace(&[("aws_vpc.keep", None), ("aws_sqs_queue.new", None)]);
+        assert_eq!(
+            id_of("aws_sqs_queue.new"),
+            old,
+            "SQLite reuses the largest id"
+        );
+        assert!(
+            found("s3_bucket").is_empty(),
+            "the stale entry finds no row"
+        );
+        assert_eq!(found("sqs_queue"), ["aws_sqs_queue.new"]);
+        catch_up(&conn).unwrap();
+        let entries = |q: &str| -> i64 {
+            let sql = "SELECT count(*) FROM inventory_text WHERE inventory_text MATCH ?1";
+            conn.query_row(sql, params![trigram_query(q).unwrap()], |r| r.get(0))
+                .unwrap()
+        };
+        assert_eq!(entries("s3_bucket"), 0);
+        assert_eq!(entries("sqs_queue"), 1);
+        assert_eq!(found("sqs_queue"), ["aws_sqs_queue.new"]);
+    }
+
+    /// A small change that leaves more than [`BEHIND_MAX`] rows behind brings the index up
+    /// to date; a large one writes it directly.
+    #[test]
+    fn the_rows_left_behind_stay_few() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(super::super::tables::SCHEMA).unwrap();
+        let behind = || -> i64 {
+            conn.query_row("SELECT count(*) FROM inventory_text_behind", [], |r| {
+                r.get(0)
+            })
+            .unwrap()
+        };
+        let names: Vec<String> = (0..40).map(|i| format!("aws_vpc.v{i}")).collect();
+        let mut rows: Vec<(&str, Option<&str>)> =
+            names.iter().map(|n| (n.as_str(), None)).collect();
+        let change = |rows: &[(&str, Option<&str>)]| {
+            let inventory = entry(rows);
+            change_inventory(&conn, "acme", "net", &InventoryChange::Replace(inventory)).unwrap();
+        };
+        change(&rows);
+        let mut most = 0;
+        for i in 0..40 {
+            // One resource changed a save: two rows behind each time.
+            rows[i].1 = Some("changed");
+            change(&rows);
+            most = most.max(behind());
+        }
+        assert!(most > 2 && most <= BEHIND_MAX, "{most}");
+        let renamed: Vec<String> = (0..40).map(|i| format!("aws_vpc.w{i}")).collect();
+        change(
+            &renamed
+                .iter()
+                .map(|n| (n.as_str(), None))
+                .collect::<Vec<_>>(),
+        );
+        assert_eq!(behind(), 0, "every resource changed: written directly");
+    }
+
+    /// A catalog at schema 10 served as it is (a full disk kept it from being brought up to
+    /// date) has no table of rows left behind: a search by text answers from the index.
+    #[test]
+    fn a_search_by_text_answers_without_the_table_of_rows_left_behind() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(super::super::tables::SCHEMA).unwrap();
+        let inventory = entry(&[("aws_vpc.main", None), ("aws_s3_bucket.logs", None)]);
+        change_inventory(&conn, "acme", "net", &InventoryChange::Replace(inventory)).unwrap();
+        conn.execute_batch("DROP TABLE inventory_text_behind")
+            .unwrap();
+        let query = ResourceQuery {
+            q: Some("vpc.ma".into()),
+            limit: 10,
+            ..ResourceQuery::default()
+        };
+        let rows = search(&conn, "acme", &query).unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].address, "aws_vpc.main");
+    }
+
+    /// An entry of one resource an instance, its tag standing for its fields.
+    fn entry(rows: &[(&str, Option<&str>)]) -> StateInventory {
+        let tag = |row: &(&str, Option<&str>)| {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = std::hash::DefaultHasher::new();
+            row.hash(&mut hasher);
+            ResourceTag(hasher.finish())
+        };
+        let instances = rows
+            .iter()
+            .map(|row| Instance {
+                address: row.0.into(),
+                module: String::new(),
+                mode: Mode::Managed,
+                resource_type: row.0.split('.').next().unwrap().into(),
+                provider: "registry.terraform.io/hashicorp/aws".into(),
+                digest: row.1.map(str::to_owned),
+                resource: tag(row),
+            })
+            .collect();
+        StateInventory {
+            version: 1,
+            indexed: true,
+            instances,
+            tags: Some(rows.iter().map(tag).collect()),
+        }
     }
 
     #[test]

@@ -81,7 +81,8 @@ CREATE TABLE IF NOT EXISTS inventory_states (
     PRIMARY KEY (org, state)) WITHOUT ROWID;
 CREATE VIRTUAL TABLE IF NOT EXISTS inventory_text USING fts5(
     address, content='', contentless_delete=1, tokenize='trigram', detail='none');
-PRAGMA user_version = 10;
+CREATE TABLE IF NOT EXISTS inventory_text_behind (id INTEGER PRIMARY KEY);
+PRAGMA user_version = 11;
 ";
 
 /// The `user_version` of a catalog that `SCHEMA` made: one at it needs no write to open.
@@ -96,9 +97,11 @@ PRAGMA user_version = 10;
 /// `inventory_text`, a trigram index of its addresses by that rowid (see [`INVENTORY_ASIDE`]);
 /// 10 gave each row the tag of its resource (`resource`, indexed by state) and each entry its
 /// resources' tags (`tags`), so a save writes only the rows of the resources it changed (see
-/// [`ENTRY_TAGS`]). Every table is created if missing, so a catalog of any older version gains
-/// all it lacks in one pass.
-pub(super) const SCHEMA_VERSION: i64 = 10;
+/// [`ENTRY_TAGS`]); 11 added `inventory_text_behind`, the ids of the rows a small save left
+/// for the trigram index to take later (empty after the step: every row is in the index).
+/// Every table is created if missing, so a catalog of any older version gains all it lacks
+/// in one pass.
+pub(super) const SCHEMA_VERSION: i64 = 11;
 
 /// What a catalog at 8 or 9 lacks that creating what is missing cannot add: a column of a
 /// table it has. Entries without tags (every one, after the step) are replaced whole by their
