@@ -265,17 +265,31 @@ fn leave_behind(conn: &Connection, id: i64) -> Result<(), StoreError> {
         .map_err(sql_error)
 }
 
+/// What [`catch_up`] runs.
+const CATCH_UP: [&str; 3] = [
+    "DELETE FROM inventory_text WHERE rowid IN (SELECT id FROM inventory_text_behind)",
+    // CROSS JOIN: the few ids behind first, each row found by its id. Left to choose, the
+    // planner walked every row of `inventory` (it has no statistics to go by): on a catalog
+    // of 150,000 rows a commit took 7.7 ms rather than 1.2.
+    "INSERT INTO inventory_text (rowid, address)
+       SELECT k.id, k.address FROM inventory_text_behind AS b
+       CROSS JOIN inventory AS k ON k.id = b.id",
+    "DELETE FROM inventory_text_behind",
+];
+
 /// Brings the trigram index up to date with the rows left behind: each one's entry (a
 /// removed row's, or a stale one under a reused id) taken out, each that still has a row put
-/// in with its address. Taking out an id the index does not hold changes nothing.
+/// in with its address. Taking out an id the index does not hold changes nothing. Nothing
+/// is written when none is behind, as after most commits that take this way.
 fn catch_up(conn: &Connection) -> Result<(), StoreError> {
-    for sql in [
-        "DELETE FROM inventory_text WHERE rowid IN (SELECT id FROM inventory_text_behind)",
-        "INSERT INTO inventory_text (rowid, address)
-           SELECT k.id, k.address FROM inventory_text_behind AS b
-           JOIN inventory AS k ON k.id = b.id",
-        "DELETE FROM inventory_text_behind",
-    ] {
+    let any: bool = conn
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM inventory_text_behind)")
+        .and_then(|mut s| s.query_row([], |row| row.get(0)))
+        .map_err(sql_error)?;
+    if !any {
+        return Ok(());
+    }
+    for sql in CATCH_UP {
         conn.prepare_cached(sql)
             .and_then(|mut s| s.execute([]))
             .map_err(sql_error)?;
@@ -983,6 +997,29 @@ mod tests {
                 .collect::<Vec<_>>(),
         );
         assert_eq!(behind(), 0, "every resource changed: written directly");
+    }
+
+    /// Catching up reads the rows left behind by their ids: it never walks the rows, whose
+    /// count grows with every state.
+    #[test]
+    fn catching_up_walks_only_the_rows_left_behind() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(super::super::tables::SCHEMA).unwrap();
+        for sql in CATCH_UP {
+            let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+            let steps: Vec<String> = stmt
+                .query_map([], |r| r.get(3))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            for step in &steps {
+                assert!(
+                    !(step.starts_with("SCAN") && step.contains(" k")),
+                    "{sql}: {steps:?}"
+                );
+                assert!(!step.contains("SCAN inventory "), "{sql}: {steps:?}");
+            }
+        }
     }
 
     /// A catalog at schema 10 served as it is (a full disk kept it from being brought up to
