@@ -855,15 +855,7 @@ mod tests {
                 ids("SELECT rowid FROM inventory_text ORDER BY rowid")
             );
         };
-        let found = |q: &str| -> Vec<String> {
-            let query = ResourceQuery {
-                q: Some(q.into()),
-                limit: 10,
-                ..ResourceQuery::default()
-            };
-            let rows = search(&conn, "acme", &query).unwrap();
-            rows.into_iter().map(|r| r.address).collect()
-        };
+        let found = |q: &str| found(&conn, q);
         let matching = |q: &str| {
             ids(&format!(
                 "SELECT rowid FROM inventory_text WHERE inventory_text MATCH '{}'",
@@ -928,15 +920,7 @@ mod tests {
             )
             .unwrap()
         };
-        let found = |q: &str| -> Vec<String> {
-            let query = ResourceQuery {
-                q: Some(q.into()),
-                limit: 10,
-                ..ResourceQuery::default()
-            };
-            let rows = search(&conn, "acme", &query).unwrap();
-            rows.into_iter().map(|r| r.address).collect()
-        };
+        let found = |q: &str| found(&conn, q);
         replace(&[("aws_vpc.keep", None), ("aws_s3_bucket.old", None)]);
         let old = id_of("aws_s3_bucket.old");
         replace(&[("aws_vpc.keep", None), ("aws_sqs_queue.new", None)]);
@@ -1032,14 +1016,18 @@ mod tests {
         change_inventory(&conn, "acme", "net", &InventoryChange::Replace(inventory)).unwrap();
         conn.execute_batch("DROP TABLE inventory_text_behind")
             .unwrap();
+        assert_eq!(found(&conn, "vpc.ma"), ["aws_vpc.main"]);
+    }
+
+    /// The addresses a search of acme's inventory for `q` finds.
+    fn found(conn: &Connection, q: &str) -> Vec<String> {
         let query = ResourceQuery {
-            q: Some("vpc.ma".into()),
+            q: Some(q.into()),
             limit: 10,
             ..ResourceQuery::default()
         };
-        let rows = search(&conn, "acme", &query).unwrap();
-        assert_eq!(rows.len(), 1);
-        assert_eq!(rows[0].address, "aws_vpc.main");
+        let rows = search(conn, "acme", &query).unwrap();
+        rows.into_iter().map(|r| r.address).collect()
     }
 
     /// An entry of one resource an instance, its tag standing for its fields.
