@@ -258,6 +258,7 @@ impl Text {
     }
 }
 
+/// Lists row `id` among those the trigram index has still to take (or take out).
 fn leave_behind(conn: &Connection, id: i64) -> Result<(), StoreError> {
     conn.prepare_cached("INSERT OR IGNORE INTO inventory_text_behind (id) VALUES (?1)")
         .and_then(|mut s| s.execute(params![id]))
