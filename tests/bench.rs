@@ -68,9 +68,10 @@ fn main() {
         Some("reads") => return reads_against_their_floor(&client()),
         Some("index") => return index::run(),
         Some("index-save") => return index::cost_on_a_save(),
+        Some("index-ab") => return index::cost_of_two_builds(),
         Some("small") => &SIZES[..2],
         Some(other) => {
-            panic!("no benchmark part named {other:?}; the parts are: changes, small, reads, aws, index, index-save")
+            panic!("no benchmark part named {other:?}; the parts are: changes, small, reads, aws, index, index-save, index-ab")
         }
     };
     // Built with the bench (release) profile, so `bin()` finds the release server.

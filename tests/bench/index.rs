@@ -140,25 +140,6 @@ pub fn cost_on_a_save() {
     let token = server.token("bench", "bench", "operator");
     let http = client();
     // One state of each kind; the first round (every state's first version) is left out.
-    let kinds: [(&str, &dyn Fn(u64) -> String); 4] = [
-        ("index-none", &|serial| {
-            hide_resources(&aws_state(2 << 20, serial, 0))
-        }),
-        ("index-kept", &|serial| aws_state(2 << 20, serial, 0)),
-        ("index-added", &|serial| {
-            let extra = format!(
-                r#"{{"mode":"managed","type":"aws_sqs_queue","name":"q{serial}","provider":"provider[\"registry.terraform.io/hashicorp/aws\"]","instances":[{{"attributes":{{"arn":"arn:aws:sqs:::q{serial}"}}}}]}},"#
-            );
-            aws_state(2 << 20, serial, 0).replacen(
-                r#""resources":["#,
-                &format!(r#""resources":[{extra}"#),
-                1,
-            )
-        }),
-        ("index-renamed", &|serial| {
-            aws_state(2 << 20, serial, serial)
-        }),
-    ];
     // Each round saves each of the four once, in one of four orders in which each kind comes
     // right after each other kind once (a balanced Latin square): in one fixed order the save
     // with nothing to index always came right after the heavy one (the renamed save, 50 ms
@@ -169,18 +150,7 @@ pub fn cost_on_a_save() {
         let serial = round + 1;
         let mut times = [Duration::ZERO; 4];
         for kind in ORDERS[round as usize % ORDERS.len()] {
-            let (state, body) = &kinds[kind];
-            let url = server.url(&format!("/api/tf-states/{state}/state"));
-            let body = body(serial);
-            let t = Instant::now();
-            let r = http
-                .post(&url)
-                .basic_auth("u", Some(&token))
-                .body(body)
-                .send()
-                .unwrap();
-            assert_eq!(r.status(), 200);
-            times[kind] = t.elapsed();
+            times[kind] = save(&http, &server, &token, kind, body_of(kind, serial));
         }
         if round > 0 {
             rounds.push(times);
@@ -224,6 +194,122 @@ pub fn cost_on_a_save() {
         "  a save renaming every instance ({instances} rows replaced): {}",
         share(3)
     );
+}
+
+/// The kinds of save the cost is measured on, by the name of the state each goes to: the
+/// baseline first.
+const KINDS: [&str; 4] = ["index-none", "index-kept", "index-added", "index-renamed"];
+
+/// The body of `kind`'s save number `serial`: the 2 MiB state with its resources hidden;
+/// as it is (its entry kept); with one resource more, named after the serial (its entry
+/// patched, the last serial's resource removed); every resource renamed.
+fn body_of(kind: usize, serial: u64) -> String {
+    match KINDS[kind] {
+        "index-none" => hide_resources(&aws_state(2 << 20, serial, 0)),
+        "index-kept" => aws_state(2 << 20, serial, 0),
+        "index-added" => {
+            let extra = format!(
+                r#"{{"mode":"managed","type":"aws_sqs_queue","name":"q{serial}","provider":"provider[\"registry.terraform.io/hashicorp/aws\"]","instances":[{{"attributes":{{"arn":"arn:aws:sqs:::q{serial}"}}}}]}},"#
+            );
+            aws_state(2 << 20, serial, 0).replacen(
+                r#""resources":["#,
+                &format!(r#""resources":[{extra}"#),
+                1,
+            )
+        }
+        _ => aws_state(2 << 20, serial, serial),
+    }
+}
+
+/// Posts `body` as the state of save kind `kind`, and says how long it took.
+fn save(http: &Client, server: &Server, token: &str, kind: usize, body: String) -> Duration {
+    let url = server.url(&format!("/api/tf-states/{}/state", KINDS[kind]));
+    let t = Instant::now();
+    let r = http
+        .post(&url)
+        .basic_auth("u", Some(token))
+        .body(body)
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    t.elapsed()
+}
+
+/// `make bench BENCH=index-ab`: the index's cost on a save in two builds, each a server of
+/// its own (`HEGEMONY_BENCH_A` and `HEGEMONY_BENCH_B` name their binaries), saving the same
+/// bodies in turn in one run. Runs of `index-save` a build apart differ by up to 0.6 ms for
+/// the same code, as the machine's busy spells come and go; here a spell weighs on both
+/// builds alike. Each round saves the three kinds but the renamed one (its 40 ms of writes
+/// would weigh on whatever follows it) to each server, the servers and the kinds taking
+/// turns in their order; a kind's cost is the median of its rounds' differences from the
+/// same server's save with nothing to index.
+pub fn cost_of_two_builds() {
+    let rounds: u64 = std::env::var("HEGEMONY_BENCH_ROUNDS")
+        .ok()
+        .map(|r| {
+            r.parse()
+                .expect("HEGEMONY_BENCH_ROUNDS is a number of rounds")
+        })
+        .unwrap_or(200);
+    let builds: Vec<(String, std::path::PathBuf)> = ["A", "B"]
+        .iter()
+        .map(|build| {
+            let var = format!("HEGEMONY_BENCH_{build}");
+            let path = std::env::var_os(&var)
+                .unwrap_or_else(|| panic!("{var} names the binary of build {build}"));
+            (build.to_string(), path.into())
+        })
+        .collect();
+    let servers: Vec<Server> = builds
+        .iter()
+        .map(|(_, path)| Server::start_binary(path))
+        .collect();
+    let tokens: Vec<String> = servers
+        .iter()
+        .map(|s| s.token("bench", "bench", "operator"))
+        .collect();
+    let http = client();
+    // [server][kind - 1]: the round's difference from that server's save with nothing to
+    // index, in ms.
+    let mut more: [[Vec<f64>; 2]; 2] = Default::default();
+    for round in 0..=rounds {
+        let serial = round + 1;
+        let bodies: Vec<String> = (0..3).map(|kind| body_of(kind, serial)).collect();
+        let mut times = [[Duration::ZERO; 3]; 2];
+        for turn in 0..2 {
+            let server = (turn + round as usize) % 2;
+            for step in 0..3 {
+                let kind = (step + round as usize) % 3;
+                times[server][kind] = save(
+                    &http,
+                    &servers[server],
+                    &tokens[server],
+                    kind,
+                    bodies[kind].clone(),
+                );
+            }
+        }
+        // The first round is every state's first version.
+        if round > 0 {
+            for (server, times) in times.iter().enumerate() {
+                for kind in 1..3 {
+                    more[server][kind - 1]
+                        .push((times[kind].as_secs_f64() - times[0].as_secs_f64()) * 1000.0);
+                }
+            }
+        }
+    }
+    println!("The index's cost on a 2 MiB save, two builds side by side, {rounds} rounds:");
+    for ((build, path), more) in builds.iter().zip(more.iter_mut()) {
+        let [kept, patched] = more.each_mut().map(|m| {
+            m.sort_by(f64::total_cmp);
+            m[m.len() / 2]
+        });
+        println!(
+            "  {build} ({}): entry kept {kept:.2} ms more, entry patched {patched:.2} ms more",
+            path.display()
+        );
+    }
 }
 
 fn version(n: u64) -> VersionRecord {

@@ -92,8 +92,18 @@ impl Server {
         Self::spawn(dir, Vec::new())
     }
 
+    /// A server of another build, `binary`, with the default settings: for comparing two
+    /// builds in one run.
+    pub fn start_binary(binary: &Path) -> Server {
+        Self::spawn_binary(tempfile::tempdir().unwrap(), Vec::new(), binary)
+    }
+
     fn spawn(dir: tempfile::TempDir, env: Vec<(String, String)>) -> Server {
-        let mut cmd = Command::new(bin());
+        Self::spawn_binary(dir, env, &bin())
+    }
+
+    fn spawn_binary(dir: tempfile::TempDir, env: Vec<(String, String)>, binary: &Path) -> Server {
+        let mut cmd = Command::new(binary);
         cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(dir.path().join("data"))
             .env_remove("HEGEMONY_TF_STATE_ENCRYPTION_KEY")
