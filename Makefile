@@ -75,7 +75,9 @@ test: tools lint web build web-test clients-test
 ## the backend latencies of 10 KiB and 100 KiB states alone; BENCH=reads the reads against
 ## their floor; BENCH=aws the AWS store on the emulator alone (the functions' start-up, AWS
 ## calls per operation, latencies); BENCH=index the inventory (its cost on a 2 MiB save, search
-## over 500,000 instances on the local store, rebuild throughput).
+## over 500,000 instances on the local store, rebuild throughput); BENCH=index-save its cost on
+## a save alone; BENCH=index-ab that cost in two builds side by side in one run, the binaries
+## named by HEGEMONY_BENCH_A and HEGEMONY_BENCH_B (absolute paths).
 BENCH ?=
 bench: tools
 	$(CARGO) build --release -p hegemony-state-cli -p hegemony-state-functions
