@@ -246,3 +246,34 @@ fn identity_attributes_rank_in_the_order_they_are_listed() {
         assert_eq!((resources::IDENTITY_RANKS.0)(other), None, "{other}");
     }
 }
+
+#[test]
+fn refuses_a_unicode_escape_without_four_hex_digits_in_a_skipped_value() {
+    let refused = reason(
+        "{\"version\":4,\"serial\":1,\"lineage\":\"l\",\n\"outputs\":{\"a\":{\"value\":\"\\u00zz\"}}}",
+    );
+    assert!(
+        refused.contains("invalid JSON at line 2 column 26"),
+        "{refused}"
+    );
+    assert!(
+        sniff(br#"{"version":4,"serial":1,"lineage":"l","outputs":{"a":"\u00e9\\u"}}"#).is_ok()
+    );
+}
+
+#[test]
+fn a_refusal_never_quotes_the_bytes_around_the_fault() {
+    for body in [
+        r#"{"version":4,"serial":1,"lineage":"l","outputs":{"pw":{"value":"hunter2-secret"},}}"#,
+        r#"{"version":4,"serial":1,"lineage":"l","outputs":{"pw":{"value":"hunter2-secret" x}}}"#,
+        r#"{"version":4,"serial":1,"lineage":"l","resources":[{"instances":[{"attributes":{"password":"hunter2-secret"]}}]}"#,
+    ] {
+        let refused = reason(body);
+        assert!(
+            refused.starts_with("invalid JSON at line 1 column "),
+            "{refused}"
+        );
+        assert!(!refused.contains("hunter2"), "{refused}");
+        assert!(!refused.contains('\n'), "{refused}");
+    }
+}
