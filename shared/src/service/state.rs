@@ -12,7 +12,9 @@ use super::retry::{commit, until_done, Attempt, Carried};
 use super::{work, App, Error};
 use crate::crypto;
 use crate::domain::audit::AuditAction;
-use crate::domain::document::{sniff_resources, Found, StateMeta};
+use crate::domain::document::{
+    check_escapes, sniff_resources, sniff_resources_but_escapes, Found, StateMeta,
+};
 use crate::domain::name::StateName;
 use crate::domain::permission::Permission;
 use crate::domain::protection::Change;
@@ -374,9 +376,15 @@ pub(super) async fn examine(body: Vec<u8>) -> Result<Examined, Error> {
         let (sniffed, sha256) = if body.len() < PARALLEL_PASSES {
             (sniff_resources(&body), hex(&Sha256::digest(&body)))
         } else {
-            let (sha256, sniffed) =
-                work::side_by_side(|| hex(&Sha256::digest(&body)), || sniff_resources(&body));
-            (sniffed, sha256)
+            // The digest is the shorter pass by more than the escapes' check: it takes that.
+            let ((sha256, escapes), sniffed) = work::side_by_side(
+                || (hex(&Sha256::digest(&body)), check_escapes(&body)),
+                || sniff_resources_but_escapes(&body),
+            );
+            (
+                sniffed.and_then(|sniffed| escapes.map(|()| sniffed)),
+                sha256,
+            )
         };
         let (document, found) = match sniffed {
             Ok((meta, found)) => (Ok(meta), found),

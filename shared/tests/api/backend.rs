@@ -244,6 +244,14 @@ async fn every_write_check_refuses_in_order_with_its_reason() {
         .expect(400);
     assert_eq!(code, "not_a_state");
     assert!(msg.contains("invalid JSON"), "{msg}");
+    // A body large enough that its sniff and the escapes' check run on two cores.
+    let large = format!(
+        r#"{{"version":4,"serial":6,"lineage":"lin","outputs":{{"pad":{{"value":"{}","type":"string"}},"bad":{{"value":"\u00zz"}}}}}}"#,
+        "x".repeat(2 << 20)
+    );
+    let (code, msg) = post(&alice, None, large).await.error().expect(400);
+    assert_eq!(code, "not_a_state");
+    assert!(msg.contains("\\u escape without four hex digits"), "{msg}");
     let (code, msg) = post(&alice, None, r#"{"version":4,"lineage":"lin"}"#.into())
         .await
         .error()
