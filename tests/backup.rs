@@ -194,7 +194,10 @@ fn a_backup_killed_part_way_is_never_taken_for_a_whole_one() {
         } else {
             refused += 1;
             assert!(said.contains("not a finished backup"), "{said}");
-            assert!(!restored && told.contains("not a finished backup"), "{told}");
+            assert!(
+                !restored && told.contains("not a finished backup"),
+                "{told}"
+            );
         }
     }
     assert!(refused > 0, "no backup was killed part way");
