@@ -127,7 +127,7 @@ async fn an_older_catalog_opens_and_reads_as_before(older: &str) {
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 11, "brought up to date from: {older}");
+    assert_eq!(version, 12, "brought up to date from: {older}");
 }
 
 /// A catalog at schema 6 (trust policies, no protected states) opens, keeps its org's
@@ -177,7 +177,7 @@ async fn a_schema_6_catalog_gains_protected_states() {
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 11);
+    assert_eq!(version, 12);
 }
 
 /// A catalog at schema 7 (no inventory) opens up to date: its states are there, its index empty
@@ -226,7 +226,7 @@ async fn a_schema_7_catalog_gains_the_inventory() {
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 11);
+    assert_eq!(version, 12);
 }
 
 /// A catalog at schema 8 (the inventory keyed by its addresses, without the row ids its
@@ -253,6 +253,7 @@ async fn a_schema_8_catalog_keeps_its_inventory_and_indexes_its_addresses() {
         .unwrap()
         .execute_batch(
             r#"DROP TABLE inventory; DROP TABLE inventory_text; DROP TABLE inventory_states;
+            DROP TABLE inventory_text_behind; DROP TABLE inventory_pending;
             CREATE TABLE inventory_states (
                 org TEXT NOT NULL, state TEXT NOT NULL, version INTEGER NOT NULL,
                 indexed INTEGER NOT NULL, instances INTEGER NOT NULL,
@@ -334,7 +335,7 @@ async fn a_schema_8_catalog_keeps_its_inventory_and_indexes_its_addresses() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 11);
+    assert_eq!(version, 12);
     let aside: i64 = conn
         .query_row(
             "SELECT count(*) FROM sqlite_schema WHERE name = 'inventory_8'",
@@ -375,12 +376,19 @@ async fn a_schema_9_catalog_keeps_its_inventory_and_gains_the_resources_tags() {
             tags: Some(vec![ResourceTag(1), ResourceTag(2)]),
         }));
         catalog.commit(c).await.unwrap();
+        // A read writes the rows the commit recorded, as a schema 9 commit wrote them.
+        let all = ResourceQuery {
+            limit: 10,
+            ..ResourceQuery::default()
+        };
+        assert_eq!(catalog.resources("acme", &all).await.unwrap().len(), 2);
     }
     let file = dir.path().join(local::CATALOG_FILE);
     rusqlite::Connection::open(&file)
         .unwrap()
         .execute_batch(
-            "DROP INDEX inventory_by_resource;
+            "DROP TABLE inventory_text_behind; DROP TABLE inventory_pending;
+             DROP INDEX inventory_by_resource;
              ALTER TABLE inventory DROP COLUMN resource;
              ALTER TABLE inventory_states DROP COLUMN tags;
              PRAGMA user_version = 9;",
@@ -424,5 +432,5 @@ async fn a_schema_9_catalog_keeps_its_inventory_and_gains_the_resources_tags() {
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 11);
+    assert_eq!(version, 12);
 }

@@ -6,8 +6,9 @@
 //! is found without reading the others, and `inventory_text_behind`, the ids of the few rows
 //! it has not yet taken (see [`Text`]); one row of `inventory_states` per state indexed,
 //! with its version and its resources' tags (8 bytes each, in their document's order). A
-//! commit writes the rows of the resources of its state that changed inside its own
-//! transaction (`change_inventory`), found by comparing tags: no row is read to find them.
+//! commit writes its state's entry and records the change to the rows of the resources that
+//! changed (`change_inventory`, [`pending`]), found by comparing tags: no row is read to
+//! find them. The rows are written before anything reads them ([`write_pending`]).
 
 use async_trait::async_trait;
 
@@ -22,12 +23,17 @@ use crate::ports::{
     conflict_groups, provider_matches, IndexedState, InventoryCatalog, InventoryChange,
     InventoryCounts, InventoryPatch, ResourceQuery, ResourceRow, StoreError,
 };
+use pending::Pending;
 
-/// Replaces, patches, keeps or removes one state's rows, on the commit's transaction. Only
-/// the rows of resources that changed are written: a save changes a few of a state's
-/// resources, if any, and a row holds nothing that changes with the version (that is kept
-/// once, in `inventory_states`), so a save of a big state that changed one resource writes
-/// that resource's rows and its entry, not thousands of rows.
+mod pending;
+
+/// Replaces, patches, keeps or removes one state's entry, on the commit's transaction, and
+/// records the change to its rows (see [`pending`]): they are written before anything reads
+/// them ([`write_pending`]), so every answer is as of the commit. Only the rows of resources
+/// that changed are written: a save changes a few of a state's resources, if any, and a row
+/// holds nothing that changes with the version (that is kept once, in `inventory_states`),
+/// so a save of a big state that changed one resource records that resource's rows, not
+/// thousands.
 pub(super) fn change_inventory(
     conn: &Connection,
     org: &str,
@@ -35,15 +41,23 @@ pub(super) fn change_inventory(
     change: &InventoryChange,
 ) -> Result<(), StoreError> {
     match change {
-        InventoryChange::Replace(inventory) => replace_inventory(conn, org, state, inventory),
-        InventoryChange::Patch(patch) => patch_inventory(conn, org, state, patch),
-        InventoryChange::Keep { version } => keep_inventory(conn, org, state, *version),
-        InventoryChange::Remove => remove_inventory(conn, org, state),
+        InventoryChange::Replace(inventory) => replace_inventory(conn, org, state, inventory)?,
+        InventoryChange::Patch(patch) => patch_inventory(conn, org, state, patch)?,
+        InventoryChange::Keep { version } => return keep_inventory(conn, org, state, *version),
+        InventoryChange::Remove => remove_inventory(conn, org, state)?,
     }
+    if pending::size(conn)? > PENDING_MAX {
+        write_pending(conn)?;
+    }
+    Ok(())
 }
 
-/// A whole entry: swapped resource by resource when both it and the stored entry are kept
-/// by resource, else every row replaced.
+/// The most rows recorded changes may write or remove before the commit that records more
+/// writes them all: the work a read may find waiting stays bounded (about 0.15 s).
+const PENDING_MAX: u64 = 8192;
+
+/// A whole entry: resource by resource when both it and the stored entry are kept by
+/// resource, else every row replaced.
 fn replace_inventory(
     conn: &Connection,
     org: &str,
@@ -54,20 +68,31 @@ fn replace_inventory(
         Some(_) => stored_tags(conn, org, state)?,
         None => None,
     };
-    let count = match (&inventory.tags, stored) {
-        (Some(tags), Some((kept, count))) => {
-            swap_resources(conn, org, state, count, &kept, tags, &inventory.instances)?
+    match (&inventory.tags, stored) {
+        (Some(tags), Some((kept, _))) => {
+            let now = TagSet::of(tags);
+            let gone: Vec<ResourceTag> =
+                kept.iter().copied().filter(|t| !now.contains(*t)).collect();
+            if gone.len() == kept.len() {
+                // Every resource changed (renamed, or the rules or the key did): one sweep
+                // of the state's rows rather than one a resource.
+                let all: Vec<&Instance> = inventory.instances.iter().collect();
+                pending::record(conn, org, state, true, &[], &all)?;
+            } else {
+                let kept = TagSet::of(&kept);
+                let new: Vec<&Instance> = inventory
+                    .instances
+                    .iter()
+                    .filter(|i| !kept.contains(i.resource))
+                    .collect();
+                pending::record(conn, org, state, false, &gone, &new)?;
+            }
         }
         _ => {
-            remove_rows(conn, org, state)?;
-            let text = Text::caught_up(conn)?;
-            let mut count = 0;
-            for instance in &inventory.instances {
-                count += insert_row(conn, org, state, instance, text)?;
-            }
-            count
+            let all: Vec<&Instance> = inventory.instances.iter().collect();
+            pending::record(conn, org, state, true, &[], &all)?;
         }
-    };
+    }
     put_entry(
         conn,
         org,
@@ -75,7 +100,6 @@ fn replace_inventory(
         inventory.version,
         inventory.indexed,
         inventory.tags.as_deref(),
-        count,
     )
 }
 
@@ -86,37 +110,22 @@ fn patch_inventory(
     state: &str,
     patch: &InventoryPatch,
 ) -> Result<(), StoreError> {
-    // Whether the entry holds tags, and its count: its tags themselves are not read (the
-    // save read them to make the patch).
-    let count: Option<u64> = conn
+    // Whether the entry holds tags: its tags themselves are not read (the save read them
+    // to make the patch).
+    let kept: bool = conn
         .prepare_cached(
-            "SELECT instances FROM inventory_states
-             WHERE org = ?1 AND state = ?2 AND indexed AND tags IS NOT NULL",
+            "SELECT EXISTS (SELECT 1 FROM inventory_states
+               WHERE org = ?1 AND state = ?2 AND indexed AND tags IS NOT NULL)",
         )
-        .and_then(|mut s| {
-            s.query_row(params![org, state], |row| row.get(0))
-                .optional()
-        })
+        .and_then(|mut s| s.query_row(params![org, state], |row| row.get(0)))
         .map_err(sql_error)?;
-    let Some(count) = count else {
-        remove_rows(conn, org, state)?;
-        return put_entry(conn, org, state, patch.version, false, None, 0);
-    };
-    let text = Text::for_change(conn, patch.gone.len() + patch.instances.len())?;
-    let mut count = count.saturating_sub(drop_resources(conn, org, state, &patch.gone, text)?);
-    for instance in &patch.instances {
-        count += insert_row(conn, org, state, instance, text)?;
+    if !kept {
+        pending::record(conn, org, state, true, &[], &[])?;
+        return put_entry(conn, org, state, patch.version, false, None);
     }
-    text.done(conn)?;
-    put_entry(
-        conn,
-        org,
-        state,
-        patch.version,
-        true,
-        Some(&patch.tags),
-        count,
-    )
+    let new: Vec<&Instance> = patch.instances.iter().collect();
+    pending::record(conn, org, state, false, &patch.gone, &new)?;
+    put_entry(conn, org, state, patch.version, true, Some(&patch.tags))
 }
 
 /// The tags and instance count of the state's entry, when it is kept by resource.
@@ -140,41 +149,47 @@ fn stored_tags(
         .transpose()
 }
 
-/// Drops the rows of the resources in `kept` that `tags` lacks, adds those of `instances`
-/// whose resources `kept` lacks, and says how many rows the state has after (`count`
-/// before).
-fn swap_resources(
+/// Writes every recorded change's rows, oldest first, each entry's count with them.
+pub(super) fn write_pending(conn: &Connection) -> Result<(), StoreError> {
+    while let Some(recorded) = pending::oldest(conn)? {
+        write_rows(conn, &recorded.org, &recorded.state, &recorded.pending)?;
+        pending::done(conn, recorded.seq)?;
+    }
+    Ok(())
+}
+
+/// One recorded change's rows: the state's all (or its gone resources') dropped, the new
+/// ones added; and the entry's count of rows after (an entry removed since has none).
+fn write_rows(
     conn: &Connection,
     org: &str,
     state: &str,
-    mut count: u64,
-    kept: &[ResourceTag],
-    tags: &[ResourceTag],
-    instances: &[Instance],
-) -> Result<u64, StoreError> {
-    let now = TagSet::of(tags);
-    let gone: Vec<ResourceTag> = kept.iter().copied().filter(|t| !now.contains(*t)).collect();
-    let kept_set = TagSet::of(kept);
-    let new: Vec<&Instance> = instances
-        .iter()
-        .filter(|i| !kept_set.contains(i.resource))
-        .collect();
-    let text = if gone.len() == kept.len() {
-        // Every resource changed (renamed, or the rules or the key did): one sweep of the
-        // state's rows rather than one a resource.
+    change: &Pending,
+) -> Result<(), StoreError> {
+    let before: u64 = conn
+        .prepare_cached("SELECT instances FROM inventory_states WHERE org = ?1 AND state = ?2")
+        .and_then(|mut s| {
+            s.query_row(params![org, state], |row| row.get(0))
+                .optional()
+        })
+        .map_err(sql_error)?
+        .unwrap_or(0);
+    let (text, mut count) = if change.clear {
         remove_rows(conn, org, state)?;
-        count = 0;
-        Text::caught_up(conn)?
+        (Text::caught_up(conn)?, 0)
     } else {
-        let text = Text::for_change(conn, gone.len() + new.len())?;
-        count = count.saturating_sub(drop_resources(conn, org, state, &gone, text)?);
-        text
+        let text = Text::for_change(conn, change.gone.len() + change.instances.len())?;
+        let dropped = drop_resources(conn, org, state, &change.gone, text)?;
+        (text, before.saturating_sub(dropped))
     };
-    for instance in new {
+    for instance in &change.instances {
         count += insert_row(conn, org, state, instance, text)?;
     }
     text.done(conn)?;
-    Ok(count)
+    conn.prepare_cached("UPDATE inventory_states SET instances = ?3 WHERE org = ?1 AND state = ?2")
+        .and_then(|mut s| s.execute(params![org, state, count]))
+        .map(drop)
+        .map_err(sql_error)
 }
 
 /// Where a commit's row changes leave their addresses' trigrams. A small change (a save
@@ -364,7 +379,8 @@ fn insert_row(
     Ok(1)
 }
 
-/// Writes the state's entry: its version, whether indexed, its tags and its row count.
+/// Writes the state's entry: its version, whether indexed and its tags. Its count of rows
+/// is left for [`write_rows`] to set (0 for a new entry until then).
 fn put_entry(
     conn: &Connection,
     org: &str,
@@ -372,14 +388,22 @@ fn put_entry(
     version: u64,
     indexed: bool,
     tags: Option<&[ResourceTag]>,
-    count: u64,
 ) -> Result<(), StoreError> {
-    let tags: Option<Vec<u8>> = tags.map(|t| t.iter().flat_map(|t| t.0.to_le_bytes()).collect());
     conn.prepare_cached(
-        "INSERT OR REPLACE INTO inventory_states (org, state, version, indexed, instances, tags)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT INTO inventory_states (org, state, version, indexed, instances, tags)
+         VALUES (?1, ?2, ?3, ?4, 0, ?5)
+         ON CONFLICT (org, state) DO UPDATE
+           SET version = excluded.version, indexed = excluded.indexed, tags = excluded.tags",
     )
-    .and_then(|mut s| s.execute(params![org, state, version, indexed, count, tags]))
+    .and_then(|mut s| {
+        s.execute(params![
+            org,
+            state,
+            version,
+            indexed,
+            tags.map(pending::tags_bytes)
+        ])
+    })
     .map_err(sql_error)?;
     Ok(())
 }
@@ -390,18 +414,14 @@ fn column(tag: ResourceTag) -> i64 {
     tag.0 as i64
 }
 
-/// The tags an entry's `tags` column holds: 8 bytes each, little-endian.
+/// The tags an entry's `tags` column holds.
 fn tags_of_bytes(bytes: &[u8], state: &str) -> Result<Vec<ResourceTag>, StoreError> {
-    if !bytes.len().is_multiple_of(8) {
-        return Err(StoreError::Corrupt(format!(
+    pending::tags_of(bytes).ok_or_else(|| {
+        StoreError::Corrupt(format!(
             "catalog: the inventory tags of state {state} are {} bytes, not a multiple of 8",
             bytes.len()
-        )));
-    }
-    Ok(bytes
-        .chunks_exact(8)
-        .map(|b| ResourceTag(u64::from_le_bytes(b.try_into().expect("8 bytes"))))
-        .collect())
+        ))
+    })
 }
 
 /// A save that leaves the instances as they are: only the entry's version moves. A missing
@@ -436,9 +456,9 @@ fn remove_rows(conn: &Connection, org: &str, state: &str) -> Result<(), StoreErr
     Ok(())
 }
 
-/// A state gone: its rows, their text and its entry.
+/// A state gone: its entry, and its rows to go.
 fn remove_inventory(conn: &Connection, org: &str, state: &str) -> Result<(), StoreError> {
-    remove_rows(conn, org, state)?;
+    pending::record(conn, org, state, true, &[], &[])?;
     conn.prepare_cached("DELETE FROM inventory_states WHERE org = ?1 AND state = ?2")
         .and_then(|mut s| s.execute(params![org, state]))
         .map_err(sql_error)?;
@@ -706,6 +726,24 @@ fn counts(conn: &Connection, org: &str) -> Result<InventoryCounts, StoreError> {
     })
 }
 
+impl SqliteCatalog {
+    /// Writes the rows of the changes commits recorded, if any: a read of the rows or their
+    /// counts then answers as of every commit before it. Most reads find none (one lookup).
+    async fn settled(&self) -> Result<(), StoreError> {
+        if !self.read(pending::any).await? {
+            return Ok(());
+        }
+        self.with(|conn| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(sql_error)?;
+            write_pending(&tx)?;
+            tx.commit().map_err(sql_error)
+        })
+        .await
+    }
+}
+
 #[async_trait]
 impl InventoryCatalog for SqliteCatalog {
     async fn resources(
@@ -713,6 +751,7 @@ impl InventoryCatalog for SqliteCatalog {
         org: &str,
         query: &ResourceQuery,
     ) -> Result<Vec<ResourceRow>, StoreError> {
+        self.settled().await?;
         let (org, query) = (org.to_owned(), query.clone());
         self.read(move |conn| search(conn, &org, &query)).await
     }
@@ -722,12 +761,14 @@ impl InventoryCatalog for SqliteCatalog {
         org: &str,
         state: Option<&str>,
     ) -> Result<Vec<Vec<ResourceRow>>, StoreError> {
+        self.settled().await?;
         let (org, state) = (org.to_owned(), state.map(str::to_owned));
         self.read(move |conn| conflicts_in(conn, &org, state.as_deref()))
             .await
     }
 
     async fn indexed_states(&self, org: &str) -> Result<Vec<IndexedState>, StoreError> {
+        self.settled().await?;
         let org = org.to_owned();
         self.read(move |conn| {
             let mut stmt = conn
@@ -752,6 +793,7 @@ impl InventoryCatalog for SqliteCatalog {
     }
 
     async fn inventory_counts(&self, org: &str) -> Result<InventoryCounts, StoreError> {
+        self.settled().await?;
         let org = org.to_owned();
         self.read(move |conn| counts(conn, &org)).await
     }
@@ -845,7 +887,7 @@ mod tests {
         };
         let replace = |rows: &[(&str, Option<&str>)]| {
             let inventory = entry(rows);
-            change_inventory(&conn, "acme", "net", &InventoryChange::Replace(inventory)).unwrap();
+            change(&conn, &InventoryChange::Replace(inventory));
         };
         let behind = || ids("SELECT id FROM inventory_text_behind");
         // Once caught up, the index holds exactly the rows' ids.
@@ -897,7 +939,7 @@ mod tests {
         assert!(behind().is_empty());
         assert!(matching("vpc.b").is_empty(), "a removed row's text is gone");
         assert_eq!(matching("VPC.D").len(), 1);
-        change_inventory(&conn, "acme", "net", &InventoryChange::Remove).unwrap();
+        change(&conn, &InventoryChange::Remove);
         agree();
         assert!(ids("SELECT rowid FROM inventory_text").is_empty());
     }
@@ -911,7 +953,7 @@ mod tests {
         conn.execute_batch(super::super::tables::SCHEMA).unwrap();
         let replace = |rows: &[(&str, Option<&str>)]| {
             let inventory = entry(rows);
-            change_inventory(&conn, "acme", "net", &InventoryChange::Replace(inventory)).unwrap();
+            change(&conn, &InventoryChange::Replace(inventory));
         };
         let id_of = |address: &str| -> i64 {
             conn.query_row(
@@ -963,7 +1005,7 @@ mod tests {
             names.iter().map(|n| (n.as_str(), None)).collect();
         let change = |rows: &[(&str, Option<&str>)]| {
             let inventory = entry(rows);
-            change_inventory(&conn, "acme", "net", &InventoryChange::Replace(inventory)).unwrap();
+            change(&conn, &InventoryChange::Replace(inventory));
         };
         change(&rows);
         let mut most = 0;
@@ -1014,10 +1056,95 @@ mod tests {
         let conn = Connection::open_in_memory().unwrap();
         conn.execute_batch(super::super::tables::SCHEMA).unwrap();
         let inventory = entry(&[("aws_vpc.main", None), ("aws_s3_bucket.logs", None)]);
-        change_inventory(&conn, "acme", "net", &InventoryChange::Replace(inventory)).unwrap();
+        change(&conn, &InventoryChange::Replace(inventory));
         conn.execute_batch("DROP TABLE inventory_text_behind")
             .unwrap();
         assert_eq!(found(&conn, "vpc.ma"), ["aws_vpc.main"]);
+    }
+
+    /// A commit records its change to the rows and writes none: they are written, with the
+    /// entry's count, before a read; a change that clears the state's rows drops the ones
+    /// recorded before it; and a removed state's rows go.
+    #[test]
+    fn a_commit_records_the_rows_that_a_read_then_finds_written() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(super::super::tables::SCHEMA).unwrap();
+        let one = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
+        let rows = || one("SELECT count(*) FROM inventory");
+        let recorded = || one("SELECT count(*) FROM inventory_pending");
+        let entry_count = || one("SELECT instances FROM inventory_states");
+        let replace = |rows: &[(&str, Option<&str>)]| {
+            change_inventory(&conn, "acme", "net", &InventoryChange::Replace(entry(rows))).unwrap();
+        };
+        replace(&[("aws_vpc.a", None), ("aws_vpc.b", None)]);
+        replace(&[("aws_vpc.a", None), ("aws_vpc.c", None)]);
+        assert_eq!((rows(), recorded(), entry_count()), (0, 2, 0));
+        assert_eq!(
+            stored_tags(&conn, "acme", "net").unwrap().unwrap().0.len(),
+            2
+        );
+        assert!(pending::any(&conn).unwrap());
+        write_pending(&conn).unwrap();
+        assert!(!pending::any(&conn).unwrap());
+        assert_eq!((rows(), recorded(), entry_count()), (2, 0, 2));
+        assert_eq!(found(&conn, "vpc.c"), ["aws_vpc.c"]);
+        assert!(found(&conn, "vpc.b").is_empty());
+        // Two patches, then a rename of every resource: only the last is written.
+        replace(&[("aws_vpc.a", Some("x")), ("aws_vpc.c", None)]);
+        replace(&[("aws_vpc.a", Some("y")), ("aws_vpc.c", None)]);
+        assert_eq!(recorded(), 2);
+        replace(&[
+            ("aws_vpc.m", None),
+            ("aws_vpc.n", None),
+            ("aws_vpc.o", None),
+        ]);
+        assert_eq!(
+            recorded(),
+            1,
+            "the changes before a clearing one are dropped"
+        );
+        write_pending(&conn).unwrap();
+        assert_eq!((rows(), entry_count()), (3, 3));
+        assert!(found(&conn, "vpc.a").is_empty());
+        change_inventory(&conn, "acme", "net", &InventoryChange::Remove).unwrap();
+        assert_eq!(one("SELECT count(*) FROM inventory_states"), 0);
+        write_pending(&conn).unwrap();
+        assert_eq!((rows(), recorded()), (0, 0));
+    }
+
+    /// The rows the recorded changes name stay at most [`PENDING_MAX`]: the commit that
+    /// records more writes them.
+    #[test]
+    fn the_rows_waiting_to_be_written_stay_bounded() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(super::super::tables::SCHEMA).unwrap();
+        let names: Vec<String> = (0..3000).map(|i| format!("aws_vpc.v{i}")).collect();
+        let mut most = 0;
+        for (n, state) in ["a", "b", "c", "d"].into_iter().enumerate() {
+            let rows: Vec<(&str, Option<&str>)> =
+                names.iter().map(|a| (a.as_str(), None)).collect();
+            change_inventory(
+                &conn,
+                "acme",
+                state,
+                &InventoryChange::Replace(entry(&rows)),
+            )
+            .unwrap();
+            let waiting = pending::size(&conn).unwrap();
+            assert!(waiting <= PENDING_MAX, "after {state}: {waiting}");
+            most = most.max(waiting);
+            let written: i64 = conn
+                .query_row("SELECT count(*) FROM inventory", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(written == 0, n < 2, "after {state}: {written} rows written");
+        }
+        assert_eq!(most, 6000);
+    }
+
+    /// Applies a change to acme's state `net` and writes its rows, as a read would.
+    fn change(conn: &Connection, change: &InventoryChange) {
+        change_inventory(conn, "acme", "net", change).unwrap();
+        write_pending(conn).unwrap();
     }
 
     /// The addresses a search of acme's inventory for `q` finds.

@@ -82,7 +82,12 @@ CREATE TABLE IF NOT EXISTS inventory_states (
 CREATE VIRTUAL TABLE IF NOT EXISTS inventory_text USING fts5(
     address, content='', contentless_delete=1, tokenize='trigram', detail='none');
 CREATE TABLE IF NOT EXISTS inventory_text_behind (id INTEGER PRIMARY KEY);
-PRAGMA user_version = 11;
+CREATE TABLE IF NOT EXISTS inventory_pending (
+    seq INTEGER PRIMARY KEY,
+    org TEXT NOT NULL, state TEXT NOT NULL, clear INTEGER NOT NULL,
+    gone BLOB NOT NULL, instances BLOB NOT NULL, size INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS inventory_pending_by_state ON inventory_pending (org, state);
+PRAGMA user_version = 12;
 ";
 
 /// The `user_version` of a catalog that `SCHEMA` made: one at it needs no write to open.
@@ -98,10 +103,12 @@ PRAGMA user_version = 11;
 /// 10 gave each row the tag of its resource (`resource`, indexed by state) and each entry its
 /// resources' tags (`tags`), so a save writes only the rows of the resources it changed (see
 /// [`ENTRY_TAGS`]); 11 added `inventory_text_behind`, the ids of the rows a small save left
-/// for the trigram index to take later (empty after the step: every row is in the index).
+/// for the trigram index to take later (empty after the step: every row is in the index);
+/// 12 added `inventory_pending`, the changes to the rows that commits recorded and that are
+/// written before a read (empty after the step).
 /// Every table is created if missing, so a catalog of any older version gains all it lacks
 /// in one pass.
-pub(super) const SCHEMA_VERSION: i64 = 11;
+pub(super) const SCHEMA_VERSION: i64 = 12;
 
 /// What a catalog at 8 or 9 lacks that creating what is missing cannot add: a column of a
 /// table it has. Entries without tags (every one, after the step) are replaced whole by their
