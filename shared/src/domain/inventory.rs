@@ -4,6 +4,7 @@
 //! and the resources' tags and fingerprint by which a save finds what it changed live here
 //! too, as pure functions.
 
+use std::collections::HashMap;
 use std::hash::Hasher;
 
 use hmac::{Hmac, Mac};
@@ -201,26 +202,28 @@ fn build(
     // hashing of its own bytes and the outer block (half of a fresh HMAC's work).
     let keyed = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key length");
     let keyed = &keyed;
-    // Resources of one module mostly name one provider: its source address is worked out
-    // once for a run of them, not once a resource.
-    let mut last: Option<(&str, String)> = None;
-    let mut instances: Vec<Instance> = found
+    // A document names a few providers (one a module that passes its own) across its
+    // resources: each one's source address, and whether its objects can be managed twice,
+    // are worked out once, not once a resource.
+    let mut providers: HashMap<&str, (String, bool)> = HashMap::new();
+    let chosen: Vec<_> = found
         .iter()
         .zip(tags.iter().copied())
         .filter(|(_, tag)| wanted(*tag))
         .filter_map(|(r, tag)| Some((r, tag, mode_of(r.mode)?)))
-        .flat_map(|(resource, tag, mode)| {
-            let provider = match &last {
-                Some((raw, source)) if *raw == resource.provider => source.clone(),
-                _ => {
-                    let source = provider_source(resource.provider);
-                    last = Some((resource.provider, source.clone()));
-                    source
-                }
-            };
-            let shared =
-                mode == Mode::Managed && !LOCAL_PROVIDERS.contains(&namespace_type(&provider));
-            resource.instances().map(move |instance| Instance {
+        .collect();
+    // Sized once: grown as it filled, the vector copied its instances about twice over.
+    let mut built = Vec::with_capacity(chosen.iter().map(|(r, ..)| r.instances().len()).sum());
+    for (resource, tag, mode) in chosen {
+        let (provider, local) = providers.entry(resource.provider).or_insert_with(|| {
+            let source = provider_source(resource.provider);
+            let local = LOCAL_PROVIDERS.contains(&namespace_type(&source));
+            (source, local)
+        });
+        let (provider, local) = (provider.clone(), *local);
+        let shared = mode == Mode::Managed && !local;
+        built.extend(resource.instances().map(|instance| {
+            Instance {
                 address: address(&resource, mode, instance.key),
                 module: resource.module.to_owned(),
                 mode,
@@ -231,10 +234,16 @@ fn build(
                     .filter(|_| shared)
                     .map(|id| digest(keyed, resource.resource_type, id.0)),
                 resource: tag,
-            })
-        })
-        .collect();
-    instances.sort_by(|a, b| a.address.cmp(&b.address));
+            }
+        }));
+    }
+    // The order is sorted, not the instances: each is moved once into place rather than
+    // at every pass of the sort (sorting them moved about a fifth of the time away). A
+    // stable sort, so of two instances at one address the document's first comes first.
+    let mut order: Vec<usize> = (0..built.len()).collect();
+    order.sort_by(|&a, &b| built[a].address.cmp(&built[b].address));
+    let mut slots: Vec<Option<Instance>> = built.into_iter().map(Some).collect();
+    let mut instances: Vec<Instance> = order.iter().filter_map(|&i| slots[i].take()).collect();
     // A malformed document may name one instance twice: the index keeps an address once,
     // on every store, and counts what it keeps.
     let mut shared_address = false;

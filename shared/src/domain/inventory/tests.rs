@@ -194,6 +194,38 @@ fn an_instance_named_twice_is_kept_once() {
     let inventory = index(&doc);
     assert_eq!(inventory.instances.len(), 1);
     assert_eq!(inventory.instances[0].address, "aws_s3_bucket.b");
+    // The document's first is the one kept, as it always was: its identity is "one".
+    let first = index(&state(&format!(
+        r#"{{"mode":"managed","type":"aws_s3_bucket","name":"b","provider":"{AWS}","instances":[{{"attributes":{{"id":"one"}}}}]}}"#
+    )));
+    assert_eq!(inventory.instances[0].digest, first.instances[0].digest);
+}
+
+/// Each provider is worked out once a document: resources that take turns between a
+/// provider of shared objects and a local one each keep their own source and identity rule.
+#[test]
+fn resources_taking_turns_between_providers_keep_their_own() {
+    let random = r#"module.m.provider[\"registry.terraform.io/hashicorp/random\"]"#;
+    let resources: Vec<String> = (0..6)
+        .map(|i| {
+            let provider = if i % 2 == 0 { AWS } else { random };
+            format!(
+                r#"{{"mode":"managed","type":"t{i}","name":"n","provider":"{provider}","instances":[{{"attributes":{{"id":"x{i}"}}}}]}}"#
+            )
+        })
+        .collect();
+    let inventory = index(&state(&resources.join(",")));
+    assert_eq!(inventory.instances.len(), 6);
+    for (i, instance) in inventory.instances.iter().enumerate() {
+        assert_eq!(instance.address, format!("t{i}.n"));
+        if i % 2 == 0 {
+            assert_eq!(instance.provider, "registry.terraform.io/hashicorp/aws");
+            assert!(instance.digest.is_some(), "{}", instance.address);
+        } else {
+            assert_eq!(instance.provider, "registry.terraform.io/hashicorp/random");
+            assert_eq!(instance.digest, None, "{}", instance.address);
+        }
+    }
 }
 
 /// Equal fingerprints mean the same instances kept: whatever the inventory reads moves the
