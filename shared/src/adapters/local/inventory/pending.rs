@@ -5,16 +5,19 @@
 //! trigram index a row (a save that renames 2,000 instances spent 36 ms there); the rows
 //! are written later, in order, before anything reads them (see `settle` in the parent).
 //!
-//! The bytes are our own: the record must carry each instance's resource tag, which the
-//! instances' serde form leaves out (it is of no use where entries are stored whole), and a
-//! length-prefixed layout is a few lines that encode 2,000 instances in well under a
-//! millisecond. Decoding checks every length, so a damaged row is refused as corrupt.
+//! The bytes are our own ([`rows`]): the record must carry each instance's resource tag,
+//! which the instances' serde form leaves out (it is of no use where entries are stored
+//! whole), and its size is the commit's, which a layout of our own keeps to under a third
+//! of the rows laid out whole. Decoding checks every length, so a damaged row is refused as corrupt.
 
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::super::tables::sql_error;
-use crate::domain::inventory::{Instance, Mode, ResourceTag};
+use crate::domain::inventory::{Instance, ResourceTag};
 use crate::ports::StoreError;
+use rows::{instances_bytes, instances_of};
+
+mod rows;
 
 /// One commit's change to its state's rows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -175,148 +178,14 @@ pub(super) fn tags_of(bytes: &[u8]) -> Option<Vec<ResourceTag>> {
     )
 }
 
-/// Each instance as its tag (8 bytes), its mode (1), then its address, module, type,
-/// provider and digest, each a 4-byte length and its bytes (the digest's length
-/// `u32::MAX` when it has none).
-fn instances_bytes(instances: &[&Instance]) -> Vec<u8> {
-    let room: usize = instances
-        .iter()
-        .map(|i| {
-            29 + i.address.len()
-                + i.module.len()
-                + i.resource_type.len()
-                + i.provider.len()
-                + i.digest.as_ref().map_or(0, String::len)
-        })
-        .sum();
-    let mut out = Vec::with_capacity(room);
-    let text = |out: &mut Vec<u8>, s: &str| {
-        out.extend_from_slice(&(s.len() as u32).to_le_bytes());
-        out.extend_from_slice(s.as_bytes());
-    };
-    for &i in instances {
-        out.extend_from_slice(&i.resource.0.to_le_bytes());
-        out.push(match i.mode {
-            Mode::Managed => 0,
-            Mode::Data => 1,
-        });
-        text(&mut out, &i.address);
-        text(&mut out, &i.module);
-        text(&mut out, &i.resource_type);
-        text(&mut out, &i.provider);
-        match &i.digest {
-            Some(d) => text(&mut out, d),
-            None => out.extend_from_slice(&u32::MAX.to_le_bytes()),
-        }
-    }
-    out
-}
-
-/// The instances of [`instances_bytes`]; `None` where the bytes are not such a list.
-fn instances_of(bytes: &[u8]) -> Option<Vec<Instance>> {
-    let mut reader = Reader(bytes);
-    let mut instances = Vec::new();
-    while !reader.0.is_empty() {
-        let resource = ResourceTag(u64::from_le_bytes(reader.take(8)?.try_into().ok()?));
-        let mode = match reader.take(1)?[0] {
-            0 => Mode::Managed,
-            1 => Mode::Data,
-            _ => return None,
-        };
-        instances.push(Instance {
-            address: reader.text()?,
-            module: reader.text()?,
-            mode,
-            resource_type: reader.text()?,
-            provider: reader.text()?,
-            digest: reader.maybe_text()?,
-            resource,
-        });
-    }
-    Some(instances)
-}
-
-/// What is left of the bytes being decoded.
-struct Reader<'a>(&'a [u8]);
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        if self.0.len() < n {
-            return None;
-        }
-        let (head, rest) = self.0.split_at(n);
-        self.0 = rest;
-        Some(head)
-    }
-
-    fn length(&mut self) -> Option<u32> {
-        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
-    }
-
-    fn text(&mut self) -> Option<String> {
-        let n = self.length()?;
-        self.string(n)
-    }
-
-    /// A text, or `None` inside when its length is `u32::MAX`.
-    fn maybe_text(&mut self) -> Option<Option<String>> {
-        match self.length()? {
-            u32::MAX => Some(None),
-            n => self.string(n).map(Some),
-        }
-    }
-
-    fn string(&mut self, n: u32) -> Option<String> {
-        let bytes = self.take(usize::try_from(n).ok()?)?;
-        String::from_utf8(bytes.to_vec()).ok()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn instance(address: &str, digest: Option<&str>, mode: Mode) -> Instance {
-        Instance {
-            address: address.into(),
-            module: "module.net[\"é\"]".into(),
-            mode,
-            resource_type: "aws_vpc".into(),
-            provider: "registry.terraform.io/hashicorp/aws".into(),
-            digest: digest.map(str::to_owned),
-            resource: ResourceTag(u64::MAX - 7),
-        }
-    }
-
     #[test]
-    fn instances_come_back_as_they_went_in() {
-        let instances = vec![
-            instance("module.net[\"é\"].aws_vpc.a", Some("ab12"), Mode::Managed),
-            instance("data.aws_vpc.b", None, Mode::Data),
-            instance("aws_vpc.c", Some(""), Mode::Managed),
-        ];
-        let refs: Vec<&Instance> = instances.iter().collect();
-        assert_eq!(instances_of(&instances_bytes(&refs)), Some(instances));
-        assert_eq!(instances_of(&[]), Some(Vec::new()));
+    fn tags_come_back_as_they_went_in() {
         let tags = vec![ResourceTag(1), ResourceTag(u64::MAX)];
         assert_eq!(tags_of(&tags_bytes(&tags)), Some(tags));
-    }
-
-    #[test]
-    fn damaged_bytes_are_refused_not_misread() {
-        let bytes = instances_bytes(&[&instance("aws_vpc.a", Some("ab"), Mode::Managed)]);
-        for cut in 1..bytes.len() {
-            assert_eq!(instances_of(&bytes[..cut]), None, "cut at {cut}");
-        }
-        let mut bad_mode = bytes.clone();
-        bad_mode[8] = 2;
-        assert_eq!(instances_of(&bad_mode), None);
-        let mut too_long = bytes.clone();
-        too_long[9..13].copy_from_slice(&u32::MAX.to_le_bytes());
-        assert_eq!(instances_of(&too_long), None);
-        let mut not_utf8 = bytes;
-        not_utf8[13] = 0xff;
-        assert_eq!(instances_of(&not_utf8), None);
         assert_eq!(tags_of(&[0; 9]), None);
     }
 }
