@@ -290,36 +290,40 @@ impl Indexer {
         else {
             return self.change(version).await;
         };
-        let patch = self
-            .work(move |found, key| {
-                // The entry's tags are the latest version's when they give its fingerprint:
-                // an entry rebuilt under other rules, or left behind, is replaced whole.
-                if fingerprint(&stored, key) != kept {
-                    return None;
-                }
-                let (found, tags) = found.zip(digested.tags.as_ref())?;
-                let now = TagSet::of(tags.as_slice());
-                let gone: Vec<_> = stored
-                    .iter()
-                    .copied()
-                    .filter(|t| !now.contains(*t))
-                    .collect();
-                // Nothing kept (every resource renamed): the whole entry, whose rows the
-                // store drops in one sweep rather than a resource at a time.
-                if !stored.is_empty() && gone.len() == stored.len() {
-                    return None;
-                }
-                Some(InventoryPatch {
+        // Decided and built on one thread: a whole entry is built there too, not handed back
+        // to be sent to another.
+        self.work(move |found, key| {
+            let tags = digested.tags.as_ref();
+            let whole = || InventoryChange::Replace(inventory_of(version, found.zip(tags), key));
+            // The entry's tags are the latest version's when they give its fingerprint: an
+            // entry rebuilt under other rules, or left behind, is replaced whole.
+            if fingerprint(&stored, key) != kept {
+                return whole();
+            }
+            let Some((found, tags)) = found.zip(tags) else {
+                return whole();
+            };
+            let now = TagSet::of(tags.as_slice());
+            let gone: Vec<_> = stored
+                .iter()
+                .copied()
+                .filter(|t| !now.contains(*t))
+                .collect();
+            // Nothing kept (every resource renamed): the whole entry, whose rows the store
+            // drops in one sweep rather than a resource at a time.
+            if !stored.is_empty() && gone.len() == stored.len() {
+                return whole();
+            }
+            match instances_of(found, tags, &stored, key) {
+                Some(instances) => InventoryChange::Patch(InventoryPatch {
                     version,
                     tags: tags.as_slice().to_vec(),
                     gone,
-                    instances: instances_of(found, tags, &stored, key)?,
-                })
-            })
-            .await?;
-        match patch {
-            Some(patch) => Ok(InventoryChange::Patch(patch)),
-            None => self.change(version).await,
-        }
+                    instances,
+                }),
+                None => whole(),
+            }
+        })
+        .await
     }
 }
