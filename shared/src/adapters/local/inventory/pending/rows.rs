@@ -137,7 +137,8 @@ fn after_prefix(i: &Instance) -> Option<&str> {
     if i.mode == Mode::Data {
         rest = rest.strip_prefix("data.")?;
     }
-    rest.strip_prefix(i.resource_type.as_str())?.strip_prefix('.')
+    rest.strip_prefix(i.resource_type.as_str())?
+        .strip_prefix('.')
 }
 
 /// The address of an instance whose prefix was left out.

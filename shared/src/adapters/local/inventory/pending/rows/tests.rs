@@ -19,12 +19,36 @@ fn instance(address: &str, module: &str, digest: Option<&str>, mode: Mode, tag: 
 fn every_shape() -> Vec<Instance> {
     let net = "module.net[\"é\"]";
     vec![
-        instance("module.net[\"é\"].aws_vpc.a[0]", net, Some(DIGEST), Mode::Managed, 1),
-        instance("module.net[\"é\"].aws_vpc.a[1]", net, Some(DIGEST), Mode::Managed, 1),
-        instance("module.net[\"é\"].data.aws_vpc.b", net, None, Mode::Data, u64::MAX),
+        instance(
+            "module.net[\"é\"].aws_vpc.a[0]",
+            net,
+            Some(DIGEST),
+            Mode::Managed,
+            1,
+        ),
+        instance(
+            "module.net[\"é\"].aws_vpc.a[1]",
+            net,
+            Some(DIGEST),
+            Mode::Managed,
+            1,
+        ),
+        instance(
+            "module.net[\"é\"].data.aws_vpc.b",
+            net,
+            None,
+            Mode::Data,
+            u64::MAX,
+        ),
         instance("data.aws_vpc.b", "", None, Mode::Data, 2),
         instance("aws_vpc.c", "", Some(""), Mode::Managed, 3),
-        instance("aws_vpc.d", "", Some(&DIGEST.to_uppercase()), Mode::Managed, 1),
+        instance(
+            "aws_vpc.d",
+            "",
+            Some(&DIGEST.to_uppercase()),
+            Mode::Managed,
+            1,
+        ),
         // A row whose address does not start as its module and type say (only a damaged
         // document's could), kept whole.
         instance("somewhere.else", net, Some("ab12"), Mode::Managed, 4),
@@ -134,7 +158,11 @@ fn damaged_bytes_are_refused_not_misread() {
     let first = first_layout_bytes(&instances);
     // The first layout has no count: a cut between rows reads as fewer.
     for cut in 1..first_layout_bytes(&instances[..1]).len() {
-        assert_eq!(instances_of(&first[..cut]), None, "first layout cut at {cut}");
+        assert_eq!(
+            instances_of(&first[..cut]),
+            None,
+            "first layout cut at {cut}"
+        );
     }
     let mut bad_mode = first;
     bad_mode[8] = 2;
