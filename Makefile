@@ -77,7 +77,8 @@ test: tools lint web build web-test clients-test
 ## calls per operation, latencies); BENCH=index the inventory (its cost on a 2 MiB save, search
 ## over 500,000 instances on the local store, rebuild throughput); BENCH=index-save its cost on
 ## a save alone; BENCH=index-ab that cost in two builds side by side in one run, the binaries
-## named by HEGEMONY_BENCH_A and HEGEMONY_BENCH_B (absolute paths).
+## named by HEGEMONY_BENCH_A and HEGEMONY_BENCH_B (absolute paths); BENCH=index-commit what
+## recording a whole entry's rows costs the local store's commit, in the process.
 BENCH ?=
 bench: tools
 	$(CARGO) build --release -p hegemony-state-cli -p hegemony-state-functions

@@ -69,9 +69,10 @@ fn main() {
         Some("index") => return index::run(),
         Some("index-save") => return index::cost_on_a_save(),
         Some("index-ab") => return index::cost_of_two_builds(),
+        Some("index-commit") => return index::commit_of_a_whole_entry(),
         Some("small") => &SIZES[..2],
         Some(other) => {
-            panic!("no benchmark part named {other:?}; the parts are: changes, small, reads, aws, index, index-save, index-ab")
+            panic!("no benchmark part named {other:?}; the parts are: changes, small, reads, aws, index, index-save, index-ab, index-commit")
         }
     };
     // Built with the bench (release) profile, so `bin()` finds the release server.

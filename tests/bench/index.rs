@@ -196,6 +196,67 @@ pub fn cost_on_a_save() {
     );
 }
 
+/// `make bench BENCH=index-commit`: what recording a whole entry's rows costs the local
+/// store's commit, in the process, where the server's saves (`index-save`, `index-ab`) see it
+/// through the spread of the whole save. Two states take turns, 300 rounds each after 20
+/// left out: one's commit replaces its whole entry with the 2 MiB state's instances renamed
+/// (as a rename, an import or a first save does), the other's keeps its entry and moves its
+/// version (no rows recorded). Both commit the same record otherwise, fsync on.
+pub fn commit_of_a_whole_entry() {
+    const ROUNDS: u64 = 320;
+    let key = [7u8; 32];
+    let dir = tempfile::tempdir().unwrap();
+    let (catalog, _) = local::open(dir.path()).unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let fresh =
+        |name: &str| StateRecord::fresh("bench", name, "inc", time::OffsetDateTime::now_utc());
+    let mut records = [fresh("whole"), fresh("kept")];
+    let mut times: [Vec<Duration>; 2] = Default::default();
+    let mut rows = 0;
+    for round in 1..=ROUNDS {
+        // Every round's instances renamed (a generation of their own), built as a save
+        // builds them, before the clock starts.
+        let doc = aws_state(2 << 20, round, round);
+        let (_, found) = sniff_resources(doc.as_bytes()).unwrap();
+        let found = found.unwrap();
+        let entry = inventory_of(round, Some((&found, &tags_of(&found, &key))), &key);
+        rows = entry.instances.len();
+        let mut changes = vec![
+            InventoryChange::Replace(entry),
+            InventoryChange::Keep { version: round },
+        ];
+        if round == 1 {
+            // Both states' first versions are whole entries.
+            changes[1] = changes[0].clone();
+        }
+        for (turn, change) in changes.into_iter().enumerate() {
+            // The states take the first turn in turn.
+            let which = (turn + round as usize) % 2;
+            let change = if which == turn { change } else { continue };
+            let before = records[which].clone();
+            let mut record = before.clone();
+            record.latest = Some(version(round));
+            record.next_version = round + 1;
+            record.revision = round;
+            let mut commit = Commit::over(&before, record.created_at, Some(record.clone()));
+            commit.inventory = Some(change);
+            let t = Instant::now();
+            rt.block_on(catalog.commit(commit)).unwrap();
+            if round > 20 {
+                times[which].push(t.elapsed());
+            }
+            records[which] = record;
+        }
+    }
+    let [whole, kept] = times.map(|mut t| percentile(&mut t, 0.5));
+    println!(
+        "
+local store, in the process: a commit replacing a whole entry of {rows} instances \
+         {whole:.2} ms (p50), one keeping its entry {kept:.2} ms: {:.2} ms for recording the rows",
+        whole - kept
+    );
+}
+
 /// The kinds of save the cost is measured on, by the name of the state each goes to: the
 /// baseline first.
 const KINDS: [&str; 4] = ["index-none", "index-kept", "index-added", "index-renamed"];
@@ -575,6 +636,7 @@ fn rebuild_throughput() {
 pub fn run() {
     println!("Hegemony State inventory benchmark: release build, fsync on\n");
     cost_on_a_save();
+    commit_of_a_whole_entry();
     search_at_scale();
     rebuild_throughput();
 }
