@@ -221,18 +221,19 @@ pub fn commit_of_a_whole_entry() {
         let found = found.unwrap();
         let entry = inventory_of(round, Some((&found, &tags_of(&found, &key))), &key);
         rows = entry.instances.len();
-        let mut changes = vec![
-            InventoryChange::Replace(entry),
-            InventoryChange::Keep { version: round },
-        ];
-        if round == 1 {
-            // Both states' first versions are whole entries.
-            changes[1] = changes[0].clone();
-        }
-        for (turn, change) in changes.into_iter().enumerate() {
+        let whole = InventoryChange::Replace(entry);
+        // Both states' first versions are whole entries.
+        let kept = match round {
+            1 => whole.clone(),
+            _ => InventoryChange::Keep { version: round },
+        };
+        let mut changes = [Some(whole), Some(kept)];
+        for turn in 0..2 {
             // The states take the first turn in turn.
             let which = (turn + round as usize) % 2;
-            let change = if which == turn { change } else { continue };
+            let change = changes[which]
+                .take()
+                .expect("each state commits once a round");
             let before = records[which].clone();
             let mut record = before.clone();
             record.latest = Some(version(round));
@@ -250,8 +251,7 @@ pub fn commit_of_a_whole_entry() {
     }
     let [whole, kept] = times.map(|mut t| percentile(&mut t, 0.5));
     println!(
-        "
-local store, in the process: a commit replacing a whole entry of {rows} instances \
+        "\nlocal store, in the process: a commit replacing a whole entry of {rows} instances \
          {whole:.2} ms (p50), one keeping its entry {kept:.2} ms: {:.2} ms for recording the rows",
         whole - kept
     );
