@@ -176,6 +176,7 @@ fn raw_digest(digest: &str) -> Option<[u8; 32]> {
     Some(raw)
 }
 
+/// The rows of the packed layout, from after its mark.
 fn packed_rows(bytes: &[u8]) -> Option<Vec<Instance>> {
     let mut reader = Reader(bytes);
     let count = reader.number()?;
