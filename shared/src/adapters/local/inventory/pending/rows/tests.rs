@@ -168,3 +168,24 @@ fn damaged_bytes_are_refused_not_misread() {
     bad_mode[8] = 2;
     assert_eq!(instances_of(&bad_mode), None);
 }
+
+#[test]
+fn only_lowercase_hex_digits_make_a_raw_digest() {
+    assert_eq!(
+        raw_digest(DIGEST).map(|raw| crate::ids::hex(&raw)),
+        Some(DIGEST.into())
+    );
+    for byte in 0..=127u8 {
+        let digit = byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte);
+        for at in [0, 1, 63] {
+            let mut text = DIGEST.as_bytes().to_vec();
+            text[at] = byte;
+            let text = String::from_utf8(text).unwrap();
+            assert_eq!(raw_digest(&text).is_some(), digit, "{byte:#x} at {at}");
+        }
+    }
+    assert_eq!(raw_digest(&DIGEST[..62]), None);
+    assert_eq!(raw_digest(&format!("{DIGEST}0")), None);
+    // A non-ASCII character in the place of two digits.
+    assert_eq!(raw_digest(&format!("é{}", &DIGEST[2..])), None);
+}
