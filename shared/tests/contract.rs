@@ -222,12 +222,18 @@ macro_rules! every_adapter {
 contract!(
     memory_races,
     memory(),
-    [racing_read_modify_writes_lose_no_update]
+    [
+        racing_read_modify_writes_lose_no_update,
+        a_search_answers_as_of_one_commit_while_commits_land
+    ]
 );
 contract!(
     local_races,
     local_store(),
-    [racing_read_modify_writes_lose_no_update]
+    [
+        racing_read_modify_writes_lose_no_update,
+        a_search_answers_as_of_one_commit_while_commits_land
+    ]
 );
 
 every_adapter!(

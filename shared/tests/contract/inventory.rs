@@ -1,7 +1,8 @@
 //! The inventory port's cases of the contract (included by ../contract.rs): a commit replaces
 //! or removes its state's entry in the same transaction, a search filters and pages in
 //! (state, address) order, conflicts are equal digests across states, a rebuild's write is
-//! conditional on the state's revision, and one org never sees another's.
+//! conditional on the state's revision, one org never sees another's, and a search answers as
+//! of one commit while commits land (on the adapters whose atomicity is real here).
 
 use super::*;
 use hegemony_state::domain::inventory::{Instance, Mode, ResourceTag, StateInventory};
@@ -891,5 +892,59 @@ pub async fn a_large_entry_replaced_by_a_small_one_reads_back_as_written(f: Fixt
     assert_eq!(
         f.catalog.inventory_counts("acme").await.unwrap().instances,
         1
+    );
+}
+
+/// A search answers as of one commit while commits land: every row it returns is of the
+/// version it returns them under, never one version's entry over another's rows.
+pub async fn a_search_answers_as_of_one_commit_while_commits_land(f: Fixture) {
+    const LAST: u64 = 60;
+    let rows = |v: u64| -> Vec<Instance> {
+        (0..20)
+            .map(|i| {
+                let digest = format!("d{v}-{i}");
+                instance(
+                    &format!("aws_vpc.g{v}_{i:02}"),
+                    "aws_vpc",
+                    AWS,
+                    Some(&digest),
+                )
+            })
+            .collect()
+    };
+    let first = indexed(&f, "acme", "net", inventory(1, rows(1))).await;
+    let catalog = f.catalog.clone();
+    let writer = tokio::spawn(async move {
+        let mut record = first;
+        for v in 2..=LAST {
+            let mut next = record.clone();
+            next.latest = Some(version(v, &format!("b{v}")));
+            next.next_version = v + 1;
+            let mut c = commit(&next, record.revision, vec![version(v, &format!("b{v}"))]);
+            // Every resource renamed: the whole entry goes.
+            c.inventory = Some(InventoryChange::Replace(inventory(v, rows(v))));
+            catalog.commit(c).await.unwrap();
+            record = catalog.state("acme", "net").await.unwrap().unwrap();
+        }
+    });
+    let mut seen = std::collections::BTreeSet::new();
+    while !writer.is_finished() {
+        let found = f.catalog.resources("acme", &query(100)).await.unwrap();
+        let v = found[0].version;
+        let prefix = format!("aws_vpc.g{v}_");
+        assert!(
+            found.len() == 20
+                && found
+                    .iter()
+                    .all(|r| r.version == v && r.address.starts_with(&prefix)),
+            "an answer under version {v}: {:?}",
+            addresses(&found)
+        );
+        seen.insert(v);
+    }
+    writer.await.unwrap();
+    assert!(
+        seen.len() > 1,
+        "the searches ran among the commits: {seen:?}"
     );
 }

@@ -10,6 +10,8 @@
 //! changed (`change_inventory`, [`pending`]), found by comparing tags: no row is read to
 //! find them. The rows are written before anything reads them ([`write_pending`]).
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 
 use rusqlite::types::Value;
@@ -727,18 +729,39 @@ fn counts(conn: &Connection, org: &str) -> Result<InventoryCounts, StoreError> {
 }
 
 impl SqliteCatalog {
-    /// Writes the rows of the changes commits recorded, if any: a read of the rows or their
-    /// counts then answers as of every commit before it. Most reads find none (one lookup).
-    async fn settled(&self) -> Result<(), StoreError> {
-        if !self.read(pending::any).await? {
-            return Ok(());
+    /// Answers `f` as of one moment at which no recorded change waits, so as of every
+    /// commit before it: on the reader, in one read transaction that finds none waiting (most
+    /// reads: one lookup more); else on the writer, in the transaction that writes them.
+    /// A look for waiting changes and a read after it, as two transactions, let a commit
+    /// land between them: the read then saw that commit's entry, its new version, over its
+    /// state's old rows.
+    async fn settled<T: Send + 'static>(
+        &self,
+        f: impl Fn(&Connection) -> Result<T, StoreError> + Send + Sync + 'static,
+    ) -> Result<T, StoreError> {
+        let f = Arc::new(f);
+        let on_reader = f.clone();
+        let answer = self
+            .read(move |conn| {
+                // Ended by its drop, a rollback, which is how a read ends.
+                let snapshot = conn.unchecked_transaction().map_err(sql_error)?;
+                if pending::any(&snapshot)? {
+                    return Ok(None);
+                }
+                on_reader(&snapshot).map(Some)
+            })
+            .await?;
+        if let Some(answer) = answer {
+            return Ok(answer);
         }
-        self.with(|conn| {
+        self.with(move |conn| {
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(sql_error)?;
             write_pending(&tx)?;
-            tx.commit().map_err(sql_error)
+            let answer = f(&tx)?;
+            tx.commit().map_err(sql_error)?;
+            Ok(answer)
         })
         .await
     }
@@ -751,9 +774,8 @@ impl InventoryCatalog for SqliteCatalog {
         org: &str,
         query: &ResourceQuery,
     ) -> Result<Vec<ResourceRow>, StoreError> {
-        self.settled().await?;
         let (org, query) = (org.to_owned(), query.clone());
-        self.read(move |conn| search(conn, &org, &query)).await
+        self.settled(move |conn| search(conn, &org, &query)).await
     }
 
     async fn conflicts(
@@ -761,16 +783,14 @@ impl InventoryCatalog for SqliteCatalog {
         org: &str,
         state: Option<&str>,
     ) -> Result<Vec<Vec<ResourceRow>>, StoreError> {
-        self.settled().await?;
         let (org, state) = (org.to_owned(), state.map(str::to_owned));
-        self.read(move |conn| conflicts_in(conn, &org, state.as_deref()))
+        self.settled(move |conn| conflicts_in(conn, &org, state.as_deref()))
             .await
     }
 
     async fn indexed_states(&self, org: &str) -> Result<Vec<IndexedState>, StoreError> {
-        self.settled().await?;
         let org = org.to_owned();
-        self.read(move |conn| {
+        self.settled(move |conn| {
             let mut stmt = conn
                 .prepare_cached(
                     "SELECT state, version, indexed, instances FROM inventory_states
@@ -793,9 +813,8 @@ impl InventoryCatalog for SqliteCatalog {
     }
 
     async fn inventory_counts(&self, org: &str) -> Result<InventoryCounts, StoreError> {
-        self.settled().await?;
         let org = org.to_owned();
-        self.read(move |conn| counts(conn, &org)).await
+        self.settled(move |conn| counts(conn, &org)).await
     }
 
     async fn resource_tags(

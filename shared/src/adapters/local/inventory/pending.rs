@@ -3,7 +3,7 @@
 //! them, or those of the resources it names) and the rows that come, as bytes. A commit
 //! writes one such row where writing the rows themselves touches seven b-trees and the
 //! trigram index a row (a save that renames 2,000 instances spent 36 ms there); the rows
-//! are written later, in order, before anything reads them (see `settle` in the parent).
+//! are written later, in order, before anything reads them (see `settled` in the parent).
 //!
 //! The bytes are our own ([`rows`]): the record must carry each instance's resource tag,
 //! which the instances' serde form leaves out (it is of no use where entries are stored
