@@ -300,6 +300,19 @@ async fn a_save_that_changes_no_instance_moves_only_the_entrys_version() {
         (3, false, 0),
         "kept, not rebuilt: {entries:?}"
     );
+    // Left for the rebuild to fill, and filled by it.
+    let records = reindex::states_of(&app, "acme").await.unwrap();
+    let report = reindex::rebuild(&app, "acme", records, &|_, _| {})
+        .await
+        .unwrap();
+    assert_eq!(report.indexed, 1, "{report:?}");
+    assert_eq!(
+        addresses(&app).await,
+        [
+            "net@3:aws_s3_bucket.b[\"a\"]",
+            "net@3:data.aws_caller_identity.me"
+        ]
+    );
     state::write(&app, &p, &net, None, doc(4, &["a", "b"]))
         .await
         .unwrap();

@@ -1,7 +1,8 @@
 //! Rebuilding an org's inventory from its states' latest versions: what fills the index of
 //! a store that had none (a catalog brought up from schema 7, a migration's target) and
-//! repairs one that fell behind. Each state whose entry is missing or older than its latest
-//! version is opened, indexed and written with `put_inventory`, conditional on the record
+//! repairs one that fell behind. Each state whose entry is missing, older than its latest
+//! version, or left not indexed over content that can be indexed is opened, indexed and
+//! written with `put_inventory`, conditional on the record
 //! read; a state that moved on meanwhile is read again (its commit may have indexed it
 //! already). Resumable: a state done is up to date, so a second run skips it.
 
@@ -12,6 +13,7 @@ use super::keys::org_records;
 use super::state::{examine, open_version};
 use super::{App, Error};
 use crate::domain::record::StateRecord;
+use crate::domain::version::VersionRecord;
 use crate::ports::StoreError;
 
 /// How often a state that keeps moving on is read again before the rebuild leaves it to its
@@ -69,12 +71,18 @@ pub async fn rebuild(
         org_key(app, keys, org, None).await?;
         stored_key = app.catalog.org(org).await?.and_then(|o| o.inventory_key);
     }
-    let indexed: HashMap<String, u64> = app
+    let indexed: HashMap<String, Entry> = app
         .catalog
         .indexed_states(org)
         .await?
         .into_iter()
-        .map(|e| (e.state, e.version))
+        .map(|e| {
+            let entry = Entry {
+                version: e.version,
+                indexed: e.indexed,
+            };
+            (e.state, entry)
+        })
         .collect();
     let mut report = Rebuilt::default();
     for record in records {
@@ -91,11 +99,29 @@ pub async fn rebuild(
     Ok(report)
 }
 
+/// What the rebuild reads of a state's entry.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    version: u64,
+    indexed: bool,
+}
+
+impl Entry {
+    /// Whether the entry is `latest`'s, as a rebuild would write it. One at that version but
+    /// not indexed is, when the content cannot be indexed (no fingerprint: an
+    /// OpenTofu-encrypted state, another format); it is not when the content has a
+    /// fingerprint: a save found the entry missing and, having nothing to keep or patch,
+    /// left it not indexed at its version for the rebuild to fill.
+    fn is_of(self, latest: &VersionRecord) -> bool {
+        self.version == latest.version && (self.indexed || latest.index.is_none())
+    }
+}
+
 async fn one(
     app: &App,
     keys: &dyn crate::ports::KeyService,
     stored_key: &Option<crate::ports::InventoryKey>,
-    indexed: &HashMap<String, u64>,
+    indexed: &HashMap<String, Entry>,
     mut record: StateRecord,
 ) -> Result<Outcome, Error> {
     let mut entry = indexed.get(&record.name).copied();
@@ -103,7 +129,7 @@ async fn one(
         let Some(latest) = record.latest.clone().filter(|_| record.is_visible()) else {
             return Ok(Outcome::MovedOn);
         };
-        if entry == Some(latest.version) {
+        if entry.is_some_and(|e| e.is_of(&latest)) {
             return Ok(Outcome::Current);
         }
         let plain = open_version(app, keys, &record, &latest).await?;
@@ -133,7 +159,10 @@ async fn one(
                     .await?
                     .into_iter()
                     .find(|e| e.state == record.name)
-                    .map(|e| e.version);
+                    .map(|e| Entry {
+                        version: e.version,
+                        indexed: e.indexed,
+                    });
             }
             Err(e) => return Err(e.into()),
         }
