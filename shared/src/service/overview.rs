@@ -174,7 +174,9 @@ fn summarize(
     };
     let mut oldest_first: Vec<(Timestamp, &StateRecord)> = Vec::new();
     for record in records {
-        if let Some(lock) = &record.lock {
+        // A step's or session's lock past its end is no lock: listed as the state list and
+        // the state's page show it, not as stored.
+        if let Some(lock) = record.live_lock(now) {
             view.locks.push(LockAge {
                 state: record.name.clone(),
                 since: rfc3339(lock.since),

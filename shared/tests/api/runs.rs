@@ -531,7 +531,8 @@ async fn a_hold_on_a_state_with_no_version_yet_is_listed_and_can_be_forced() {
 }
 
 /// Once a step's token no longer works (its run ended and the grace passed, or its attempt
-/// is gone), the list and the state's page show the state unlocked, with nothing to force.
+/// is gone), the list, the state's page and the overview show the state unlocked, with
+/// nothing to force.
 #[tokio::test]
 async fn a_lock_whose_token_no_longer_works_is_shown_unlocked() {
     let env = Env::new(Duration::seconds(60)).await;
@@ -552,6 +553,8 @@ async fn a_lock_whose_token_no_longer_works_is_shown_unlocked() {
     let (page, listed) = shown(env.admin.clone()).await;
     assert_eq!(listed["lock"]["id"], "S", "live through the grace");
     assert_eq!(page["allowed_actions"]["force_unlock"], true);
+    let overview = env.api.json("GET", "/api/overview", &env.admin).await;
+    assert_eq!(overview["locks"][0]["state"], "net", "{overview}");
     env.api.fx.advance(Duration::seconds(61));
     assert_eq!(
         env.lock(&apply, "S2").await,
@@ -564,6 +567,8 @@ async fn a_lock_whose_token_no_longer_works_is_shown_unlocked() {
         (&Value::Null, &Value::Null)
     );
     assert_eq!((&page["lock"], &page["hold"]), (&Value::Null, &Value::Null));
+    let overview = env.api.json("GET", "/api/overview", &env.admin).await;
+    assert_eq!(overview["locks"], json!([]), "nor on the overview");
     assert_eq!(page["allowed_actions"]["force_unlock"], false);
     assert_eq!(page["allowed_actions"]["rollback"], true);
 
