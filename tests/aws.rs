@@ -590,8 +590,9 @@ fn expected(table: &[(&str, &[(&str, u64)])]) -> Vec<(String, Vec<(String, u64)>
 /// state's record in one batch, which for a read brings the latest version's inline content
 /// too (the state here is small, so it has no S3 object); a read of a version already read
 /// takes its data key from the cache instead of KMS. The list reads the org's settings (its
-/// protected-state rules, for each state's mark) beside its page. A change that adds a call
-/// fails here.
+/// protected-state rules, for each state's mark) beside its page. The inventory's reads
+/// query the org's index entries (the overview its states' records too). A change that adds
+/// a call fails here.
 #[test]
 fn aws_calls_per_operation() {
     let deployment = Deployment::counted();
@@ -716,6 +717,13 @@ fn calls_per_operation() -> Vec<(String, Vec<(String, u64)>)> {
         ("UNLOCK", &[BATCH, GET, COMMIT]),
         // The token's item and the org's settings item, and the page.
         ("list", &[("DynamoDB GetItem", 2), ("DynamoDB Query", 1)]),
+        // The token's item, and the org's index entries in one query (a page of them, each
+        // state's instances compressed in its items).
+        ("search", &[GET, ("DynamoDB Query", 1)]),
+        ("conflicts", &[GET, ("DynamoDB Query", 1)]),
+        // The states' records, and the entries read three times side by side: the states
+        // indexed, the counts and the conflicts.
+        ("overview", &[GET, ("DynamoDB Query", 4)]),
     ])
 }
 

@@ -194,7 +194,8 @@ async fn forward(
 }
 
 /// The AWS calls of each backend operation of a Terraform run on a state that exists, in
-/// order: LOCK, GET (a version not read before), GET again, POST, UNLOCK, and the list. The
+/// order: LOCK, GET (a version not read before), GET again, POST, UNLOCK, the list, and the
+/// inventory's search, conflicts and overview. The
 /// state is made first (its first lock and save are not counted), so the figures are those
 /// of every plan and apply after the first.
 pub fn per_operation(
@@ -257,6 +258,16 @@ pub fn per_operation_on(
             .send()
             .unwrap()
     });
+    // The inventory's three reads, over the org's one state.
+    for (name, path) in [
+        ("search", "/api/resources"),
+        ("conflicts", "/api/resources/conflicts"),
+        ("overview", "/api/overview"),
+    ] {
+        step(name, &|| {
+            api.request("GET", path, Some(token)).send().unwrap()
+        });
+    }
     counted
 }
 
