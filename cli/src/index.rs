@@ -2,7 +2,9 @@
 //! state whose entry is missing or behind its latest version built again from that version
 //! (`service::reindex`), org by org, with a progress bar and a summary. Safe beside live
 //! writes (each entry is written only while its state is as read) and to run again after an
-//! interruption: a state already indexed at its latest version is skipped.
+//! interruption: a state already indexed at its latest version is skipped. A state whose
+//! latest version does not open is named with why, the others go on, and the run fails at
+//! its end.
 
 use clap::{Args, Subcommand};
 use hegemony_state::adapters::local::{backup, CATALOG_FILE};
@@ -44,18 +46,24 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
         let template = "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} states of {msg}";
         progress.set_style(ProgressStyle::with_template(template).expect("a valid template"));
         progress.set_message(org.clone());
-        let done = |_: &str, _: Outcome| progress.inc(1);
+        let done = |state: &str, outcome: &Outcome| {
+            if let Outcome::Unopened(why) = outcome {
+                progress.println(format!("{org}: state {state} left as it was: {why}"));
+            }
+            progress.inc(1);
+        };
         let rebuilt = reindex::rebuild(&app, org, records, &done).await;
         progress.finish_and_clear();
         let rebuilt = rebuilt?;
         println!(
-            "{org}: indexed {}, already current {}, not readable {}, changed meanwhile {}",
-            rebuilt.indexed, rebuilt.current, rebuilt.not_indexed, rebuilt.moved_on
+            "{org}: indexed {}, already current {}, not readable {}, changed meanwhile {}, not opened {}",
+            rebuilt.indexed, rebuilt.current, rebuilt.not_indexed, rebuilt.moved_on, rebuilt.unopened
         );
         total.indexed += rebuilt.indexed;
         total.current += rebuilt.current;
         total.not_indexed += rebuilt.not_indexed;
         total.moved_on += rebuilt.moved_on;
+        total.unopened += rebuilt.unopened;
     }
     println!(
         "{} orgs: indexed {} states, {} already current, {} not readable (OpenTofu-encrypted or another format: listed as not indexed), {} changed meanwhile (their saves indexed them)",
@@ -65,6 +73,12 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
         total.not_indexed,
         total.moved_on
     );
+    if total.unopened > 0 {
+        anyhow::bail!(
+            "{} states left as they were: their latest version does not open (each named above, with why); mend them and run again",
+            total.unopened
+        );
+    }
     Ok(())
 }
 

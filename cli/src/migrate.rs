@@ -9,7 +9,7 @@ use anyhow::bail;
 use clap::Args;
 use hegemony_state::adapters::local::{backup, CATALOG_FILE};
 use hegemony_state::service::migrate::{self, Count, Options as Run, Report, Sides};
-use hegemony_state::service::reindex;
+use hegemony_state::service::reindex::{self, Outcome};
 use hegemony_state::service::App;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -139,14 +139,23 @@ async fn open(options: &Options, kind: StoreKind) -> anyhow::Result<App> {
 /// target's own inventory key), as `index rebuild` does: a state already indexed at its
 /// latest version, by an earlier run, is skipped.
 async fn index_target(to: &App, orgs: &[String]) -> anyhow::Result<()> {
-    let mut indexed = 0;
+    let (mut indexed, mut unopened) = (0, 0);
     for org in orgs {
         let records = reindex::states_of(to, org).await?;
-        indexed += reindex::rebuild(to, org, records, &|_, _| {})
-            .await?
-            .indexed;
+        let done = |state: &str, outcome: &Outcome| {
+            if let Outcome::Unopened(why) = outcome {
+                println!("inventory: {org}: state {state} not indexed, its latest version does not open: {why}");
+            }
+        };
+        let rebuilt = reindex::rebuild(to, org, records, &done).await?;
+        indexed += rebuilt.indexed;
+        unopened += rebuilt.unopened;
     }
     println!("inventory: indexed {indexed} states on the target");
+    if unopened > 0 {
+        // The copy itself is done; the index of these waits for them to be mended.
+        println!("inventory: {unopened} states not indexed (named above): mend them, then run index rebuild");
+    }
     Ok(())
 }
 

@@ -523,8 +523,11 @@ async fn a_rebuild_fills_what_is_missing_and_a_second_skips_it_all() {
     }
     assert_eq!(addresses(&app).await.len(), 2, "only c's are left");
     let seen = std::sync::Mutex::new(Vec::new());
-    let done =
-        |state: &str, outcome: Outcome| seen.lock().unwrap().push((state.to_owned(), outcome));
+    let done = |state: &str, outcome: &Outcome| {
+        seen.lock()
+            .unwrap()
+            .push((state.to_owned(), outcome.clone()))
+    };
     let records = reindex::states_of(&app, "acme").await.unwrap();
     let report = reindex::rebuild(&app, "acme", records, &done)
         .await
@@ -535,7 +538,8 @@ async fn a_rebuild_fills_what_is_missing_and_a_second_skips_it_all() {
             indexed: 2,
             current: 1,
             not_indexed: 1,
-            moved_on: 0
+            moved_on: 0,
+            unopened: 0
         }
     );
     assert_eq!(seen.lock().unwrap().len(), 4);
@@ -550,4 +554,76 @@ async fn a_rebuild_fills_what_is_missing_and_a_second_skips_it_all() {
         .await
         .unwrap();
     assert_eq!(again.current, 4);
+}
+
+/// A state whose latest version does not open is reported with why and left as it was; the
+/// states after it are indexed all the same, and a run after it is mended indexes it.
+#[tokio::test]
+async fn a_rebuild_goes_past_a_version_that_does_not_open() {
+    let (_, _, app) = setup();
+    let p = admin();
+    for (state, buckets) in [("a", &["x"][..]), ("b", &["y"]), ("c", &["z"])] {
+        state::write(&app, &p, &name(state), None, doc(1, buckets))
+            .await
+            .unwrap();
+    }
+    let before = addresses(&app).await;
+    for state in ["a", "b", "c"] {
+        unindex(&app, state).await;
+    }
+    // b's latest version loses its wrapped data key: it no longer opens.
+    let set_slot = |slot: Option<Vec<u8>>| {
+        let store = app.catalog.clone();
+        async move {
+            let record = store.state("acme", "b").await.unwrap().unwrap();
+            let mut version = record.latest.clone().unwrap();
+            version.wrapped_key = slot;
+            let mut stored = record.clone();
+            stored.revision += 1;
+            stored.latest = Some(version.clone());
+            let mut commit = Commit::over(&record, record.created_at, Some(stored));
+            commit.versions.push(version);
+            store.commit(commit).await.unwrap();
+        }
+    };
+    let slot = app
+        .catalog
+        .state("acme", "b")
+        .await
+        .unwrap()
+        .unwrap()
+        .latest
+        .unwrap()
+        .wrapped_key;
+    set_slot(None).await;
+    let seen = std::sync::Mutex::new(Vec::new());
+    let done = |state: &str, outcome: &Outcome| {
+        seen.lock()
+            .unwrap()
+            .push((state.to_owned(), outcome.clone()))
+    };
+    let records = reindex::states_of(&app, "acme").await.unwrap();
+    let report = reindex::rebuild(&app, "acme", records, &done)
+        .await
+        .unwrap();
+    assert_eq!((report.indexed, report.unopened), (2, 1), "{report:?}");
+    let seen = seen.into_inner().unwrap();
+    assert!(
+        matches!(&seen[1], (state, Outcome::Unopened(why)) if state == "b" && why.contains("no wrapped data key")),
+        "{seen:?}"
+    );
+    assert_eq!(seen[2], ("c".to_owned(), Outcome::Indexed));
+    let all_but_b: Vec<String> = before
+        .iter()
+        .filter(|a| !a.starts_with("b@"))
+        .cloned()
+        .collect();
+    assert_eq!(addresses(&app).await, all_but_b);
+    set_slot(slot).await;
+    let records = reindex::states_of(&app, "acme").await.unwrap();
+    let again = reindex::rebuild(&app, "acme", records, &|_, _| {})
+        .await
+        .unwrap();
+    assert_eq!((again.indexed, again.current, again.unopened), (1, 2, 0));
+    assert_eq!(addresses(&app).await, before);
 }

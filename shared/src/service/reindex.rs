@@ -32,15 +32,20 @@ pub struct Rebuilt {
     /// Left to their own commits: they kept changing, or were deleted, while the rebuild
     /// read them.
     pub moved_on: u64,
+    /// Left as they were: their latest version does not open (damaged, or sealed under
+    /// another key), which needs an operator; a run after it is mended indexes them.
+    pub unopened: u64,
 }
 
 /// What happened to one state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     Indexed,
     Current,
     NotIndexed,
     MovedOn,
+    /// Its latest version does not open, and why.
+    Unopened(String),
 }
 
 /// The states of `org` a rebuild walks: those with a version, deleted ones aside.
@@ -55,14 +60,17 @@ pub async fn states_of(app: &App, org: &str) -> Result<Vec<StateRecord>, Error> 
 
 /// Rebuilds `org`'s index for `records` (from [`states_of`]), calling `done` after each state.
 ///
+/// A state whose latest version does not open is reported ([`Outcome::Unopened`]) and
+/// the rest go on: it is that state's fault, and stopping there would leave every state
+/// after it unindexed, run after run.
+///
 /// # Errors
-/// `NoKey`, a key service fault, a version that does not open (`Damaged`, `WrongKey`), a
-/// storage fault: the states done so far stay done.
+/// `NoKey`, a key service fault, a storage fault: the states done so far stay done.
 pub async fn rebuild(
     app: &App,
     org: &str,
     records: Vec<StateRecord>,
-    done: &(dyn Fn(&str, Outcome) + Sync),
+    done: &(dyn Fn(&str, &Outcome) + Sync),
 ) -> Result<Rebuilt, Error> {
     let keys = app.keys()?;
     let mut stored_key = app.catalog.org(org).await?.and_then(|o| o.inventory_key);
@@ -87,14 +95,19 @@ pub async fn rebuild(
     let mut report = Rebuilt::default();
     for record in records {
         let name = record.name.clone();
-        let outcome = one(app, keys, &stored_key, &indexed, record).await?;
+        let outcome = match one(app, keys, &stored_key, &indexed, record).await {
+            Ok(outcome) => outcome,
+            Err(Error::Damaged(why) | Error::WrongKey(why)) => Outcome::Unopened(why),
+            Err(e) => return Err(e),
+        };
         match outcome {
             Outcome::Indexed => report.indexed += 1,
             Outcome::Current => report.current += 1,
             Outcome::NotIndexed => report.not_indexed += 1,
             Outcome::MovedOn => report.moved_on += 1,
+            Outcome::Unopened(_) => report.unopened += 1,
         }
-        done(&name, outcome);
+        done(&name, &outcome);
     }
     Ok(report)
 }
