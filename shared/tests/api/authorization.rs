@@ -172,6 +172,25 @@ async fn authorization_matrix() {
             Some("{}".into()),
             [401, 401, 403, 403, 200, 200, 403, 401],
         ),
+        // The inventory's reads: any role of the org, of its own org's states alone.
+        (
+            "GET",
+            "/api/resources?state={s}",
+            None,
+            [401, 401, 200, 200, 200, 200, 403, 401],
+        ),
+        (
+            "GET",
+            "/api/resources/conflicts?state={s}",
+            None,
+            [401, 401, 200, 200, 200, 200, 403, 401],
+        ),
+        (
+            "GET",
+            "/api/overview",
+            None,
+            [401, 401, 200, 200, 200, 200, 403, 401],
+        ),
         (
             "GET",
             "/api/openapi.json",
