@@ -24,7 +24,8 @@ pub enum Command {
 
 #[derive(Args)]
 pub struct Options {
-    /// One org only. Default: every org with a token or a state in the store.
+    /// One org only. Default: every org with a token, and on the local store every org with
+    /// a state too (on AWS, name an org whose tokens are all gone).
     #[arg(long)]
     org: Option<String>,
     #[command(flatten)]
