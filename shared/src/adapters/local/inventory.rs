@@ -731,7 +731,9 @@ fn counts(conn: &Connection, org: &str) -> Result<InventoryCounts, StoreError> {
 impl SqliteCatalog {
     /// Answers `f` as of one moment at which no recorded change waits, so as of every
     /// commit before it: on the reader, in one read transaction that finds none waiting (most
-    /// reads: one lookup more); else on the writer, in the transaction that writes them.
+    /// reads: one lookup more). One that finds some writes them first and looks again; after
+    /// [`SETTLE_TRIES`] such turns (commits keep recording more), it answers on the writer,
+    /// in the transaction that writes them, which holds other commits back meanwhile.
     /// A look for waiting changes and a read after it, as two transactions, let a commit
     /// land between them: the read then saw that commit's entry, its new version, over its
     /// state's old rows.
@@ -740,19 +742,29 @@ impl SqliteCatalog {
         f: impl Fn(&Connection) -> Result<T, StoreError> + Send + Sync + 'static,
     ) -> Result<T, StoreError> {
         let f = Arc::new(f);
-        let on_reader = f.clone();
-        let answer = self
-            .read(move |conn| {
-                // Ended by its drop, a rollback, which is how a read ends.
-                let snapshot = conn.unchecked_transaction().map_err(sql_error)?;
-                if pending::any(&snapshot)? {
-                    return Ok(None);
-                }
-                on_reader(&snapshot).map(Some)
+        for _ in 0..SETTLE_TRIES {
+            let on_reader = f.clone();
+            let answer = self
+                .read(move |conn| {
+                    // Ended by its drop, a rollback, which is how a read ends.
+                    let snapshot = conn.unchecked_transaction().map_err(sql_error)?;
+                    if pending::any(&snapshot)? {
+                        return Ok(None);
+                    }
+                    on_reader(&snapshot).map(Some)
+                })
+                .await?;
+            if let Some(answer) = answer {
+                return Ok(answer);
+            }
+            self.with(|conn| {
+                let tx = conn
+                    .transaction_with_behavior(TransactionBehavior::Immediate)
+                    .map_err(sql_error)?;
+                write_pending(&tx)?;
+                tx.commit().map_err(sql_error)
             })
             .await?;
-        if let Some(answer) = answer {
-            return Ok(answer);
         }
         self.with(move |conn| {
             let tx = conn
@@ -766,6 +778,10 @@ impl SqliteCatalog {
         .await
     }
 }
+
+/// How many times a read writes the changes it found waiting and looks again on the reader
+/// before it answers on the writer.
+const SETTLE_TRIES: usize = 3;
 
 #[async_trait]
 impl InventoryCatalog for SqliteCatalog {
