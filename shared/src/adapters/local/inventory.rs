@@ -730,8 +730,8 @@ fn counts(conn: &Connection, org: &str) -> Result<InventoryCounts, StoreError> {
 
 impl SqliteCatalog {
     /// Answers `f` as of one moment at which no recorded change waits, so as of every
-    /// commit before it: on the reader, in one read transaction that finds none waiting (most
-    /// reads: one lookup more). One that finds some writes them first and looks again; after
+    /// commit before it: on its own connection ([`SqliteCatalog::scan`]), in one read
+    /// transaction that finds none waiting (most reads: one lookup more). One that finds some writes them first and looks again; after
     /// [`SETTLE_TRIES`] such turns (commits keep recording more), it answers on the writer,
     /// in the transaction that writes them, which holds other commits back meanwhile.
     /// A look for waiting changes and a read after it, as two transactions, let a commit
@@ -745,7 +745,7 @@ impl SqliteCatalog {
         for _ in 0..SETTLE_TRIES {
             let on_reader = f.clone();
             let answer = self
-                .read(move |conn| {
+                .scan(move |conn| {
                     // Ended by its drop, a rollback, which is how a read ends.
                     let snapshot = conn.unchecked_transaction().map_err(sql_error)?;
                     if pending::any(&snapshot)? {
@@ -779,7 +779,7 @@ impl SqliteCatalog {
     }
 }
 
-/// How many times a read writes the changes it found waiting and looks again on the reader
+/// How many times a read writes the changes it found waiting and looks again on its own connection
 /// before it answers on the writer.
 const SETTLE_TRIES: usize = 3;
 
