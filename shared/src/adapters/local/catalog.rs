@@ -3,8 +3,9 @@
 //! (each a `BEGIN IMMEDIATE` transaction ending in an fsync) run on the blocking pool; point
 //! reads, one indexed lookup of microseconds, run in place on a second connection, which WAL
 //! lets read while a write is under way; the inventory's reads, which may take tens of
-//! milliseconds, on a third, on the blocking pool. The audit insert every port's commit makes is here
-//! too; what each port's calls do is its own file (`state`, `access`, `apps`, `sweep`).
+//! milliseconds, on a third, on the blocking pool. The audit insert every port's commit
+//! makes is here too; what each port's calls do is its own file (`state`, `access`, `apps`,
+//! `sweep`).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

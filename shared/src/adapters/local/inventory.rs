@@ -730,20 +730,20 @@ fn counts(conn: &Connection, org: &str) -> Result<InventoryCounts, StoreError> {
 
 impl SqliteCatalog {
     /// Answers `f` as of one moment at which no recorded change waits, so as of every
-    /// commit before it: on its own connection ([`SqliteCatalog::scan`]), in one read
-    /// transaction that finds none waiting (most reads: one lookup more). One that finds some writes them first and looks again; after
-    /// [`SETTLE_TRIES`] such turns (commits keep recording more), it answers on the writer,
-    /// in the transaction that writes them, which holds other commits back meanwhile.
-    /// A look for waiting changes and a read after it, as two transactions, let a commit
-    /// land between them: the read then saw that commit's entry, its new version, over its
-    /// state's old rows.
+    /// commit before it: on the inventory's own connection ([`SqliteCatalog::scan`]), in
+    /// one read transaction that finds none waiting (most reads: one lookup more). A read
+    /// that finds some writes them and looks again; after [`SETTLE_TRIES`] such turns
+    /// (commits keep recording more), it answers on the writer, in the transaction that
+    /// writes them, which holds other commits back meanwhile. A look for waiting changes
+    /// and a read after it, as two transactions, let a commit land between them: the read
+    /// then saw that commit's entry, its new version, over its state's old rows.
     async fn settled<T: Send + 'static>(
         &self,
         f: impl Fn(&Connection) -> Result<T, StoreError> + Send + Sync + 'static,
     ) -> Result<T, StoreError> {
         let f = Arc::new(f);
         for _ in 0..SETTLE_TRIES {
-            let on_reader = f.clone();
+            let in_snapshot = f.clone();
             let answer = self
                 .scan(move |conn| {
                     // Ended by its drop, a rollback, which is how a read ends.
@@ -751,7 +751,7 @@ impl SqliteCatalog {
                     if pending::any(&snapshot)? {
                         return Ok(None);
                     }
-                    on_reader(&snapshot).map(Some)
+                    in_snapshot(&snapshot).map(Some)
                 })
                 .await?;
             if let Some(answer) = answer {
@@ -779,8 +779,8 @@ impl SqliteCatalog {
     }
 }
 
-/// How many times a read writes the changes it found waiting and looks again on its own connection
-/// before it answers on the writer.
+/// How many times a read writes the changes it found waiting and looks again before it
+/// answers on the writer.
 const SETTLE_TRIES: usize = 3;
 
 #[async_trait]
