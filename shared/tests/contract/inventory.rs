@@ -914,9 +914,17 @@ pub async fn a_search_answers_as_of_one_commit_while_commits_land(f: Fixture) {
     };
     let first = indexed(&f, "acme", "net", inventory(1, rows(1))).await;
     let catalog = f.catalog.clone();
+    // Each commit waits for a search more, so the two interleave even where commits are
+    // quicker than searches (the memory store's).
+    let searches = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let searched = searches.clone();
     let writer = tokio::spawn(async move {
         let mut record = first;
         for v in 2..=LAST {
+            let at = searched.load(std::sync::atomic::Ordering::SeqCst);
+            while searched.load(std::sync::atomic::Ordering::SeqCst) == at {
+                tokio::task::yield_now().await;
+            }
             let mut next = record.clone();
             next.latest = Some(version(v, &format!("b{v}")));
             next.next_version = v + 1;
@@ -941,6 +949,7 @@ pub async fn a_search_answers_as_of_one_commit_while_commits_land(f: Fixture) {
             addresses(&found)
         );
         seen.insert(v);
+        searches.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
     writer.await.unwrap();
     assert!(
