@@ -522,16 +522,7 @@ async fn a_rebuild_fills_what_is_missing_and_a_second_skips_it_all() {
         unindex(&app, state).await;
     }
     assert_eq!(addresses(&app).await.len(), 2, "only c's are left");
-    let seen = std::sync::Mutex::new(Vec::new());
-    let done = |state: &str, outcome: &Outcome| {
-        seen.lock()
-            .unwrap()
-            .push((state.to_owned(), outcome.clone()))
-    };
-    let records = reindex::states_of(&app, "acme").await.unwrap();
-    let report = reindex::rebuild(&app, "acme", records, &done)
-        .await
-        .unwrap();
+    let (report, seen) = rebuild_seeing(&app).await;
     assert_eq!(
         report,
         Rebuilt {
@@ -542,7 +533,7 @@ async fn a_rebuild_fills_what_is_missing_and_a_second_skips_it_all() {
             unopened: 0
         }
     );
-    assert_eq!(seen.lock().unwrap().len(), 4);
+    assert_eq!(seen.len(), 4);
     assert_eq!(
         addresses(&app).await,
         before,
@@ -596,18 +587,8 @@ async fn a_rebuild_goes_past_a_version_that_does_not_open() {
         .unwrap()
         .wrapped_key;
     set_slot(None).await;
-    let seen = std::sync::Mutex::new(Vec::new());
-    let done = |state: &str, outcome: &Outcome| {
-        seen.lock()
-            .unwrap()
-            .push((state.to_owned(), outcome.clone()))
-    };
-    let records = reindex::states_of(&app, "acme").await.unwrap();
-    let report = reindex::rebuild(&app, "acme", records, &done)
-        .await
-        .unwrap();
+    let (report, seen) = rebuild_seeing(&app).await;
     assert_eq!((report.indexed, report.unopened), (2, 1), "{report:?}");
-    let seen = seen.into_inner().unwrap();
     assert!(
         matches!(&seen[1], (state, Outcome::Unopened(why)) if state == "b" && why.contains("no wrapped data key")),
         "{seen:?}"
@@ -626,4 +607,17 @@ async fn a_rebuild_goes_past_a_version_that_does_not_open() {
         .unwrap();
     assert_eq!((again.indexed, again.current, again.unopened), (1, 2, 0));
     assert_eq!(addresses(&app).await, before);
+}
+
+/// Rebuilds acme's index, with what happened to each state in turn.
+async fn rebuild_seeing(app: &App) -> (Rebuilt, Vec<(String, Outcome)>) {
+    let seen = std::sync::Mutex::new(Vec::new());
+    let done = |state: &str, outcome: &Outcome| {
+        seen.lock()
+            .unwrap()
+            .push((state.to_owned(), outcome.clone()))
+    };
+    let records = reindex::states_of(app, "acme").await.unwrap();
+    let report = reindex::rebuild(app, "acme", records, &done).await.unwrap();
+    (report, seen.into_inner().unwrap())
 }
