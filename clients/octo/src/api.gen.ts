@@ -1812,7 +1812,10 @@ export interface components {
         /** @description One page of a search. */
         ResourceList: {
             resources: components["schemas"]["Resource"][];
-            /** @description Pass as `cursor` for the next page; `null` on the last. */
+            /**
+             * @description Pass as `cursor` for the next page; `null` on the last (the page that holds the last
+             *     match, even when full).
+             */
             next_cursor: string | null;
         };
         /** @description One resource instance found, with the state and version it is in. */
@@ -7016,7 +7019,7 @@ export interface operations {
                     "application/json": components["schemas"]["ResourceList"];
                 };
             };
-            /** @description Bad limit, cursor, state name or a filter too long. Also: `invalid_request`: the body could not be read */
+            /** @description Bad limit, state name or a filter too long (any cursor names a position). Also: `invalid_request`: the body could not be read */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -83,7 +83,8 @@ pub async fn overview(call: Call<'_>, principal: &Principal) -> Answer {
 #[derive(Serialize, JsonSchema)]
 pub(super) struct ResourceList {
     resources: Vec<ResourceView>,
-    /// Pass as `cursor` for the next page; `null` on the last.
+    /// Pass as `cursor` for the next page; `null` on the last (the page that holds the last
+    /// match, even when full).
     next_cursor: Option<String>,
 }
 

@@ -51,8 +51,8 @@ impl From<ResourceRow> for ResourceView {
 #[schemars(rename = "ResourceList")]
 pub struct ResourcePage {
     pub resources: Vec<ResourceView>,
-    /// The (state, address) after which the next page starts; `None` on the last page. The
-    /// http layer makes it an opaque cursor.
+    /// The (state, address) after which the next page starts; `None` on the last page (one
+    /// that holds the last match, even when full). The http layer makes it an opaque cursor.
     #[serde(skip)]
     pub next: Option<(String, String)>,
 }
@@ -79,9 +79,17 @@ pub async fn search(
     query: ResourceQuery,
 ) -> Result<ResourcePage, Error> {
     let limit = query.limit.clamp(1, MAX_PAGE);
-    let query = ResourceQuery { limit, ..query };
-    let rows = app.catalog.resources(&principal.org, &query).await?;
-    let next = (rows.len() == limit)
+    // One row past the page says whether another page follows: a page that ends exactly at
+    // the last match gives no cursor, so no reader asks for an empty page or says that more
+    // match when none do.
+    let query = ResourceQuery {
+        limit: limit + 1,
+        ..query
+    };
+    let mut rows = app.catalog.resources(&principal.org, &query).await?;
+    let more = rows.len() > limit;
+    rows.truncate(limit);
+    let next = more
         .then(|| rows.last().map(|r| (r.state.clone(), r.address.clone())))
         .flatten();
     Ok(ResourcePage {

@@ -219,6 +219,26 @@ async fn a_search_pages_in_state_then_address_order_and_refuses_what_it_cannot_r
     assert_eq!(seen, sorted);
     assert_eq!(seen.len(), 8);
     assert_eq!(seen[0], pair("a-state", "aws_iam_role.app[\"web\"]"));
+    // A page that ends at the last match says so, full or not.
+    for limit in [4, 8, 9] {
+        let page = get(&api, &operator, &format!("/api/resources?limit={limit}")).await;
+        assert_eq!(
+            page["next_cursor"].is_null(),
+            limit >= 8,
+            "limit {limit}: {page}"
+        );
+        let last = get(
+            &api,
+            &operator,
+            &format!(
+                "/api/resources?limit={limit}&cursor={}",
+                page["next_cursor"].as_str().unwrap_or("~")
+            ),
+        )
+        .await;
+        assert_eq!(addresses(&last).len(), if limit >= 8 { 8 } else { 4 });
+        assert!(last["next_cursor"].is_null(), "limit {limit}: {last}");
+    }
 
     for (path, says) in [
         ("/api/resources?limit=0", "limit"),
