@@ -726,4 +726,35 @@ aws_s3_bucket
         let all = format!("{}{}", stdout(out), String::from_utf8_lossy(&out.stderr));
         assert!(!all.contains(secret), "{all}");
     }
+
+    // As many asked for as match: nothing more is said to match.
+    let every = server.cli(&viewer, &["resources", "search", "--limit", "5", "--json"]);
+    let answer: Value = serde_json::from_slice(&every.stdout).unwrap();
+    assert_eq!(answer["resources"].as_array().unwrap().len(), 5);
+    let said = String::from_utf8_lossy(&every.stderr);
+    assert!(!said.contains("more match"), "{said}");
+
+    // A name carrying an escape sequence (a writer retitling the reader's terminal) is
+    // shown escaped, in a search's table and in a conflict's heading alike.
+    let odd = r#"{"version":4,"terraform_version":"1.11.4","serial":1,"lineage":"lin","outputs":{},"resources":[
+        {"mode":"managed","type":"aws_vpc\u001b[2J","name":"x\u001b]0;owned\u0007","provider":"provider[\"registry.terraform.io/hashicorp/aws\"]","instances":[{"attributes":{"id":"vpc-odd"}}]}]}"#;
+    assert_eq!(api.post_state(&op, "odd", None, odd).status(), 200);
+    assert_eq!(api.post_state(&op, "odd-copy", None, odd).status(), 200);
+    let found = server.cli(&viewer, &["resources", "search", "owned"]);
+    assert!(found.status.success());
+    let conflicts = server.cli(&viewer, &["resources", "conflicts", "--state", "odd"]);
+    assert!(conflicts.status.success());
+    for out in [&found, &conflicts] {
+        let text = stdout(out);
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{7}'),
+            "{text:?}"
+        );
+        assert!(text.contains(r"aws_vpc\u{1b}[2J"), "{text}");
+    }
+    assert!(
+        stdout(&found).contains(r"aws_vpc\u{1b}[2J.x\u{1b}]0;owned\u{7}"),
+        "{}",
+        stdout(&found)
+    );
 }

@@ -121,10 +121,12 @@ pub enum Command {
     },
 }
 
+/// A value as a person reads it: `-` for none, text with its control characters escaped
+/// ([`crate::table::printable`]).
 pub(crate) fn text(v: &Value) -> String {
     match v {
         Value::Null => "-".into(),
-        Value::String(s) => s.clone(),
+        Value::String(s) => crate::table::printable(s),
         other => other.to_string(),
     }
 }
@@ -357,7 +359,7 @@ pub async fn run(api: &crate::Api, command: Command) -> anyhow::Result<()> {
                 return print_json(&answer);
             }
             for line in comparison::render(&answer) {
-                println!("{line}");
+                println!("{}", crate::table::printable(&line));
             }
         }
         Command::Outputs { name, json } => {
