@@ -6,9 +6,14 @@
 //! when its content keeps the instances as they were, updates the head's version alone); a
 //! shorter entry leaves the chunks past its count behind, and every read ignores them (the
 //! head says how many count), so no commit reads the entry it replaces. A removal deletes
-//! the head, and what is left is ignored as well. Reads Query the org's partition and filter
-//! in memory. No entry keeps its resources' tags: a save here sends its whole entry, as
-//! patching one would read it back first.
+//! every chunk the entry may have, so nothing of a deleted state's index is left. Reads
+//! Query the org's partition and filter in memory. No entry keeps its resources' tags: a
+//! save here sends its whole entry, as patching one would read it back first.
+//!
+//! A Query answers at most 1 MB a page, so an entry of several chunks may be read over two
+//! pages with a commit landing between them. Each replacement marks its head and its chunks
+//! with a generation of its own: a read whose chunks are not all of their head's generation
+//! (or are missing) saw two commits, and reads again.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -37,6 +42,12 @@ const VERSION: &str = "v";
 const INDEXED: &str = "ix";
 const INSTANCES: &str = "cnt";
 const CHUNKS: &str = "ch";
+/// The replacement that wrote a head or a chunk: the same on every item of one entry.
+const GENERATION: &str = "g";
+
+/// How many times a read starts again after seeing an entry mid-replacement before it
+/// takes the entry for damaged.
+const TORN_READS: usize = 5;
 
 fn inventory_pk(org: &str) -> String {
     format!("INV#{org}")
@@ -74,7 +85,9 @@ impl DynamoCatalog {
             0
         };
         let mut items = Vec::with_capacity(chunks.len().max(1));
+        let generation = s(crate::ids::new_id());
         let mut head = key(inventory_pk(org), chunk_sk(state, 0));
+        head.insert(GENERATION.into(), generation.clone());
         head.insert(VERSION.into(), n(inventory.version));
         head.insert(INDEXED.into(), AttributeValue::Bool(indexed));
         head.insert(INSTANCES.into(), n(count as u64));
@@ -86,6 +99,7 @@ impl DynamoCatalog {
         items.push(self.put(head, None));
         for (i, chunk) in chunks.enumerate() {
             let mut item = key(inventory_pk(org), chunk_sk(state, i + 1));
+            item.insert(GENERATION.into(), generation.clone());
             item.insert(DATA.into(), AttributeValue::B(chunk.into()));
             items.push(self.put(item, None));
         }
@@ -137,66 +151,93 @@ impl DynamoCatalog {
                     tags: None,
                 },
             ),
-            InventoryChange::Remove => {
-                vec![self.delete(key(inventory_pk(org), chunk_sk(state, 0)))]
-            }
+            // Every chunk the entry may have, not its head alone: the chunks of a deleted
+            // state would otherwise stay in the partition for good, and be read with it.
+            InventoryChange::Remove => (0..MAX_CHUNKS)
+                .map(|i| self.delete(key(inventory_pk(org), chunk_sk(state, i))))
+                .collect(),
         }
     }
 
-    /// Every entry of the org, by state name.
+    /// Every entry of the org, by state name, each as one commit left it: read again while
+    /// a read sees an entry mid-replacement ([`assemble`]).
     async fn entries(&self, org: &str) -> Result<BTreeMap<String, StateInventory>, StoreError> {
-        let query = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("pk = :pk")
-            .expression_attribute_values(":pk", s(inventory_pk(org)))
-            .consistent_read(true);
-        let items = self.query_all(query, None).await?;
-        // Items come in sort key order: each state's chunks in order, its head first.
-        let mut by_state: BTreeMap<String, Vec<&Item>> = BTreeMap::new();
-        for item in &items {
-            let sk = string(item, SK)?;
-            let (state, _) = sk
-                .rsplit_once('#')
-                .ok_or_else(|| StoreError::Corrupt(format!("inventory item {sk:?}")))?;
-            by_state.entry(state.to_owned()).or_default().push(item);
-        }
-        let mut entries = BTreeMap::new();
-        for (state, chunks) in by_state {
-            let head = chunks[0];
-            // Left behind by a removal: no head, nothing of the state counts.
-            if string(head, SK)? != chunk_sk(&state, 0) {
-                continue;
+        let mut torn = String::new();
+        for _ in 0..TORN_READS {
+            let query = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk")
+                .expression_attribute_values(":pk", s(inventory_pk(org)))
+                .consistent_read(true);
+            match assemble(&self.query_all(query, None).await?)? {
+                Ok(entries) => return Ok(entries),
+                Err(state) => torn = state,
             }
-            let count = usize::try_from(number(head, CHUNKS)?).unwrap_or(usize::MAX);
-            let indexed = matches!(head.get(INDEXED), Some(AttributeValue::Bool(true)));
-            let mut packed = Vec::new();
-            for (i, chunk) in chunks.iter().take(count).enumerate() {
-                if string(chunk, SK)? != chunk_sk(&state, i) {
-                    return Err(StoreError::Corrupt(format!(
-                        "the inventory of state {state} lacks its chunk {i}"
-                    )));
-                }
-                packed.extend(binary(chunk, DATA).unwrap_or_default());
-            }
-            let instances = if count == 0 {
-                Vec::new()
-            } else {
-                decode(&packed, &state)?
-            };
-            entries.insert(
-                state,
-                StateInventory {
-                    version: number(head, VERSION)?,
-                    indexed,
-                    instances,
-                    tags: None,
-                },
-            );
         }
-        Ok(entries)
+        // A replacement between the pages of every read is all but impossible: what is
+        // left is an entry that lost chunks.
+        Err(StoreError::Corrupt(format!(
+            "the inventory of state {torn} had chunks missing or of another write in each of \
+             {TORN_READS} reads"
+        )))
     }
+}
+
+/// The entries in the org's items (in sort key order: each state's head, then its chunks);
+/// `Err(state)` when a state's chunks are not all of its head's generation, or some are
+/// missing: the items were read over two pages with a replacement between them.
+fn assemble(
+    items: &[Item],
+) -> Result<Result<BTreeMap<String, StateInventory>, String>, StoreError> {
+    let mut by_state: BTreeMap<String, Vec<&Item>> = BTreeMap::new();
+    for item in items {
+        let sk = string(item, SK)?;
+        let (state, _) = sk
+            .rsplit_once('#')
+            .ok_or_else(|| StoreError::Corrupt(format!("inventory item {sk:?}")))?;
+        by_state.entry(state.to_owned()).or_default().push(item);
+    }
+    let mut entries = BTreeMap::new();
+    for (state, chunks) in by_state {
+        let head = chunks[0];
+        // Left behind by a removal: no head, nothing of the state counts.
+        if string(head, SK)? != chunk_sk(&state, 0) {
+            continue;
+        }
+        let count = usize::try_from(number(head, CHUNKS)?).unwrap_or(usize::MAX);
+        let indexed = matches!(head.get(INDEXED), Some(AttributeValue::Bool(true)));
+        // Items written before generations were: none on the head nor its chunks, alike.
+        let generation = head.get(GENERATION);
+        let mut packed = Vec::new();
+        for i in 0..count {
+            let chunk = chunks.get(i).copied();
+            let whole = chunk.is_some_and(|c| {
+                string(c, SK).is_ok_and(|sk| sk == chunk_sk(&state, i))
+                    && c.get(GENERATION) == generation
+            });
+            let Some(chunk) = chunk.filter(|_| whole) else {
+                return Ok(Err(state));
+            };
+            packed.extend(binary(chunk, DATA).unwrap_or_default());
+        }
+        let instances = if count == 0 {
+            Vec::new()
+        } else {
+            decode(&packed, &state)?
+        };
+        entries.insert(
+            state,
+            StateInventory {
+                version: number(head, VERSION)?,
+                indexed,
+                instances,
+                tags: None,
+            },
+        );
+    }
+    Ok(Ok(entries))
 }
 
 fn decode(packed: &[u8], state: &str) -> Result<Vec<Instance>, StoreError> {
@@ -301,5 +342,99 @@ impl InventoryCatalog for DynamoCatalog {
         let mut items = vec![TransactWriteItem::builder().condition_check(check).build()];
         items.extend(self.inventory_puts(org, state, inventory));
         self.transact(items, None).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::inventory::{Mode, ResourceTag};
+
+    fn instances(n: usize) -> Vec<Instance> {
+        (0..n)
+            .map(|i| Instance {
+                address: format!("aws_s3_bucket.b[{i}]"),
+                module: String::new(),
+                mode: Mode::Managed,
+                resource_type: "aws_s3_bucket".into(),
+                provider: "registry.terraform.io/hashicorp/aws".into(),
+                digest: Some(format!("{i:064x}")),
+                resource: ResourceTag::default(),
+            })
+            .collect()
+    }
+
+    /// The items of an entry of `rows` cut into two chunks, each marked with its
+    /// generation (`None`: written before generations were).
+    fn entry(rows: &[Instance], head: Option<&str>, tail: Option<&str>) -> Vec<Item> {
+        let packed = zstd::bulk::compress(&serde_json::to_vec(rows).unwrap(), 3).unwrap();
+        let (first, second) = packed.split_at(packed.len() / 2);
+        let mut items = Vec::new();
+        for (i, (bytes, generation)) in [(first, head), (second, tail)].into_iter().enumerate() {
+            let mut item = key(inventory_pk("acme"), chunk_sk("net", i));
+            item.insert(DATA.into(), AttributeValue::B(bytes.to_vec().into()));
+            if let Some(g) = generation {
+                item.insert(GENERATION.into(), s(g.to_owned()));
+            }
+            if i == 0 {
+                item.insert(VERSION.into(), n(3));
+                item.insert(INDEXED.into(), AttributeValue::Bool(true));
+                item.insert(INSTANCES.into(), n(rows.len() as u64));
+                item.insert(CHUNKS.into(), n(2));
+            }
+            items.push(item);
+        }
+        items
+    }
+
+    #[test]
+    fn an_entry_of_one_generation_reads_whole() {
+        let rows = instances(40);
+        for generation in [Some("g1"), None] {
+            let read = assemble(&entry(&rows, generation, generation))
+                .unwrap()
+                .unwrap();
+            assert_eq!(read["net"].instances, rows);
+            assert_eq!(read["net"].version, 3);
+        }
+    }
+
+    #[test]
+    fn chunks_of_another_replacement_or_missing_are_a_torn_read() {
+        let rows = instances(40);
+        for (head, tail) in [
+            (Some("g1"), Some("g2")),
+            (Some("g1"), None),
+            (None, Some("g2")),
+        ] {
+            assert_eq!(
+                assemble(&entry(&rows, head, tail)).unwrap(),
+                Err("net".to_owned()),
+                "{head:?} over {tail:?}"
+            );
+        }
+        let mut cut = entry(&rows, Some("g1"), Some("g1"));
+        cut.pop();
+        assert_eq!(assemble(&cut).unwrap(), Err("net".to_owned()));
+    }
+
+    #[test]
+    fn a_removal_deletes_every_chunk_an_entry_may_have() {
+        let config = aws_sdk_dynamodb::Config::builder()
+            .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
+            .build();
+        let catalog = DynamoCatalog::new(aws_sdk_dynamodb::Client::from_conf(config), "t");
+        let deleted: Vec<String> = catalog
+            .inventory_items("acme", "net", &InventoryChange::Remove)
+            .iter()
+            .map(|item| {
+                let key = item.delete().expect("a delete").key();
+                format!("{}/{}", key[PK].as_s().unwrap(), key[SK].as_s().unwrap())
+            })
+            .collect();
+        let every: Vec<String> = (0..MAX_CHUNKS)
+            .map(|i| format!("INV#acme/net#{i:03}"))
+            .collect();
+        assert_eq!(deleted, every);
     }
 }
