@@ -82,6 +82,50 @@ pub struct IndexedState {
     pub instances: u64,
 }
 
+impl IndexedState {
+    pub fn of(state: &str, inventory: &StateInventory) -> Self {
+        Self {
+            state: state.to_owned(),
+            version: inventory.version,
+            indexed: inventory.indexed,
+            instances: inventory.instances.len() as u64,
+        }
+    }
+}
+
+/// What an org's overview shows of its index, read as of one commit, so that its figures
+/// agree with each other.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InventorySummary {
+    /// Every state's entry, in name order.
+    pub states: Vec<IndexedState>,
+    pub counts: InventoryCounts,
+    /// How many objects two or more states manage (the groups of
+    /// [`InventoryCatalog::conflicts`]).
+    pub conflicts: u64,
+}
+
+impl InventorySummary {
+    /// The summary of an org's entries, given in state name order: what an adapter that
+    /// holds an org's whole index in memory answers [`InventoryCatalog::inventory_summary`]
+    /// with, from one read of it.
+    pub fn of<'a, I>(entries: I) -> Self
+    where
+        I: IntoIterator<Item = (&'a str, &'a StateInventory)>,
+        I::IntoIter: Clone,
+    {
+        let entries = entries.into_iter();
+        Self {
+            states: entries
+                .clone()
+                .map(|(state, inventory)| IndexedState::of(state, inventory))
+                .collect(),
+            counts: InventoryCounts::of(entries.clone().map(|(_, inventory)| inventory)),
+            conflicts: conflicts_among(entries, None).len() as u64,
+        }
+    }
+}
+
 /// How many instances an org has by provider and by type, largest first.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct InventoryCounts {
@@ -113,8 +157,9 @@ pub trait InventoryCatalog: Send + Sync {
     /// Every state's entry in the index, in name order.
     async fn indexed_states(&self, org: &str) -> Result<Vec<IndexedState>, StoreError>;
 
-    /// Counts of the org's instances.
-    async fn inventory_counts(&self, org: &str) -> Result<InventoryCounts, StoreError>;
+    /// The org's entries, the counts of its instances and how many objects two of its
+    /// states manage, as of one commit: what the overview shows, in one read of the index.
+    async fn inventory_summary(&self, org: &str) -> Result<InventorySummary, StoreError>;
 
     /// The tags of the resources `state`'s entry holds, in their document's order, which a
     /// save compares its own with to send only what changed ([`InventoryChange::Patch`]).

@@ -31,7 +31,8 @@ pub use blobs::{BlobStore, OpenedBlob, WriteObject};
 pub use deleted::DeletedCatalog;
 pub use inventory::{
     conflict_groups, conflicts_among, largest_first, provider_matches, IndexedState,
-    InventoryCatalog, InventoryChange, InventoryCounts, InventoryPatch, ResourceQuery, ResourceRow,
+    InventoryCatalog, InventoryChange, InventoryCounts, InventoryPatch, InventorySummary,
+    ResourceQuery, ResourceRow,
 };
 pub use issuers::{IssuerError, IssuerKeys};
 pub use keys::{key_backend, DataKey, KeyContext, KeyError, KeyOpener, KeyService, WrappedKey};

@@ -110,15 +110,13 @@ pub struct NotIndexed {
 /// sessions and step tokens to their own states).
 pub async fn overview(app: &App, principal: &Principal) -> Result<Overview, Error> {
     let org = principal.org.as_str();
-    let (records, indexed, counts, conflicts) = tokio::try_join!(
-        state_records(app, org),
-        async { Ok::<_, Error>(app.catalog.indexed_states(org).await?) },
-        async { Ok::<_, Error>(app.catalog.inventory_counts(org).await?) },
-        async { Ok::<_, Error>(app.catalog.conflicts(org, None).await?) },
-    )?;
-    let mut view = summarize(org, &records, &indexed, app.clock.now());
+    let (records, index) = tokio::try_join!(state_records(app, org), async {
+        Ok::<_, Error>(app.catalog.inventory_summary(org).await?)
+    })?;
+    let counts = index.counts;
+    let mut view = summarize(org, &records, &index.states, app.clock.now());
     view.resources = counts.instances;
-    view.conflicts = conflicts.len() as u64;
+    view.conflicts = index.conflicts;
     view.by_provider = top(counts.by_provider)
         .map(|(provider, count)| ProviderCount { provider, count })
         .collect();

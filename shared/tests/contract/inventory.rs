@@ -272,7 +272,12 @@ pub async fn a_commit_that_keeps_the_entry_moves_only_its_version(f: Fixture) {
         }
     );
     assert_eq!(
-        f.catalog.inventory_counts("acme").await.unwrap().instances,
+        f.catalog
+            .inventory_summary("acme")
+            .await
+            .unwrap()
+            .counts
+            .instances,
         3
     );
     // No entry to keep (dropped outside the service): the gap is listed.
@@ -692,7 +697,12 @@ pub async fn another_orgs_inventory_is_never_seen(f: Fixture) {
     assert_eq!(addresses(&theirs), ["net:aws_s3_bucket.logs"]);
     assert_eq!(f.catalog.indexed_states("other").await.unwrap().len(), 1);
     assert_eq!(
-        f.catalog.inventory_counts("other").await.unwrap().instances,
+        f.catalog
+            .inventory_summary("other")
+            .await
+            .unwrap()
+            .counts
+            .instances,
         1
     );
 }
@@ -729,6 +739,8 @@ pub async fn a_rebuilds_write_holds_only_while_the_state_is_as_read(f: Fixture) 
     assert_eq!(search(&f, query(10)).await, ["net:aws_s3_bucket.a"]);
 }
 
+/// The overview's summary: states not indexed listed, counts largest first, and the
+/// objects two states manage counted.
 pub async fn states_not_indexed_are_listed_and_counts_are_largest_first(f: Fixture) {
     two_states(&f).await;
     indexed(
@@ -766,7 +778,7 @@ pub async fn states_not_indexed_are_listed_and_counts_are_largest_first(f: Fixtu
             },
         ]
     );
-    let counts = f.catalog.inventory_counts("acme").await.unwrap();
+    let counts = f.catalog.inventory_summary("acme").await.unwrap().counts;
     assert_eq!(counts.instances, 5);
     assert_eq!(
         counts.by_provider,
@@ -782,9 +794,39 @@ pub async fn states_not_indexed_are_listed_and_counts_are_largest_first(f: Fixtu
         ]
     );
     assert_eq!(
-        f.catalog.inventory_counts("none").await.unwrap().instances,
+        f.catalog
+            .inventory_summary("none")
+            .await
+            .unwrap()
+            .counts
+            .instances,
         0
     );
+    // The summary's parts are the other reads' answers, as of one commit.
+    indexed(
+        &f,
+        "acme",
+        "copy",
+        inventory(
+            1,
+            vec![instance(
+                "aws_s3_bucket.logs",
+                "aws_s3_bucket",
+                AWS,
+                Some("d-logs"),
+            )],
+        ),
+    )
+    .await;
+    let summary = f.catalog.inventory_summary("acme").await.unwrap();
+    assert_eq!(
+        summary.states,
+        f.catalog.indexed_states("acme").await.unwrap()
+    );
+    assert_eq!(summary.states.len(), 4);
+    assert_eq!(summary.counts.instances, 6);
+    assert_eq!(summary.conflicts, 1);
+    assert_eq!(f.catalog.conflicts("acme", None).await.unwrap().len(), 1);
 }
 
 pub async fn an_orgs_inventory_key_is_replaced_only_as_read(f: Fixture) {
@@ -890,7 +932,12 @@ pub async fn a_large_entry_replaced_by_a_small_one_reads_back_as_written(f: Fixt
     let left = f.catalog.resources("acme", &query(20_000)).await.unwrap();
     assert_eq!(addresses(&left), ["big:aws_s3_bucket.b[00000]"]);
     assert_eq!(
-        f.catalog.inventory_counts("acme").await.unwrap().instances,
+        f.catalog
+            .inventory_summary("acme")
+            .await
+            .unwrap()
+            .counts
+            .instances,
         1
     );
 }

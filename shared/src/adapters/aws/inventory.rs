@@ -26,7 +26,7 @@ use super::items::*;
 use crate::domain::inventory::{Instance, ResourceTag, StateInventory};
 use crate::domain::record::StateRecord;
 use crate::ports::{
-    conflicts_among, IndexedState, InventoryCatalog, InventoryChange, InventoryCounts,
+    conflicts_among, IndexedState, InventoryCatalog, InventoryChange, InventorySummary,
     ResourceQuery, ResourceRow, StoreError,
 };
 
@@ -288,18 +288,16 @@ impl InventoryCatalog for DynamoCatalog {
         Ok(self
             .entries(org)
             .await?
-            .into_iter()
-            .map(|(state, inventory)| IndexedState {
-                state,
-                version: inventory.version,
-                indexed: inventory.indexed,
-                instances: inventory.instances.len() as u64,
-            })
+            .iter()
+            .map(|(state, inventory)| IndexedState::of(state, inventory))
             .collect())
     }
 
-    async fn inventory_counts(&self, org: &str) -> Result<InventoryCounts, StoreError> {
-        Ok(InventoryCounts::of(self.entries(org).await?.values()))
+    async fn inventory_summary(&self, org: &str) -> Result<InventorySummary, StoreError> {
+        let entries = self.entries(org).await?;
+        Ok(InventorySummary::of(
+            entries.iter().map(|(s, i)| (s.as_str(), i)),
+        ))
     }
 
     /// None: an entry here is one compressed whole, which a patch would have to read back

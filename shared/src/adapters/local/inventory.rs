@@ -23,7 +23,7 @@ use crate::domain::inventory::{Instance, Mode, ResourceTag, StateInventory, TagS
 use crate::domain::record::StateRecord;
 use crate::ports::{
     conflict_groups, provider_matches, IndexedState, InventoryCatalog, InventoryChange,
-    InventoryCounts, InventoryPatch, ResourceQuery, ResourceRow, StoreError,
+    InventoryCounts, InventoryPatch, InventorySummary, ResourceQuery, ResourceRow, StoreError,
 };
 use pending::Pending;
 
@@ -707,6 +707,27 @@ fn conflicts_in(
     Ok(conflict_groups(found, state))
 }
 
+/// Every state's entry of the org, in name order.
+fn indexed_in(conn: &Connection, org: &str) -> Result<Vec<IndexedState>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT state, version, indexed, instances FROM inventory_states
+             WHERE org = ?1 ORDER BY state",
+        )
+        .map_err(sql_error)?;
+    let rows = stmt
+        .query_map(params![org], |row| {
+            Ok(IndexedState {
+                state: row.get(0)?,
+                version: row.get(1)?,
+                indexed: row.get(2)?,
+                instances: row.get(3)?,
+            })
+        })
+        .map_err(sql_error)?;
+    rows.map(|r| r.map_err(sql_error)).collect()
+}
+
 fn counts(conn: &Connection, org: &str) -> Result<InventoryCounts, StoreError> {
     let by = |column: &str| -> Result<Vec<(String, u64)>, StoreError> {
         let mut stmt = conn
@@ -806,31 +827,19 @@ impl InventoryCatalog for SqliteCatalog {
 
     async fn indexed_states(&self, org: &str) -> Result<Vec<IndexedState>, StoreError> {
         let org = org.to_owned();
-        self.settled(move |conn| {
-            let mut stmt = conn
-                .prepare_cached(
-                    "SELECT state, version, indexed, instances FROM inventory_states
-                     WHERE org = ?1 ORDER BY state",
-                )
-                .map_err(sql_error)?;
-            let rows = stmt
-                .query_map(params![org], |row| {
-                    Ok(IndexedState {
-                        state: row.get(0)?,
-                        version: row.get(1)?,
-                        indexed: row.get(2)?,
-                        instances: row.get(3)?,
-                    })
-                })
-                .map_err(sql_error)?;
-            rows.map(|r| r.map_err(sql_error)).collect()
-        })
-        .await
+        self.settled(move |conn| indexed_in(conn, &org)).await
     }
 
-    async fn inventory_counts(&self, org: &str) -> Result<InventoryCounts, StoreError> {
+    async fn inventory_summary(&self, org: &str) -> Result<InventorySummary, StoreError> {
         let org = org.to_owned();
-        self.settled(move |conn| counts(conn, &org)).await
+        self.settled(move |conn| {
+            Ok(InventorySummary {
+                states: indexed_in(conn, &org)?,
+                counts: counts(conn, &org)?,
+                conflicts: conflicts_in(conn, &org, None)?.len() as u64,
+            })
+        })
+        .await
     }
 
     async fn resource_tags(

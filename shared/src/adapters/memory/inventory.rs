@@ -8,13 +8,16 @@ use async_trait::async_trait;
 use super::{Inner, MemoryStore};
 use crate::domain::inventory::{ResourceTag, StateInventory, TagSet};
 use crate::ports::{
-    conflicts_among, IndexedState, InventoryCatalog, InventoryChange, InventoryCounts,
+    conflicts_among, IndexedState, InventoryCatalog, InventoryChange, InventorySummary,
     ResourceQuery, ResourceRow, StoreError,
 };
 
 impl Inner {
     /// The org's entries, in state name order.
-    fn entries<'a>(&'a self, org: &'a str) -> impl Iterator<Item = (&'a str, &'a StateInventory)> {
+    fn entries<'a>(
+        &'a self,
+        org: &'a str,
+    ) -> impl Iterator<Item = (&'a str, &'a StateInventory)> + Clone {
         self.inventory
             .range((org.to_owned(), String::new())..)
             .take_while(move |((o, _), _)| o == org)
@@ -110,19 +113,12 @@ impl InventoryCatalog for MemoryStore {
         Ok(self
             .lock()
             .entries(org)
-            .map(|(state, inventory)| IndexedState {
-                state: state.to_owned(),
-                version: inventory.version,
-                indexed: inventory.indexed,
-                instances: inventory.instances.len() as u64,
-            })
+            .map(|(state, inventory)| IndexedState::of(state, inventory))
             .collect())
     }
 
-    async fn inventory_counts(&self, org: &str) -> Result<InventoryCounts, StoreError> {
-        Ok(InventoryCounts::of(
-            self.lock().entries(org).map(|(_, inventory)| inventory),
-        ))
+    async fn inventory_summary(&self, org: &str) -> Result<InventorySummary, StoreError> {
+        Ok(InventorySummary::of(self.lock().entries(org)))
     }
 
     async fn resource_tags(
