@@ -83,6 +83,7 @@ pub struct IndexedState {
 }
 
 impl IndexedState {
+    /// `state`'s entry `inventory`, its instances counted.
     pub fn of(state: &str, inventory: &StateInventory) -> Self {
         Self {
             state: state.to_owned(),
