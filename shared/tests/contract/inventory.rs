@@ -139,6 +139,18 @@ async fn two_states(f: &Fixture) {
     .await;
 }
 
+/// How many instances `org`'s index holds, as the overview counts them.
+async fn instances_in(f: &Fixture, org: &str) -> u64 {
+    let summary = f.catalog.inventory_summary(org).await.unwrap();
+    summary.counts.instances
+}
+
+/// Indexes `org`'s `state` as holding the logs bucket of [`two_states`]' `net` alone.
+async fn logs_bucket_in(f: &Fixture, org: &str, state: &str) {
+    let logs = instance("aws_s3_bucket.logs", "aws_s3_bucket", AWS, Some("d-logs"));
+    indexed(f, org, state, inventory(1, vec![logs])).await;
+}
+
 pub async fn a_commit_replaces_and_removes_its_states_inventory(f: Fixture) {
     let record = indexed(
         &f,
@@ -271,15 +283,7 @@ pub async fn a_commit_that_keeps_the_entry_moves_only_its_version(f: Fixture) {
             instances: 2,
         }
     );
-    assert_eq!(
-        f.catalog
-            .inventory_summary("acme")
-            .await
-            .unwrap()
-            .counts
-            .instances,
-        3
-    );
+    assert_eq!(instances_in(&f, "acme").await, 3);
     // No entry to keep (dropped outside the service): the gap is listed.
     let fresh = StateRecord::fresh("acme", "lost", "inc-lost", NOW);
     let mut lost = fresh.clone();
@@ -676,35 +680,13 @@ pub async fn conflicts_are_equal_digests_across_states_never_within_one(f: Fixtu
 
 pub async fn another_orgs_inventory_is_never_seen(f: Fixture) {
     two_states(&f).await;
-    indexed(
-        &f,
-        "other",
-        "net",
-        inventory(
-            1,
-            vec![instance(
-                "aws_s3_bucket.logs",
-                "aws_s3_bucket",
-                AWS,
-                Some("d-logs"),
-            )],
-        ),
-    )
-    .await;
+    logs_bucket_in(&f, "other", "net").await;
     assert!(f.catalog.conflicts("acme", None).await.unwrap().is_empty());
     assert_eq!(search(&f, query(100)).await.len(), 5);
     let theirs = f.catalog.resources("other", &query(100)).await.unwrap();
     assert_eq!(addresses(&theirs), ["net:aws_s3_bucket.logs"]);
     assert_eq!(f.catalog.indexed_states("other").await.unwrap().len(), 1);
-    assert_eq!(
-        f.catalog
-            .inventory_summary("other")
-            .await
-            .unwrap()
-            .counts
-            .instances,
-        1
-    );
+    assert_eq!(instances_in(&f, "other").await, 1);
 }
 
 pub async fn a_rebuilds_write_holds_only_while_the_state_is_as_read(f: Fixture) {
@@ -793,31 +775,9 @@ pub async fn states_not_indexed_are_listed_and_counts_are_largest_first(f: Fixtu
             ("google_compute_network".to_owned(), 1),
         ]
     );
-    assert_eq!(
-        f.catalog
-            .inventory_summary("none")
-            .await
-            .unwrap()
-            .counts
-            .instances,
-        0
-    );
+    assert_eq!(instances_in(&f, "none").await, 0);
     // The summary's parts are the other reads' answers, as of one commit.
-    indexed(
-        &f,
-        "acme",
-        "copy",
-        inventory(
-            1,
-            vec![instance(
-                "aws_s3_bucket.logs",
-                "aws_s3_bucket",
-                AWS,
-                Some("d-logs"),
-            )],
-        ),
-    )
-    .await;
+    logs_bucket_in(&f, "acme", "copy").await;
     let summary = f.catalog.inventory_summary("acme").await.unwrap();
     assert_eq!(
         summary.states,
@@ -931,15 +891,7 @@ pub async fn a_large_entry_replaced_by_a_small_one_reads_back_as_written(f: Fixt
     .await;
     let left = f.catalog.resources("acme", &query(20_000)).await.unwrap();
     assert_eq!(addresses(&left), ["big:aws_s3_bucket.b[00000]"]);
-    assert_eq!(
-        f.catalog
-            .inventory_summary("acme")
-            .await
-            .unwrap()
-            .counts
-            .instances,
-        1
-    );
+    assert_eq!(instances_in(&f, "acme").await, 1);
 }
 
 /// A search answers as of one commit while commits land: every row it returns is of the
