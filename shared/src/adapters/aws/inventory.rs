@@ -212,12 +212,11 @@ fn assemble(
         let generation = head.get(GENERATION);
         let mut packed = Vec::new();
         for i in 0..count {
-            let chunk = chunks.get(i).copied();
-            let whole = chunk.is_some_and(|c| {
+            let chunk = chunks.get(i).copied().filter(|c| {
                 string(c, SK).is_ok_and(|sk| sk == chunk_sk(&state, i))
                     && c.get(GENERATION) == generation
             });
-            let Some(chunk) = chunk.filter(|_| whole) else {
+            let Some(chunk) = chunk else {
                 return Ok(Err(state));
             };
             packed.extend(binary(chunk, DATA).unwrap_or_default());
