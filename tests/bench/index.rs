@@ -426,7 +426,7 @@ fn synthetic_instances(s: usize) -> Vec<Instance> {
             };
             Instance {
                 address: format!("{module}.{kind}.r{s}_{j}"),
-                module,
+                module: module.into(),
                 mode: Mode::Managed,
                 resource_type: kind.into(),
                 provider: provider.into(),

@@ -196,8 +196,11 @@ impl ResourceQuery {
             && self
                 .resource_type
                 .as_deref()
-                .is_none_or(|t| t == instance.resource_type)
-            && self.module.as_deref().is_none_or(|m| m == instance.module)
+                .is_none_or(|t| t == &*instance.resource_type)
+            && self
+                .module
+                .as_deref()
+                .is_none_or(|m| m == &*instance.module)
             && self
                 .provider
                 .as_deref()
@@ -238,10 +241,10 @@ impl ResourceRow {
             state: state.to_owned(),
             version,
             address: instance.address.clone(),
-            module: instance.module.clone(),
+            module: instance.module.to_string(),
             mode: instance.mode,
-            resource_type: instance.resource_type.clone(),
-            provider: instance.provider.clone(),
+            resource_type: instance.resource_type.to_string(),
+            provider: instance.provider.to_string(),
         }
     }
 }

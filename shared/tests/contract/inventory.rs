@@ -20,7 +20,7 @@ fn instance(address: &str, kind: &str, provider: &str, digest: Option<&str>) -> 
         .unwrap_or_default();
     Instance {
         address: address.into(),
-        module,
+        module: module.into(),
         mode: if address.contains("data.") {
             Mode::Data
         } else {

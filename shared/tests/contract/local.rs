@@ -307,7 +307,7 @@ async fn a_schema_8_catalog_keeps_its_inventory_and_indexes_its_addresses() {
         indexed: true,
         instances: vec![Instance {
             address: "aws_vpc.main".into(),
-            module: String::new(),
+            module: "".into(),
             mode: Mode::Managed,
             resource_type: "aws_vpc".into(),
             provider: "registry.terraform.io/hashicorp/aws".into(),
@@ -359,7 +359,7 @@ async fn a_schema_9_catalog_keeps_its_inventory_and_gains_the_resources_tags() {
     record.next_version = 2;
     let row = |address: &str, tag: u64| Instance {
         address: address.into(),
-        module: String::new(),
+        module: "".into(),
         mode: Mode::Managed,
         resource_type: "aws_vpc".into(),
         provider: "registry.terraform.io/hashicorp/aws".into(),

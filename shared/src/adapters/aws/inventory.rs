@@ -351,7 +351,7 @@ mod tests {
         (0..n)
             .map(|i| Instance {
                 address: format!("aws_s3_bucket.b[{i}]"),
-                module: String::new(),
+                module: "".into(),
                 mode: Mode::Managed,
                 resource_type: "aws_s3_bucket".into(),
                 provider: "registry.terraform.io/hashicorp/aws".into(),

@@ -1214,7 +1214,7 @@ mod tests {
             .iter()
             .map(|row| Instance {
                 address: row.0.into(),
-                module: String::new(),
+                module: "".into(),
                 mode: Mode::Managed,
                 resource_type: row.0.split('.').next().unwrap().into(),
                 provider: "registry.terraform.io/hashicorp/aws".into(),

@@ -46,10 +46,10 @@ fn addresses_are_printed_as_terraform_prints_them_and_sorted() {
         ]
     );
     let first = &inventory.instances[2];
-    assert_eq!(first.module, r#"module.a["k"]"#);
+    assert_eq!(&*first.module, r#"module.a["k"]"#);
     assert_eq!(first.mode, Mode::Managed);
-    assert_eq!(first.resource_type, "aws_x");
-    assert_eq!(first.provider, "registry.terraform.io/hashicorp/aws");
+    assert_eq!(&*first.resource_type, "aws_x");
+    assert_eq!(&*first.provider, "registry.terraform.io/hashicorp/aws");
     assert!(first.digest.is_some());
     assert_eq!(inventory.instances[1].mode, Mode::Data);
     assert_eq!(
@@ -116,7 +116,7 @@ fn providers_of_local_objects_give_no_identity() {
             r#"{{"mode":"managed","type":"t","name":"n","provider":"provider[\"{source}\"]","instances":[{{"attributes":{{"id":"x"}}}}]}}"#
         ));
         let inventory = index(&doc);
-        assert_eq!(inventory.instances[0].provider, source);
+        assert_eq!(&*inventory.instances[0].provider, source);
         assert_eq!(inventory.instances[0].digest, None, "{source}");
     }
 }
@@ -219,10 +219,13 @@ fn resources_taking_turns_between_providers_keep_their_own() {
     for (i, instance) in inventory.instances.iter().enumerate() {
         assert_eq!(instance.address, format!("t{i}.n"));
         if i % 2 == 0 {
-            assert_eq!(instance.provider, "registry.terraform.io/hashicorp/aws");
+            assert_eq!(&*instance.provider, "registry.terraform.io/hashicorp/aws");
             assert!(instance.digest.is_some(), "{}", instance.address);
         } else {
-            assert_eq!(instance.provider, "registry.terraform.io/hashicorp/random");
+            assert_eq!(
+                &*instance.provider,
+                "registry.terraform.io/hashicorp/random"
+            );
             assert_eq!(instance.digest, None, "{}", instance.address);
         }
     }

@@ -12,6 +12,7 @@
 //! which could not start with it: its ninth byte is a row's mode, 0 or 1.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::domain::inventory::{Instance, Mode, ResourceTag};
 
@@ -132,13 +133,12 @@ impl<'a> Names<'a> {
 fn after_prefix(i: &Instance) -> Option<&str> {
     let mut rest = i.address.as_str();
     if !i.module.is_empty() {
-        rest = rest.strip_prefix(i.module.as_str())?.strip_prefix('.')?;
+        rest = rest.strip_prefix(&*i.module)?.strip_prefix('.')?;
     }
     if i.mode == Mode::Data {
         rest = rest.strip_prefix("data.")?;
     }
-    rest.strip_prefix(i.resource_type.as_str())?
-        .strip_prefix('.')
+    rest.strip_prefix(&*i.resource_type)?.strip_prefix('.')
 }
 
 /// The address of an instance whose prefix was left out.
@@ -196,10 +196,11 @@ fn packed_rows(bytes: &[u8]) -> Option<Vec<Instance>> {
     if count > reader.0.len() {
         return None;
     }
+    // Each name made once and shared by the rows that name it.
     let names = (0..count)
-        .map(|_| reader.text())
-        .collect::<Option<Vec<&str>>>()?;
-    let name = |reader: &mut Reader<'_>| names.get(reader.number()?).copied();
+        .map(|_| reader.text().map(Arc::<str>::from))
+        .collect::<Option<Vec<_>>>()?;
+    let name = |reader: &mut Reader<'_>| names.get(reader.number()?).cloned();
     let rows = reader.number()?;
     // Each row takes five bytes at least: likewise.
     if rows > reader.0.len() {
@@ -228,7 +229,7 @@ fn packed_rows(bytes: &[u8]) -> Option<Vec<Instance>> {
             (name(&mut reader)?, name(&mut reader)?, name(&mut reader)?);
         let kept = reader.text()?;
         let address = if flags & SHORT_ADDRESS != 0 {
-            with_prefix(module, mode, resource_type, kept)
+            with_prefix(&module, mode, &resource_type, kept)
         } else {
             kept.to_owned()
         };
@@ -241,10 +242,10 @@ fn packed_rows(bytes: &[u8]) -> Option<Vec<Instance>> {
         };
         instances.push(Instance {
             address,
-            module: module.to_owned(),
+            module,
             mode,
-            resource_type: resource_type.to_owned(),
-            provider: provider.to_owned(),
+            resource_type,
+            provider,
             digest,
             resource,
         });
@@ -267,10 +268,10 @@ fn first_layout(bytes: &[u8]) -> Option<Vec<Instance>> {
         };
         instances.push(Instance {
             address: reader.fixed_text()?,
-            module: reader.fixed_text()?,
+            module: reader.fixed_text()?.into(),
             mode,
-            resource_type: reader.fixed_text()?,
-            provider: reader.fixed_text()?,
+            resource_type: reader.fixed_text()?.into(),
+            provider: reader.fixed_text()?.into(),
             digest: reader.maybe_fixed_text()?,
             resource,
         });
