@@ -1,11 +1,11 @@
 //! The catalog in SQLite: opening it (creating or updating its tables, read-only when the
-//! disk has no room), its three connections and how every port's impl runs on them. Writes
-//! (each a `BEGIN IMMEDIATE` transaction ending in an fsync) run on the blocking pool; point
-//! reads, one indexed lookup of microseconds, run in place on a second connection, which WAL
-//! lets read while a write is under way; the inventory's reads, which may take tens of
-//! milliseconds, on a third, on the blocking pool. The audit insert every port's commit
-//! makes is here too; what each port's calls do is its own file (`state`, `access`, `apps`,
-//! `sweep`).
+//! disk has no room), its connections and how every port's impl runs on them. Writes (each a
+//! `BEGIN IMMEDIATE` transaction ending in an fsync) run on the blocking pool; point reads,
+//! one indexed lookup of microseconds, run in place on a second connection, which WAL lets
+//! read while a write is under way; the inventory's reads, which may take tens of
+//! milliseconds, on a few more ([`Scanners`]), on the blocking pool. The audit insert every
+//! port's commit makes is here too; what each port's calls do is its own file (`state`,
+//! `access`, `apps`, `sweep`).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection, OpenFlags, TransactionBehavior};
 
+use super::scanners::Scanners;
 use super::tables::{
     sql_error, to_json, ENTRY_TAGS, INVENTORY_ASIDE, INVENTORY_BACK, ROW_RESOURCES, SCHEMA,
     SCHEMA_VERSION,
@@ -30,10 +31,10 @@ pub struct SqliteCatalog {
     /// The connection point reads use in place, without a thread hand-off; `None` while the
     /// catalog is served read-only, when reads take the writer's connection as writes do.
     reader: Option<Arc<Mutex<Connection>>>,
-    /// The connection the inventory's reads use, on the blocking pool: a search may read
+    /// The connections the inventory's reads use, on the blocking pool: a search may read
     /// for tens of milliseconds, which on the point reads' connection would hold every
     /// request's reads back, and in place would hold an async thread. `None` as `reader`.
-    scanner: Option<Arc<Mutex<Connection>>>,
+    scanners: Option<Arc<Scanners>>,
 }
 
 /// The connection, and whether it is read-only for want of disk space.
@@ -78,17 +79,23 @@ impl SqliteCatalog {
             }
             Err(e) => return Err(fail(e)),
         };
-        let reader = || match opened.read_only {
-            None => open_reader(path)
-                .map(|conn| Some(Arc::new(Mutex::new(conn))))
-                .map_err(fail),
-            Some(_) => Ok(None),
+        // Read-only, reads take the writer's connection as writes do.
+        let (reader, scanners) = match opened.read_only {
+            None => (
+                Some(Arc::new(Mutex::new(open_reader(path).map_err(fail)?))),
+                Some(Arc::new(Scanners::new(
+                    (0..Scanners::wanted())
+                        .map(|_| open_reader(path))
+                        .collect::<Result<_, _>>()
+                        .map_err(fail)?,
+                ))),
+            ),
+            Some(_) => (None, None),
         };
-        let (reader, scanner) = (reader()?, reader()?);
         Ok(Self {
             opened: Arc::new(Mutex::new(opened)),
             reader,
-            scanner,
+            scanners,
         })
     }
 
@@ -113,15 +120,12 @@ impl SqliteCatalog {
         &self,
         f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
-        let Some(scanner) = self.scanner.clone() else {
+        let Some(scanners) = self.scanners.clone() else {
             return self.with(move |conn| f(conn)).await;
         };
-        tokio::task::spawn_blocking(move || {
-            // As for the point reads: a panic inside `f` leaves nothing half done.
-            f(&scanner.lock().unwrap_or_else(|e| e.into_inner()))
-        })
-        .await
-        .map_err(|e| StoreError::Unavailable(format!("catalog task failed: {e}")))?
+        tokio::task::spawn_blocking(move || scanners.run(f))
+            .await
+            .map_err(|e| StoreError::Unavailable(format!("catalog task failed: {e}")))?
     }
 
     /// Runs `f` on the connection off the async threads.

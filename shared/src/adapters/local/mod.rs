@@ -23,6 +23,7 @@ mod inventory;
 pub mod key_file;
 mod protection;
 mod runs;
+mod scanners;
 mod state;
 mod sweep;
 mod tables;
