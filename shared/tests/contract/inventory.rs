@@ -721,6 +721,115 @@ pub async fn a_rebuilds_write_holds_only_while_the_state_is_as_read(f: Fixture) 
     assert_eq!(search(&f, query(10)).await, ["net:aws_s3_bucket.a"]);
 }
 
+/// Commits the next version of the state whose record is `record`, with `change` to its
+/// entry; returns the record as stored.
+async fn next_version(f: &Fixture, record: &StateRecord, change: InventoryChange) -> StateRecord {
+    let n = record.next_version;
+    let mut next = record.clone();
+    next.latest = Some(version(n, &format!("b{n}")));
+    next.next_version = n + 1;
+    let mut c = commit(&next, record.revision, vec![version(n, &format!("b{n}"))]);
+    c.inventory = Some(change);
+    f.catalog.commit(c).await.unwrap();
+    f.catalog
+        .state(&record.org, &record.name)
+        .await
+        .unwrap()
+        .unwrap()
+}
+
+/// An entry to be derived from its version's content (a large state's whole entry): on a
+/// store that derives, it waits, its rows as the commit before left them, through the
+/// keeps and patches after it, until a derivation puts it or the state goes; a state new
+/// to the index shows nothing until then. A store that does not derive lists it as not
+/// indexed at its version.
+pub async fn an_entry_to_derive_waits_with_its_old_rows_until_it_is_put(f: Fixture) {
+    let a = instance("aws_s3_bucket.a", "aws_s3_bucket", AWS, Some("d-a"));
+    let b = instance("aws_s3_bucket.b", "aws_s3_bucket", AWS, Some("d-b"));
+    let record = indexed(&f, "acme", "net", inventory(1, vec![a.clone()])).await;
+    let record = next_version(&f, &record, InventoryChange::Derive { version: 2 }).await;
+    if !f.catalog.derives() {
+        assert!(f.catalog.waiting("acme").await.unwrap().is_empty());
+        assert_eq!(
+            f.catalog.indexed_states("acme").await.unwrap(),
+            [IndexedState {
+                state: "net".into(),
+                version: 2,
+                indexed: false,
+                instances: 0,
+            }]
+        );
+        assert!(search(&f, query(10)).await.is_empty());
+        return;
+    }
+    assert_eq!(f.catalog.waiting("acme").await.unwrap(), ["net"]);
+    assert!(f.catalog.waiting("other").await.unwrap().is_empty());
+    let rows = f.catalog.resources("acme", &query(10)).await.unwrap();
+    assert_eq!(addresses(&rows), ["net:aws_s3_bucket.a"]);
+    assert_eq!(rows[0].version, 1, "the rows are still the commit before's");
+    assert_eq!(
+        f.catalog.resource_tags("acme", "net").await.unwrap(),
+        None,
+        "an entry waiting holds an older version's tags"
+    );
+    // A keep and a patch after it leave it waiting, its rows untouched.
+    let record = next_version(&f, &record, InventoryChange::Keep { version: 3 }).await;
+    let patch = InventoryPatch {
+        version: 4,
+        tags: vec![b.resource],
+        gone: vec![a.resource],
+        instances: vec![b.clone()],
+    };
+    let record = next_version(&f, &record, InventoryChange::Patch(patch)).await;
+    assert_eq!(f.catalog.waiting("acme").await.unwrap(), ["net"]);
+    let rows = f.catalog.resources("acme", &query(10)).await.unwrap();
+    assert_eq!(
+        (addresses(&rows), rows[0].version),
+        (vec!["net:aws_s3_bucket.a".to_owned()], 1)
+    );
+    // Derived and put: the entry is the latest version's, and waits no more.
+    f.catalog
+        .put_inventory(
+            "acme",
+            "net",
+            record.revision,
+            &inventory(4, vec![b.clone()]),
+        )
+        .await
+        .unwrap();
+    assert!(f.catalog.waiting("acme").await.unwrap().is_empty());
+    let rows = f.catalog.resources("acme", &query(10)).await.unwrap();
+    assert_eq!(
+        (addresses(&rows), rows[0].version),
+        (vec!["net:aws_s3_bucket.b".to_owned()], 4)
+    );
+    assert_eq!(
+        f.catalog.resource_tags("acme", "net").await.unwrap(),
+        Some(vec![b.resource])
+    );
+    // A whole entry in a commit ends the wait as a put does.
+    let record = next_version(&f, &record, InventoryChange::Derive { version: 5 }).await;
+    next_version(&f, &record, InventoryChange::Replace(inventory(6, vec![a]))).await;
+    assert!(f.catalog.waiting("acme").await.unwrap().is_empty());
+    assert_eq!(search(&f, query(10)).await, ["net:aws_s3_bucket.a"]);
+    // A state new to the index shows nothing while it waits; its delete ends the wait.
+    let fresh = StateRecord::fresh("acme", "app", "inc-app", NOW);
+    let mut app = fresh.clone();
+    app.latest = Some(version(1, "b1"));
+    app.next_version = 2;
+    let mut c = commit(&app, 0, vec![version(1, "b1")]);
+    c.inventory = Some(InventoryChange::Derive { version: 1 });
+    f.catalog.commit(c).await.unwrap();
+    assert_eq!(f.catalog.waiting("acme").await.unwrap(), ["app"]);
+    let entries = f.catalog.indexed_states("acme").await.unwrap();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let app = f.catalog.state("acme", "app").await.unwrap().unwrap();
+    let mut removal = commit(&app, app.revision, vec![]);
+    removal.inventory = Some(InventoryChange::Remove);
+    f.catalog.commit(removal).await.unwrap();
+    assert!(f.catalog.waiting("acme").await.unwrap().is_empty());
+}
+
 /// The overview's summary: states not indexed listed, counts largest first, and the
 /// objects two states manage counted.
 pub async fn states_not_indexed_are_listed_and_counts_are_largest_first(f: Fixture) {

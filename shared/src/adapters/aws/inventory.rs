@@ -26,8 +26,8 @@ use super::items::*;
 use crate::domain::inventory::{Instance, ResourceTag, StateInventory};
 use crate::domain::record::StateRecord;
 use crate::ports::{
-    conflicts_among, IndexedState, InventoryCatalog, InventoryChange, InventorySummary,
-    ResourceQuery, ResourceRow, StoreError,
+    conflicts_among, IndexedState, InventoryCatalog, InventoryChange, InventoryPatch,
+    InventorySummary, ResourceQuery, ResourceRow, StoreError,
 };
 
 /// The most compressed bytes a chunk holds: well under the item limit with its keys.
@@ -140,12 +140,14 @@ impl DynamoCatalog {
             InventoryChange::Replace(inventory) => self.inventory_puts(org, state, inventory),
             InventoryChange::Keep { version } => vec![self.inventory_keep(org, state, *version)],
             // Entries here hold no tags (`resource_tags`), so a patch has nothing to apply
-            // to: the entry is left not indexed, as the port says of one without tags.
-            InventoryChange::Patch(patch) => self.inventory_puts(
+            // to, and none waits to be derived (`derives`): the entry is left not indexed,
+            // as the port says of a store that cannot take either.
+            InventoryChange::Patch(InventoryPatch { version, .. })
+            | InventoryChange::Derive { version } => self.inventory_puts(
                 org,
                 state,
                 &StateInventory {
-                    version: patch.version,
+                    version: *version,
                     indexed: false,
                     instances: Vec::new(),
                     tags: None,
@@ -308,6 +310,15 @@ impl InventoryCatalog for DynamoCatalog {
         _state: &str,
     ) -> Result<Option<Vec<ResourceTag>>, StoreError> {
         Ok(None)
+    }
+
+    /// No: the list function that reads this index holds no permission to decrypt.
+    fn derives(&self) -> bool {
+        false
+    }
+
+    async fn waiting(&self, _org: &str) -> Result<Vec<String>, StoreError> {
+        Ok(Vec::new())
     }
 
     async fn put_inventory(

@@ -9,6 +9,9 @@
 //! commit writes its state's entry and records the change to the rows of the resources that
 //! changed (`change_inventory`, [`pending`]), found by comparing tags: no row is read to
 //! find them. The rows are written before anything reads them ([`write_pending`]).
+//! `inventory_waiting` names the states whose entries wait to be derived from their latest
+//! versions (`InventoryChange::Derive`): their entries and rows stay as the commit before
+//! left them until the derivation puts them.
 
 use std::sync::Arc;
 
@@ -43,15 +46,63 @@ pub(super) fn change_inventory(
     change: &InventoryChange,
 ) -> Result<(), StoreError> {
     match change {
-        InventoryChange::Replace(inventory) => replace_inventory(conn, org, state, inventory)?,
+        InventoryChange::Keep { .. } | InventoryChange::Patch(_)
+            if is_waiting(conn, org, state)? =>
+        {
+            return Ok(());
+        }
+        InventoryChange::Derive { .. } => return wait(conn, org, state),
+        InventoryChange::Replace(inventory) => {
+            done_waiting(conn, org, state)?;
+            replace_inventory(conn, org, state, inventory)?;
+        }
         InventoryChange::Patch(patch) => patch_inventory(conn, org, state, patch)?,
         InventoryChange::Keep { version } => return keep_inventory(conn, org, state, *version),
-        InventoryChange::Remove => remove_inventory(conn, org, state)?,
+        InventoryChange::Remove => {
+            done_waiting(conn, org, state)?;
+            remove_inventory(conn, org, state)?;
+        }
     }
     if pending::size(conn)? > PENDING_MAX {
         write_pending(conn)?;
     }
     Ok(())
+}
+
+/// Whether the state's entry waits to be derived: a keep or a patch then leaves it waiting,
+/// its reader deriving the latest version.
+fn is_waiting(conn: &Connection, org: &str, state: &str) -> Result<bool, StoreError> {
+    conn.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM inventory_waiting WHERE org = ?1 AND state = ?2)",
+    )
+    .and_then(|mut s| s.query_row(params![org, state], |row| row.get(0)))
+    .map_err(sql_error)
+}
+
+/// Leaves the state's entry and rows as they are, listed as waiting to be derived.
+fn wait(conn: &Connection, org: &str, state: &str) -> Result<(), StoreError> {
+    conn.prepare_cached("INSERT OR IGNORE INTO inventory_waiting (org, state) VALUES (?1, ?2)")
+        .and_then(|mut s| s.execute(params![org, state]))
+        .map(drop)
+        .map_err(sql_error)
+}
+
+fn done_waiting(conn: &Connection, org: &str, state: &str) -> Result<(), StoreError> {
+    conn.prepare_cached("DELETE FROM inventory_waiting WHERE org = ?1 AND state = ?2")
+        .and_then(|mut s| s.execute(params![org, state]))
+        .map(drop)
+        .map_err(sql_error)
+}
+
+/// The states of the org waiting, in name order.
+fn waiting_in(conn: &Connection, org: &str) -> Result<Vec<String>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached("SELECT state FROM inventory_waiting WHERE org = ?1 ORDER BY state")
+        .map_err(sql_error)?;
+    let rows = stmt
+        .query_map(params![org], |row| row.get(0))
+        .map_err(sql_error)?;
+    rows.map(|r| r.map_err(sql_error)).collect()
 }
 
 /// The most rows recorded changes may write or remove before the commit that records more
@@ -848,8 +899,23 @@ impl InventoryCatalog for SqliteCatalog {
         state: &str,
     ) -> Result<Option<Vec<ResourceTag>>, StoreError> {
         let (org, state) = (org.to_owned(), state.to_owned());
-        self.read(move |conn| Ok(stored_tags(conn, &org, &state)?.map(|(tags, _)| tags)))
-            .await
+        self.read(move |conn| {
+            // The tags of an entry waiting are an older version's.
+            if is_waiting(conn, &org, &state)? {
+                return Ok(None);
+            }
+            Ok(stored_tags(conn, &org, &state)?.map(|(tags, _)| tags))
+        })
+        .await
+    }
+
+    fn derives(&self) -> bool {
+        true
+    }
+
+    async fn waiting(&self, org: &str) -> Result<Vec<String>, StoreError> {
+        let org = org.to_owned();
+        self.read(move |conn| waiting_in(conn, &org)).await
     }
 
     async fn put_inventory(

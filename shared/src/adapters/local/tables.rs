@@ -87,7 +87,10 @@ CREATE TABLE IF NOT EXISTS inventory_pending (
     org TEXT NOT NULL, state TEXT NOT NULL, clear INTEGER NOT NULL,
     gone BLOB NOT NULL, instances BLOB NOT NULL, size INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS inventory_pending_by_state ON inventory_pending (org, state);
-PRAGMA user_version = 12;
+CREATE TABLE IF NOT EXISTS inventory_waiting (
+    org TEXT NOT NULL, state TEXT NOT NULL,
+    PRIMARY KEY (org, state)) WITHOUT ROWID;
+PRAGMA user_version = 13;
 ";
 
 /// The `user_version` of a catalog that `SCHEMA` made: one at it needs no write to open.
@@ -105,10 +108,11 @@ PRAGMA user_version = 12;
 /// [`ENTRY_TAGS`]); 11 added `inventory_text_behind`, the ids of the rows a small save left
 /// for the trigram index to take later (empty after the step: every row is in the index);
 /// 12 added `inventory_pending`, the changes to the rows that commits recorded and that are
-/// written before a read (empty after the step).
+/// written before a read (empty after the step); 13 added `inventory_waiting`, the states
+/// whose entries wait to be derived from their latest versions (empty after the step).
 /// Every table is created if missing, so a catalog of any older version gains all it lacks
 /// in one pass.
-pub(super) const SCHEMA_VERSION: i64 = 12;
+pub(super) const SCHEMA_VERSION: i64 = 13;
 
 /// What a catalog at 8 or 9 lacks that creating what is missing cannot add: a column of a
 /// table it has. Entries without tags (every one, after the step) are replaced whole by their

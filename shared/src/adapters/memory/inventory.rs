@@ -24,11 +24,18 @@ impl Inner {
             .map(|((_, state), inventory)| (state.as_str(), inventory))
     }
 
-    /// Applies a commit's change to its state's entry.
+    /// Applies a commit's change to its state's entry. An entry waiting to be derived stays
+    /// as it is through a keep or a patch: its reader derives the latest version.
     pub(super) fn change_inventory(&mut self, org: &str, state: &str, change: &InventoryChange) {
         let key = (org.to_owned(), state.to_owned());
+        let waiting = self.inventory_waiting.contains(&key);
         match change {
+            InventoryChange::Keep { .. } | InventoryChange::Patch(_) if waiting => {}
+            InventoryChange::Derive { .. } => {
+                self.inventory_waiting.insert(key);
+            }
             InventoryChange::Replace(inventory) => {
+                self.inventory_waiting.remove(&key);
                 self.inventory.insert(key, inventory.clone());
             }
             InventoryChange::Keep { version } => {
@@ -64,6 +71,7 @@ impl Inner {
                 entry.tags = Some(patch.tags.clone());
             }
             InventoryChange::Remove => {
+                self.inventory_waiting.remove(&key);
                 self.inventory.remove(&key);
             }
         }
@@ -126,11 +134,27 @@ impl InventoryCatalog for MemoryStore {
         org: &str,
         state: &str,
     ) -> Result<Option<Vec<ResourceTag>>, StoreError> {
+        let inner = self.lock();
+        let key = (org.to_owned(), state.to_owned());
+        Ok(inner
+            .inventory
+            .get(&key)
+            .and_then(|entry| entry.tags.clone())
+            .filter(|_| !inner.inventory_waiting.contains(&key)))
+    }
+
+    fn derives(&self) -> bool {
+        true
+    }
+
+    async fn waiting(&self, org: &str) -> Result<Vec<String>, StoreError> {
         Ok(self
             .lock()
-            .inventory
-            .get(&(org.to_owned(), state.to_owned()))
-            .and_then(|entry| entry.tags.clone()))
+            .inventory_waiting
+            .range((org.to_owned(), String::new())..)
+            .take_while(|(o, _)| o == org)
+            .map(|(_, state)| state.clone())
+            .collect())
     }
 
     async fn put_inventory(
