@@ -18,7 +18,9 @@ use hegemony_state::ports::{
     ResourceQuery, WrappedKey,
 };
 use hegemony_state::service::reindex::{self, Outcome, Rebuilt};
-use hegemony_state::service::{deleted, manage, state, App, Limits, SystemClock};
+use hegemony_state::service::{
+    deleted, manage, overview, resources, state, App, Limits, SystemClock,
+};
 use zeroize::Zeroizing;
 
 /// The platform key, counting the inventory keys it makes and unwraps.
@@ -135,7 +137,7 @@ fn doc(serial: u64, buckets: &[&str]) -> Vec<u8> {
 
 async fn addresses(app: &App) -> Vec<String> {
     let query = ResourceQuery {
-        limit: 100,
+        limit: 1000,
         ..ResourceQuery::default()
     };
     app.catalog
@@ -477,6 +479,7 @@ async fn a_large_states_entry_is_kept_and_patched_as_a_small_ones() {
     let first = one_resource_each(1, &names, 1024);
     assert!(first.len() > 600 * 1024, "{} bytes", first.len());
     state::write(&app, &p, &net, None, first).await.unwrap();
+    assert_eq!(found(&app).await.len(), 640, "derived by the first read");
     let entries = app.catalog.indexed_states("acme").await.unwrap();
     assert_eq!((entries[0].version, entries[0].instances), (1, 640));
     empty_keeping_tags(&app, "net").await;
@@ -489,6 +492,129 @@ async fn a_large_states_entry_is_kept_and_patched_as_a_small_ones() {
         .await
         .unwrap();
     assert_eq!(addresses(&app).await, ["net@3:aws_s3_bucket.extra"]);
+}
+
+/// The org's instances as a search finds them through the service, which derives the
+/// entries waiting first.
+async fn found(app: &App) -> Vec<String> {
+    let query = ResourceQuery {
+        limit: 1000,
+        ..ResourceQuery::default()
+    };
+    resources::search(app, &admin(), query)
+        .await
+        .unwrap()
+        .resources
+        .into_iter()
+        .map(|r| format!("{}@{}:{}", r.state, r.version, r.address))
+        .collect()
+}
+
+/// 640 names starting with `prefix`: a state of one bucket each, padded past the size from
+/// which a whole entry waits to be derived.
+fn large(serial: u64, prefix: &str) -> Vec<u8> {
+    let names: Vec<String> = (0..640).map(|i| format!("{prefix}{i}")).collect();
+    one_resource_each(serial, &names, 1024)
+}
+
+/// A large state's whole entry is not built by its save: the first read after it derives
+/// the latest version's, however many saves came between, and meanwhile the index shows
+/// what the commit before left. A keep after it leaves it waiting; a small state's entry
+/// never waits.
+#[tokio::test]
+async fn a_large_states_whole_entry_is_derived_by_the_first_read_after_its_saves() {
+    let (_, _, app) = setup();
+    let p = admin();
+    let net = name("net");
+    state::write(&app, &p, &net, None, large(1, "a"))
+        .await
+        .unwrap();
+    assert_eq!(app.catalog.waiting("acme").await.unwrap(), ["net"]);
+    assert!(addresses(&app).await.is_empty(), "nothing indexed yet");
+    state::write(&app, &p, &net, None, large(2, "b"))
+        .await
+        .unwrap();
+    let rows = found(&app).await;
+    assert_eq!(rows.len(), 640);
+    assert!(
+        rows.iter().all(|r| r.starts_with("net@2:aws_s3_bucket.b")),
+        "{rows:?}"
+    );
+    assert!(app.catalog.waiting("acme").await.unwrap().is_empty());
+    // Every resource renamed: whole again, so waiting again, over the rows of version 2.
+    state::write(&app, &p, &net, None, large(3, "c"))
+        .await
+        .unwrap();
+    state::write(&app, &p, &net, None, large(4, "c"))
+        .await
+        .unwrap();
+    assert_eq!(app.catalog.waiting("acme").await.unwrap(), ["net"]);
+    assert_eq!(
+        addresses(&app).await,
+        rows,
+        "the commit before's rows, meanwhile"
+    );
+    let view = overview::overview(&app, &p).await.unwrap();
+    assert_eq!((view.resources, view.not_indexed.len()), (640, 0));
+    let rows = found(&app).await;
+    assert!(
+        rows.iter().all(|r| r.starts_with("net@4:aws_s3_bucket.c")),
+        "{rows:?}"
+    );
+    state::write(&app, &p, &name("small"), None, doc(1, &["x"]))
+        .await
+        .unwrap();
+    assert!(app.catalog.waiting("acme").await.unwrap().is_empty());
+    assert_eq!(addresses(&app).await.len(), 642);
+}
+
+/// A waiting entry whose version does not open is listed as not indexed, said once rather
+/// than tried by every read, and a rebuild fills it once the version is mended; a rebuild
+/// derives a waiting entry as it indexes a missing one.
+#[tokio::test]
+async fn a_waiting_entry_that_does_not_open_is_listed_as_not_indexed() {
+    let (_, _, app) = setup();
+    let p = admin();
+    state::write(&app, &p, &name("net"), None, large(1, "a"))
+        .await
+        .unwrap();
+    let record = app.catalog.state("acme", "net").await.unwrap().unwrap();
+    let slot = record.latest.as_ref().unwrap().wrapped_key.clone();
+    let set_slot = |slot: Option<Vec<u8>>| {
+        let store = app.catalog.clone();
+        async move {
+            let record = store.state("acme", "net").await.unwrap().unwrap();
+            let mut version = record.latest.clone().unwrap();
+            version.wrapped_key = slot;
+            let mut stored = record.clone();
+            stored.revision += 1;
+            stored.latest = Some(version.clone());
+            let mut commit = Commit::over(&record, record.created_at, Some(stored));
+            commit.versions.push(version);
+            store.commit(commit).await.unwrap();
+        }
+    };
+    set_slot(None).await;
+    assert!(found(&app).await.is_empty());
+    assert!(app.catalog.waiting("acme").await.unwrap().is_empty());
+    let view = overview::overview(&app, &p).await.unwrap();
+    assert_eq!(view.not_indexed.len(), 1, "{:?}", view.not_indexed);
+    assert_eq!(view.not_indexed[0].state, "net");
+    set_slot(slot).await;
+    let (report, _) = rebuild_seeing(&app).await;
+    assert_eq!((report.indexed, report.current), (1, 0), "{report:?}");
+    assert_eq!(found(&app).await.len(), 640);
+    state::write(&app, &p, &name("net"), None, large(2, "b"))
+        .await
+        .unwrap();
+    assert_eq!(app.catalog.waiting("acme").await.unwrap(), ["net"]);
+    let (report, _) = rebuild_seeing(&app).await;
+    assert_eq!((report.indexed, report.current), (1, 0), "{report:?}");
+    assert!(app.catalog.waiting("acme").await.unwrap().is_empty());
+    assert!(addresses(&app)
+        .await
+        .iter()
+        .all(|r| r.starts_with("net@2:aws_s3_bucket.b")));
 }
 
 /// Drops `state`'s entry from the index, its record untouched but for its revision: what a

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use super::reindex::derive_waiting;
 use super::{App, Error};
 use crate::domain::record::StateRecord;
 use crate::domain::{rfc3339, Principal, Timestamp};
@@ -106,11 +107,13 @@ pub struct NotIndexed {
 /// The org's overview, as it stands now.
 ///
 /// # Errors
-/// Storage faults only: any principal of the org may see it (the http layer keeps workload
+/// Storage faults, and a key service's when a large state's entry waits to be derived
+/// ([`derive_waiting`]): any principal of the org may see it (the http layer keeps workload
 /// sessions and step tokens to their own states).
 pub async fn overview(app: &App, principal: &Principal) -> Result<Overview, Error> {
     let org = principal.org.as_str();
     let (records, index) = tokio::try_join!(state_records(app, org), async {
+        derive_waiting(app, org).await?;
         Ok::<_, Error>(app.catalog.inventory_summary(org).await?)
     })?;
     let counts = index.counts;

@@ -5,6 +5,9 @@
 //! written with `put_inventory`, conditional on the record
 //! read; a state that moved on meanwhile is read again (its commit may have indexed it
 //! already). Resumable: a state done is up to date, so a second run skips it.
+//!
+//! The same work derives the entries a store keeps waiting (`InventoryChange::Derive`, a
+//! large state's whole entry), which every read of the index does first ([`derive_waiting`]).
 
 use std::collections::HashMap;
 
@@ -12,6 +15,7 @@ use super::indexing::{org_key, Indexer};
 use super::keys::org_records;
 use super::state::{examine, open_version};
 use super::{App, Error};
+use crate::domain::inventory::StateInventory;
 use crate::domain::record::StateRecord;
 use crate::domain::version::VersionRecord;
 use crate::ports::StoreError;
@@ -79,11 +83,14 @@ pub async fn rebuild(
         org_key(app, keys, org, None).await?;
         stored_key = app.catalog.org(org).await?.and_then(|o| o.inventory_key);
     }
+    // An entry waiting to be derived is an older version's, whatever it says.
+    let waiting = app.catalog.waiting(org).await?;
     let indexed: HashMap<String, Entry> = app
         .catalog
         .indexed_states(org)
         .await?
         .into_iter()
+        .filter(|e| waiting.binary_search(&e.state).is_err())
         .map(|e| {
             let entry = Entry {
                 version: e.version,
@@ -95,7 +102,8 @@ pub async fn rebuild(
     let mut report = Rebuilt::default();
     for record in records {
         let name = record.name.clone();
-        let outcome = match one(app, keys, &stored_key, &indexed, record).await {
+        let entry = indexed.get(&record.name).copied();
+        let outcome = match one(app, keys, &stored_key, entry, record).await {
             Ok(outcome) => outcome,
             Err(Error::Damaged(why) | Error::WrongKey(why)) => Outcome::Unopened(why),
             Err(e) => return Err(e),
@@ -130,14 +138,15 @@ impl Entry {
     }
 }
 
+/// Indexes `record`'s latest version unless `entry`, the state's entry as read, is already
+/// its.
 async fn one(
     app: &App,
     keys: &dyn crate::ports::KeyService,
     stored_key: &Option<crate::ports::InventoryKey>,
-    indexed: &HashMap<String, Entry>,
+    mut entry: Option<Entry>,
     mut record: StateRecord,
 ) -> Result<Outcome, Error> {
-    let mut entry = indexed.get(&record.name).copied();
     for _ in 0..ATTEMPTS {
         let Some(latest) = record.latest.clone().filter(|_| record.is_visible()) else {
             return Ok(Outcome::MovedOn);
@@ -181,4 +190,65 @@ async fn one(
         }
     }
     Ok(Outcome::MovedOn)
+}
+
+/// How many times a read derives the entries it found waiting and looks again, when saves
+/// keep leaving more: past it, the read answers with the entries as they stand (each as a
+/// commit before left it).
+const DERIVE_TURNS: usize = 3;
+
+/// Derives `org`'s entries that wait ([`crate::ports::InventoryChange::Derive`]) from their
+/// states' latest versions, as a rebuild indexes them: what every read of the index does
+/// first, so that it answers as of the commits before it. A state whose latest version does
+/// not open is listed as not indexed at it (said at WARNING), which the overview shows and a
+/// rebuild fills once it is mended, rather than opened again by every read.
+///
+/// # Errors
+/// `NoKey`, a key service fault, a storage fault.
+pub(super) async fn derive_waiting(app: &App, org: &str) -> Result<(), Error> {
+    for _ in 0..DERIVE_TURNS {
+        let waiting = app.catalog.waiting(org).await?;
+        if waiting.is_empty() {
+            return Ok(());
+        }
+        let keys = app.keys()?;
+        let stored_key = app.catalog.org(org).await?.and_then(|o| o.inventory_key);
+        for state in waiting {
+            // A state deleted meanwhile took its entry with it.
+            let Some(record) = app.catalog.state(org, &state).await? else {
+                continue;
+            };
+            match one(app, keys, &stored_key, None, record.clone()).await {
+                Ok(_) => {}
+                Err(Error::Damaged(why) | Error::WrongKey(why)) => {
+                    not_indexed(app, &record, &why).await?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Lists `record`'s latest version, which did not open, as not indexed, unless the state
+/// moved on (its next commit carries its own entry).
+async fn not_indexed(app: &App, record: &StateRecord, why: &str) -> Result<(), Error> {
+    let Some(latest) = &record.latest else {
+        return Ok(());
+    };
+    tracing::warn!(org = %record.org, state = %record.name, version = latest.version, reason = %why, "an inventory entry waiting to be derived cannot be: its version does not open; listed as not indexed");
+    let entry = StateInventory {
+        version: latest.version,
+        indexed: false,
+        instances: Vec::new(),
+        tags: None,
+    };
+    match app
+        .catalog
+        .put_inventory(&record.org, &record.name, record.revision, &entry)
+        .await
+    {
+        Ok(()) | Err(StoreError::Conflict) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
 }

@@ -6,6 +6,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use super::reindex::derive_waiting;
 use super::{App, Error};
 use crate::domain::inventory::Mode;
 use crate::domain::Principal;
@@ -71,7 +72,8 @@ pub struct Conflict {
 /// The org's instances matching `query`, one page of them.
 ///
 /// # Errors
-/// Storage faults only: any principal of the org may search (a workload session or a step
+/// Storage faults, and a key service's when a large state's entry waits to be derived
+/// ([`derive_waiting`]): any principal of the org may search (a workload session or a step
 /// token never reaches this: the http layer keeps them to their own states).
 pub async fn search(
     app: &App,
@@ -86,6 +88,7 @@ pub async fn search(
         limit: limit + 1,
         ..query
     };
+    derive_waiting(app, &principal.org).await?;
     let mut rows = app.catalog.resources(&principal.org, &query).await?;
     let more = rows.len() > limit;
     rows.truncate(limit);
@@ -102,12 +105,13 @@ pub async fn search(
 /// of (what its page warns of).
 ///
 /// # Errors
-/// Storage faults only.
+/// As [`search`].
 pub async fn conflicts(
     app: &App,
     principal: &Principal,
     state: Option<&str>,
 ) -> Result<Vec<Conflict>, Error> {
+    derive_waiting(app, &principal.org).await?;
     let groups = app.catalog.conflicts(&principal.org, state).await?;
     Ok(groups.into_iter().filter_map(conflict_of).collect())
 }
