@@ -23,11 +23,13 @@ use hegemony_state::service::{
 };
 use zeroize::Zeroizing;
 
-/// The platform key, counting the inventory keys it makes and unwraps.
+/// The platform key, counting the inventory keys it makes and unwraps, and the versions'
+/// keys it unwraps (each a version opened).
 struct Counting {
     key: PlatformKey,
     made: AtomicUsize,
     unwraps: AtomicUsize,
+    opens: AtomicUsize,
 }
 
 #[async_trait]
@@ -40,6 +42,8 @@ impl KeyOpener for Counting {
     ) -> Result<Zeroizing<[u8; 32]>, KeyError> {
         if context.state == ".inventory" {
             self.unwraps.fetch_add(1, Ordering::SeqCst);
+        } else {
+            self.opens.fetch_add(1, Ordering::SeqCst);
         }
         self.key.unwrap_key(key_id, wrapped, context).await
     }
@@ -72,6 +76,7 @@ fn app(store: &Arc<MemoryStore>, keys: &Arc<Counting>) -> App {
         keys: Some(keys.clone() as _),
         key_cache: hegemony_state::service::key_cache::KeyCache::off(),
         index_keys: Default::default(),
+        derivations: Default::default(),
         clock: Arc::new(SystemClock),
         limits: Limits {
             max_state_bytes: 32 << 20,
@@ -92,6 +97,7 @@ fn setup() -> (Arc<MemoryStore>, Arc<Counting>, App) {
         key: PlatformKey::generate(),
         made: AtomicUsize::new(0),
         unwraps: AtomicUsize::new(0),
+        opens: AtomicUsize::new(0),
     });
     let app = app(&store, &keys);
     (store, keys, app)
@@ -566,6 +572,21 @@ async fn a_large_states_whole_entry_is_derived_by_the_first_read_after_its_saves
         .unwrap();
     assert!(app.catalog.waiting("acme").await.unwrap().is_empty());
     assert_eq!(addresses(&app).await.len(), 642);
+}
+
+/// Reads that come together derive a waiting entry once: the version is opened by one,
+/// and the other finds nothing left to do.
+#[tokio::test]
+async fn reads_that_come_together_derive_an_entry_once() {
+    let (_, keys, app) = setup();
+    state::write(&app, &admin(), &name("net"), None, large(1, "a"))
+        .await
+        .unwrap();
+    let before = keys.opens.load(Ordering::SeqCst);
+    let view = async { overview::overview(&app, &admin()).await.unwrap() };
+    let (rows, view) = tokio::join!(found(&app), view);
+    assert_eq!((rows.len(), view.resources), (640, 640));
+    assert_eq!(keys.opens.load(Ordering::SeqCst) - before, 1);
 }
 
 /// A waiting entry whose version does not open is listed as not indexed, said once rather

@@ -192,6 +192,15 @@ async fn one(
     Ok(Outcome::MovedOn)
 }
 
+/// One derivation at a time in the process. Reads that come together (a page's overview
+/// and its search) would otherwise each open the same versions and put the same entries,
+/// the second writing the rows again. One for every org, not one each: a derivation is a
+/// large state's first read after a whole entry, a few milliseconds, and rare.
+#[derive(Default)]
+pub struct Derivations {
+    running: tokio::sync::Mutex<()>,
+}
+
 /// How many times a read derives the entries it found waiting and looks again, when saves
 /// keep leaving more: past it, the read answers with the entries as they stand (each as a
 /// commit before left it).
@@ -206,7 +215,13 @@ const DERIVE_TURNS: usize = 3;
 /// # Errors
 /// `NoKey`, a key service fault, a storage fault.
 pub(super) async fn derive_waiting(app: &App, org: &str) -> Result<(), Error> {
+    // Most reads find nothing waiting, and take no turn.
+    if app.catalog.waiting(org).await?.is_empty() {
+        return Ok(());
+    }
+    let _turn = app.derivations.running.lock().await;
     for _ in 0..DERIVE_TURNS {
+        // Read again in turn: a read that waited finds what the one before it derived gone.
         let waiting = app.catalog.waiting(org).await?;
         if waiting.is_empty() {
             return Ok(());

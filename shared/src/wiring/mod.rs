@@ -223,6 +223,7 @@ fn assemble(
         keys,
         key_cache,
         index_keys: Default::default(),
+        derivations: Default::default(),
         clock: Arc::new(SystemClock),
         limits,
         links,
