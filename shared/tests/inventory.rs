@@ -232,6 +232,16 @@ async fn an_encrypted_state_is_listed_as_not_indexed_and_needs_no_key() {
     assert_eq!(entries.len(), 1);
     assert!(!entries[0].indexed);
     assert_eq!(keys.made.load(Ordering::SeqCst), 0);
+    // However large: its entry, with nothing to build, is not left for a read to derive.
+    let payload = "x".repeat(600 * 1024);
+    let body =
+        format!(r#"{{"encryption_version":"v0","serial":2,"lineage":"l","payload":"{payload}"}}"#);
+    state::write(&app, &admin(), &name("enc"), None, body.into_bytes())
+        .await
+        .unwrap();
+    assert!(app.catalog.waiting("acme").await.unwrap().is_empty());
+    let entries = app.catalog.indexed_states("acme").await.unwrap();
+    assert_eq!((entries[0].version, entries[0].indexed), (2, false));
 }
 
 /// A state with no resources (never applied, or destroyed) is indexed, with no instances,

@@ -199,16 +199,20 @@ impl Indexer {
         // A document with no resources digests nothing: it needs no key, and an org's first
         // saves (often empty) ask the key service for one data key each, not two. Nothing
         // is digested under the stand-in, so its fingerprint is the same on every save.
-        let key = match &found {
-            Some(resources) if !resources.is_empty() => org_key(app, keys, org, stored).await?,
-            _ => Zeroizing::new([0; 32]),
+        let resources = found.as_ref().is_some_and(|f| !f.is_empty());
+        let key = if resources {
+            org_key(app, keys, org, stored).await?
+        } else {
+            Zeroizing::new([0; 32])
         };
         Ok(Self {
             found: found.map(Arc::new),
             key,
             digested: OnceLock::new(),
             bytes,
-            derive: app.catalog.derives() && bytes >= DERIVE_BYTES,
+            // Without resources the entry is built at no cost (an OpenTofu-encrypted state,
+            // listed as not indexed): a read would open the version for nothing.
+            derive: resources && bytes >= DERIVE_BYTES && app.catalog.derives(),
         })
     }
 
