@@ -23,6 +23,9 @@ use hegemony_state::service::{
 };
 use zeroize::Zeroizing;
 
+mod support;
+use support::set_slot;
+
 /// The platform key, counting the inventory keys it makes and unwraps, and the versions'
 /// keys it unwraps (each a version opened).
 struct Counting {
@@ -611,27 +614,13 @@ async fn a_waiting_entry_that_does_not_open_is_listed_as_not_indexed() {
         .unwrap();
     let record = app.catalog.state("acme", "net").await.unwrap().unwrap();
     let slot = record.latest.as_ref().unwrap().wrapped_key.clone();
-    let set_slot = |slot: Option<Vec<u8>>| {
-        let store = app.catalog.clone();
-        async move {
-            let record = store.state("acme", "net").await.unwrap().unwrap();
-            let mut version = record.latest.clone().unwrap();
-            version.wrapped_key = slot;
-            let mut stored = record.clone();
-            stored.revision += 1;
-            stored.latest = Some(version.clone());
-            let mut commit = Commit::over(&record, record.created_at, Some(stored));
-            commit.versions.push(version);
-            store.commit(commit).await.unwrap();
-        }
-    };
-    set_slot(None).await;
+    set_slot(&*app.catalog, "net", None).await;
     assert!(found(&app).await.is_empty());
     assert!(app.catalog.waiting("acme").await.unwrap().is_empty());
     let view = overview::overview(&app, &p).await.unwrap();
     assert_eq!(view.not_indexed.len(), 1, "{:?}", view.not_indexed);
     assert_eq!(view.not_indexed[0].state, "net");
-    set_slot(slot).await;
+    set_slot(&*app.catalog, "net", slot).await;
     let (report, _) = rebuild_seeing(&app).await;
     assert_eq!((report.indexed, report.current), (1, 0), "{report:?}");
     assert_eq!(found(&app).await.len(), 640);
@@ -720,20 +709,6 @@ async fn a_rebuild_goes_past_a_version_that_does_not_open() {
         unindex(&app, state).await;
     }
     // b's latest version loses its wrapped data key: it no longer opens.
-    let set_slot = |slot: Option<Vec<u8>>| {
-        let store = app.catalog.clone();
-        async move {
-            let record = store.state("acme", "b").await.unwrap().unwrap();
-            let mut version = record.latest.clone().unwrap();
-            version.wrapped_key = slot;
-            let mut stored = record.clone();
-            stored.revision += 1;
-            stored.latest = Some(version.clone());
-            let mut commit = Commit::over(&record, record.created_at, Some(stored));
-            commit.versions.push(version);
-            store.commit(commit).await.unwrap();
-        }
-    };
     let slot = app
         .catalog
         .state("acme", "b")
@@ -743,7 +718,7 @@ async fn a_rebuild_goes_past_a_version_that_does_not_open() {
         .latest
         .unwrap()
         .wrapped_key;
-    set_slot(None).await;
+    set_slot(&*app.catalog, "b", None).await;
     let (report, seen) = rebuild_seeing(&app).await;
     assert_eq!((report.indexed, report.unopened), (2, 1), "{report:?}");
     assert!(
@@ -757,7 +732,7 @@ async fn a_rebuild_goes_past_a_version_that_does_not_open() {
         .cloned()
         .collect();
     assert_eq!(addresses(&app).await, all_but_b);
-    set_slot(slot).await;
+    set_slot(&*app.catalog, "b", slot).await;
     let records = reindex::states_of(&app, "acme").await.unwrap();
     let again = reindex::rebuild(&app, "acme", records, &|_, _| {})
         .await

@@ -8,13 +8,13 @@ use hegemony_state::domain::name::StateName;
 use hegemony_state::domain::permission::Role;
 use hegemony_state::domain::version::Ended;
 use hegemony_state::domain::{Actor, Principal, Refusal};
-use hegemony_state::ports::{AuditQuery, BlobStore, Commit, StateCatalog, INLINE_MAX_BYTES};
+use hegemony_state::ports::{AuditQuery, BlobStore, StateCatalog, INLINE_MAX_BYTES};
 use hegemony_state::service::lock::{lock, unlock, UnlockOutcome};
 use hegemony_state::service::state::{write, WriteOutcome};
 use hegemony_state::service::{App, Error, Limits, SystemClock};
 
 mod support;
-use support::read;
+use support::{read, set_slot};
 
 fn app_with(store: Arc<MemoryStore>, key: Option<PlatformKey>) -> App {
     App {
@@ -343,20 +343,6 @@ async fn a_changed_platform_key_is_a_wrong_key_error_naming_both() {
     );
 }
 
-/// Replaces the latest version's key slot (in its record and the state's copy), as a
-/// re-wrap or a record from before the slot was kept would leave it.
-async fn set_slot(store: &MemoryStore, wrapped_key: Option<Vec<u8>>) {
-    let record = store.state("acme", "net").await.unwrap().unwrap();
-    let mut version = record.latest.clone().unwrap();
-    version.wrapped_key = wrapped_key;
-    let mut stored = record.clone();
-    stored.revision += 1;
-    stored.latest = Some(version.clone());
-    let mut commit = Commit::over(&record, record.created_at, Some(stored));
-    commit.versions.push(version);
-    store.commit(commit).await.unwrap();
-}
-
 /// Every new version records its key slot, and it is the only copy of a format-2 object's
 /// wrapped key: a damaged slot does not open, nor does a slot emptied. (A format-1 version
 /// recorded before the slot was kept opens by its header's copy: tests/formats.rs.)
@@ -382,20 +368,20 @@ async fn the_record_key_slot_is_the_only_wrapped_key_of_a_new_version() {
 
     let mut damaged = slot.clone();
     *damaged.last_mut().unwrap() ^= 1;
-    set_slot(&store, Some(damaged)).await;
+    set_slot(&*store, "net", Some(damaged)).await;
     let err = read(&app, &alice, &net()).await.unwrap_err();
     assert!(
         matches!(err, Error::Damaged(_) | Error::WrongKey(_)),
         "{err}"
     );
 
-    set_slot(&store, None).await;
+    set_slot(&*store, "net", None).await;
     let err = read(&app, &alice, &net()).await.unwrap_err();
     assert!(
         matches!(&err, Error::Damaged(why) if why.contains("no wrapped data key")),
         "{err}"
     );
-    set_slot(&store, Some(slot)).await;
+    set_slot(&*store, "net", Some(slot)).await;
     assert_eq!(read(&app, &alice, &net()).await.unwrap(), Some(doc(1, "x")));
 }
 

@@ -14,7 +14,7 @@ use hegemony_state::crypto::PlatformKey;
 use hegemony_state::domain::name::StateName;
 use hegemony_state::domain::permission::Role;
 use hegemony_state::domain::{Actor, Principal, Timestamp};
-use hegemony_state::ports::{BlobStore, Catalog, KeyService};
+use hegemony_state::ports::{BlobStore, Catalog, Commit, KeyService};
 use hegemony_state::service::{App, Clock, Limits};
 use time::macros::datetime;
 use time::Duration;
@@ -172,4 +172,19 @@ pub async fn read(
 ) -> Result<Option<Vec<u8>>, hegemony_state::service::Error> {
     let content = hegemony_state::service::state::read(app, principal, name).await?;
     Ok(content.map(plaintext))
+}
+
+/// Replaces the latest version's key slot of acme's `state` (in its record and the state's
+/// copy), as a re-wrap or a record from before the slot was kept would leave it: `None`
+/// leaves a version that no longer opens.
+pub async fn set_slot(catalog: &dyn Catalog, state: &str, wrapped_key: Option<Vec<u8>>) {
+    let record = catalog.state("acme", state).await.unwrap().unwrap();
+    let mut version = record.latest.clone().unwrap();
+    version.wrapped_key = wrapped_key;
+    let mut stored = record.clone();
+    stored.revision += 1;
+    stored.latest = Some(version.clone());
+    let mut commit = Commit::over(&record, record.created_at, Some(stored));
+    commit.versions.push(version);
+    catalog.commit(commit).await.unwrap();
 }
