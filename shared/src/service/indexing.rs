@@ -262,6 +262,9 @@ impl Indexer {
     /// `Unavailable` when the thread it was made on failed.
     pub(super) async fn change(&self, version: u64) -> Result<InventoryChange, Error> {
         if self.derive {
+            // The fingerprint, which the version's record keeps, is made all the same, here
+            // while the blob is written rather than on the request's task after it.
+            self.digested().await?;
             return Ok(InventoryChange::Derive { version });
         }
         Ok(InventoryChange::Replace(self.entry(version).await?))
