@@ -146,7 +146,7 @@ fn doc(serial: u64, buckets: &[&str]) -> Vec<u8> {
 
 async fn addresses(app: &App) -> Vec<String> {
     let query = ResourceQuery {
-        limit: 1000,
+        limit: 2000,
         ..ResourceQuery::default()
     };
     app.catalog
@@ -539,7 +539,7 @@ fn large(serial: u64, prefix: &str) -> Vec<u8> {
 /// A large state's whole entry is not built by its save: the first read after it derives
 /// the latest version's, however many saves came between, and meanwhile the index shows
 /// what the commit before left. A keep after it leaves it waiting; a small state's entry
-/// never waits.
+/// never waits, nor does an import's or a rollback's.
 #[tokio::test]
 async fn a_large_states_whole_entry_is_derived_by_the_first_read_after_its_saves() {
     let (_, _, app) = setup();
@@ -585,6 +585,18 @@ async fn a_large_states_whole_entry_is_derived_by_the_first_read_after_its_saves
         .unwrap();
     assert!(app.catalog.waiting("acme").await.unwrap().is_empty());
     assert_eq!(addresses(&app).await.len(), 642);
+    // An import and a rollback build their entries in their commits, however large.
+    manage::import(&app, &p, &name("imported"), large(1, "i"))
+        .await
+        .unwrap();
+    manage::rollback(&app, &p, &net, 2).await.unwrap();
+    assert!(app.catalog.waiting("acme").await.unwrap().is_empty());
+    let rows = addresses(&app).await;
+    assert_eq!(rows.len(), 1282);
+    assert!(rows
+        .iter()
+        .any(|r| r.starts_with("imported@1:aws_s3_bucket.i")));
+    assert!(rows.iter().any(|r| r.starts_with("net@5:aws_s3_bucket.b")));
 }
 
 /// Reads that come together derive a waiting entry once: the version is opened by one,

@@ -143,11 +143,13 @@ async fn make(app: &App, keys: &dyn KeyService, org: &str) -> Result<Made, Error
 const IN_PLACE_BYTES: usize = 512 * 1024;
 
 /// From this size, on a store that keeps entries waiting ([`InventoryCatalog::derives`]), a
-/// whole entry is not built by its save but derived by the first read of the index after it
-/// ([`InventoryChange::Derive`]): a 2 MiB state's build (0.85 ms) and the recording of its
-/// rows (0.6 ms) came to a fifth of its save, where the first read pays about as much as
-/// opening the version. Below it a whole entry costs a save little, and a read nothing: an
-/// import of thousands of small states leaves no read a thousand versions to open.
+/// save's whole entry is not built by the save but derived by the first read of the index
+/// after it ([`InventoryChange::Derive`]): a 2 MiB state's build (0.85 ms) and the
+/// recording of its rows (0.6 ms) came to a fifth of its save, where the first read pays
+/// about as much as opening the version. Below it a whole entry costs a save little, and a
+/// read nothing. Only a save ([`Indexer::change_over`]): an import, a rollback or a restore
+/// is not Terraform's write, whose time the index must not weigh on, and building its entry
+/// costs less than a read opening the version again.
 ///
 /// [`InventoryCatalog::derives`]: crate::ports::InventoryCatalog::derives
 const DERIVE_BYTES: usize = 512 * 1024;
@@ -164,7 +166,8 @@ pub(super) struct Indexer {
     digested: OnceLock<Arc<Digested>>,
     /// The document's size.
     bytes: usize,
-    /// Whether a whole entry waits to be derived rather than being built ([`DERIVE_BYTES`]).
+    /// Whether a save's whole entry waits to be derived rather than being built
+    /// ([`DERIVE_BYTES`]).
     derive: bool,
 }
 
@@ -255,19 +258,24 @@ impl Indexer {
         digested.fingerprint.clone()
     }
 
-    /// The commit's change to the index, for the document as `version`: its whole entry,
-    /// or, for a large document on a store that derives, the entry to be derived.
+    /// The commit's change to the index, for the document as `version`: its whole entry.
     ///
     /// # Errors
     /// `Unavailable` when the thread it was made on failed.
     pub(super) async fn change(&self, version: u64) -> Result<InventoryChange, Error> {
+        Ok(InventoryChange::Replace(self.entry(version).await?))
+    }
+
+    /// A save's whole entry: as [`Self::change`], or, for a large document on a store that
+    /// derives, the entry to be derived ([`DERIVE_BYTES`]).
+    ///
+    /// # Errors
+    /// `Unavailable` when the thread it was made on failed.
+    async fn whole(&self, version: u64) -> Result<InventoryChange, Error> {
         if self.derive {
-            // The fingerprint, which the version's record keeps, is made all the same, here
-            // while the blob is written rather than on the request's task after it.
-            self.digested().await?;
             return Ok(InventoryChange::Derive { version });
         }
-        Ok(InventoryChange::Replace(self.entry(version).await?))
+        self.change(version).await
     }
 
     /// The index's entry of the document as `version`.
@@ -282,7 +290,7 @@ impl Indexer {
             .await
     }
 
-    /// As [`Self::change`], for a save over `snapshot`: when the state's latest version
+    /// As [`Self::whole`], for a save over `snapshot`: when the state's latest version
     /// has this document's fingerprint, its entry already holds these instances, and only
     /// its version moves (no digest made, no row compared); when the entry holds the tags of
     /// that version's resources, only the instances of the resources whose tags are new are
@@ -302,7 +310,7 @@ impl Indexer {
         // A fingerprint is made of tags: with one, the document has them.
         let (Some(new), Some(kept)) = (&digested.fingerprint, latest.and_then(|l| l.index.clone()))
         else {
-            return self.change(version).await;
+            return self.whole(version).await;
         };
         if *new == kept {
             return Ok(InventoryChange::Keep { version });
@@ -312,7 +320,7 @@ impl Indexer {
             .resource_tags(&snapshot.org, &snapshot.name)
             .await?
         else {
-            return self.change(version).await;
+            return self.whole(version).await;
         };
         // Decided and built on one thread: a whole entry is built there too, not handed back
         // to be sent to another.

@@ -112,8 +112,11 @@ pub struct NotIndexed {
 /// sessions and step tokens to their own states).
 pub async fn overview(app: &App, principal: &Principal) -> Result<Overview, Error> {
     let org = principal.org.as_str();
+    // Derived before the records are read, not beside: a commit that lands while a large
+    // state is derived would otherwise be in the index and not the records, and show as
+    // not indexed.
+    derive_waiting(app, org).await?;
     let (records, index) = tokio::try_join!(state_records(app, org), async {
-        derive_waiting(app, org).await?;
         Ok::<_, Error>(app.catalog.inventory_summary(org).await?)
     })?;
     let counts = index.counts;

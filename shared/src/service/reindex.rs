@@ -103,11 +103,7 @@ pub async fn rebuild(
     for record in records {
         let name = record.name.clone();
         let entry = indexed.get(&record.name).copied();
-        let outcome = match one(app, keys, &stored_key, entry, record).await {
-            Ok(outcome) => outcome,
-            Err(Error::Damaged(why) | Error::WrongKey(why)) => Outcome::Unopened(why),
-            Err(e) => return Err(e),
-        };
+        let (outcome, _) = one(app, keys, &stored_key, entry, record).await?;
         match outcome {
             Outcome::Indexed => report.indexed += 1,
             Outcome::Current => report.current += 1,
@@ -139,24 +135,36 @@ impl Entry {
 }
 
 /// Indexes `record`'s latest version unless `entry`, the state's entry as read, is already
-/// its.
+/// its; gives what happened and the record it ended on (read again after each commit that
+/// came between). A latest version that does not open (damaged, or sealed under another
+/// key) is that state's fault: it is reported ([`Outcome::Unopened`]), not raised.
 async fn one(
     app: &App,
     keys: &dyn crate::ports::KeyService,
     stored_key: &Option<crate::ports::InventoryKey>,
     mut entry: Option<Entry>,
     mut record: StateRecord,
-) -> Result<Outcome, Error> {
+) -> Result<(Outcome, StateRecord), Error> {
     for _ in 0..ATTEMPTS {
         let Some(latest) = record.latest.clone().filter(|_| record.is_visible()) else {
-            return Ok(Outcome::MovedOn);
+            return Ok((Outcome::MovedOn, record));
         };
         if entry.is_some_and(|e| e.is_of(&latest)) {
-            return Ok(Outcome::Current);
+            return Ok((Outcome::Current, record));
         }
-        let plain = open_version(app, keys, &record, &latest).await?;
-        let bytes = plain.len();
-        let (_, _, _, found) = examine(plain).await?;
+        let opened = match open_version(app, keys, &record, &latest).await {
+            Ok(plain) => examine(plain)
+                .await
+                .map(|(plain, _, _, found)| (plain.len(), found)),
+            Err(e) => Err(e),
+        };
+        let (bytes, found) = match opened {
+            Ok(opened) => opened,
+            Err(Error::Damaged(why) | Error::WrongKey(why)) => {
+                return Ok((Outcome::Unopened(why), record));
+            }
+            Err(e) => return Err(e),
+        };
         let readable = found.is_some();
         let indexer =
             Indexer::new(app, keys, &record.org, stored_key.clone(), found, bytes).await?;
@@ -166,30 +174,40 @@ async fn one(
             .put_inventory(&record.org, &record.name, record.revision, &inventory)
             .await
         {
-            Ok(()) if readable => return Ok(Outcome::Indexed),
-            Ok(()) => return Ok(Outcome::NotIndexed),
+            Ok(()) if readable => return Ok((Outcome::Indexed, record)),
+            Ok(()) => return Ok((Outcome::NotIndexed, record)),
             Err(StoreError::Conflict) => {
                 // A commit came between: it carries its own index, unless it changed nothing
-                // of the version (a lock); read both again and decide again.
+                // of the version (a lock) or left the entry waiting; read both again and
+                // decide again.
                 let Some(again) = app.catalog.state(&record.org, &record.name).await? else {
-                    return Ok(Outcome::MovedOn);
+                    return Ok((Outcome::MovedOn, record));
                 };
                 record = again;
-                entry = app
-                    .catalog
-                    .indexed_states(&record.org)
-                    .await?
-                    .into_iter()
-                    .find(|e| e.state == record.name)
-                    .map(|e| Entry {
-                        version: e.version,
-                        indexed: e.indexed,
-                    });
+                entry = entry_of(app, &record.org, &record.name).await?;
             }
             Err(e) => return Err(e.into()),
         }
     }
-    Ok(Outcome::MovedOn)
+    Ok((Outcome::MovedOn, record))
+}
+
+/// What the rebuild reads of `state`'s entry: none when it waits to be derived (it is an
+/// older version's, whatever it says).
+async fn entry_of(app: &App, org: &str, state: &str) -> Result<Option<Entry>, Error> {
+    if app.catalog.waiting(org).await?.iter().any(|w| w == state) {
+        return Ok(None);
+    }
+    Ok(app
+        .catalog
+        .indexed_states(org)
+        .await?
+        .into_iter()
+        .find(|e| e.state == state)
+        .map(|e| Entry {
+            version: e.version,
+            indexed: e.indexed,
+        }))
 }
 
 /// One derivation at a time in the process. Reads that come together (a page's overview
@@ -233,12 +251,10 @@ pub(super) async fn derive_waiting(app: &App, org: &str) -> Result<(), Error> {
             let Some(record) = app.catalog.state(org, &state).await? else {
                 continue;
             };
-            match one(app, keys, &stored_key, None, record.clone()).await {
-                Ok(_) => {}
-                Err(Error::Damaged(why) | Error::WrongKey(why)) => {
-                    not_indexed(app, &record, &why).await?;
-                }
-                Err(e) => return Err(e),
+            if let (Outcome::Unopened(why), record) =
+                one(app, keys, &stored_key, None, record).await?
+            {
+                not_indexed(app, &record, &why).await?;
             }
         }
     }
@@ -246,7 +262,7 @@ pub(super) async fn derive_waiting(app: &App, org: &str) -> Result<(), Error> {
 }
 
 /// Lists `record`'s latest version, which did not open, as not indexed, unless the state
-/// moved on (its next commit carries its own entry).
+/// moved on since (the next turn derives its newer version).
 async fn not_indexed(app: &App, record: &StateRecord, why: &str) -> Result<(), Error> {
     let Some(latest) = &record.latest else {
         return Ok(());
