@@ -18,7 +18,7 @@ use super::{App, Error};
 use crate::domain::inventory::StateInventory;
 use crate::domain::record::StateRecord;
 use crate::domain::version::VersionRecord;
-use crate::ports::StoreError;
+use crate::ports::{IndexedState, StoreError};
 
 /// How often a state that keeps moving on is read again before the rebuild leaves it to its
 /// own commits (each of which indexes it anyway).
@@ -92,10 +92,7 @@ pub async fn rebuild(
         .into_iter()
         .filter(|e| waiting.binary_search(&e.state).is_err())
         .map(|e| {
-            let entry = Entry {
-                version: e.version,
-                indexed: e.indexed,
-            };
+            let entry = Entry::of(&e);
             (e.state, entry)
         })
         .collect();
@@ -124,6 +121,13 @@ struct Entry {
 }
 
 impl Entry {
+    fn of(entry: &IndexedState) -> Self {
+        Self {
+            version: entry.version,
+            indexed: entry.indexed,
+        }
+    }
+
     /// Whether the entry is `latest`'s, as a rebuild would write it. One at that version but
     /// not indexed is, when the content cannot be indexed (no fingerprint: an
     /// OpenTofu-encrypted state, another format); it is not when the content has a
@@ -204,10 +208,7 @@ async fn entry_of(app: &App, org: &str, state: &str) -> Result<Option<Entry>, Er
         .await?
         .into_iter()
         .find(|e| e.state == state)
-        .map(|e| Entry {
-            version: e.version,
-            indexed: e.indexed,
-        }))
+        .map(|e| Entry::of(&e)))
 }
 
 /// One derivation at a time in the process. Reads that come together (a page's overview

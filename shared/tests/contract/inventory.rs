@@ -52,27 +52,28 @@ fn inventory(version: u64, mut instances: Vec<Instance>) -> StateInventory {
     }
 }
 
-/// Creates state `name` of `org` at version 1 with `entry` as its inventory; returns its
+/// Creates state `name` of `org` at version `n` with `change` to its entry; returns its
 /// record as stored.
-async fn indexed(f: &Fixture, org: &str, name: &str, entry: StateInventory) -> StateRecord {
+async fn created(
+    f: &Fixture,
+    org: &str,
+    name: &str,
+    n: u64,
+    change: InventoryChange,
+) -> StateRecord {
     let mut record = StateRecord::fresh(org, name, &format!("inc-{name}"), NOW);
-    record.latest = Some(version(1, "b1"));
-    record.next_version = 2;
-    let mut c = commit(&record, 0, vec![version(1, "b1")]);
-    c.inventory = Some(InventoryChange::Replace(entry));
+    record.latest = Some(version(n, &format!("b{n}")));
+    record.next_version = n + 1;
+    let mut c = commit(&record, 0, vec![version(n, &format!("b{n}"))]);
+    c.inventory = Some(change);
     f.catalog.commit(c).await.unwrap();
     f.catalog.state(org, name).await.unwrap().unwrap()
 }
 
-/// Commits version 2 of the state whose record at version 1 is `record`, with `change` to
-/// its entry.
-async fn second_version(f: &Fixture, record: &StateRecord, change: InventoryChange) {
-    let mut next = record.clone();
-    next.latest = Some(version(2, "b2"));
-    next.next_version = 3;
-    let mut c = commit(&next, record.revision, vec![version(2, "b2")]);
-    c.inventory = Some(change);
-    f.catalog.commit(c).await.unwrap();
+/// Creates state `name` of `org` at version 1 with `entry` as its inventory; returns its
+/// record as stored.
+async fn indexed(f: &Fixture, org: &str, name: &str, entry: StateInventory) -> StateRecord {
+    created(f, org, name, 1, InventoryChange::Replace(entry)).await
 }
 
 fn addresses(rows: &[ResourceRow]) -> Vec<String> {
@@ -167,7 +168,7 @@ pub async fn a_commit_replaces_and_removes_its_states_inventory(f: Fixture) {
     )
     .await;
     // One instance gone, one new, one whose identity changed, one as it was.
-    second_version(
+    next_version(
         &f,
         &record,
         InventoryChange::Replace(inventory(
@@ -258,7 +259,7 @@ pub async fn a_commit_that_keeps_the_entry_moves_only_its_version(f: Fixture) {
         inventory(1, vec![instance("aws_vpc.x", "aws_vpc", AWS, Some("d2"))]),
     )
     .await;
-    second_version(&f, &record, InventoryChange::Keep { version: 2 }).await;
+    next_version(&f, &record, InventoryChange::Keep { version: 2 }).await;
     let rows = f.catalog.resources("acme", &query(10)).await.unwrap();
     assert_eq!(
         addresses(&rows),
@@ -285,13 +286,7 @@ pub async fn a_commit_that_keeps_the_entry_moves_only_its_version(f: Fixture) {
     );
     assert_eq!(instances_in(&f, "acme").await, 3);
     // No entry to keep (dropped outside the service): the gap is listed.
-    let fresh = StateRecord::fresh("acme", "lost", "inc-lost", NOW);
-    let mut lost = fresh.clone();
-    lost.latest = Some(version(4, "b4"));
-    lost.next_version = 5;
-    let mut c = commit(&lost, 0, vec![version(4, "b4")]);
-    c.inventory = Some(InventoryChange::Keep { version: 4 });
-    f.catalog.commit(c).await.unwrap();
+    created(&f, "acme", "lost", 4, InventoryChange::Keep { version: 4 }).await;
     let entries = f.catalog.indexed_states("acme").await.unwrap();
     assert_eq!(
         entries[1],
@@ -345,7 +340,7 @@ pub async fn a_patch_keeps_the_rows_of_the_resources_still_there(f: Fixture) {
     let changed = instance("aws_s3_bucket.c", "aws_s3_bucket", AWS, Some("d-c2"));
     let added = instance("module.m.aws_s3_bucket.zed", "aws_s3_bucket", AWS, None);
     let tags = vec![added.resource, a.resource, changed.resource];
-    second_version(
+    next_version(
         &f,
         &record,
         InventoryChange::Patch(InventoryPatch {
@@ -426,7 +421,7 @@ pub async fn a_patch_keeps_the_rows_of_the_resources_still_there(f: Fixture) {
         f.catalog.resource_tags("acme", "whole").await.unwrap(),
         None
     );
-    second_version(
+    next_version(
         &f,
         &whole,
         InventoryChange::Patch(InventoryPatch {
@@ -813,17 +808,10 @@ pub async fn an_entry_to_derive_waits_with_its_old_rows_until_it_is_put(f: Fixtu
     assert!(f.catalog.waiting("acme").await.unwrap().is_empty());
     assert_eq!(search(&f, query(10)).await, ["net:aws_s3_bucket.a"]);
     // A state new to the index shows nothing while it waits; its delete ends the wait.
-    let fresh = StateRecord::fresh("acme", "app", "inc-app", NOW);
-    let mut app = fresh.clone();
-    app.latest = Some(version(1, "b1"));
-    app.next_version = 2;
-    let mut c = commit(&app, 0, vec![version(1, "b1")]);
-    c.inventory = Some(InventoryChange::Derive { version: 1 });
-    f.catalog.commit(c).await.unwrap();
+    let app = created(&f, "acme", "app", 1, InventoryChange::Derive { version: 1 }).await;
     assert_eq!(f.catalog.waiting("acme").await.unwrap(), ["app"]);
     let entries = f.catalog.indexed_states("acme").await.unwrap();
     assert_eq!(entries.len(), 1, "{entries:?}");
-    let app = f.catalog.state("acme", "app").await.unwrap().unwrap();
     let mut removal = commit(&app, app.revision, vec![]);
     removal.inventory = Some(InventoryChange::Remove);
     f.catalog.commit(removal).await.unwrap();
@@ -992,7 +980,7 @@ pub async fn a_large_entry_replaced_by_a_small_one_reads_back_as_written(f: Fixt
     let all = f.catalog.resources("acme", &query(20_000)).await.unwrap();
     assert_eq!(all.len(), 15_000);
     assert_eq!(all[14_999].address, many[14_999].address);
-    second_version(
+    next_version(
         &f,
         &record,
         InventoryChange::Replace(inventory(2, many[..1].to_vec())),
