@@ -76,7 +76,12 @@ pub async fn run(api: &crate::Api, command: Command) -> anyhow::Result<()> {
             let answer = client.get_json("/api/org/trust-policies").await?;
             let policies: Vec<TrustPolicy> = serde_json::from_value(answer["policies"].clone())
                 .context("the server answered policies this command cannot read")?;
-            policies.iter().for_each(warn);
+            // The server's warnings: it knows the org, and which rules a policy predates.
+            for warning in answer["warnings"].as_array().into_iter().flatten() {
+                if let Some(warning) = warning.as_str() {
+                    eprintln!("warning: {warning}");
+                }
+            }
             if json {
                 return print_json(&answer);
             }

@@ -82,6 +82,32 @@ pub struct Config {
     /// `HEGEMONY_OIDC_CA_FILE`, read: extra CA certificates (PEM) trusted when fetching
     /// OpenID Connect issuers' keys, for a private issuer (a self-managed GitLab).
     pub oidc_ca_pem: Option<Vec<u8>>,
+    /// `HEGEMONY_OIDC_KEYS_MAX_AGE_SECONDS`: how long an issuer's fetched keys are believed
+    /// at most, so a key the issuer withdrew stops verifying within it.
+    pub oidc_keys_max_age_seconds: u64,
+    /// `HEGEMONY_OIDC_ALLOW_PRIVATE_ISSUERS`: issuers and key sets on loopback, private,
+    /// link-local and unique-local addresses may be fetched (a self-hosted GitLab on a
+    /// private network, tests).
+    pub oidc_allow_private_issuers: bool,
+}
+
+/// A `true`/`false` setting; unset or empty is `default`.
+fn boolean(
+    env: &dyn Fn(&str) -> Option<String>,
+    variable: &'static str,
+    default: bool,
+) -> Result<bool, ConfigError> {
+    let Some(raw) = env(variable).filter(|v| !v.trim().is_empty()) else {
+        return Ok(default);
+    };
+    match raw.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" => Ok(true),
+        "false" | "0" | "no" => Ok(false),
+        _ => Err(ConfigError {
+            variable: variable.to_owned(),
+            message: format!("{raw:?} is not allowed: use true or false"),
+        }),
+    }
 }
 
 /// A base URL setting (`HEGEMONY_PUBLIC_URL`, `HEGEMONY_CONTAINER_URL`) checked: an
@@ -449,6 +475,14 @@ impl Config {
                 Some(pem)
             }
         };
+        let oidc_keys_max_age_seconds = integer(
+            env,
+            "HEGEMONY_OIDC_KEYS_MAX_AGE_SECONDS",
+            crate::service::issuers::DEFAULT_KEYS_MAX_AGE_SECONDS,
+            1..=crate::service::issuers::LIMIT_KEYS_MAX_AGE_SECONDS,
+        )?;
+        let oidc_allow_private_issuers =
+            boolean(env, "HEGEMONY_OIDC_ALLOW_PRIVATE_ISSUERS", false)?;
         Ok(Self {
             max_state_bytes,
             keep_versions,
@@ -465,6 +499,8 @@ impl Config {
             table: name("HEGEMONY_TF_STATE_TABLE"),
             bucket: name("HEGEMONY_TF_STATE_BUCKET"),
             oidc_ca_pem,
+            oidc_keys_max_age_seconds,
+            oidc_allow_private_issuers,
         })
     }
 

@@ -1,6 +1,6 @@
 //! Adapters: the ports on concrete storage. `memory` for tests, `local` for the embedded
 //! store a person runs with `make run`, `aws` for DynamoDB, S3 and KMS, `transit` for a Vault or
-//! OpenBao Transit engine, `oidc` for OpenID Connect issuers' keys over HTTPS, `key_ring` for opening each version by the key it records,
+//! OpenBao Transit engine, `oidc` for OpenID Connect issuers' keys over HTTPS, `reach` for the addresses such outbound fetches may reach, `key_ring` for opening each version by the key it records,
 //! `prometheus` for the server's metrics, `emf` for the functions' (CloudWatch), `absent`
 //! for the parts a Lambda function is built without. `memory`, `local` and `aws` hold one
 //! file per port, named as the port's file in `ports/` (`state`, `access`, `runs`, `apps`,
@@ -21,6 +21,7 @@ pub mod memory;
 pub mod oidc;
 #[cfg(feature = "local")]
 pub mod prometheus;
+pub mod reach;
 pub mod transit;
 
 /// What [`BlobStore::put_written`] is on a store whose writes take the whole object: the

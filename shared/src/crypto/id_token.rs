@@ -27,6 +27,14 @@ pub const LEEWAY_SECONDS: i64 = 60;
 /// The longest ID token read at all: CI tokens are 1-2 KB.
 const MAX_TOKEN_BYTES: usize = 16 * 1024;
 
+/// The longest issuer taken, as a policy's issuer is bounded: an overlong `iss` is refused
+/// before any store is asked for its policies (a key that long is refused by DynamoDB).
+pub const MAX_ISSUER_BYTES: usize = 512;
+
+/// The latest time a claim may name: the end of year 9999, so arithmetic on any time taken
+/// (a leeway added, a lifetime subtracted) cannot overflow.
+const MAX_TIME: i64 = 253_402_300_799;
+
 /// Why a token was not taken, in words for the log and the caller (never the token itself).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -80,6 +88,18 @@ pub fn unverified(token: &str) -> Result<Unverified, TokenRefused> {
         Some(Value::String(iss)) if !iss.is_empty() => iss.clone(),
         _ => return Err(refused("the ID token has no issuer (iss)")),
     };
+    let host = issuer
+        .strip_prefix("https://")
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or("");
+    if issuer.len() > MAX_ISSUER_BYTES
+        || host.is_empty()
+        || issuer.chars().any(|c| c.is_whitespace() || c.is_control())
+    {
+        return Err(refused(format!(
+            "the ID token's issuer (iss) is not an https:// URL of at most {MAX_ISSUER_BYTES} bytes"
+        )));
+    }
     Ok(Unverified {
         issuer,
         key_id: header.get("kid").and_then(Value::as_str).map(str::to_owned),
@@ -152,16 +172,47 @@ pub fn verify_signature(
         .map_err(|e| refused(format!("the ID token's signature does not verify: {e}")))
 }
 
-/// A claim that is a whole number of seconds since the epoch.
+/// A claim that is a number of seconds since the epoch, from 0 to the end of year 9999
+/// (a fraction is dropped): anything else is not a time, so no check on it can overflow.
 fn seconds(claims: &Map<String, Value>, name: &str) -> Result<Option<i64>, TokenRefused> {
-    match claims.get(name) {
-        None => Ok(None),
-        Some(v) => v
-            .as_i64()
-            .or_else(|| v.as_f64().map(|f| f as i64))
-            .map(Some)
-            .ok_or_else(|| refused(format!("the ID token's {name} is not a time"))),
+    let Some(value) = claims.get(name) else {
+        return Ok(None);
+    };
+    let in_range = value
+        .as_i64()
+        .or_else(|| {
+            value
+                .as_f64()
+                .filter(|f| f.is_finite() && (0.0..=MAX_TIME as f64).contains(f))
+                .map(|f| f as i64)
+        })
+        .filter(|t| (0..=MAX_TIME).contains(t));
+    in_range.map(Some).ok_or_else(|| {
+        refused(format!(
+            "the ID token's {name} is not a time (seconds since 1970, before the year 10000)"
+        ))
+    })
+}
+
+/// What an ID token is known by for "used once": its issuer and `jti` where it has one,
+/// else the whole token, digested (hex SHA-256), so the mark is of a bounded size and holds
+/// nothing of the token.
+pub fn replay_key(token: &str, issuer: &str, claims: &Map<String, Value>) -> String {
+    use sha2::{Digest, Sha256};
+    let mut digest = Sha256::new();
+    match claims.get("jti").and_then(Value::as_str).filter(|j| !j.is_empty()) {
+        Some(jti) => {
+            digest.update(b"jti\n");
+            digest.update(issuer.as_bytes());
+            digest.update(b"\n");
+            digest.update(jti.as_bytes());
+        }
+        None => {
+            digest.update(b"token\n");
+            digest.update(token.as_bytes());
+        }
     }
+    crate::ids::hex(&digest.finalize())
 }
 
 /// The audiences a token carries: `aud` as a string or a list of strings.
@@ -330,5 +381,47 @@ mod tests {
             ["a", "b"]
         );
         assert!(audiences(&claims(json!({}))).is_empty());
+    }
+
+    #[test]
+    fn times_near_the_largest_number_are_a_plain_refusal() {
+        let iss = "https://issuer.example";
+        let now = NOW.unix_timestamp();
+        for exp in [json!(i64::MAX), json!(u64::MAX), json!(1e300), json!(-1), json!(i64::MIN)] {
+            let c = claims(json!({"iss": iss, "iat": now, "exp": exp}));
+            let refused = check_claims(&c, iss, NOW).unwrap_err().0;
+            assert!(refused.contains("not a time"), "{exp}: {refused}");
+        }
+        let c = claims(json!({"iss": iss, "iat": i64::MIN, "nbf": i64::MAX, "exp": now + 60}));
+        assert!(check_claims(&c, iss, NOW).is_err());
+        let fraction = claims(json!({"iss": iss, "iat": now as f64 + 0.5, "exp": now as f64 + 60.5}));
+        assert!(check_claims(&fraction, iss, NOW).is_ok());
+    }
+
+    #[test]
+    fn an_issuer_is_a_short_https_url_before_anything_else_is_read() {
+        let header = json!({"alg": "RS256", "kid": "k1"});
+        let long = format!("https://{}.example", "a".repeat(MAX_ISSUER_BYTES));
+        for bad in [long.as_str(), "http://issuer.example", "issuer", "https://", "https://a\nb"] {
+            let refused = unverified(&token(header.clone(), json!({"iss": bad}))).unwrap_err();
+            assert!(refused.0.contains("https:// URL of at most 512 bytes"), "{bad}");
+        }
+        assert!(unverified(&token(header, json!({"iss": "https://gitlab.example.com/sub"}))).is_ok());
+    }
+
+    #[test]
+    fn a_tokens_replay_key_is_its_issuer_and_jti_or_the_whole_token() {
+        let with_jti = claims(json!({"jti": "j-1"}));
+        assert_eq!(
+            replay_key("a.b.c", "https://i", &with_jti),
+            replay_key("x.y.z", "https://i", &with_jti)
+        );
+        assert_ne!(
+            replay_key("a.b.c", "https://i", &with_jti),
+            replay_key("a.b.c", "https://other", &with_jti)
+        );
+        let none = claims(json!({}));
+        assert_ne!(replay_key("a.b.c", "https://i", &none), replay_key("a.b.d", "https://i", &none));
+        assert_eq!(replay_key("a.b.c", "https://i", &none).len(), 64);
     }
 }

@@ -126,6 +126,16 @@ pub struct SessionGrant {
     pub token_id: String,
     /// The trust policy that opened it.
     pub policy: String,
+    /// That policy's revision when the session opened (`TrustPolicy::revision`), which each
+    /// request compares with the policy as it stands: empty for a session opened before
+    /// sessions recorded it.
+    #[serde(default)]
+    pub policy_revision: String,
+    /// Set when the token is authenticated, never stored: the policy's state patterns as
+    /// they stand now, when it was narrowed since the session opened (a state must match
+    /// both these and `states`).
+    #[serde(skip)]
+    pub narrowed_to: Option<Vec<String>>,
     /// The policy's state name patterns, as they were when the session opened.
     pub states: Vec<String>,
     pub job: WorkloadJob,
@@ -148,6 +158,10 @@ impl SessionGrant {
 
     pub fn allows_state(&self, name: &str) -> bool {
         super::trust::allows_state(&self.states, name)
+            && self
+                .narrowed_to
+                .as_ref()
+                .is_none_or(|now| super::trust::allows_state(now, name))
     }
 }
 

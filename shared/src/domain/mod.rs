@@ -21,6 +21,7 @@ pub mod record;
 pub mod refusal;
 pub mod schema;
 pub mod trust;
+pub mod untrusted;
 pub mod version;
 pub mod write;
 

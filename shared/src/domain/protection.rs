@@ -151,6 +151,8 @@ mod tests {
             session: Some(Box::new(SessionGrant {
                 token_id: "t".into(),
                 policy: policy.into(),
+                policy_revision: String::new(),
+                narrowed_to: None,
                 states: vec!["*".into()],
                 job: WorkloadJob::from_claims(&serde_json::Map::new()),
                 expires_at: at,

@@ -64,6 +64,11 @@ pub enum Refusal {
     #[error("trust policy {name} exists already: change it with PUT /api/org/trust-policies/{name}, or pick another name")]
     PolicyExists { name: String },
 
+    /// More than one trust policy of the org lets a job's ID token in, and the exchange named
+    /// none: picking one by name would let a broad policy shadow a narrow one.
+    #[error("trust policies {} all let this job in: name the one to use (\"policy\" in the exchange body, or hegemony-state login --oidc --policy NAME)", policies.join(", "))]
+    AmbiguousPolicy { policies: Vec<String> },
+
     /// The issuer and audience pair of a trust policy is another org's: the org of a
     /// workload comes from the pair, so it belongs to one org only.
     #[error("another org's trust policies use issuer {issuer} with audience {audience}: an issuer and audience pair belongs to one org; give your policies an audience of your own (the CI job asks for it when it requests its ID token)")]

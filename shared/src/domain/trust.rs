@@ -15,9 +15,32 @@ use super::Refusal;
 /// The longest session a policy may open, as for step tokens: 24 hours.
 pub const MAX_SESSION_SECONDS: u64 = 86_400;
 
-/// Claims that name a repository or project by a name that can be reused (renamed, deleted,
-/// created again by someone else): a policy matching on these alone is warned about.
-pub const NAME_CLAIMS: &[&str] = &["repository", "project_path"];
+/// Claims that name a repository, owner, project, group or workflow by a name that can be
+/// reused (renamed, deleted, created again by someone else), or that carry such a name
+/// (`sub`, `job_workflow_ref`): a policy matching on these alone is warned about.
+pub const NAME_CLAIMS: &[&str] = &[
+    "repository",
+    "project_path",
+    "sub",
+    "repository_owner",
+    "namespace_path",
+    "job_workflow_ref",
+];
+
+/// The shared issuers whose tokens every customer of theirs can mint: on these, a policy
+/// must name the owner by an id that is never reused, so no other account's jobs match it.
+/// Each issuer with the claims one of which a policy must hold exactly.
+pub const SHARED_ISSUERS: &[(&str, &[&str])] = &[
+    (
+        "https://token.actions.githubusercontent.com",
+        &["repository_owner_id", "repository_id"],
+    ),
+    ("https://gitlab.com", &["namespace_id", "project_id"]),
+];
+
+/// The most trust policies one org holds: enough for every pipeline of a large org, few
+/// enough that the exchange reads an issuer's policies cheaply.
+pub const MAX_POLICIES_PER_ORG: usize = 50;
 
 /// Claims that identify a repository, owner, project or group for good (GitHub's and
 /// GitLab's numeric ids, never reused).
@@ -43,7 +66,8 @@ pub struct TrustPolicy {
     pub issuer: String,
     /// The audience the token must carry in its `aud` claim.
     pub audience: String,
-    /// Claim name -> exact value, or a pattern where `*` stands for any run of characters.
+    /// Claim name -> exact value, or a pattern where `*` stands for any run of characters
+    /// but `/` and `:` (inside one segment of a path or a `sub`), and `**` for any run.
     pub claims: BTreeMap<String, String>,
     /// The role a session acts with: viewer or operator, never admin.
     pub role: Role,
@@ -151,6 +175,79 @@ impl TrustPolicy {
         Ok(())
     }
 
+    /// The rules that hold a policy to its org on a shared deployment, checked when a policy
+    /// is created or its audience, issuer or claims change (policies made before these rules
+    /// keep working, warned about by [`TrustPolicy::warnings`]):
+    ///
+    /// - its audience ends with `/<org>`, so no other org can claim the audience this org's
+    ///   jobs ask for and receive them;
+    /// - on a shared issuer ([`SHARED_ISSUERS`]) it holds an owner or repository id condition
+    ///   exactly, so no other customer's jobs match it.
+    ///
+    /// # Errors
+    /// `InvalidRequest` naming the rule.
+    pub fn check_for_org(&self, org: &str) -> Result<(), Refusal> {
+        if !audience_names_org(&self.audience, org) {
+            return Err(invalid(format!(
+                "the audience {:?} must end with /{org}, the org's name (for example https://state.example.com/orgs/{org}), so no other org on this deployment can take the audience your jobs ask for",
+                self.audience
+            )));
+        }
+        if let Some(ids) = self.missing_owner_id() {
+            return Err(invalid(format!(
+                "a policy on the shared issuer {} must hold an exact condition on {}: names can be taken by anyone on that issuer, ids cannot",
+                self.issuer,
+                ids.join(" or ")
+            )));
+        }
+        Ok(())
+    }
+
+    /// On a shared issuer, the id claims of which the policy holds no exact condition.
+    fn missing_owner_id(&self) -> Option<&'static [&'static str]> {
+        let (_, ids) = SHARED_ISSUERS
+            .iter()
+            .find(|(issuer, _)| *issuer == self.issuer)?;
+        let held = ids
+            .iter()
+            .any(|id| self.claims.get(*id).is_some_and(|v| !v.contains('*')));
+        (!held).then_some(*ids)
+    }
+
+    /// Whether a change from `old` to `self` must meet [`TrustPolicy::check_for_org`]: a new
+    /// policy, or one whose issuer, audience or claims change (a legacy policy keeps its
+    /// audience while its states, role or session length are edited).
+    pub fn needs_org_check(&self, old: Option<&TrustPolicy>) -> bool {
+        old.is_none_or(|old| {
+            (&old.issuer, &old.audience, &old.claims) != (&self.issuer, &self.audience, &self.claims)
+        })
+    }
+
+    /// The revision of whom the policy lets in: a digest of its issuer, audience and
+    /// claims, recorded by each session it opens. A session whose policy's revision moved
+    /// has ended; one whose policy changed only its states, role or session length is
+    /// narrowed to what the policy allows now, read on each request.
+    pub fn revision(&self) -> String {
+        use sha2::{Digest, Sha256};
+        // Serialising strings and a BTreeMap cannot fail, and gives the same text for the
+        // same conditions (the map is ordered).
+        let text = serde_json::to_vec(&(&self.issuer, &self.audience, &self.claims))
+            .expect("strings and a map serialise");
+        crate::ids::hex(&Sha256::digest(&text)[..12])
+    }
+
+    /// For a policy of `org` made before the rules of [`TrustPolicy::check_for_org`] and
+    /// breaking one: what the admin is told when the org's policies are listed.
+    pub fn legacy_warning(&self, org: &str) -> Option<String> {
+        match self.check_for_org(org) {
+            Err(Refusal::InvalidRequest { reason }) => Some(format!(
+                "policy {} was made before a rule it breaks, and keeps working until its issuer, audience or claims are changed: {reason}",
+                self.name
+            )),
+            _ => None,
+        }
+    }
+
     /// What an admin should know about a valid policy: it matches a repository or project by
     /// name only (names can be reused by someone else), or it matches no claim at all.
     pub fn warnings(&self) -> Vec<String> {
@@ -194,7 +291,7 @@ impl TrustPolicy {
         for (claim, wanted) in &self.claims {
             match claims.get(claim).and_then(claim_text) {
                 None => return Err(format!("the token has no {claim} claim")),
-                Some(got) if glob(wanted, &got) => {}
+                Some(got) if claim_glob(wanted, &got) => {}
                 // What the policy wants is the org's to know, not the caller's.
                 Some(got) => {
                     return Err(format!("claim {claim} is {got:?}, which it does not take"))
@@ -221,8 +318,70 @@ fn claim_text(value: &Value) -> Option<String> {
     }
 }
 
+/// Whether an audience names `org` as its last path segment.
+fn audience_names_org(audience: &str, org: &str) -> bool {
+    audience
+        .strip_suffix(org)
+        .is_some_and(|rest| rest.ends_with('/'))
+}
+
+/// Whether a claim's `text` matches a condition's `pattern`: `**` stands for any run of
+/// characters, `*` for any run without `/` or `:` (so `repo:acme/*` cannot reach
+/// `repo:acme/net:ref:...` of another segment, nor `acme/*` a nested project), and
+/// everything else for itself. Dynamic programming over (pattern, text) positions: no
+/// pattern can make it blow up, and both are bounded (a condition by its 512 characters, a
+/// claim by the ID token's 16 KiB).
+pub fn claim_glob(pattern: &str, text: &str) -> bool {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Piece {
+        Char(char),
+        Segment,
+        Any,
+    }
+    let mut pieces = Vec::new();
+    let mut chars = pattern.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '*' {
+            if chars.peek() == Some(&'*') {
+                while chars.peek() == Some(&'*') {
+                    chars.next();
+                }
+                pieces.push(Piece::Any);
+            } else {
+                pieces.push(Piece::Segment);
+            }
+        } else {
+            pieces.push(Piece::Char(c));
+        }
+    }
+    let text: Vec<char> = text.chars().collect();
+    // row[j]: whether the pieces so far match the first j characters of the text.
+    let mut row = vec![false; text.len() + 1];
+    row[0] = true;
+    for piece in pieces {
+        let mut next = vec![false; text.len() + 1];
+        match piece {
+            Piece::Char(c) => {
+                for j in 1..=text.len() {
+                    next[j] = row[j - 1] && text[j - 1] == c;
+                }
+            }
+            Piece::Any | Piece::Segment => {
+                next[0] = row[0];
+                for j in 1..=text.len() {
+                    let crosses = piece == Piece::Segment && matches!(text[j - 1], '/' | ':');
+                    next[j] = row[j] || (next[j - 1] && !crosses);
+                }
+            }
+        }
+        row = next;
+    }
+    row[text.len()]
+}
+
 /// Whether `text` matches `pattern`, where `*` stands for any run of characters (none
-/// included) and everything else for itself. Linear backtracking on the last star, so a
+/// included) and everything else for itself: state name patterns, whose names hold neither
+/// `/` nor `:`. Linear backtracking on the last star, so a
 /// pattern with many stars cannot make matching blow up.
 pub fn glob(pattern: &str, text: &str) -> bool {
     let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
@@ -433,5 +592,127 @@ mod tests {
         assert!(github().allows_state("net-prod"));
         assert!(github().allows_state("dns"));
         assert!(!github().allows_state("dns2"));
+    }
+
+    #[test]
+    fn a_claim_star_stays_inside_a_segment_and_a_double_star_crosses() {
+        assert!(claim_glob("repo:acme/*", "repo:acme/net"));
+        assert!(!claim_glob("repo:acme/*", "repo:acme/net:ref:refs/heads/main"));
+        assert!(claim_glob("repo:acme/**", "repo:acme/net:ref:refs/heads/main"));
+        assert!(!claim_glob("acme/*", "acme/group/net"));
+        assert!(claim_glob("acme/**", "acme/group/net"));
+        assert!(claim_glob("refs/heads/release-*", "refs/heads/release-1"));
+        assert!(!claim_glob("refs/heads/*", "refs/heads/release/1"));
+        assert!(claim_glob("*", "main"));
+        assert!(!claim_glob("*", "a:b"));
+        assert!(claim_glob("**", ""));
+        assert!(claim_glob("exact", "exact"));
+        assert!(!claim_glob("exact", "exactly"));
+        assert!(claim_glob(&"*a".repeat(20), &"a".repeat(40)));
+        assert!(!claim_glob(&"*a".repeat(20), &"a".repeat(19)));
+        let policy = TrustPolicy {
+            claims: BTreeMap::from([("sub".into(), "repo:acme/*".into())]),
+            ..github()
+        };
+        let claims = json!({"sub": "repo:acme/net:environment:production"});
+        assert!(policy
+            .match_claims(claims.as_object().unwrap())
+            .unwrap_err()
+            .contains("claim sub"));
+    }
+
+    #[test]
+    fn a_new_policys_audience_names_its_org_and_a_shared_issuer_needs_an_owner_id() {
+        let acme = TrustPolicy {
+            audience: "https://state.example.com/orgs/acme".into(),
+            ..github()
+        };
+        assert_eq!(acme.check_for_org("acme"), Ok(()));
+        let reason = |policy: &TrustPolicy, org: &str| match policy.check_for_org(org) {
+            Err(Refusal::InvalidRequest { reason }) => reason,
+            other => panic!("expected a refusal, got {other:?}"),
+        };
+        assert!(reason(&acme, "other").contains("must end with /other"));
+        assert!(reason(&github(), "acme").contains("must end with /acme"));
+        let suffix_only = TrustPolicy {
+            audience: "https://state.example.com/notacme".into(),
+            ..github()
+        };
+        assert!(reason(&suffix_only, "acme").contains("must end with /acme"));
+        let on_github = TrustPolicy {
+            issuer: "https://token.actions.githubusercontent.com".into(),
+            claims: BTreeMap::from([("repository".into(), "acme/net".into())]),
+            ..acme.clone()
+        };
+        let why = reason(&on_github, "acme");
+        assert!(why.contains("repository_owner_id or repository_id"), "{why}");
+        let glob_id = TrustPolicy {
+            claims: BTreeMap::from([("repository_owner_id".into(), "*".into())]),
+            ..on_github.clone()
+        };
+        assert!(glob_id.check_for_org("acme").is_err());
+        let owner = TrustPolicy {
+            claims: BTreeMap::from([("repository_owner_id".into(), "77".into())]),
+            ..on_github.clone()
+        };
+        assert_eq!(owner.check_for_org("acme"), Ok(()));
+        let on_gitlab = TrustPolicy {
+            issuer: "https://gitlab.com".into(),
+            claims: BTreeMap::from([("project_path".into(), "acme/net".into())]),
+            ..acme.clone()
+        };
+        assert!(reason(&on_gitlab, "acme").contains("namespace_id or project_id"));
+        let self_managed = TrustPolicy {
+            issuer: "https://gitlab.acme.example".into(),
+            ..on_gitlab
+        };
+        assert_eq!(self_managed.check_for_org("acme"), Ok(()));
+    }
+
+    #[test]
+    fn a_policy_made_before_the_org_rules_keeps_working_and_is_warned_about() {
+        let legacy = github();
+        assert!(legacy
+            .legacy_warning("acme")
+            .unwrap()
+            .contains("made before a rule it breaks"));
+        let edited = TrustPolicy {
+            states: vec!["*".into()],
+            ..legacy.clone()
+        };
+        assert!(!edited.needs_org_check(Some(&legacy)));
+        let moved = TrustPolicy {
+            audience: "https://other.example".into(),
+            ..legacy.clone()
+        };
+        assert!(moved.needs_org_check(Some(&legacy)));
+        assert!(legacy.needs_org_check(None));
+        let current = TrustPolicy {
+            audience: "https://state.example.com/acme".into(),
+            ..legacy
+        };
+        assert_eq!(current.legacy_warning("acme"), None);
+    }
+
+    #[test]
+    fn the_revision_moves_with_whom_a_policy_lets_in_only() {
+        let policy = github();
+        let wider = TrustPolicy {
+            states: vec!["*".into()],
+            role: Role::Viewer,
+            session_seconds: 60,
+            ..github()
+        };
+        assert_eq!(policy.revision(), wider.revision());
+        let other_claims = TrustPolicy {
+            claims: BTreeMap::from([("repository_id".into(), "124".into())]),
+            ..github()
+        };
+        assert_ne!(policy.revision(), other_claims.revision());
+        let other_audience = TrustPolicy {
+            audience: "https://x.example/acme".into(),
+            ..github()
+        };
+        assert_ne!(policy.revision(), other_audience.revision());
     }
 }

@@ -80,7 +80,7 @@ async fn caller(app: &App, takes: Takes, req: &Request) -> Result<Caller, HttpEr
 /// join repeated headers. Picking one would let a proxy in front, which may pick the other,
 /// disagree with us about who is calling. No credentials we take hold a comma: a token does
 /// not, nor does base64.
-fn one_authorization(req: &Request) -> Result<(), HttpError> {
+pub(super) fn one_authorization(req: &Request) -> Result<(), HttpError> {
     let mut values = req.headers().get_all(header::AUTHORIZATION).iter();
     let first = values.next();
     if values.next().is_some() || first.is_some_and(|v| v.as_bytes().contains(&b',')) {

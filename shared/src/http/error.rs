@@ -78,6 +78,9 @@ error_codes! {
     /// No, unknown, expired or revoked credentials, or Basic where Bearer only is taken.
     Unauthenticated = "unauthenticated", UNAUTHORIZED,
         raised [HttpError::Service(Error::Unauthenticated(_))];
+    /// An ID token exchanged for a session already: each opens one session.
+    InvalidToken = "invalid_token", UNAUTHORIZED,
+        raised [HttpError::Service(Error::InvalidToken(_))];
     /// The token's role or scope does not allow the request.
     Forbidden = "forbidden", FORBIDDEN, refused [Refusal::Forbidden { .. }];
     /// Releasing someone else's lock without `tf_state:manage`.
@@ -107,6 +110,8 @@ error_codes! {
     StateExists = "state_exists", CONFLICT, refused [Refusal::StateExists { .. }];
     /// A new trust policy under a name the org already uses.
     PolicyExists = "policy_exists", CONFLICT, refused [Refusal::PolicyExists { .. }];
+    /// An ID token that more than one trust policy of its org lets in, with no policy named.
+    AmbiguousPolicy = "ambiguous_policy", CONFLICT, refused [Refusal::AmbiguousPolicy { .. }];
     /// A trust policy on an issuer and audience pair that another org's policies use.
     TrustPairTaken = "trust_pair_taken", CONFLICT, refused [Refusal::TrustPairTaken { .. }];
     /// A restore of a deleted state under a name a state has.
@@ -326,6 +331,13 @@ pub fn error_response(err: &HttpError, ctx: &LogContext) -> Response<Body> {
             status,
             &serde_json::json!({"error": {"code": code.as_str(), "message": message, "lock": lock}}),
         ),
+        // The job picks one of them by name: the names go with the refusal.
+        HttpError::Service(Error::Refused(Refusal::AmbiguousPolicy { policies })) => {
+            json_response(
+                status,
+                &serde_json::json!({"error": {"code": code.as_str(), "message": message, "policies": policies}}),
+            )
+        }
         _ => error_body(code, &message),
     };
     response.extensions_mut().insert(Refused {

@@ -174,7 +174,15 @@ fn generated_reasons(route: &Route, limit: &str) -> Vec<(u16, String)> {
             "a genuine ID token no trust policy lets in: a claim it does not take, or a token that lives longer than the policy's session",
         ),
     };
-    reasons.push((401, format!("`unauthenticated`: {unauthenticated}")));
+    let unauthenticated = if route.handler.credentials() == Credentials::IdToken {
+        format!("`unauthenticated`: {unauthenticated}; `invalid_token`: an ID token exchanged already (each opens one session)")
+    } else {
+        format!("`unauthenticated`: {unauthenticated}")
+    };
+    if route.handler.credentials() == Credentials::IdToken {
+        reasons[0].1.push_str("; two `Authorization` headers, or the ID token both as a Bearer token and in the body");
+    }
+    reasons.push((401, unauthenticated));
     reasons.push((403, format!("`forbidden`: {forbidden}")));
     reasons.sort_unstable_by_key(|(status, _)| *status);
     reasons

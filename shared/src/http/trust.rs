@@ -22,9 +22,17 @@ fn policy_body(body: &[u8], path_name: Option<&str>) -> Result<TrustPolicy, Http
         ))
     };
     let mut value: Value = serde_json::from_slice(body).map_err(invalid)?;
-    if let (Some(name), Value::Object(map)) = (path_name, &mut value) {
-        map.entry("name")
-            .or_insert_with(|| Value::String(name.to_owned()));
+    if let Value::Object(map) = &mut value {
+        if let Some(name) = path_name {
+            map.entry("name")
+                .or_insert_with(|| Value::String(name.to_owned()));
+        }
+        // JSON Schema's integer, as the document says: 3600.0 is 3600.
+        if let Some(seconds) = map.get_mut("session_seconds") {
+            if let Some(whole) = super::number::whole(seconds) {
+                *seconds = Value::from(whole);
+            }
+        }
     }
     serde_json::from_value(value).map_err(invalid)
 }

@@ -1,22 +1,39 @@
-//! `POST /api/oidc/exchange` (a CI job's ID token, as Bearer or `{"token"}`, for a workload
-//! session) and `DELETE /api/oidc/session` (the session ends itself and releases its locks).
+//! `POST /api/oidc/exchange` (a CI job's ID token, as Bearer or `{"token"}`, and the policy
+//! it names, `{"policy"}`, for a workload session) and `DELETE /api/oidc/session` (the session ends itself and releases its locks).
 //! A refusal is logged once, by `error.rs`, with the token's issuer, subject and job as it
 //! claims them; the token itself never reaches a log or an answer.
 
 use lambda_http::http::{header, StatusCode};
 use lambda_http::{Body, Response};
-use serde_json::Value;
-
+use super::credentials::one_authorization;
 use super::error::HttpError;
 use super::handler::{Answer, Call};
 use super::response::json_response;
 use crate::crypto::id_token;
 use crate::domain::actor::WorkloadJob;
+use crate::domain::name::check_name;
+use crate::domain::untrusted::shown;
 use crate::domain::Principal;
 use crate::service::{workload, Error};
 
-/// The ID token: a Bearer `Authorization`, or the body's `token`; not both.
-fn id_token(call: &Call<'_>) -> Result<String, HttpError> {
+/// What the exchange was sent: the ID token (a Bearer `Authorization`, or the body's
+/// `token`; not both) and the policy the job names, if any.
+struct Exchange {
+    token: String,
+    policy: Option<String>,
+}
+
+/// The body's shape: `{"token"?, "policy"?}`, nothing else.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExchangeBody {
+    token: Option<String>,
+    policy: Option<String>,
+}
+
+fn read(call: &Call<'_>) -> Result<Exchange, HttpError> {
+    // Two sets of credentials: a proxy in front may read the other one.
+    one_authorization(&call.req)?;
     let bearer = match call.req.headers().get(header::AUTHORIZATION) {
         None => None,
         Some(value) => {
@@ -38,46 +55,51 @@ fn id_token(call: &Call<'_>) -> Result<String, HttpError> {
         }
     };
     let body = call.req.body();
-    let in_body = if body.iter().all(u8::is_ascii_whitespace) {
-        None
+    let fields = if body.iter().all(u8::is_ascii_whitespace) {
+        ExchangeBody {
+            token: None,
+            policy: None,
+        }
     } else {
-        match serde_json::from_slice::<Value>(body) {
-            Ok(Value::Object(map)) => match map.get("token") {
-                Some(Value::String(token)) => Some(token.clone()),
-                _ => {
-                    return Err(HttpError::InvalidRequest(
-                        "the body must be {\"token\": \"<the job's ID token>\"}".into(),
-                    ))
-                }
-            },
-            _ => {
-                return Err(HttpError::InvalidRequest(
-                    "the body must be {\"token\": \"<the job's ID token>\"}".into(),
-                ))
-            }
+        serde_json::from_slice::<ExchangeBody>(body).map_err(|_| {
+            HttpError::InvalidRequest(
+                "the body must be {\"token\": \"<the job's ID token>\", \"policy\": \"<a trust policy's name>\"} (each optional: the token may come as a Bearer token instead)".into(),
+            )
+        })?
+    };
+    if let Some(policy) = &fields.policy {
+        check_name("policy", policy).map_err(|r| HttpError::Service(r.into()))?;
+    }
+    let token = match (bearer, fields.token) {
+        (Some(_), Some(_)) => {
+            return Err(HttpError::InvalidRequest(
+                "send the ID token once: as a Bearer token or in the body, not both".into(),
+            ))
+        }
+        (Some(token), None) | (None, Some(token)) if !token.is_empty() => token,
+        _ => {
+            return Err(HttpError::Service(Error::Unauthenticated(
+                "no ID token: send the job's OpenID Connect ID token as a Bearer token or as {\"token\"}".into(),
+            )))
         }
     };
-    match (bearer, in_body) {
-        (Some(_), Some(_)) => Err(HttpError::InvalidRequest(
-            "send the ID token once: as a Bearer token or in the body, not both".into(),
-        )),
-        (Some(token), None) | (None, Some(token)) if !token.is_empty() => Ok(token),
-        _ => Err(HttpError::Service(Error::Unauthenticated(
-            "no ID token: send the job's OpenID Connect ID token as a Bearer token or as {\"token\"}".into(),
-        ))),
-    }
+    Ok(Exchange {
+        token,
+        policy: fields.policy,
+    })
 }
 
 /// `POST /api/oidc/exchange`: 200 `{"token", "expires_at", "org", "role", "states"}`.
 pub async fn exchange(call: Call<'_>) -> Answer {
-    let token = id_token(&call)?;
+    let sent = read(&call)?;
     // Named in the log as the token claims to be, before anything is verified: a refusal's
-    // line says which job was refused and why.
-    if let Ok(claimed) = id_token::unverified(&token) {
+    // line says which job was refused and why, escaped and cut, since nothing of it is
+    // verified yet (a newline in a claim must not forge a line).
+    if let Ok(claimed) = id_token::unverified(&sent.token) {
         let job = WorkloadJob::from_claims(&claimed.claims);
-        call.ctx.principal = Some(format!("{} (as claimed, unverified)", job.describe()));
+        call.ctx.principal = Some(format!("{} (as claimed, unverified)", shown(&job.describe())));
     }
-    let session = workload::exchange(call.app, &token).await?;
+    let session = workload::exchange(call.app, &sent.token, sent.policy.as_deref()).await?;
     Ok(json_response(StatusCode::OK, &session))
 }
 

@@ -103,6 +103,17 @@ impl InventoryKey {
     pub const STATE: &'static str = ".inventory";
 }
 
+/// The mark an exchanged ID token leaves, so it opens no second session: its key (a digest
+/// of its issuer and `jti`, or of the whole token: `crypto::id_token::replay_key`) and when
+/// the token stops being taken anyway (its `exp` plus the leeway). The sweeper removes it
+/// after that.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExchangeMark {
+    pub key: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub until: Timestamp,
+}
+
 /// Tokens and orgs.
 #[async_trait]
 pub trait AccessCatalog: Send + Sync {
@@ -112,6 +123,21 @@ pub trait AccessCatalog: Send + Sync {
 
     /// Stores a new or revoked token and its audit entry together.
     async fn put_token(&self, token: &TokenRecord, audit: &AuditEntry) -> Result<(), StoreError>;
+
+    /// Stores a new workload session's token and audit entry with the mark of the ID token
+    /// it was exchanged for, in one transaction, on the condition that no live mark of that
+    /// key exists (one whose `until` is before `now` is replaced): an ID token opens one
+    /// session.
+    ///
+    /// # Errors
+    /// `Conflict` when the ID token was exchanged already: nothing is written.
+    async fn put_session(
+        &self,
+        token: &TokenRecord,
+        mark: &ExchangeMark,
+        audit: &AuditEntry,
+        now: Timestamp,
+    ) -> Result<(), StoreError>;
 
     /// Every token (hashes only: no token is ever stored), oldest first.
     async fn tokens(&self) -> Result<Vec<TokenRecord>, StoreError>;

@@ -4,7 +4,7 @@
 //! `deleted` (deleted states kept for their retention),
 //! `audit` (the entries every port may write), `access` (tokens and orgs), `runs`, `sweep`,
 //! `apps` (app states and their archives), `trust` (trust policies), `protection`
-//! (protected states), `inventory` (resource instances across states), `issuers` (OpenID Connect issuers' keys), `blobs`, `keys`, and
+//! (protected states), `inventory` (resource instances across states), `issuers` (OpenID Connect issuers' keys, fetched and kept), `blobs`, `keys`, and
 //! `metrics` (what the service reports about its work). Every type is re-exported
 //! here, so callers name `crate::ports::X` whichever file holds it. No adapter, no I/O, no
 //! AWS or HTTP types.
@@ -24,7 +24,7 @@ mod state;
 mod sweep;
 mod trust;
 
-pub use access::{AccessCatalog, InventoryKey, OrgRecord, TokenKind, TokenRecord};
+pub use access::{AccessCatalog, ExchangeMark, InventoryKey, OrgRecord, TokenKind, TokenRecord};
 pub use apps::{AppCatalog, AppCommit};
 pub use audit::{AuditEntry, AuditQuery, AuditRecord};
 pub use blobs::{BlobStore, OpenedBlob, WriteObject};
@@ -34,7 +34,7 @@ pub use inventory::{
     InventoryCatalog, InventoryChange, InventoryCounts, InventoryPatch, InventorySummary,
     ResourceQuery, ResourceRow,
 };
-pub use issuers::{IssuerError, IssuerKeys};
+pub use issuers::{FetchedKeys, IssuerError, IssuerKeyStore, IssuerKeys, KeptKeys};
 pub use keys::{key_backend, DataKey, KeyContext, KeyError, KeyOpener, KeyService, WrappedKey};
 pub use metrics::{Census, KeyCall, LockCensus, Metrics, RequestMeasure, SweepPass, Unmeasured};
 pub use protection::ProtectionCatalog;

@@ -39,7 +39,9 @@ pub trait SweepCatalog: Send + Sync {
     /// Forgets the doomed or pending records of blobs whose objects are deleted.
     async fn forget_blobs(&self, blobs: &[String]) -> Result<(), StoreError>;
 
-    /// Drops up to `limit` tokens that expired before `before`; returns how many.
+    /// Drops up to `limit` tokens that expired before `before`, and as many exchanged ID
+    /// tokens' marks past their time (on stores whose records do not expire by themselves);
+    /// returns how many records went.
     async fn drop_expired_tokens(
         &self,
         before: Timestamp,

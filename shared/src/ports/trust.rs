@@ -32,6 +32,10 @@ pub trait TrustCatalog: Send + Sync {
     /// The org's policies, by name.
     async fn trust_policies(&self, org: &str) -> Result<Vec<TrustPolicy>, StoreError>;
 
+    /// The org's policy `name`, read by its key strongly consistently (a session checks
+    /// the policy that opened it).
+    async fn trust_policy(&self, org: &str, name: &str) -> Result<Option<TrustPolicy>, StoreError>;
+
     /// Every org's policies naming `issuer` exactly, strongly consistently (a policy just
     /// removed lets no token in).
     async fn trust_policies_of_issuer(&self, issuer: &str) -> Result<Vec<TrustRecord>, StoreError>;

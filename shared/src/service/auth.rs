@@ -7,6 +7,7 @@ use subtle::ConstantTimeEq;
 
 use super::{App, Error};
 use crate::domain::permission::Role;
+use crate::domain::actor::SessionGrant;
 use crate::domain::{Actor, Principal};
 use crate::ids::hex;
 use crate::ports::TokenKind;
@@ -121,13 +122,50 @@ async fn by_hash(app: &App, hash: String) -> Result<Caller, Error> {
                 Error::Damaged(format!("session token {} has no grant", record.id))
             })?;
             grant.token_hash = hash;
+            let role = with_its_policy(app, &record.org, record.role, &mut grant, now).await?;
             Caller::Org(Box::new(Principal {
                 org: record.org,
-                role: record.role,
+                role,
                 actor: Actor::Workload(Box::new(grant.job.clone())),
                 step: None,
                 session: Some(grant),
             }))
         }
     })
+}
+
+/// A workload session as its trust policy stands now (read at most once a minute per
+/// process): removed, or changed in whom it lets in (its issuer, audience or claims: its
+/// revision), the session has ended with it; changed in its states or role, the session
+/// reaches what both the policy it opened under and the policy now allow (never more).
+/// Returns the role the session acts with.
+///
+/// # Errors
+/// `Unauthenticated` for a session whose policy is gone or lets other jobs in now.
+async fn with_its_policy(
+    app: &App,
+    org: &str,
+    role: Role,
+    grant: &mut SessionGrant,
+    now: crate::domain::Timestamp,
+) -> Result<Role, Error> {
+    let current = app
+        .issuers
+        .session_policy(app.catalog.as_ref(), org, &grant.policy, now)
+        .await?;
+    let Some(policy) = current else {
+        return Err(Error::Unauthenticated(format!(
+            "trust policy {} was removed, and this session with it: ask an admin, then log in again",
+            grant.policy
+        )));
+    };
+    // A session opened before sessions recorded the revision is narrowed only.
+    if !grant.policy_revision.is_empty() && policy.revision() != grant.policy_revision {
+        return Err(Error::Unauthenticated(format!(
+            "trust policy {} changed whom it lets in (its issuer, audience or claims) since this session opened, which ended it: log in again",
+            grant.policy
+        )));
+    }
+    grant.narrowed_to = Some(policy.states.clone());
+    Ok(role.min(policy.role))
 }

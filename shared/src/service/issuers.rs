@@ -1,65 +1,231 @@
-//! OpenID Connect issuers' signing keys, kept per issuer: a key is looked up in what was
-//! fetched last, and an unknown key id makes one fetch at most once a minute per issuer, so
-//! a flood of tokens naming made-up keys costs the issuer (and us) one request a minute.
-//! Only the exchange asks, and only for an issuer some trust policy names: an unknown issuer
-//! never makes the server fetch anything.
+//! OpenID Connect issuers' signing keys, and the trust policies the exchange and the sessions
+//! read lately. A key is looked up in what was fetched last while that is younger than its
+//! age (`HEGEMONY_OIDC_KEYS_MAX_AGE_SECONDS`, or the issuer's shorter `Cache-Control:
+//! max-age`), so a key the issuer withdrew stops verifying within that bound; an unknown key
+//! id or an aged key set makes one fetch at most once a minute per issuer, so a flood of
+//! tokens naming made-up keys costs the issuer (and us) one request a minute. Where a
+//! deployment runs many processes (the AWS functions) the fetch's start and its keys are kept
+//! in the table, so the minute holds for all of them together. Only the exchange asks, and
+//! only for an issuer some trust policy names: an unknown issuer never makes the server
+//! fetch anything.
 
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 
 use jsonwebtoken::jwk::Jwk;
 
 use super::Error;
 use crate::crypto::id_token::SigningKeys;
+use crate::domain::trust::TrustPolicy;
 use crate::domain::Timestamp;
-use crate::ports::IssuerKeys;
+use crate::ports::{IssuerKeyStore, IssuerKeys, KeptKeys, StoreError, TrustCatalog};
 
 /// The least time between two fetches of one issuer's keys.
 pub const REFETCH_AFTER: time::Duration = time::Duration::minutes(1);
 
-/// The issuers' keys, fetched through `fetcher`, kept in memory for the life of the process.
+/// The default and the largest age of a fetched key set.
+pub const DEFAULT_KEYS_MAX_AGE_SECONDS: u64 = 600;
+pub const LIMIT_KEYS_MAX_AGE_SECONDS: u64 = 86_400;
+
+/// How long "does any policy name this issuer" is believed: the first, cheap question of
+/// every exchange, so a flood of tokens naming a shared issuer costs no table read each.
+/// A policy written through this process is seen at once; through another, within this.
+const NAMED_FOR: time::Duration = time::Duration::seconds(10);
+
+/// How long a session believes the policy that opened it as last read: a policy deleted
+/// or narrowed ends or narrows its sessions within this, whichever process serves them.
+pub const SESSION_POLICY_FOR: time::Duration = time::Duration::seconds(60);
+
+/// The most entries each of the short-lived tables holds: a flood of made-up issuers
+/// cannot grow them without bound (a full table is emptied and filled again).
+const MAX_REMEMBERED: usize = 4096;
+
+/// The issuers' keys, fetched through `fetcher`, kept in memory (and in `store`, where the
+/// deployment has one), and the trust policies read lately.
 pub struct Issuers {
     /// `None` in a function that serves no exchange (its routes never ask).
     fetcher: Option<Arc<dyn IssuerKeys>>,
+    /// Where every process of the deployment keeps the keys; `None` for one process.
+    store: Option<Arc<dyn IssuerKeyStore>>,
+    max_age: time::Duration,
     kept: Mutex<HashMap<String, Kept>>,
+    named: Remembered<String, bool>,
+    policies: Remembered<(String, String), Option<TrustPolicy>>,
 }
 
-/// What is kept of one issuer: its keys from the last fetch that worked, and when a fetch
-/// was last started (worked or not: a failing issuer is not asked again sooner either).
+/// What this process keeps of one issuer: the record as kept, and its keys parsed.
 struct Kept {
+    record: KeptKeys,
     keys: Option<Arc<SigningKeys>>,
-    fetched_at: Timestamp,
+}
+
+impl Kept {
+    fn of(record: KeptKeys) -> Self {
+        // A kept key set that no longer parses is as none: the next fetch replaces it.
+        let keys = record
+            .jwks
+            .as_deref()
+            .and_then(|text| SigningKeys::parse(text).ok())
+            .map(Arc::new);
+        Self { record, keys }
+    }
+
+    /// Whether its keys are still believed at `now`.
+    fn fresh(&self, now: Timestamp) -> bool {
+        let age = time::Duration::seconds(
+            i64::try_from(self.record.max_age_seconds).unwrap_or(i64::MAX),
+        );
+        self.keys.is_some() && self.record.keys_at.is_some_and(|at| now < at + age)
+    }
+}
+
+/// A small table of answers believed for a while.
+struct Remembered<K, V> {
+    for_how_long: time::Duration,
+    entries: Mutex<HashMap<K, (Timestamp, V)>>,
+}
+
+impl<K: Eq + Hash + Clone, V: Clone> Remembered<K, V> {
+    fn new(for_how_long: time::Duration) -> Self {
+        Self {
+            for_how_long,
+            entries: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<K, (Timestamp, V)>> {
+        // Every change under this lock is one insert, remove or clear: still consistent
+        // after a panic elsewhere.
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn get(&self, key: &K, now: Timestamp) -> Option<V> {
+        let entries = self.entries();
+        let (at, value) = entries.get(key)?;
+        (now < *at + self.for_how_long && now >= *at).then(|| value.clone())
+    }
+
+    fn put(&self, key: K, value: V, now: Timestamp) {
+        let mut entries = self.entries();
+        if entries.len() >= MAX_REMEMBERED {
+            entries.clear();
+        }
+        entries.insert(key, (now, value));
+    }
+
+    fn forget(&self, matching: impl Fn(&K) -> bool) {
+        self.entries().retain(|k, _| !matching(k));
+    }
 }
 
 impl Issuers {
-    pub fn new(fetcher: Arc<dyn IssuerKeys>) -> Self {
+    /// Keys fetched by `fetcher`, kept in this process, believed at most `max_age`.
+    pub fn new(fetcher: Arc<dyn IssuerKeys>, max_age: time::Duration) -> Self {
         Self {
             fetcher: Some(fetcher),
+            store: None,
+            max_age,
             kept: Mutex::new(HashMap::new()),
+            named: Remembered::new(NAMED_FOR),
+            policies: Remembered::new(SESSION_POLICY_FOR),
         }
     }
 
-    /// For a function whose routes verify no ID token: asking is refused as a deployment
-    /// fault (a route served by the wrong function), never a fetch.
+    /// For a function whose routes verify no ID token: asking for a key is refused as a
+    /// deployment fault (a route served by the wrong function), never a fetch. Its sessions'
+    /// policies are still read through it.
     pub fn off() -> Self {
         Self {
             fetcher: None,
-            kept: Mutex::new(HashMap::new()),
+            ..Self::new(
+                Arc::new(NoFetcher),
+                time::Duration::seconds(DEFAULT_KEYS_MAX_AGE_SECONDS as i64),
+            )
         }
     }
 
+    /// The same, keeping the keys in `store` for every process of the deployment.
+    #[must_use]
+    pub fn kept_in(mut self, store: Arc<dyn IssuerKeyStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
     fn kept(&self) -> std::sync::MutexGuard<'_, HashMap<String, Kept>> {
-        // Every change under this lock is one insert or one field set: still consistent
-        // after a panic elsewhere.
+        // Every change under this lock is one insert: still consistent after a panic
+        // elsewhere.
         self.kept.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The key `kid` of `issuer`, from the keys kept, or from a fetch when the kept ones
-    /// lack it and the last fetch is a minute old.
+    /// The least time between two fetches: a minute, or the keys' whole age when the
+    /// setting is shorter (a test's), so an aged key set is always fetched again.
+    fn floor(&self) -> time::Duration {
+        REFETCH_AFTER.min(self.max_age)
+    }
+
+    /// How long keys fetched with the issuer's `max-age` are believed: the setting, or the
+    /// issuer's shorter age, but never under the floor between fetches.
+    fn age_of(&self, issuer_max_age: Option<u64>) -> u64 {
+        let setting = self.max_age.whole_seconds().max(0) as u64;
+        let floor = self.floor().whole_seconds().max(0) as u64;
+        issuer_max_age.map_or(setting, |age| setting.min(age.max(floor)))
+    }
+
+    /// Whether some trust policy names `issuer`, as read within the last seconds.
+    ///
+    /// # Errors
+    /// `StorageFault` when the policies cannot be read.
+    pub(super) async fn named(
+        &self,
+        catalog: &dyn TrustCatalog,
+        issuer: &str,
+        now: Timestamp,
+    ) -> Result<bool, Error> {
+        if let Some(named) = self.named.get(&issuer.to_owned(), now) {
+            return Ok(named);
+        }
+        let named = !catalog.trust_policies_of_issuer(issuer).await?.is_empty();
+        self.named.put(issuer.to_owned(), named, now);
+        Ok(named)
+    }
+
+    /// Policy `name` of `org` as a session checks it: read at most once a minute per
+    /// process.
+    ///
+    /// # Errors
+    /// `StorageFault` when the policies cannot be read.
+    pub(super) async fn session_policy(
+        &self,
+        catalog: &dyn TrustCatalog,
+        org: &str,
+        name: &str,
+        now: Timestamp,
+    ) -> Result<Option<TrustPolicy>, Error> {
+        let key = (org.to_owned(), name.to_owned());
+        if let Some(policy) = self.policies.get(&key, now) {
+            return Ok(policy);
+        }
+        let policy = catalog.trust_policy(org, name).await?;
+        self.policies.put(key, policy.clone(), now);
+        Ok(policy)
+    }
+
+    /// Forgets what was read of `org`'s policies and of `issuer`: called by each change of
+    /// a policy, so this process sees it at once.
+    pub(super) fn forget(&self, org: &str, issuer: &str) {
+        self.named.forget(|i| i == issuer);
+        self.policies.forget(|(o, _)| o == org);
+    }
+
+    /// The key `kid` of `issuer`, from the keys kept while they are fresh, or from a fetch
+    /// when they lack it or have aged and the last fetch (of any process sharing the store)
+    /// is a minute old.
     ///
     /// # Errors
     /// `Unauthenticated` for a key id the issuer does not have (or not fetched again yet);
-    /// `Unavailable` when the issuer cannot be reached and no key is kept.
+    /// `Unavailable` when the issuer cannot be reached and no fresh key is kept;
+    /// `StorageFault` when the shared store cannot be read.
     pub(super) async fn key(&self, issuer: &str, kid: &str, now: Timestamp) -> Result<Jwk, Error> {
         let Some(fetcher) = &self.fetcher else {
             return Err(Error::Unavailable(
@@ -67,68 +233,165 @@ impl Issuers {
                     .into(),
             ));
         };
-        {
-            let mut kept = self.kept();
-            let entry = kept.get_mut(issuer);
-            if let Some(key) = entry
-                .as_ref()
-                .and_then(|e| e.keys.as_ref())
-                .and_then(|k| k.find(kid))
-            {
-                return Ok(key.clone());
+        if let Some(answer) = self.answer_from_kept(issuer, kid, now) {
+            return answer;
+        }
+        // What another process fetched may answer, or show that a fetch is under way.
+        let shared = match &self.store {
+            Some(store) => store.kept_keys(issuer).await?,
+            None => None,
+        };
+        if let Some(shared) = &shared {
+            self.adopt(shared.clone());
+            if let Some(answer) = self.answer_from_kept(issuer, kid, now) {
+                return answer;
             }
-            match entry {
-                // The last fetch failed (or is still under way): say so, not "unknown key".
-                Some(entry) if now < entry.fetched_at + REFETCH_AFTER && entry.keys.is_none() => {
-                    return Err(unreachable(issuer));
+        }
+        // This process claims the fetch, under its lock: requests arriving meanwhile see
+        // the claim and do not fetch as well.
+        let claim = {
+            let mut kept = self.kept();
+            let entry = kept.entry(issuer.to_owned()).or_insert_with(|| {
+                Kept::of(KeptKeys {
+                    issuer: issuer.to_owned(),
+                    jwks: None,
+                    keys_at: None,
+                    max_age_seconds: 0,
+                    tried_at: now,
+                })
+            });
+            entry.record.tried_at = now;
+            entry.record.clone()
+        };
+        if let Some(store) = &self.store {
+            match store
+                .put_kept_keys(&claim, shared.as_ref().map(|s| s.tried_at))
+                .await
+            {
+                Ok(()) => {}
+                // Another process claimed it first: answer from what it keeps.
+                Err(StoreError::Conflict) => {
+                    if let Some(theirs) = store.kept_keys(issuer).await? {
+                        self.adopt(theirs);
+                    }
+                    return self
+                        .answer_from_kept(issuer, kid, now)
+                        .unwrap_or_else(|| Err(unreachable(issuer)));
                 }
-                Some(entry) if now < entry.fetched_at + REFETCH_AFTER => {
-                    return Err(unknown_key(issuer, kid, entry.fetched_at));
-                }
-                // Claimed before the fetch, under the lock: requests arriving meanwhile see
-                // it and do not fetch as well.
-                Some(entry) => entry.fetched_at = now,
-                None => {
-                    kept.insert(
-                        issuer.to_owned(),
-                        Kept {
-                            keys: None,
-                            fetched_at: now,
-                        },
-                    );
-                }
+                Err(e) => return Err(e.into()),
             }
         }
         let fetched = fetcher
             .signing_keys(issuer)
             .await
             .map_err(|e| e.0)
-            .and_then(|text| SigningKeys::parse(&text));
-        let keys = match fetched {
-            Ok(keys) => Arc::new(keys),
+            .and_then(|fetched| {
+                SigningKeys::parse(&fetched.jwks).map(|keys| (fetched, Arc::new(keys)))
+            });
+        let (fetched, keys) = match fetched {
+            Ok(fetched) => fetched,
             Err(why) => {
-                tracing::warn!(issuer, reason = %why, "could not fetch an OpenID Connect issuer's keys");
+                tracing::warn!(issuer = %crate::domain::untrusted::shown(issuer), reason = %why, "could not fetch an OpenID Connect issuer's keys");
                 return Err(unreachable(issuer));
             }
         };
-        tracing::info!(issuer, "fetched an OpenID Connect issuer's keys");
-        let found = keys.find(kid).cloned();
-        if let Some(entry) = self.kept().get_mut(issuer) {
-            entry.keys = Some(keys);
+        let record = KeptKeys {
+            jwks: Some(fetched.jwks),
+            keys_at: Some(now),
+            max_age_seconds: self.age_of(fetched.max_age_seconds),
+            ..claim
+        };
+        tracing::info!(
+            issuer = %crate::domain::untrusted::shown(issuer),
+            max_age_seconds = record.max_age_seconds,
+            "fetched an OpenID Connect issuer's keys"
+        );
+        if let Some(store) = &self.store {
+            // Lost to a later claim (a slow fetch): its keys replace these anyway.
+            match store.put_kept_keys(&record, Some(now)).await {
+                Ok(()) | Err(StoreError::Conflict) => {}
+                Err(e) => {
+                    tracing::warn!(issuer = %crate::domain::untrusted::shown(issuer), reason = %e, "could not keep an OpenID Connect issuer's keys for the other processes")
+                }
+            }
         }
+        let found = keys.find(kid).cloned();
+        self.kept().insert(
+            issuer.to_owned(),
+            Kept {
+                record,
+                keys: Some(keys),
+            },
+        );
         found.ok_or_else(|| unknown_key(issuer, kid, now))
+    }
+
+    /// Takes `record` in place of what this process keeps when it is newer.
+    fn adopt(&self, record: KeptKeys) {
+        let mut kept = self.kept();
+        let newer = kept.get(&record.issuer).is_none_or(|mine| {
+            record.tried_at > mine.record.tried_at || record.keys_at > mine.record.keys_at
+        });
+        if newer {
+            kept.insert(record.issuer.clone(), Kept::of(record));
+        }
+    }
+
+    /// The answer the kept keys give without a fetch: the key while they are fresh, or,
+    /// within the minute after the last fetch, why there is none. `None`: a fetch is due.
+    fn answer_from_kept(
+        &self,
+        issuer: &str,
+        kid: &str,
+        now: Timestamp,
+    ) -> Option<Result<Jwk, Error>> {
+        let kept = self.kept();
+        let entry = kept.get(issuer)?;
+        if entry.fresh(now) {
+            if let Some(key) = entry.keys.as_ref().and_then(|k| k.find(kid)) {
+                return Some(Ok(key.clone()));
+            }
+        }
+        if now >= entry.record.tried_at + self.floor() {
+            return None;
+        }
+        Some(Err(if entry.fresh(now) {
+            unknown_key(issuer, kid, entry.record.tried_at)
+        } else {
+            // The last fetch failed, is under way, or left keys that have aged since.
+            unreachable(issuer)
+        }))
+    }
+}
+
+/// The fetcher of a function that serves no exchange: never called ([`Issuers::key`]
+/// refuses first).
+struct NoFetcher;
+
+#[async_trait::async_trait]
+impl IssuerKeys for NoFetcher {
+    async fn signing_keys(
+        &self,
+        _issuer: &str,
+    ) -> Result<crate::ports::FetchedKeys, crate::ports::IssuerError> {
+        Err(crate::ports::IssuerError(
+            "this function fetches no issuer's keys".into(),
+        ))
     }
 }
 
 fn unreachable(issuer: &str) -> Error {
     Error::Unavailable(format!(
-        "the keys of issuer {issuer} could not be fetched (the server log says why); they are fetched at most once a minute: retry then"
+        "the keys of issuer {} could not be fetched (the server log says why); they are fetched at most once a minute: retry then",
+        crate::domain::untrusted::shown(issuer)
     ))
 }
 
 fn unknown_key(issuer: &str, kid: &str, fetched_at: Timestamp) -> Error {
     Error::Unauthenticated(format!(
-        "the ID token is signed with key {kid:?}, which issuer {issuer} did not publish when its keys were last fetched ({}); they are fetched again at most once a minute",
+        "the ID token is signed with key {}, which issuer {} did not publish when its keys were last fetched ({}); they are fetched again at most once a minute",
+        crate::domain::untrusted::shown(kid),
+        crate::domain::untrusted::shown(issuer),
         crate::domain::rfc3339(fetched_at)
     ))
 }

@@ -285,13 +285,26 @@ pub struct Released {
 /// Releases whatever lock is held and a run's hold (a force unlock, audited). Nothing
 /// released when nothing was held.
 ///
+/// A person's act: a CI job's session or a step token is refused whatever the org's
+/// allocation gives its role, so no job frees another's lock.
+///
 /// # Errors
-/// `Refused`: without tf_state:manage, `NotFound` for a state that does not exist.
+/// `Refused`: for a session or a step token, without tf_state:manage, `NotFound` for a state
+/// that does not exist.
 pub async fn force_unlock(
     app: &App,
     principal: &Principal,
     name: &StateName,
 ) -> Result<Released, Error> {
+    if principal.session.is_some() || principal.step.is_some() {
+        return Err(Refusal::Forbidden {
+            reason: format!(
+                "a force unlock is a person's act: {} may not force-unlock state {name}, whatever the org's allocation; a person with tf_state:manage does it with a personal token",
+                crate::domain::untrusted::shown(&principal.actor.describe())
+            ),
+        }
+        .into());
+    }
     let (_, first) = app
         .require_with_state(principal, Permission::Manage, name)
         .await?;

@@ -131,6 +131,9 @@ pub enum Error {
     /// No, unknown, expired or revoked credentials.
     #[error("{0}")]
     Unauthenticated(String),
+    /// An ID token that is genuine but used up: it was exchanged for a session already.
+    #[error("{0}")]
+    InvalidToken(String),
     /// A transient fault: contention, the key service down. Clients retry.
     #[error("{0}")]
     Unavailable(String),

@@ -14,7 +14,9 @@ use crate::domain::name::check_name;
 use crate::domain::permission::{Allocation, Role};
 use crate::domain::{Actor, Refusal, Timestamp};
 use crate::ids::hex;
-use crate::ports::{AccessCatalog, AuditEntry, OrgRecord, TokenKind, TokenRecord};
+use crate::ports::{
+    AccessCatalog, AuditEntry, ExchangeMark, OrgRecord, StoreError, TokenKind, TokenRecord,
+};
 
 /// The org a new local store starts with.
 pub const DEFAULT_ORG: &str = "default";
@@ -55,11 +57,13 @@ pub enum NewToken<'a> {
         org: &'a str,
         grant: StepGrant,
     },
-    /// A workload's session; its grant's `token_id` is filled in here.
+    /// A workload's session; its grant's `token_id` is filled in here. Stored with the
+    /// mark of the ID token it was exchanged for, which opens no second session.
     Session {
         org: &'a str,
         role: Role,
         grant: Box<SessionGrant>,
+        mark: ExchangeMark,
     },
 }
 
@@ -110,6 +114,7 @@ pub async fn create(
     OsRng.fill_bytes(&mut id);
     let id = format!("tok-{}", hex(&id));
     let mut session = None;
+    let mut mark = None;
     let (org, user, role, kind, step, action) = match new {
         NewToken::Personal { org, user, role } => {
             check_name("org", org)?;
@@ -159,8 +164,10 @@ pub async fn create(
             org,
             role,
             mut grant,
+            mark: exchanged,
         } => {
             grant.token_id = id.clone();
+            mark = Some(exchanged);
             let user = format!("workload {}", grant.job.subject);
             session = Some(grant);
             (
@@ -189,9 +196,19 @@ pub async fn create(
         step,
         session,
     };
-    catalog
-        .put_token(&record, &audit(org, action, by, &record, now))
-        .await?;
+    let entry = audit(org, action, by, &record, now);
+    match &mark {
+        None => catalog.put_token(&record, &entry).await?,
+        Some(mark) => match catalog.put_session(&record, mark, &entry, now).await {
+            Ok(()) => {}
+            Err(StoreError::Conflict) => {
+                return Err(Error::InvalidToken(
+                    "this ID token was already exchanged: each ID token opens one session (a job that logs in again reuses the session it got; request a new ID token for another)".into(),
+                ))
+            }
+            Err(e) => return Err(e.into()),
+        },
+    }
     Ok((token, record))
 }
 

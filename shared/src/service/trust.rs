@@ -9,15 +9,19 @@ use super::retry::{until_done, Attempt};
 use super::{App, Error};
 use crate::domain::audit::AuditAction;
 use crate::domain::name::check_name;
-use crate::domain::trust::TrustPolicy;
+use crate::domain::trust::{TrustPolicy, MAX_POLICIES_PER_ORG};
 use crate::domain::{Principal, Refusal, Timestamp};
 use crate::ports::{AuditEntry, StoreError, TrustWrite};
 
-/// An org's trust policies, by name.
+/// An org's trust policies, by name, with what an admin should know of them.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct TrustPolicies {
     pub org: String,
     pub policies: Vec<TrustPolicy>,
+    /// A policy that matches names only or no claim at all, or that was made before a rule
+    /// it breaks (an audience not ending with the org's name, no owner id on a shared
+    /// issuer): it keeps working, and is said here.
+    pub warnings: Vec<String>,
 }
 
 fn entry(
@@ -45,19 +49,23 @@ pub async fn list(app: &App, principal: &Principal) -> Result<TrustPolicies, Err
     require_admin(principal, "trust policies")?;
     let mut policies = app.catalog.trust_policies(&principal.org).await?;
     policies.sort_by(|a, b| a.name.cmp(&b.name));
+    let warnings = policies
+        .iter()
+        .flat_map(|p| {
+            p.legacy_warning(&principal.org)
+                .into_iter()
+                .chain(p.warnings())
+        })
+        .collect();
     Ok(TrustPolicies {
         org: principal.org.clone(),
         policies,
+        warnings,
     })
 }
 
 async fn stored(app: &App, org: &str, name: &str) -> Result<Option<TrustPolicy>, Error> {
-    Ok(app
-        .catalog
-        .trust_policies(org)
-        .await?
-        .into_iter()
-        .find(|p| p.name == name))
+    Ok(app.catalog.trust_policy(org, name).await?)
 }
 
 /// One policy of the caller's org.
@@ -93,7 +101,9 @@ pub enum PutMode {
 ///
 /// # Errors
 /// `Refused(Forbidden)` without the admin role; `Refused(InvalidRequest)` for a policy
-/// outside the rules; `Refused(PolicyExists)` to create a name in use;
+/// outside the rules (an audience not naming the org, a shared issuer without an owner id,
+/// the org's [`MAX_POLICIES_PER_ORG`]th and one policy); `Refused(PolicyExists)` to create a
+/// name in use;
 /// `Refused(TrustPairTaken)` when another org's policies use its issuer and audience.
 pub async fn put(
     app: &App,
@@ -114,6 +124,20 @@ pub async fn put(
         if old.as_ref() == Some(&policy) {
             return Ok(Attempt::Done((policy.clone(), false)));
         }
+        if policy.needs_org_check(old.as_ref()) {
+            policy.check_for_org(&principal.org)?;
+        }
+        if old.is_none() {
+            let held = app.catalog.trust_policies(&principal.org).await?.len();
+            if held >= MAX_POLICIES_PER_ORG {
+                return Err(Refusal::InvalidRequest {
+                    reason: format!(
+                        "the org holds {held} trust policies, the most there may be ({MAX_POLICIES_PER_ORG}): remove one, or widen one's conditions with ** or its states"
+                    ),
+                }
+                .into());
+            }
+        }
         let (action, detail) = match &old {
             None => (
                 AuditAction::TrustPolicyCreated,
@@ -130,7 +154,10 @@ pub async fn put(
             .put_trust_policy(&principal.org, old.as_ref(), &policy, &audit)
             .await
         {
-            Ok(TrustWrite::Written) => Ok(Attempt::Done((policy.clone(), old.is_none()))),
+            Ok(TrustWrite::Written) => {
+                forget(app, &principal.org, old.as_ref(), &policy);
+                Ok(Attempt::Done((policy.clone(), old.is_none())))
+            }
             Ok(TrustWrite::PairTaken { .. }) => Err(Refusal::TrustPairTaken {
                 issuer: policy.issuer.clone(),
                 audience: policy.audience.clone(),
@@ -143,8 +170,10 @@ pub async fn put(
     .await
 }
 
-/// Removes a policy, audited. Sessions it opened run on to their end: they were granted
-/// for that long, as a step token outlives a change of the allocation.
+/// Removes a policy, audited. The sessions it opened end with it: each checks its policy
+/// (at most a minute after it was read, `issuers::SESSION_POLICY_FOR`; at once in this
+/// process), and their locks stay live to the session's end plus the grace, as a killed
+/// job's do, unless an admin force-unlocks them.
 ///
 /// # Errors
 /// `Refused(Forbidden)` without the admin role; `Refused(NotFound)` for a name the org has
@@ -167,10 +196,22 @@ pub async fn delete(app: &App, principal: &Principal, name: &str) -> Result<Trus
             .delete_trust_policy(&principal.org, &old, &audit)
             .await
         {
-            Ok(()) => Ok(Attempt::Done(old)),
+            Ok(()) => {
+                forget(app, &principal.org, None, &old);
+                Ok(Attempt::Done(old))
+            }
             Err(StoreError::Conflict) => Ok(Attempt::LostRace),
             Err(e) => Err(e.into()),
         }
     })
     .await
+}
+
+/// Forgets what this process read of the org's policies and of the issuers involved, so
+/// the exchange and the sessions it serves see the change at once.
+fn forget(app: &App, org: &str, old: Option<&TrustPolicy>, policy: &TrustPolicy) {
+    app.issuers.forget(org, &policy.issuer);
+    if let Some(old) = old {
+        app.issuers.forget(org, &old.issuer);
+    }
 }

@@ -13,8 +13,9 @@ use crate::domain::actor::{SessionGrant, WorkloadJob};
 use crate::domain::audit::AuditAction;
 use crate::domain::permission::Role;
 use crate::domain::trust::MAX_SESSION_SECONDS;
+use crate::domain::untrusted::shown;
 use crate::domain::{rfc3339, Actor, Principal, Refusal};
-use crate::ports::{AuditEntry, TrustRecord};
+use crate::ports::{AuditEntry, ExchangeMark, TrustRecord};
 
 /// A session opened for a job: its token (shown once) and what it reaches.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -37,44 +38,52 @@ fn forbidden(reason: String) -> Error {
 }
 
 /// Verifies `raw` (a CI job's ID token) and opens a session under the trust policy it
-/// matches.
+/// matches: the one named `wanted` when the job names one, else the only one.
 ///
-/// The order matters: the issuer is read unverified only to find the policies naming it (none:
-/// refused before any fetch), the algorithm is checked before the key is looked up, and the
-/// signature before any claim is believed.
+/// The order matters: the cheap checks of the token's form come first (its size, an issuer
+/// that is a short `https://` URL, an allowed algorithm, a key id), then whether some policy
+/// names the issuer (remembered for seconds: garbage naming a shared issuer costs no table
+/// read each), the key, the signature, and only then are claims believed and the issuer's
+/// policies read afresh (a policy just removed lets no token in).
 ///
 /// # Errors
 /// `Unauthenticated` (401) for a token that is not a signed, current ID token of an issuer
-/// and audience some policy names; `Refused(Forbidden)` (403) for a genuine token no policy
-/// lets in (its claims, or a lifetime over the policy's session); `Unavailable` when the
-/// issuer's keys cannot be fetched.
-pub async fn exchange(app: &App, raw: &str) -> Result<Session, Error> {
+/// and audience some policy names; `InvalidToken` (401) for one exchanged already;
+/// `Refused(Forbidden)` (403) for a genuine token no policy lets in (its claims, or a
+/// lifetime over the policy's session); `Refused(AmbiguousPolicy)` (409) when several
+/// policies let it in and the job named none; `Unavailable` when the issuer's keys cannot be
+/// fetched.
+pub async fn exchange(app: &App, raw: &str, wanted: Option<&str>) -> Result<Session, Error> {
     let token = id_token::unverified(raw).map_err(unauthenticated)?;
-    let policies = app.catalog.trust_policies_of_issuer(&token.issuer).await?;
-    if policies.is_empty() {
-        return Err(Error::Unauthenticated(format!(
-            "no trust policy names issuer {}: an admin adds one (POST /api/org/trust-policies)",
-            token.issuer
-        )));
-    }
     let alg = id_token::allowed_algorithm(&token.alg).map_err(unauthenticated)?;
     let kid = token
         .key_id
         .as_deref()
         .ok_or_else(|| Error::Unauthenticated("the ID token names no signing key (kid)".into()))?;
+    let issuer = shown(&token.issuer);
     let now = app.clock.now();
+    if !app
+        .issuers
+        .named(app.catalog.as_ref(), &token.issuer, now)
+        .await?
+    {
+        return Err(Error::Unauthenticated(format!(
+            "no trust policy names issuer {issuer}: an admin adds one (POST /api/org/trust-policies)"
+        )));
+    }
     let key = app.issuers.key(&token.issuer, kid, now).await?;
     let claims = id_token::verify_signature(raw, alg, &key).map_err(unauthenticated)?;
     let lifetime = id_token::check_claims(&claims, &token.issuer, now).map_err(unauthenticated)?;
+    let policies = app.catalog.trust_policies_of_issuer(&token.issuer).await?;
     let audiences = id_token::audiences(&claims);
-    let mut candidates: Vec<&TrustRecord> = policies
+    let candidates: Vec<&TrustRecord> = policies
         .iter()
         .filter(|r| audiences.contains(&r.policy.audience))
         .collect();
     if candidates.is_empty() {
+        let shown_audiences: Vec<String> = audiences.iter().map(|a| shown(a)).collect();
         return Err(Error::Unauthenticated(format!(
-            "no trust policy of issuer {} takes the ID token's audience {audiences:?}: request the token for the audience your policy names",
-            token.issuer
+            "no trust policy of issuer {issuer} takes the ID token's audience {shown_audiences:?}: request the token for the audience your policy names"
         )));
     }
     if candidates.iter().any(|r| r.org != candidates[0].org) {
@@ -83,24 +92,7 @@ pub async fn exchange(app: &App, raw: &str) -> Result<Session, Error> {
                 .into(),
         ));
     }
-    candidates.sort_by(|a, b| a.policy.name.cmp(&b.policy.name));
-    let mut reasons = Vec::new();
-    let mut chosen = None;
-    for record in candidates {
-        match record.policy.match_claims(&claims) {
-            Ok(()) => {
-                chosen = Some(record);
-                break;
-            }
-            Err(why) => reasons.push(format!("policy {}: {why}", record.policy.name)),
-        }
-    }
-    let Some(record) = chosen else {
-        return Err(forbidden(format!(
-            "no trust policy lets this job in ({})",
-            reasons.join("; ")
-        )));
-    };
+    let record = choose(&candidates, &claims, wanted)?;
     let policy = &record.policy;
     let session_seconds = policy.session_seconds.min(MAX_SESSION_SECONDS);
     if lifetime.seconds() > session_seconds as i64 {
@@ -115,23 +107,36 @@ pub async fn exchange(app: &App, raw: &str) -> Result<Session, Error> {
     let grant = Box::new(SessionGrant {
         token_id: String::new(),
         policy: policy.name.clone(),
+        policy_revision: policy.revision(),
+        narrowed_to: None,
         states: policy.states.clone(),
         job: job.clone(),
         expires_at,
         locks_live_until: expires_at + app.limits.run_end_grace,
         token_hash: String::new(),
     });
+    // The token is refused anyway once its exp and the leeway have passed: its mark need not
+    // outlive that. `check_claims` bounds exp, so this is a time.
+    let until = time::OffsetDateTime::from_unix_timestamp(
+        lifetime.expires + id_token::LEEWAY_SECONDS,
+    )
+    .map_err(|_| Error::Unauthenticated("the ID token's exp is not a time".into()))?;
+    let mark = ExchangeMark {
+        key: id_token::replay_key(raw, &token.issuer, &claims),
+        until,
+    };
     let new = NewToken::Session {
         org: &record.org,
         role: policy.role,
         grant,
+        mark,
     };
     let by = Actor::Workload(Box::new(job));
     let (token, _) = tokens::create(app.catalog.as_ref(), new, &by, now).await?;
     tracing::info!(
         org = %record.org,
         policy = %policy.name,
-        job = %by.describe(),
+        job = %shown(&by.describe()),
         expires_at = %rfc3339(expires_at),
         "workload session opened"
     );
@@ -142,6 +147,55 @@ pub async fn exchange(app: &App, raw: &str) -> Result<Session, Error> {
         role: policy.role,
         states: policy.states.clone(),
     })
+}
+
+/// The policy a verified token opens its session under: `wanted` when the job names one
+/// (and it lets the job in), else the one policy that lets it in. Never the first of
+/// several by name: a broad policy would then shadow a narrow one.
+///
+/// # Errors
+/// `Refused(Forbidden)` when none lets it in (each policy's reason named), or `wanted` is
+/// not among the candidates; `Refused(AmbiguousPolicy)` when several do and none is named.
+fn choose<'a>(
+    candidates: &[&'a TrustRecord],
+    claims: &serde_json::Map<String, serde_json::Value>,
+    wanted: Option<&str>,
+) -> Result<&'a TrustRecord, Error> {
+    let named: Vec<&'a TrustRecord> = match wanted {
+        Some(name) => candidates
+            .iter()
+            .copied()
+            .filter(|r| r.policy.name == name)
+            .collect(),
+        None => candidates.to_vec(),
+    };
+    if named.is_empty() {
+        return Err(forbidden(format!(
+            "no trust policy named {} takes this issuer and audience",
+            shown(wanted.unwrap_or_default())
+        )));
+    }
+    let mut reasons = Vec::new();
+    let mut matching = Vec::new();
+    for record in named {
+        match record.policy.match_claims(claims) {
+            Ok(()) => matching.push(record),
+            Err(why) => reasons.push(format!("policy {}: {}", record.policy.name, shown(&why))),
+        }
+    }
+    match matching[..] {
+        [] => Err(forbidden(format!(
+            "no trust policy lets this job in ({})",
+            reasons.join("; ")
+        ))),
+        [one] => Ok(one),
+        _ => {
+            let mut policies: Vec<String> =
+                matching.iter().map(|r| r.policy.name.clone()).collect();
+            policies.sort();
+            Err(Refusal::AmbiguousPolicy { policies }.into())
+        }
+    }
 }
 
 /// Ends the caller's workload session now: its token stops working, and every lock it holds

@@ -77,6 +77,9 @@ fn with_parts(
         message,
     })?;
     let catalog = aws::catalog(sdk, &settings);
+    // The functions scale out: the issuers' keys and their fetch's start are kept in the
+    // table, so every process together fetches an issuer's keys once a minute at most.
+    let issuers = issuers.kept_in(Arc::new(aws::catalog(sdk, &settings)));
     let blobs: Arc<dyn BlobStore> = if needs.blobs {
         Arc::new(aws::blobs(sdk, &settings))
     } else {

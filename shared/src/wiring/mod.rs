@@ -190,7 +190,9 @@ fn key_cache(config: &Config) -> KeyCache {
 }
 
 /// The issuers' keys for the workload exchange, fetched over HTTPS with the extra CA of
-/// `HEGEMONY_OIDC_CA_FILE`; off where no route verifies an ID token (`wanted` false).
+/// `HEGEMONY_OIDC_CA_FILE`, reaching private addresses only with
+/// `HEGEMONY_OIDC_ALLOW_PRIVATE_ISSUERS`, believed `HEGEMONY_OIDC_KEYS_MAX_AGE_SECONDS` at
+/// most; off where no route verifies an ID token (`wanted` false).
 ///
 /// # Errors
 /// A CA file the HTTP client does not accept.
@@ -199,8 +201,14 @@ fn issuers(config: &Config, wanted: bool) -> Result<Issuers, String> {
     if !wanted {
         return Ok(Issuers::off());
     }
-    let fetcher = HttpsIssuers::new(config.oidc_ca_pem.as_deref())?;
-    Ok(Issuers::new(Arc::new(fetcher)))
+    let fetcher = HttpsIssuers::new(
+        config.oidc_ca_pem.as_deref(),
+        config.oidc_allow_private_issuers,
+    )?;
+    let max_age = time::Duration::seconds(
+        i64::try_from(config.oidc_keys_max_age_seconds).unwrap_or(i64::MAX),
+    );
+    Ok(Issuers::new(Arc::new(fetcher), max_age))
 }
 
 /// The one place an `App` is assembled; every deployment reads the system clock.

@@ -12,7 +12,7 @@ const RULES: &str = "/api/org/protected-states";
 fn policy(states: &[&str]) -> Value {
     json!({
         "issuer": "https://gitlab.example.com",
-        "audience": "https://state.example.com",
+        "audience": "https://state.example.com/acme",
         "claims": {"project_id": "42", "ref_protected": "true"},
         "role": "operator",
         "states": states,

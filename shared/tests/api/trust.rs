@@ -11,7 +11,7 @@ fn github(name: &str) -> Value {
     json!({
         "name": name,
         "issuer": "https://token.actions.githubusercontent.com",
-        "audience": "https://state.example.com",
+        "audience": "https://state.example.com/acme",
         "claims": {"repository_id": "123", "ref": "refs/heads/main"},
         "role": "operator",
         "states": ["net-*"],
@@ -32,7 +32,7 @@ async fn an_admin_adds_reads_replaces_and_removes_a_policy_in_the_pinned_shape()
     );
     assert_eq!(
         api.json("GET", POLICIES, &admin).await,
-        json!({"org": "acme", "policies": [github("deploy")]})
+        json!({"org": "acme", "policies": [github("deploy")], "warnings": []})
     );
     let mut changed = github("deploy");
     changed["states"] = json!(["net-*", "dns"]);
@@ -187,13 +187,12 @@ async fn a_name_in_use_and_another_orgs_issuer_and_audience_are_conflicts() {
     );
     let r = api.post_json(POLICIES, &acme, &github("deploy")).await;
     assert_eq!(r.error().expect(409).0, "policy_exists");
+    // Another org cannot claim the audience acme's jobs ask for: a new policy's audience
+    // names its own org.
     let r = api.post_json(POLICIES, &other, &github("deploy")).await;
-    let (code, message) = r.error().expect(409);
-    assert_eq!(code, "trust_pair_taken");
-    assert!(
-        !message.contains("acme"),
-        "another org's name is not told: {message}"
-    );
+    let (code, message) = r.error().expect(400);
+    assert_eq!(code, "invalid_request");
+    assert!(message.contains("must end with /other"), "{message}");
     let mut own = github("deploy");
     own["audience"] = json!("https://state.example.com/other");
     assert_eq!(api.post_json(POLICIES, &other, &own).await.status, 201);

@@ -7,9 +7,11 @@
 use base64::Engine;
 use hegemony_state::domain::actor::{SessionGrant, WorkloadJob};
 use hegemony_state::domain::permission::Role;
+use hegemony_state::domain::trust::TrustPolicy;
 use hegemony_state::domain::Actor;
 use hegemony_state::http::{self, find_route, RouteMatch};
 use hegemony_state::service::tokens::{self, NewToken};
+use hegemony_state::ports::{AuditEntry, ExchangeMark};
 use hegemony_state::service::Limits;
 use lambda_http::http::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
@@ -188,17 +190,50 @@ impl Api {
         self.create(new).await
     }
 
-    /// A workload session's token under trust policy `policy` (operator, on every state), made
-    /// as the exchange makes it once a CI job's ID token matched the policy.
+    /// A workload session's token under trust policy `policy` of `org`, made as the exchange
+    /// makes it once a CI job's ID token matched the policy: the policy as stored (one
+    /// letting an operator reach every state is stored first when the org has none of that
+    /// name), its revision recorded.
     pub async fn session(&self, org: &str, policy: &str) -> String {
         let now = self.fx.app.clock.now();
+        let catalog = self.fx.app.catalog.as_ref();
+        let stored = match catalog.trust_policy(org, policy).await.unwrap() {
+            Some(stored) => stored,
+            None => {
+                let new = TrustPolicy {
+                    name: policy.to_owned(),
+                    issuer: "https://ci.example.com".into(),
+                    audience: format!("https://state.example.com/{org}"),
+                    claims: Default::default(),
+                    role: Role::Operator,
+                    states: vec!["*".to_owned()],
+                    session_seconds: 3600,
+                };
+                let audit = AuditEntry {
+                    org: org.to_owned(),
+                    at: now,
+                    action: "trust_policy_created".into(),
+                    actor: Actor::Cli,
+                    state: None,
+                    version: None,
+                    detail: Value::Null,
+                };
+                catalog
+                    .put_trust_policy(org, None, &new, &audit)
+                    .await
+                    .unwrap();
+                new
+            }
+        };
         let expires_at = now + Duration::hours(1);
         let grant = Box::new(SessionGrant {
             token_id: String::new(),
             policy: policy.to_owned(),
-            states: vec!["*".to_owned()],
+            policy_revision: stored.revision(),
+            narrowed_to: None,
+            states: stored.states.clone(),
             job: WorkloadJob::from_claims(&serde_json::Map::from_iter([
-                ("iss".to_owned(), Value::from("https://ci.example.com")),
+                ("iss".to_owned(), Value::from(stored.issuer.clone())),
                 ("sub".to_owned(), Value::from(format!("job-of-{policy}"))),
             ])),
             expires_at,
@@ -207,8 +242,13 @@ impl Api {
         });
         let new = NewToken::Session {
             org,
-            role: Role::Operator,
+            role: stored.role,
             grant,
+            mark: ExchangeMark {
+                // Each test session stands for an ID token of its own.
+                key: format!("test-session-{}", hegemony_state::ids::new_id()),
+                until: expires_at,
+            },
         };
         self.create(new).await
     }

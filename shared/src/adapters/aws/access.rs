@@ -11,7 +11,9 @@ use super::items::*;
 use super::DynamoCatalog;
 use crate::domain::permission::Allocation;
 use crate::domain::Timestamp;
-use crate::ports::{AccessCatalog, AuditEntry, InventoryKey, OrgRecord, StoreError, TokenRecord};
+use crate::ports::{
+    AccessCatalog, AuditEntry, ExchangeMark, InventoryKey, OrgRecord, StoreError, TokenRecord,
+};
 
 /// How long after its expiry DynamoDB's TTL may remove a token on its own, should the
 /// sweeper not have: a backstop, never what correctness relies on (expiry is checked on use).
@@ -52,6 +54,35 @@ impl AccessCatalog for DynamoCatalog {
             link.insert("hash".into(), s(token.hash.clone()));
             items.push(self.put(link, None));
         }
+        self.transact(items, None).await
+    }
+
+    async fn put_session(
+        &self,
+        token: &TokenRecord,
+        mark: &ExchangeMark,
+        audit: &AuditEntry,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let mut item = key(exchanged_pk(&mark.key), ONLY);
+        item.insert("until".into(), n(mark.until.unix_timestamp().max(0) as u64));
+        // DynamoDB's TTL removes the mark once the token could not be taken anyway; until
+        // then the condition keeps a replay out, and a mark past its time is replaced.
+        let ttl = mark.until.unix_timestamp() + TOKEN_TTL_MARGIN_SECONDS;
+        item.insert(TTL.into(), n(ttl.max(0) as u64));
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk) OR #until < :now")
+            .expression_attribute_names("#until", "until")
+            .expression_attribute_values(":now", n(now.unix_timestamp().max(0) as u64))
+            .build()
+            .expect("table and item are set");
+        let items = vec![
+            TransactWriteItem::builder().put(put).build(),
+            self.put(token_item(token), None),
+            self.audit_put(audit),
+        ];
         self.transact(items, None).await
     }
 

@@ -19,6 +19,10 @@
 //! | pending blob  | `PENDING#<blob>`                  | `-`                   | sweep `pending` |
 //! | doomed blob   | `DOOMED#<blob>`                   | `-`                   | sweep `doomed` |
 //! | version mark  | `MARK#<org>/<home>/<incarnation>` | `-`                   | sweep `mark` |
+//! | exchanged ID token | `EXCHANGED#<digest>`         | `-`                   | (TTL)  |
+//! | issuer's keys | `ISSUERKEYS#<issuer>`             | `-`                   |        |
+//!
+//! Trust policies and protected states keep their own items (`trust.rs`, `protection.rs`).
 //!
 //! A state's versions are keyed by its home (`StateRecord::home`): the name its incarnation
 //! was created under, which a restore under another name keeps.
@@ -100,6 +104,15 @@ pub fn audit_pk(org: &str) -> String {
 }
 pub fn token_pk(hash: &str) -> String {
     format!("TOKEN#{hash}")
+}
+/// What the deployment keeps of an issuer's keys. An issuer is at most 512 bytes (a
+/// policy's and a token's bound), well inside a partition key's 2,048.
+pub fn issuer_keys_pk(issuer: &str) -> String {
+    format!("ISSUERKEYS#{issuer}")
+}
+/// An exchanged ID token's mark, by its key (a hex digest).
+pub fn exchanged_pk(key: &str) -> String {
+    format!("EXCHANGED#{key}")
 }
 pub fn run_pk(run: &str) -> String {
     format!("RUN#{run}")

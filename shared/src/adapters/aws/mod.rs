@@ -9,6 +9,7 @@ mod blobs;
 mod catalog;
 mod deleted;
 mod inventory;
+mod issuers;
 mod items;
 mod keys;
 mod protection;

@@ -153,6 +153,10 @@ impl TrustCatalog for DynamoCatalog {
         self.partition(trust_pk(org)).await
     }
 
+    async fn trust_policy(&self, org: &str, name: &str) -> Result<Option<TrustPolicy>, StoreError> {
+        self.get_record(key(trust_pk(org), name)).await
+    }
+
     async fn trust_policies_of_issuer(&self, issuer: &str) -> Result<Vec<TrustRecord>, StoreError> {
         self.partition(issuer_pk(issuer)).await
     }

@@ -9,7 +9,9 @@ use super::tables::{from_json, seconds, sql_error, to_json};
 use super::SqliteCatalog;
 use crate::domain::permission::Allocation;
 use crate::domain::Timestamp;
-use crate::ports::{AccessCatalog, AuditEntry, InventoryKey, OrgRecord, StoreError, TokenRecord};
+use crate::ports::{
+    AccessCatalog, AuditEntry, ExchangeMark, InventoryKey, OrgRecord, StoreError, TokenRecord,
+};
 
 #[async_trait]
 impl AccessCatalog for SqliteCatalog {
@@ -43,6 +45,46 @@ impl AccessCatalog for SqliteCatalog {
                     token.hash,
                     token.id,
                     token.step.as_ref().map(|g| &g.run),
+                    token.expires_at.map(seconds),
+                    to_json(&token)
+                ],
+            )
+            .map_err(sql_error)?;
+            insert_audit(&tx, &audit)?;
+            tx.commit().map_err(sql_error)
+        })
+        .await
+    }
+
+    async fn put_session(
+        &self,
+        token: &TokenRecord,
+        mark: &ExchangeMark,
+        audit: &AuditEntry,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let (token, mark, audit) = (token.clone(), mark.clone(), audit.clone());
+        self.with(move |conn| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(sql_error)?;
+            // A mark past its time is replaced; a live one refuses the second exchange.
+            let marked = tx
+                .execute(
+                    "INSERT INTO exchanged_tokens (key, until) VALUES (?1, ?2)
+                     ON CONFLICT (key) DO UPDATE SET until = excluded.until
+                     WHERE exchanged_tokens.until < ?3",
+                    params![mark.key, seconds(mark.until), seconds(now)],
+                )
+                .map_err(sql_error)?;
+            if marked == 0 {
+                return Err(StoreError::Conflict);
+            }
+            tx.execute(
+                "INSERT INTO tokens (hash, id, run, expires, record) VALUES (?1, ?2, NULL, ?3, ?4)",
+                params![
+                    token.hash,
+                    token.id,
                     token.expires_at.map(seconds),
                     to_json(&token)
                 ],

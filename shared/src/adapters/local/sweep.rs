@@ -152,12 +152,21 @@ impl SweepCatalog for SqliteCatalog {
     ) -> Result<usize, StoreError> {
         let before = seconds(before);
         self.with(move |conn| {
-            conn.execute(
-                "DELETE FROM tokens WHERE rowid IN
-                 (SELECT rowid FROM tokens WHERE expires IS NOT NULL AND expires < ?1 LIMIT ?2)",
-                params![before, limit as i64],
-            )
-            .map_err(sql_error)
+            let tokens = conn
+                .execute(
+                    "DELETE FROM tokens WHERE rowid IN
+                     (SELECT rowid FROM tokens WHERE expires IS NOT NULL AND expires < ?1 LIMIT ?2)",
+                    params![before, limit as i64],
+                )
+                .map_err(sql_error)?;
+            let marks = conn
+                .execute(
+                    "DELETE FROM exchanged_tokens WHERE key IN
+                     (SELECT key FROM exchanged_tokens WHERE until < ?1 LIMIT ?2)",
+                    params![before, limit as i64],
+                )
+                .map_err(sql_error)?;
+            Ok(tokens + marks)
         })
         .await
     }

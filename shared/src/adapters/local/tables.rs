@@ -90,7 +90,9 @@ CREATE INDEX IF NOT EXISTS inventory_pending_by_state ON inventory_pending (org,
 CREATE TABLE IF NOT EXISTS inventory_waiting (
     org TEXT NOT NULL, state TEXT NOT NULL,
     PRIMARY KEY (org, state)) WITHOUT ROWID;
-PRAGMA user_version = 13;
+CREATE TABLE IF NOT EXISTS exchanged_tokens (key TEXT PRIMARY KEY, until INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS exchanged_tokens_by_until ON exchanged_tokens (until);
+PRAGMA user_version = 14;
 ";
 
 /// The `user_version` of a catalog that `SCHEMA` made: one at it needs no write to open.
@@ -109,10 +111,12 @@ PRAGMA user_version = 13;
 /// for the trigram index to take later (empty after the step: every row is in the index);
 /// 12 added `inventory_pending`, the changes to the rows that commits recorded and that are
 /// written before a read (empty after the step); 13 added `inventory_waiting`, the states
-/// whose entries wait to be derived from their latest versions (empty after the step).
+/// whose entries wait to be derived from their latest versions (empty after the step); 14
+/// added `exchanged_tokens`, the marks of the ID tokens exchanged for sessions (empty after
+/// the step: a token exchanged before it could be exchanged once more).
 /// Every table is created if missing, so a catalog of any older version gains all it lacks
 /// in one pass.
-pub(super) const SCHEMA_VERSION: i64 = 13;
+pub(super) const SCHEMA_VERSION: i64 = 14;
 
 /// What a catalog at 8 or 9 lacks that creating what is missing cannot add: a column of a
 /// table it has. Entries without tags (every one, after the step) are replaced whole by their

@@ -46,6 +46,22 @@ impl TrustCatalog for SqliteCatalog {
         .await
     }
 
+    async fn trust_policy(&self, org: &str, name: &str) -> Result<Option<TrustPolicy>, StoreError> {
+        let (org, name) = (org.to_owned(), name.to_owned());
+        self.read(move |conn| {
+            let text: Option<String> = conn
+                .query_row(
+                    "SELECT record FROM trust_policies WHERE org = ?1 AND name = ?2",
+                    params![org, name],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(sql_error)?;
+            text.as_deref().map(from_json).transpose()
+        })
+        .await
+    }
+
     async fn trust_policies_of_issuer(&self, issuer: &str) -> Result<Vec<TrustRecord>, StoreError> {
         let issuer = issuer.to_owned();
         self.read(move |conn| {

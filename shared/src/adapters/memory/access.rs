@@ -5,7 +5,9 @@ use async_trait::async_trait;
 use super::MemoryStore;
 use crate::domain::permission::Allocation;
 use crate::domain::Timestamp;
-use crate::ports::{AccessCatalog, AuditEntry, InventoryKey, OrgRecord, StoreError, TokenRecord};
+use crate::ports::{
+    AccessCatalog, AuditEntry, ExchangeMark, InventoryKey, OrgRecord, StoreError, TokenRecord,
+};
 
 #[async_trait]
 impl AccessCatalog for MemoryStore {
@@ -19,6 +21,24 @@ impl AccessCatalog for MemoryStore {
             Some(stored) => *stored = token.clone(),
             None => inner.tokens.push(token.clone()),
         }
+        inner.audit.push(audit.clone());
+        Ok(())
+    }
+
+    async fn put_session(
+        &self,
+        token: &TokenRecord,
+        mark: &ExchangeMark,
+        audit: &AuditEntry,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        if inner.exchanged.get(&mark.key).is_some_and(|until| *until >= now) {
+            return Err(StoreError::Conflict);
+        }
+        inner.exchanged.retain(|_, until| *until >= now);
+        inner.exchanged.insert(mark.key.clone(), mark.until);
+        inner.tokens.push(token.clone());
         inner.audit.push(audit.clone());
         Ok(())
     }

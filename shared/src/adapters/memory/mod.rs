@@ -1,6 +1,6 @@
 //! The ports in memory: one lock around plain maps. For tests and the contract suite's
 //! reference; nothing survives the process. The maps are here; each port's impl is its own
-//! file (`state`, `deleted`, `access`, `runs`, `apps`, `sweep`, `trust`, `protection`, `inventory`, `blobs`), as the local and AWS
+//! file (`state`, `deleted`, `access`, `runs`, `apps`, `sweep`, `trust`, `protection`, `inventory`, `issuers`, `blobs`), as the local and AWS
 //! adapters are split.
 
 mod access;
@@ -8,6 +8,7 @@ mod apps;
 mod blobs;
 mod deleted;
 mod inventory;
+mod issuers;
 mod protection;
 mod runs;
 mod state;
@@ -34,6 +35,10 @@ pub struct MemoryStore {
 
 #[derive(Default)]
 struct Inner {
+    /// Exchanged ID tokens' marks: key -> until.
+    exchanged: HashMap<String, Timestamp>,
+    /// The issuers' keys, by issuer.
+    kept_keys: HashMap<String, crate::ports::KeptKeys>,
     states: BTreeMap<(String, String), StateRecord>,
     versions: HashMap<(String, String, String, u64), VersionRecord>,
     /// The sealed content of inline versions, keyed as `versions`.

@@ -18,6 +18,14 @@ impl TrustCatalog for MemoryStore {
             .collect())
     }
 
+    async fn trust_policy(&self, org: &str, name: &str) -> Result<Option<TrustPolicy>, StoreError> {
+        Ok(self
+            .lock()
+            .trust
+            .get(&(org.to_owned(), name.to_owned()))
+            .cloned())
+    }
+
     async fn trust_policies_of_issuer(&self, issuer: &str) -> Result<Vec<TrustRecord>, StoreError> {
         Ok(self
             .lock()
