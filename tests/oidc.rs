@@ -10,12 +10,18 @@ use hegemony_state_blackbox::issuer::{now, TestIssuer};
 use hegemony_state_blackbox::{client, eventually, lock_doc, state_doc, Server, Tf, TfVersion};
 use serde_json::{json, Value};
 
-const AUDIENCE: &str = "https://state.example.com";
+/// The audience the tests' policies name: it ends with their org's name, as a new
+/// policy's must.
+const AUDIENCE: &str = "https://state.example.com/acme";
 
-/// A server that trusts `issuer`'s CA for its fetches, with `env` besides.
+/// A server that trusts `issuer`'s CA for its fetches, and may reach it on loopback, with
+/// `env` besides.
 fn server_for(issuer: &TestIssuer, env: &[(&str, &str)]) -> Server {
     let ca = issuer.ca_file();
-    let mut all = vec![("HEGEMONY_OIDC_CA_FILE", ca.to_str().unwrap())];
+    let mut all = vec![
+        ("HEGEMONY_OIDC_CA_FILE", ca.to_str().unwrap()),
+        ("HEGEMONY_OIDC_ALLOW_PRIVATE_ISSUERS", "true"),
+    ];
     all.extend_from_slice(env);
     Server::start_with(&all)
 }
@@ -728,11 +734,19 @@ fn github_token_endpoint(issuer: &TestIssuer, request_token: &str) -> String {
     url
 }
 
+/// The job's temporary folder, where `login --oidc` keeps its sessions: one per test
+/// process, as a job has one.
+fn job_temp() -> &'static std::path::Path {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().unwrap()).path()
+}
+
 fn login(server: &Server, env: &[(&str, &str)], args: &[&str]) -> std::process::Output {
     let mut cmd = std::process::Command::new(hegemony_state_blackbox::bin());
     cmd.arg("login")
         .args(args)
         .env("HEGEMONY_URL", &server.base)
+        .env("RUNNER_TEMP", job_temp())
         .env_remove("ACTIONS_ID_TOKEN_REQUEST_URL")
         .env_remove("ACTIONS_ID_TOKEN_REQUEST_TOKEN")
         .stdin(std::process::Stdio::null());
@@ -910,9 +924,8 @@ mod terraform_1_15 {
 /// A protected state: an operator's and an admin's personal tokens are refused on
 /// `terraform apply` (the lock's 403, which Terraform prints as invalid auth; the log says
 /// which rule), the policy's job applies, an admin still force-unlocks the job's lock, and
-/// the audit shows the rule set and the force unlock.
-#[test]
-fn a_protected_state_is_applied_only_by_its_policys_jobs() {
+/// the audit shows the rule set and the force unlock. Every Terraform run is `version`.
+fn a_protected_state_is_applied_only_by_its_policys_jobs(version: TfVersion) {
     let issuer = TestIssuer::start();
     let server = server_for(&issuer, &[]);
     let admin = server.token("acme", "root", "admin");
@@ -926,7 +939,7 @@ fn a_protected_state_is_applied_only_by_its_policys_jobs() {
         .unwrap();
     assert_eq!(r.status(), 201, "{}", r.text().unwrap());
     for (who, token) in [("an operator", &operator), ("an admin", &admin)] {
-        let person = Tf::new(TfVersion::V1_11, &server, "net-prod", token);
+        let person = Tf::new(version, &server, "net-prod", token);
         person.init();
         let refused = person.run(&["apply", "-auto-approve", "-no-color"]);
         assert!(!refused.ok, "{who}'s apply went through");
@@ -953,7 +966,7 @@ fn a_protected_state_is_applied_only_by_its_policys_jobs() {
         "{refusals:?}"
     );
     let session = gitlab_session(&server, &issuer, 300);
-    let job = Tf::new(TfVersion::V1_11, &server, "net-prod", &session);
+    let job = Tf::new(version, &server, "net-prod", &session);
     job.init();
     job.ok(&["apply", "-auto-approve", "-no-color"]);
     // The job holds the lock (killed, say); an admin's force-unlock still releases it.
@@ -967,7 +980,7 @@ fn a_protected_state_is_applied_only_by_its_policys_jobs() {
     .send()
     .unwrap();
     assert_eq!(r.status(), 200);
-    let admins = Tf::new(TfVersion::V1_11, &server, "net-prod", &admin);
+    let admins = Tf::new(version, &server, "net-prod", &admin);
     admins.init();
     admins.ok(&["force-unlock", "-force", "job-lock"]);
     let audit: Value = client()
@@ -1007,18 +1020,31 @@ fn a_protected_state_is_applied_only_by_its_policys_jobs() {
     );
 }
 
+mod protected_state {
+    use super::TfVersion;
+
+    #[test]
+    fn on_terraform_1_11_a_protected_state_is_applied_only_by_its_policys_jobs() {
+        super::a_protected_state_is_applied_only_by_its_policys_jobs(TfVersion::V1_11)
+    }
+
+    #[test]
+    fn on_terraform_1_15_a_protected_state_is_applied_only_by_its_policys_jobs() {
+        super::a_protected_state_is_applied_only_by_its_policys_jobs(TfVersion::V1_15)
+    }
+}
+
 /// A job killed mid-apply (SIGKILL: no unlock) leaves its lock; a person waiting is told
 /// which job holds it, and takes it over once the session has ended and the grace passed,
-/// with no force unlock.
-#[test]
-fn a_killed_jobs_lock_frees_itself_after_its_session_and_the_grace() {
+/// with no force unlock. The job and the person run Terraform `version`.
+fn a_killed_jobs_lock_frees_itself_after_its_session_and_the_grace(version: TfVersion) {
     let issuer = TestIssuer::start();
     let server = server_for(&issuer, &[("HEGEMONY_TF_STATE_RUN_END_GRACE_SECONDS", "2")]);
     let admin = server.token("acme", "root", "admin");
     let person = server.token("acme", "bob", "operator");
     add_policy(&server, &admin, &operator_policy(&issuer, 20));
     let session = gitlab_session(&server, &issuer, 20);
-    let job = Tf::new(TfVersion::V1_11, &server, "net-k", &session);
+    let job = Tf::new(version, &server, "net-k", &session);
     job.init();
     job.ok(&["apply", "-auto-approve", "-no-color"]);
     // The next apply is still running when the job is killed.
@@ -1027,14 +1053,8 @@ fn a_killed_jobs_lock_frees_itself_after_its_session_and_the_grace() {
         "terraform {\n  backend \"http\" {}\n}\nresource \"terraform_data\" \"slow\" {\n  provisioner \"local-exec\" {\n    command = \"sleep 30\"\n  }\n}\n",
     )
     .unwrap();
-    let mut apply = std::process::Command::new("terraform")
-        .args(["apply", "-auto-approve", "-no-color"])
-        .current_dir(job.path())
-        .env("TF_CLI_CONFIG_FILE", job.path().join("cli.tfrc"))
-        .env("TF_HTTP_PASSWORD", &session)
-        .env("TF_IN_AUTOMATION", "1")
-        .env("CHECKPOINT_DISABLE", "1")
-        .stdin(std::process::Stdio::null())
+    let mut apply = job
+        .command(&["apply", "-auto-approve", "-no-color"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -1050,13 +1070,33 @@ fn a_killed_jobs_lock_frees_itself_after_its_session_and_the_grace() {
     apply.kill().unwrap();
     apply.wait().unwrap();
     assert!(locked, "the job's apply never took the lock");
-    // Terraform 1.15 prints the holder's Info and Who from the 423.
-    let waiting = Tf::new(TfVersion::V1_15, &server, "net-k", &person);
+    let waiting = Tf::new(version, &server, "net-k", &person);
     waiting.init();
     let refused = waiting.run(&["plan", "-no-color", "-lock-timeout=0s"]);
     assert!(!refused.ok);
     let said = refused.output();
-    for field in ["Info:", "Who:"] {
+    assert!(said.contains("Error acquiring the state lock"), "{said}");
+    // Terraform 1.11 prints its own lock's info; 1.15 prints the holder's Info and Who from
+    // the 423, which the API shows to both.
+    let state: Value = client()
+        .get(server.url("/api/tf-states/net-k"))
+        .bearer_auth(&person)
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert!(
+        state["lock"]["info"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("CI job 8080 run 555 of acme/net at main"),
+        "{state}"
+    );
+    let fields: &[&str] = match version {
+        TfVersion::V1_11 => &[],
+        TfVersion::V1_15 => &["Info:", "Who:"],
+    };
+    for field in fields {
         let line = said
             .lines()
             .find(|l| l.trim_start().starts_with(field))
@@ -1078,13 +1118,27 @@ fn a_killed_jobs_lock_frees_itself_after_its_session_and_the_grace() {
     assert_eq!(audit["entries"].as_array().unwrap().len(), 1, "{audit}");
 }
 
+mod killed_job {
+    use super::TfVersion;
+
+    #[test]
+    fn on_terraform_1_11_a_killed_jobs_lock_frees_itself_after_its_session_and_the_grace() {
+        super::a_killed_jobs_lock_frees_itself_after_its_session_and_the_grace(TfVersion::V1_11)
+    }
+
+    #[test]
+    fn on_terraform_1_15_a_killed_jobs_lock_frees_itself_after_its_session_and_the_grace() {
+        super::a_killed_jobs_lock_frees_itself_after_its_session_and_the_grace(TfVersion::V1_15)
+    }
+}
+
 /// Without the issuer's CA in `HEGEMONY_OIDC_CA_FILE` its certificate is not trusted: the
 /// exchange is a 503 that says the keys could not be fetched (the log says why), retried by
 /// the issuer's next fetch a minute later, never a session.
 #[test]
 fn an_issuer_whose_certificate_is_not_trusted_is_never_believed() {
     let issuer = TestIssuer::start();
-    let server = Server::start();
+    let server = Server::start_with(&[("HEGEMONY_OIDC_ALLOW_PRIVATE_ISSUERS", "true")]);
     let admin = server.token("acme", "root", "admin");
     add_policy(&server, &admin, &github_policy(&issuer, "deploy", 3600));
     let token = issuer.mint(&issuer.rsa, &issuer.github_claims(AUDIENCE));
@@ -1106,4 +1160,466 @@ fn an_issuer_whose_certificate_is_not_trusted_is_never_believed() {
         fetch[0]
     );
     assert_eq!(issuer.jwks_fetches(), 0);
+}
+
+/// A leaked ID token opens nothing: the first exchange opens a session, a second of the same
+/// token is 401 `invalid_token` in words, whichever way it is sent, and no second session is
+/// audited.
+#[test]
+fn an_id_token_is_exchanged_once() {
+    let issuer = TestIssuer::start();
+    let server = server_for(&issuer, &[]);
+    let admin = server.token("acme", "root", "admin");
+    add_policy(&server, &admin, &github_policy(&issuer, "deploy", 3600));
+    let id_token = issuer.mint(&issuer.rsa, &issuer.github_claims(AUDIENCE));
+    let (status, body) = exchange(&server, &id_token);
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = exchange(&server, &id_token);
+    assert_eq!(status, 401, "{body}");
+    assert_eq!(body["error"]["code"], "invalid_token");
+    assert!(
+        message(&body).contains("this ID token was already exchanged"),
+        "{body}"
+    );
+    let r = client()
+        .post(server.url("/api/oidc/exchange"))
+        .json(&json!({ "token": id_token }))
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 401, "the body form is the same token");
+    // A token without a jti is known by its whole text.
+    let mut claims = issuer.github_claims(AUDIENCE);
+    claims.as_object_mut().unwrap().remove("jti");
+    let no_jti = issuer.mint(&issuer.rsa, &claims);
+    assert_eq!(exchange(&server, &no_jti).0, 200);
+    assert_eq!(exchange(&server, &no_jti).0, 401);
+    let audit: Value = client()
+        .get(server.url("/api/audit?action=workload.session_opened"))
+        .bearer_auth(&admin)
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(audit["entries"].as_array().unwrap().len(), 2, "{audit}");
+    let logs = server.logs();
+    assert!(!logs.contains(&id_token) && !logs.contains(&no_jti));
+}
+
+/// A GitLab job hands its ID token to `login --oidc` twice (two steps of one job): the
+/// second login answers the session the first opened, without a second exchange.
+#[test]
+fn a_job_that_logs_in_twice_with_one_id_token_gets_its_session_again() {
+    let issuer = TestIssuer::start();
+    let server = server_for(&issuer, &[]);
+    let admin = server.token("acme", "root", "admin");
+    add_policy(&server, &admin, &gitlab_policy(&issuer));
+    let id_token = issuer.mint(&issuer.rsa, &issuer.gitlab_claims(AUDIENCE));
+    let env = [("CI_JOB_ID_TOKEN", id_token.as_str())];
+    let args = ["--oidc", "--id-token-variable", "CI_JOB_ID_TOKEN"];
+    let first = login(&server, &env, &args);
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    let second = login(&server, &env, &args);
+    assert!(second.status.success(), "{}", String::from_utf8_lossy(&second.stderr));
+    assert_eq!(first.stdout, second.stdout, "the same session, printed again");
+    let refusals = server
+        .logs()
+        .lines()
+        .filter(|l| l.contains("request refused"))
+        .count();
+    assert_eq!(refusals, 0, "no second exchange was refused: none was sent");
+    // The kept session is the job's user's alone.
+    let folder = job_temp().join("hegemony-state-sessions");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&folder).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
+    for file in std::fs::read_dir(&folder).unwrap() {
+        let file = file.unwrap();
+        assert_eq!(file.metadata().unwrap().permissions().mode() & 0o777, 0o600);
+        let text = std::fs::read_to_string(file.path()).unwrap();
+        assert!(!text.contains(&id_token), "the ID token is not kept");
+    }
+}
+
+/// Two policies that both let a job in: the exchange refuses to pick (409
+/// `ambiguous_policy`, naming them) until the job names one, in the body or with
+/// `login --oidc --policy`.
+#[test]
+fn a_job_that_two_policies_let_in_names_the_one_to_use() {
+    let issuer = TestIssuer::start();
+    let server = server_for(&issuer, &[]);
+    let admin = server.token("acme", "root", "admin");
+    add_policy(&server, &admin, &github_policy(&issuer, "deploy", 3600));
+    let mut broad = github_policy(&issuer, "a-broad", 3600);
+    broad["claims"] = json!({"repository_owner_id": "77"});
+    broad["states"] = json!(["*"]);
+    add_policy(&server, &admin, &broad);
+    let (status, body) = exchange(
+        &server,
+        &issuer.mint(&issuer.rsa, &issuer.github_claims(AUDIENCE)),
+    );
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["error"]["code"], "ambiguous_policy");
+    assert_eq!(body["error"]["policies"], json!(["a-broad", "deploy"]));
+    assert!(message(&body).contains("--policy"), "{body}");
+    let r = client()
+        .post(server.url("/api/oidc/exchange"))
+        .json(&json!({
+            "token": issuer.mint(&issuer.rsa, &issuer.github_claims(AUDIENCE)),
+            "policy": "deploy"
+        }))
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.json::<Value>().unwrap()["states"], json!(["net-*"]));
+    // A named policy that does not let the job in is refused, not swapped for another.
+    let mut other = issuer.github_claims(AUDIENCE);
+    other["ref"] = json!("refs/heads/feature");
+    let r = client()
+        .post(server.url("/api/oidc/exchange"))
+        .json(&json!({"token": issuer.mint(&issuer.rsa, &other), "policy": "deploy"}))
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    let id_token = issuer.mint(&issuer.rsa, &issuer.github_claims(AUDIENCE));
+    let env = [("CI_ID", id_token.as_str())];
+    let out = login(&server, &env, &["--oidc", "--id-token-variable", "CI_ID"]);
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("a-broad, deploy") && said.contains("--policy"), "{said}");
+    // The refused exchange opened nothing, so the same token logs in once a policy is named.
+    let out = login(
+        &server,
+        &env,
+        &["--oidc", "--id-token-variable", "CI_ID", "--policy", "a-broad", "--json"],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let session: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(session["states"], json!(["*"]));
+}
+
+/// In claim conditions `*` stays within a segment (no `/`, no `:`), `**` crosses them: a
+/// condition `repo:acme/*` on GitHub's `sub` does not let in `repo:acme/net:environment:...`.
+#[test]
+fn a_claim_star_does_not_cross_a_colon_or_a_slash() {
+    let issuer = TestIssuer::start();
+    let server = server_for(&issuer, &[]);
+    let admin = server.token("acme", "root", "admin");
+    let mut policy = github_policy(&issuer, "deploy", 3600);
+    policy["claims"] = json!({"repository_owner_id": "77", "sub": "repo:acme/*"});
+    add_policy(&server, &admin, &policy);
+    let (status, body) = exchange(
+        &server,
+        &issuer.mint(&issuer.rsa, &issuer.github_claims(AUDIENCE)),
+    );
+    assert_eq!(status, 403, "{body}");
+    assert!(message(&body).contains("claim sub"), "{body}");
+    policy["claims"]["sub"] = json!("repo:acme/**");
+    let r = client()
+        .put(server.url("/api/org/trust-policies/deploy"))
+        .bearer_auth(&admin)
+        .json(&policy)
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let (status, body) = exchange(
+        &server,
+        &issuer.mint(&issuer.rsa, &issuer.github_claims(AUDIENCE)),
+    );
+    assert_eq!(status, 200, "{body}");
+}
+
+/// On a shared deployment one org cannot capture another's jobs: a new policy's audience
+/// ends with its own org's name, and a policy on GitHub Actions or GitLab.com names the
+/// owner by an id; `login --oidc --org` refuses a session of another org.
+#[test]
+fn a_policy_names_its_org_in_its_audience_and_a_shared_issuer_by_owner_id() {
+    let issuer = TestIssuer::start();
+    let server = server_for(&issuer, &[]);
+    let acme = server.token("acme", "root", "admin");
+    let globex = server.token("globex", "root", "admin");
+    let post = |admin: &str, policy: &Value| {
+        let r = client()
+            .post(server.url("/api/org/trust-policies"))
+            .bearer_auth(admin)
+            .json(policy)
+            .send()
+            .unwrap();
+        let status = r.status().as_u16();
+        (status, r.json::<Value>().unwrap_or(Value::Null))
+    };
+    // globex asks for acme's audience, with conditions naming acme's repository.
+    let (status, body) = post(&globex, &github_policy(&issuer, "capture", 3600));
+    assert_eq!(status, 400, "{body}");
+    assert!(message(&body).contains("must end with /globex"), "{body}");
+    let github = json!({
+        "name": "gh", "issuer": "https://token.actions.githubusercontent.com",
+        "audience": AUDIENCE, "claims": {"repository": "acme/net"},
+        "role": "operator", "states": ["*"], "session_seconds": 3600
+    });
+    let (status, body) = post(&acme, &github);
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        message(&body).contains("repository_owner_id or repository_id"),
+        "{body}"
+    );
+    let gitlab = json!({
+        "name": "gl", "issuer": "https://gitlab.com",
+        "audience": AUDIENCE, "claims": {"namespace_path": "acme"},
+        "role": "operator", "states": ["*"], "session_seconds": 3600
+    });
+    let (status, body) = post(&acme, &gitlab);
+    assert_eq!(status, 400, "{body}");
+    assert!(message(&body).contains("namespace_id or project_id"), "{body}");
+    let mut owned = github.clone();
+    owned["claims"] = json!({"repository_owner_id": "77"});
+    assert_eq!(post(&acme, &owned).0, 201);
+    // A session of another org than the job expects is ended at once.
+    let mut own = github_policy(&issuer, "deploy", 3600);
+    own["audience"] = json!("https://state.example.com/globex");
+    assert_eq!(post(&globex, &own).0, 201);
+    let id_token = issuer.mint(
+        &issuer.rsa,
+        &issuer.github_claims("https://state.example.com/globex"),
+    );
+    let out = login(
+        &server,
+        &[("CI_ID", id_token.as_str())],
+        &["--oidc", "--id-token-variable", "CI_ID", "--org", "acme"],
+    );
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("org globex, not acme"), "{said}");
+    let ended: Value = client()
+        .get(server.url("/api/audit?action=workload.session_ended"))
+        .bearer_auth(&globex)
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(ended["entries"].as_array().unwrap().len(), 1, "{ended}");
+}
+
+/// A session ends with its policy: removed, its next request is 401; narrowed in its states,
+/// a state the policy no longer names is refused; changed in whom it lets in, it has ended.
+#[test]
+fn a_session_ends_or_narrows_with_its_policy() {
+    let issuer = TestIssuer::start();
+    let server = server_for(&issuer, &[]);
+    let admin = server.token("acme", "root", "admin");
+    let mut policy = github_policy(&issuer, "deploy", 3600);
+    policy["states"] = json!(["net-*", "dns"]);
+    add_policy(&server, &admin, &policy);
+    let open = || {
+        let (status, body) = exchange(
+            &server,
+            &issuer.mint(&issuer.rsa, &issuer.github_claims(AUDIENCE)),
+        );
+        assert_eq!(status, 200, "{body}");
+        body["token"].as_str().unwrap().to_owned()
+    };
+    let read = |token: &str, state: &str| {
+        basic(
+            reqwest::Method::POST,
+            &server,
+            &format!("/api/tf-states/{state}/state"),
+            token,
+        )
+        .body(state_doc(1, state, "x"))
+        .send()
+        .unwrap()
+        .status()
+        .as_u16()
+    };
+    let put = |policy: &Value| {
+        let r = client()
+            .put(server.url("/api/org/trust-policies/deploy"))
+            .bearer_auth(&admin)
+            .json(policy)
+            .send()
+            .unwrap();
+        assert_eq!(r.status(), 200, "{}", r.text().unwrap());
+    };
+    let session = open();
+    assert_eq!(read(&session, "dns"), 200);
+    policy["states"] = json!(["net-*"]);
+    put(&policy);
+    assert_eq!(read(&session, "dns"), 403, "narrowed with its policy");
+    assert_eq!(read(&session, "net-a"), 200);
+    // Widening the policy again does not widen a session beyond what it opened with.
+    policy["states"] = json!(["*"]);
+    put(&policy);
+    assert_eq!(read(&session, "other"), 403);
+    // Whom it lets in changes: the session has ended.
+    policy["claims"]["environment"] = json!("production");
+    put(&policy);
+    assert_eq!(read(&session, "net-a"), 401);
+    let session = open();
+    assert_eq!(read(&session, "net-a"), 200);
+    let r = client()
+        .delete(server.url("/api/org/trust-policies/deploy"))
+        .bearer_auth(&admin)
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    assert_eq!(read(&session, "net-a"), 401, "ended with its policy");
+    let r = client()
+        .get(server.url("/api/whoami"))
+        .bearer_auth(&session)
+        .send()
+        .unwrap();
+    let body: Value = r.json().unwrap();
+    assert!(message(&body).contains("trust policy deploy was removed"), "{body}");
+}
+
+/// An issuer withdraws a leaked key: with `HEGEMONY_OIDC_KEYS_MAX_AGE_SECONDS` set short, a
+/// token signed by it is refused once the kept keys have aged, without any unknown key id
+/// forcing a fetch; the issuer's shorter `Cache-Control: max-age` is honoured too.
+#[test]
+fn a_withdrawn_key_stops_working_within_the_keys_age() {
+    let issuer = TestIssuer::start();
+    let server = server_for(&issuer, &[("HEGEMONY_OIDC_KEYS_MAX_AGE_SECONDS", "2")]);
+    let admin = server.token("acme", "root", "admin");
+    add_policy(&server, &admin, &github_policy(&issuer, "deploy", 3600));
+    let mint = || issuer.mint(&issuer.rsa, &issuer.github_claims(AUDIENCE));
+    assert_eq!(exchange(&server, &mint()).0, 200);
+    assert_eq!(issuer.jwks_fetches(), 1);
+    issuer.withdraw(&issuer.rsa);
+    let refused = eventually(Duration::from_secs(10), || {
+        let (status, body) = exchange(&server, &mint());
+        status == 401 && message(&body).contains("did not publish")
+    });
+    assert!(refused, "the withdrawn key still verifies");
+    assert!(issuer.jwks_fetches() >= 2);
+    // The ES256 key, still published, works on.
+    let (status, body) = exchange(
+        &server,
+        &issuer.mint(&issuer.ec, &issuer.github_claims(AUDIENCE)),
+    );
+    assert_eq!(status, 200, "{body}");
+}
+
+/// An issuer on a loopback address is not fetched unless the operator allows private
+/// issuers: the exchange is a 503 whose log line says why, and the issuer is never asked.
+#[test]
+fn a_loopback_issuer_is_not_fetched_without_the_setting() {
+    let issuer = TestIssuer::start();
+    let ca = issuer.ca_file();
+    let server = Server::start_with(&[("HEGEMONY_OIDC_CA_FILE", ca.to_str().unwrap())]);
+    let admin = server.token("acme", "root", "admin");
+    add_policy(&server, &admin, &github_policy(&issuer, "deploy", 3600));
+    let (status, body) = exchange(
+        &server,
+        &issuer.mint(&issuer.rsa, &issuer.github_claims(AUDIENCE)),
+    );
+    assert_eq!(status, 503, "{body}");
+    let logs = server.logs();
+    assert!(
+        logs.contains("HEGEMONY_OIDC_ALLOW_PRIVATE_ISSUERS"),
+        "the log says why:\n{logs}"
+    );
+    assert_eq!(issuer.jwks_fetches(), 0);
+}
+
+/// A force unlock is a person's act: a CI session is refused on the force-unlock route even
+/// when the org gives tf_state:manage to operators, and a person with it still forces.
+#[test]
+fn a_session_never_force_unlocks_whatever_the_allocation() {
+    let issuer = TestIssuer::start();
+    let server = server_for(&issuer, &[]);
+    let admin = server.token("acme", "root", "admin");
+    let operator = server.token("acme", "otto", "operator");
+    add_policy(&server, &admin, &github_policy(&issuer, "deploy", 3600));
+    let r = client()
+        .put(server.url("/api/org/permissions"))
+        .bearer_auth(&admin)
+        .json(&json!({"tf_state:read": "operator", "tf_state:write": "operator", "tf_state:manage": "operator"}))
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().unwrap());
+    let r = basic(reqwest::Method::POST, &server, "/api/tf-states/net-a/lock", &operator)
+        .body(lock_doc("person-lock"))
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let (_, session) = exchange(
+        &server,
+        &issuer.mint(&issuer.rsa, &issuer.github_claims(AUDIENCE)),
+    );
+    let session = session["token"].as_str().unwrap();
+    let r = client()
+        .post(server.url("/api/tf-states/net-a/force-unlock"))
+        .bearer_auth(session)
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    let body: Value = r.json().unwrap();
+    assert!(message(&body).contains("a person's act"), "{body}");
+    let r = client()
+        .post(server.url("/api/tf-states/net-a/force-unlock"))
+        .bearer_auth(&operator)
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 200);
+}
+
+/// What a token claims before it is verified reaches no log line raw: a newline in `kid`
+/// or in a claim does not forge a line; an overlong or malformed `iss` is a plain 401; two
+/// `Authorization` headers are a 400; an `exp` near the largest number is a plain 401.
+#[test]
+fn unverified_claims_are_escaped_and_odd_requests_refused_in_words() {
+    let issuer = TestIssuer::start();
+    let server = server_for(&issuer, &[]);
+    let admin = server.token("acme", "root", "admin");
+    add_policy(&server, &admin, &github_policy(&issuer, "deploy", 3600));
+    let enc = |v: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
+    let forged = |header: Value, claims: Value| format!("{}.{}.c2ln", enc(&header), enc(&claims));
+    let mut claims = issuer.github_claims(AUDIENCE);
+    claims["sub"] = json!("x\nINFO hegemony_state: forged line");
+    let cases = [
+        (
+            forged(json!({"alg": "RS256", "kid": "k\nWARN forged kid"}), claims.clone()),
+            401,
+        ),
+        (
+            forged(
+                json!({"alg": "RS256", "kid": "rsa-1"}),
+                json!({"iss": format!("{}\nERROR forged issuer", issuer.url)}),
+            ),
+            401,
+        ),
+        (
+            forged(
+                json!({"alg": "RS256", "kid": "rsa-1"}),
+                json!({"iss": format!("https://{}.example", "a".repeat(600))}),
+            ),
+            401,
+        ),
+    ];
+    for (token, status) in &cases {
+        let (got, body) = exchange(&server, token);
+        assert_eq!(got, *status, "{body}");
+    }
+    let mut huge = issuer.github_claims(AUDIENCE);
+    huge["exp"] = json!(i64::MAX);
+    let (status, body) = exchange(&server, &issuer.mint(&issuer.rsa, &huge));
+    assert_eq!(status, 401, "{body}");
+    assert!(message(&body).contains("not a time"), "{body}");
+    let r = client()
+        .post(server.url("/api/oidc/exchange"))
+        .header("authorization", format!("Bearer {}", issuer.mint(&issuer.rsa, &issuer.github_claims(AUDIENCE))))
+        .header("authorization", "Bearer other")
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    assert_eq!(r.json::<Value>().unwrap()["error"]["code"], "invalid_request");
+    let logs = server.logs();
+    for forged in ["INFO hegemony_state: forged", "WARN forged kid", "ERROR forged issuer"] {
+        assert!(
+            !logs.lines().any(|l| l.trim_start().starts_with(forged)),
+            "a forged line in the log:\n{logs}"
+        );
+    }
+    assert!(logs.contains("k\\nWARN forged kid"), "escaped, still readable:\n{logs}");
 }

@@ -162,6 +162,8 @@ mod deleted_cases;
 mod inline_cases;
 #[path = "contract/inventory.rs"]
 mod inventory_cases;
+#[path = "contract/issuers.rs"]
+mod issuer_cases;
 #[path = "contract/key_slots.rs"]
 mod key_slot_cases;
 #[path = "contract/local.rs"]
@@ -265,6 +267,7 @@ every_adapter!(
     // contract/access.rs
     tokens_are_found_by_hash,
     an_org_is_created_once,
+    an_id_token_opens_one_session,
     // contract/trust.rs
     trust_policies_are_listed_by_org_and_found_by_issuer,
     a_trust_policy_is_replaced_and_removed_only_as_read,

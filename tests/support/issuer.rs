@@ -80,6 +80,15 @@ impl SigningKey {
 
 struct Published {
     keys: Vec<SigningKey>,
+    /// The key set's `Cache-Control` header, when it sends one.
+    cache_control: Option<String>,
+}
+
+/// Each token a test issuer mints gets a `jti` of its own, as real issuers' do.
+static NEXT_JTI: AtomicUsize = AtomicUsize::new(0);
+
+fn jti() -> String {
+    format!("j-{}-{}", now(), NEXT_JTI.fetch_add(1, Ordering::SeqCst))
 }
 
 /// The issuer, serving until dropped.
@@ -130,6 +139,7 @@ impl TestIssuer {
         let rotated = SigningKey::rsa("rsa-2.pem", "rsa-2");
         let published = Arc::new(Mutex::new(Published {
             keys: vec![rsa.clone(), ec.clone()],
+            cache_control: None,
         }));
         let jwks_fetches = Arc::new(AtomicUsize::new(0));
         let stop = Arc::new(AtomicBool::new(false));
@@ -190,6 +200,21 @@ impl TestIssuer {
             .push(self.rotated.clone());
     }
 
+    /// Stops publishing `key` (an issuer withdrawing a leaked key): tokens signed with it
+    /// verify only while a server still believes the keys it fetched before.
+    pub fn withdraw(&self, key: &SigningKey) {
+        self.published
+            .lock()
+            .unwrap()
+            .keys
+            .retain(|k| k.kid != key.kid);
+    }
+
+    /// Sends `value` as the key set's `Cache-Control` from now on.
+    pub fn cache_control(&self, value: &str) {
+        self.published.lock().unwrap().cache_control = Some(value.to_owned());
+    }
+
     /// A token of `claims` signed with `key`.
     pub fn mint(&self, key: &SigningKey, claims: &Value) -> String {
         let mut header = Header::new(key.alg);
@@ -204,7 +229,7 @@ impl TestIssuer {
         json!({
             "iss": self.url, "aud": audience,
             "sub": "repo:acme/net:environment:production",
-            "iat": now, "nbf": now, "exp": now + 300, "jti": format!("j-{now}"),
+            "iat": now, "nbf": now, "exp": now + 300, "jti": jti(),
             "repository": "acme/net", "repository_id": "123",
             "repository_owner": "acme", "repository_owner_id": "77",
             "ref": "refs/heads/main", "ref_type": "branch", "sha": "0123abcd",
@@ -222,7 +247,7 @@ impl TestIssuer {
         json!({
             "iss": self.url, "aud": audience,
             "sub": "project_path:acme/net:ref_type:branch:ref:main",
-            "iat": now, "nbf": now, "exp": now + 300,
+            "iat": now, "nbf": now, "exp": now + 300, "jti": jti(),
             "namespace_id": "7", "namespace_path": "acme",
             "project_id": "42", "project_path": "acme/net",
             "user_login": "alice", "pipeline_id": "555", "pipeline_source": "push",
@@ -268,6 +293,7 @@ fn serve(
         }
     }
     let path = request_line.split_whitespace().nth(1).unwrap_or("");
+    let mut extra = String::new();
     let (status, body) = match path {
         "/.well-known/openid-configuration" => (
             "200 OK",
@@ -277,19 +303,17 @@ fn serve(
         ),
         "/jwks" => {
             fetches.fetch_add(1, Ordering::SeqCst);
-            let keys: Vec<Value> = published
-                .lock()
-                .unwrap()
-                .keys
-                .iter()
-                .map(|k| k.jwk.clone())
-                .collect();
+            let published = published.lock().unwrap();
+            if let Some(value) = &published.cache_control {
+                extra = format!("cache-control: {value}\r\n");
+            }
+            let keys: Vec<Value> = published.keys.iter().map(|k| k.jwk.clone()).collect();
             ("200 OK", json!({ "keys": keys }).to_string())
         }
         _ => ("404 Not Found", "{}".to_owned()),
     };
     let answer = format!(
-        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\n{extra}content-length: {}\r\nconnection: close\r\n\r\n{body}",
         body.len()
     );
     let _ = tls.write_all(answer.as_bytes());

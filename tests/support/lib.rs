@@ -533,7 +533,9 @@ impl Tf {
     }
 
     /// Runs terraform with `args` in the folder.
-    pub fn run(&self, args: &[&str]) -> TfRun {
+    /// The command that runs this version of terraform in the configuration's folder, with
+    /// its password and quiet settings: what [`Tf::run`] runs, for a test that spawns it.
+    pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = match self.version {
             TfVersion::V1_11 => Command::new("terraform"),
             TfVersion::V1_15 => {
@@ -543,8 +545,7 @@ impl Tf {
                 c
             }
         };
-        let out = cmd
-            .args(args)
+        cmd.args(args)
             .current_dir(self.dir.path())
             .env("TF_CLI_CONFIG_FILE", self.dir.path().join("cli.tfrc"))
             .env("TF_HTTP_PASSWORD", &self.token)
@@ -553,9 +554,12 @@ impl Tf {
             .env("CHECKPOINT_DISABLE", "1")
             .env("NO_COLOR", "1")
             .env_remove("TF_LOG")
-            .stdin(Stdio::null())
-            .output()
-            .expect("run terraform");
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    pub fn run(&self, args: &[&str]) -> TfRun {
+        let out = self.command(args).output().expect("run terraform");
         TfRun {
             ok: out.status.success(),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -267,7 +267,7 @@ export interface paths {
         put?: never;
         /**
          * Force unlock
-         * @description Releases whatever lock is held. tf_state:manage.
+         * @description Releases whatever lock is held. tf_state:manage, and a person's token: a CI job's session or a step token is refused (`forbidden`) whatever the allocation.
          */
         post: operations["forceUnlock"];
         delete?: never;
@@ -435,7 +435,7 @@ export interface paths {
         put?: never;
         /**
          * Add a trust policy
-         * @description Lets the CI jobs whose ID tokens come from `issuer` for `audience` and match every claim condition (an exact value, or `*` for any run of characters; a condition on a claim the token lacks fails) open a session with `role` (viewer or operator) on the states matching `states`, for at most `session_seconds` (1-86400). An issuer and audience pair belongs to one org. Audited. Admin role.
+         * @description Lets the CI jobs whose ID tokens come from `issuer` for `audience` and match every claim condition (an exact value, or a pattern: `*` for any run of characters but `/` and `:`, `**` for any run; a condition on a claim the token lacks fails) open a session with `role` (viewer or operator) on the states matching `states`, for at most `session_seconds` (1-86400). The audience ends with `/<org>`, and a policy on GitHub Actions or GitLab.com holds an exact owner or repository id condition (`repository_owner_id` or `repository_id`; `namespace_id` or `project_id`). An issuer and audience pair belongs to one org; an org holds at most 50 policies. Audited. Admin role.
          */
         post: operations["createTrustPolicy"];
         delete?: never;
@@ -458,13 +458,13 @@ export interface paths {
         get: operations["getTrustPolicy"];
         /**
          * Set a trust policy
-         * @description Creates or replaces the policy of that name. The body is the policy; its `name`, when given, must be the path's. Sessions it opened before keep what they were granted until they end. Audited. Admin role.
+         * @description Creates or replaces the policy of that name. The body is the policy; its `name`, when given, must be the path's. A change of its issuer, audience or claims ends the sessions it opened before (and must meet the rules of a new policy: an audience ending with `/<org>`, an owner id on a shared issuer); a change of its states or role narrows them to what both allow, within 60 s. Audited. Admin role.
          */
         put: operations["putTrustPolicy"];
         post?: never;
         /**
          * Remove a trust policy
-         * @description No new session opens under it; sessions it opened run to their end. Audited. Admin role.
+         * @description No new session opens under it, and the sessions it opened end with it within 60 s (their locks stay live to the session's end plus the run-end grace, unless an admin force-unlocks them). Audited. Admin role.
          */
         delete: operations["deleteTrustPolicy"];
         options?: never;
@@ -531,7 +531,7 @@ export interface paths {
         put?: never;
         /**
          * Open a workload session
-         * @description Exchanges a CI job's OpenID Connect ID token (as a Bearer token, or the body's `token`) for a session token under the trust policy it matches: the issuer's keys from its discovery document (fetched only for issuers some policy names, again on an unknown key id at most once a minute), RS256, RS384, PS256, ES256 or ES384 only, `iss`, `aud`, `exp`, `nbf` and `iat` with at most 60 s of leeway, then the policy's claim conditions. The session token works as the http backend's password (any username) and as a Bearer token, on the policy's states only, with its role, until `expires_at`; its locks live until then plus the run-end grace. The org is the policy's. Audited.
+         * @description Exchanges a CI job's OpenID Connect ID token (as a Bearer token, or the body's `token`: once, never both) for a session token under the trust policy it matches (the body's `policy` names one when several match): the issuer's keys from its discovery document (fetched only for issuers some policy names, believed at most `HEGEMONY_OIDC_KEYS_MAX_AGE_SECONDS` or the issuer's shorter `Cache-Control: max-age`, fetched again at most once a minute), RS256, RS384, PS256, ES256 or ES384 only, `iss`, `aud`, `exp`, `nbf` and `iat` with at most 60 s of leeway, then the policy's claim conditions. Each ID token opens one session: a second exchange of it is refused (`invalid_token`). The session token works as the http backend's password (any username) and as a Bearer token, on the policy's states only, with its role, until `expires_at` (or until its policy is removed or changes whom it lets in); its locks live until then plus the run-end grace. The org is the policy's. Audited.
          */
         post: operations["exchangeIdToken"];
         delete?: never;
@@ -1026,10 +1026,12 @@ export interface components {
             who?: string;
             info?: string;
         };
-        /** @description The ID token in the body, when not sent as a Bearer token. */
+        /** @description The ID token in the body, when not sent as a Bearer token (send it once: as a Bearer token or as `token`, never both), and the trust policy to open the session under, when more than one of the org's lets the job in. */
         IdTokenExchange: {
-            /** @description The job's OpenID Connect ID token (a compact JWS) */
-            token: string;
+            /** @description The job's OpenID Connect ID token (a compact JWS); required unless sent as a Bearer token */
+            token?: string;
+            /** @description The trust policy to open the session under; without it, a token more than one policy lets in is refused (`ambiguous_policy`) */
+            policy?: string;
         };
         /** @description A trust policy as an admin writes it (the pinned shape, every field required, no other): what the server checks, field by field. */
         TrustPolicyRequest: {
@@ -1037,7 +1039,7 @@ export interface components {
             /** @description The exact `iss` of the tokens, an https:// URL with a host, no query, fragment or credentials */
             issuer: string;
             audience: string;
-            /** @description Claim name -> exact value, or a pattern where `*` stands for any run of characters */
+            /** @description Claim name -> exact value, or a pattern where `*` stands for any run of characters but `/` and `:` and `**` for any run */
             claims: {
                 [key: string]: string;
             };
@@ -1052,7 +1054,7 @@ export interface components {
             /** @description The exact `iss` of the tokens, an https:// URL with a host, no query, fragment or credentials */
             issuer: string;
             audience: string;
-            /** @description Claim name -> exact value, or a pattern where `*` stands for any run of characters */
+            /** @description Claim name -> exact value, or a pattern where `*` stands for any run of characters but `/` and `:` and `**` for any run */
             claims: {
                 [key: string]: string;
             };
@@ -1768,10 +1770,16 @@ export interface components {
             released: components["schemas"]["AppLock"] | null;
             archive: components["schemas"]["Archive"] | null;
         };
-        /** @description An org's trust policies, by name. */
+        /** @description An org's trust policies, by name, with what an admin should know of them. */
         TrustPolicies: {
             org: string;
             policies: components["schemas"]["TrustPolicy"][];
+            /**
+             * @description A policy that matches names only or no claim at all, or that was made before a rule
+             *     it breaks (an audience not ending with the org's name, no owner id on a shared
+             *     issuer): it keeps working, and is said here.
+             */
+            warnings: string[];
         };
         /** @description An org's trust policy, in the pinned shape of `/api/org/trust-policies`. */
         TrustPolicy: {
@@ -1780,7 +1788,10 @@ export interface components {
             issuer: string;
             /** @description The audience the token must carry in its `aud` claim. */
             audience: string;
-            /** @description Claim name -> exact value, or a pattern where `*` stands for any run of characters. */
+            /**
+             * @description Claim name -> exact value, or a pattern where `*` stands for any run of characters
+             *     but `/` and `:` (inside one segment of a path or a `sub`), and `**` for any run.
+             */
             claims: {
                 [key: string]: string;
             };
@@ -1948,7 +1959,7 @@ export interface components {
                  * @description docs/errors.md says what each means
                  * @enum {string}
                  */
-                code: "invalid_name" | "invalid_lock" | "invalid_unlock" | "not_a_state" | "invalid_file_name" | "not_json" | "invalid_request" | "unauthenticated" | "forbidden" | "not_lock_holder" | "protected_state" | "permission_not_allocated" | "not_found" | "method_not_allowed" | "request_timeout" | "lock_id_mismatch" | "lineage_mismatch" | "stale_serial" | "fork" | "state_exists" | "policy_exists" | "trust_pair_taken" | "name_taken" | "rollback_encrypted" | "cannot_compare" | "cannot_read_outputs" | "serial_exhausted" | "newest_archive" | "run_ended" | "run_org_mismatch" | "too_large" | "change_too_large" | "too_large_for_functions" | "unsupported_media_type" | "locked" | "app_locked" | "unavailable" | "managed_state_unavailable" | "wrong_key" | "damaged" | "internal";
+                code: "invalid_name" | "invalid_lock" | "invalid_unlock" | "not_a_state" | "invalid_file_name" | "not_json" | "invalid_request" | "unauthenticated" | "invalid_token" | "forbidden" | "not_lock_holder" | "protected_state" | "permission_not_allocated" | "not_found" | "method_not_allowed" | "request_timeout" | "lock_id_mismatch" | "lineage_mismatch" | "stale_serial" | "fork" | "state_exists" | "policy_exists" | "ambiguous_policy" | "trust_pair_taken" | "name_taken" | "rollback_encrypted" | "cannot_compare" | "cannot_read_outputs" | "serial_exhausted" | "newest_archive" | "run_ended" | "run_org_mismatch" | "too_large" | "change_too_large" | "too_large_for_functions" | "unsupported_media_type" | "locked" | "app_locked" | "unavailable" | "managed_state_unavailable" | "wrong_key" | "damaged" | "internal";
                 /** @description What a person can do about it */
                 message: string;
             };
@@ -5101,7 +5112,7 @@ export interface operations {
                     "application/json": components["schemas"]["Session"];
                 };
             };
-            /** @description `invalid_request`: the body could not be read */
+            /** @description `invalid_request`: the body could not be read; two `Authorization` headers, or the ID token both as a Bearer token and in the body */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5110,7 +5121,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `unauthenticated`: no ID token, or not a signed, current ID token of an issuer and audience some trust policy names (its issuer, algorithm, key, signature, times or audience) */
+            /** @description `unauthenticated`: no ID token, or not a signed, current ID token of an issuer and audience some trust policy names (its issuer, algorithm, key, signature, times or audience); `invalid_token`: an ID token exchanged already (each opens one session) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5121,6 +5132,15 @@ export interface operations {
             };
             /** @description `forbidden`: a genuine ID token no trust policy lets in: a claim it does not take, or a token that lives longer than the policy's session */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `ambiguous_policy`: more than one trust policy of the org lets the job in and the body names none (the error's `policies` lists them) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

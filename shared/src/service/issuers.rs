@@ -389,9 +389,157 @@ fn unreachable(issuer: &str) -> Error {
 
 fn unknown_key(issuer: &str, kid: &str, fetched_at: Timestamp) -> Error {
     Error::Unauthenticated(format!(
-        "the ID token is signed with key {}, which issuer {} did not publish when its keys were last fetched ({}); they are fetched again at most once a minute",
+        "the ID token is signed with key \"{}\", which issuer {} did not publish when its keys were last fetched ({}); they are fetched again at most once a minute",
         crate::domain::untrusted::shown(kid),
         crate::domain::untrusted::shown(issuer),
         crate::domain::rfc3339(fetched_at)
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::adapters::memory::MemoryStore;
+    use crate::ports::{FetchedKeys, IssuerError};
+
+    const ISSUER: &str = "https://issuer.example";
+    const NOW: Timestamp = time::macros::datetime!(2026-12-07 10:00:00 UTC);
+
+    /// An issuer whose published key ids and `max-age` the test sets, counting fetches.
+    #[derive(Default)]
+    struct Published {
+        kids: Mutex<Vec<&'static str>>,
+        max_age: Mutex<Option<u64>>,
+        fetches: AtomicUsize,
+    }
+
+    #[async_trait::async_trait]
+    impl IssuerKeys for Published {
+        async fn signing_keys(&self, _issuer: &str) -> Result<FetchedKeys, IssuerError> {
+            self.fetches.fetch_add(1, Ordering::SeqCst);
+            let keys: Vec<serde_json::Value> = self
+                .kids
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|kid| {
+                    serde_json::json!({"kty": "EC", "crv": "P-256", "kid": kid, "alg": "ES256",
+                        "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
+                        "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"})
+                })
+                .collect();
+            Ok(FetchedKeys {
+                jwks: serde_json::json!({ "keys": keys }).to_string(),
+                max_age_seconds: *self.max_age.lock().unwrap(),
+            })
+        }
+    }
+
+    fn published(kids: &[&'static str]) -> Arc<Published> {
+        let issuer = Published::default();
+        *issuer.kids.lock().unwrap() = kids.to_vec();
+        Arc::new(issuer)
+    }
+
+    fn at(seconds: i64) -> Timestamp {
+        NOW + time::Duration::seconds(seconds)
+    }
+
+    #[tokio::test]
+    async fn a_withdrawn_key_stops_verifying_once_the_keys_have_aged() {
+        let issuer = published(&["k1", "k2"]);
+        let issuers = Issuers::new(issuer.clone(), time::Duration::seconds(600));
+        assert!(issuers.key(ISSUER, "k1", at(0)).await.is_ok());
+        // The issuer withdraws k1 (a leak): kept keys still answer while they are fresh...
+        *issuer.kids.lock().unwrap() = vec!["k2"];
+        assert!(issuers.key(ISSUER, "k1", at(599)).await.is_ok());
+        assert_eq!(issuer.fetches.load(Ordering::SeqCst), 1);
+        // ...and once they have aged, the next exchange fetches and k1 is refused.
+        let refused = issuers.key(ISSUER, "k1", at(600)).await.unwrap_err();
+        assert!(matches!(refused, Error::Unauthenticated(_)), "{refused:?}");
+        assert!(issuers.key(ISSUER, "k2", at(601)).await.is_ok());
+        assert_eq!(issuer.fetches.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn a_shorter_max_age_from_the_issuer_is_honoured_but_never_under_a_minute() {
+        let issuer = published(&["k1"]);
+        *issuer.max_age.lock().unwrap() = Some(120);
+        let issuers = Issuers::new(issuer.clone(), time::Duration::seconds(600));
+        issuers.key(ISSUER, "k1", at(0)).await.unwrap();
+        issuers.key(ISSUER, "k1", at(119)).await.unwrap();
+        assert_eq!(issuer.fetches.load(Ordering::SeqCst), 1);
+        issuers.key(ISSUER, "k1", at(120)).await.unwrap();
+        assert_eq!(issuer.fetches.load(Ordering::SeqCst), 2, "aged at 120 s");
+        // `no-store` reads as 0: kept a minute, the floor between fetches, no less.
+        *issuer.max_age.lock().unwrap() = Some(0);
+        issuers.key(ISSUER, "k1", at(240)).await.unwrap();
+        issuers.key(ISSUER, "k1", at(299)).await.unwrap();
+        assert_eq!(issuer.fetches.load(Ordering::SeqCst), 3);
+        issuers.key(ISSUER, "k1", at(300)).await.unwrap();
+        assert_eq!(issuer.fetches.load(Ordering::SeqCst), 4);
+    }
+
+    #[tokio::test]
+    async fn unknown_keys_fetch_once_a_minute_across_every_process_sharing_the_store() {
+        let issuer = published(&["k1"]);
+        let store = Arc::new(MemoryStore::new());
+        let processes: Vec<Issuers> = (0..8)
+            .map(|_| {
+                Issuers::new(issuer.clone(), time::Duration::seconds(600)).kept_in(store.clone())
+            })
+            .collect();
+        for (n, process) in processes.iter().enumerate() {
+            assert!(process.key(ISSUER, "k1", at(n as i64)).await.is_ok());
+            for made_up in 0..20 {
+                let kid: &'static str = Box::leak(format!("made-up-{made_up}").into_boxed_str());
+                assert!(process.key(ISSUER, kid, at(n as i64)).await.is_err());
+            }
+        }
+        assert_eq!(
+            issuer.fetches.load(Ordering::SeqCst),
+            1,
+            "eight processes, 168 lookups within the minute: one fetch"
+        );
+        // After the minute, one of them fetches again, and the others take its keys.
+        issuer.kids.lock().unwrap().push("k2");
+        assert!(processes[3].key(ISSUER, "k2", at(61)).await.is_ok());
+        for process in &processes {
+            assert!(process.key(ISSUER, "k2", at(62)).await.is_ok());
+        }
+        assert_eq!(issuer.fetches.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn a_process_new_to_an_issuer_answers_from_the_keys_another_fetched() {
+        let issuer = published(&["k1"]);
+        let store = Arc::new(MemoryStore::new());
+        let first = Issuers::new(issuer.clone(), time::Duration::seconds(600)).kept_in(store.clone());
+        let second = Issuers::new(issuer.clone(), time::Duration::seconds(600)).kept_in(store.clone());
+        first.key(ISSUER, "k1", at(0)).await.unwrap();
+        assert!(second.key(ISSUER, "k1", at(1)).await.is_ok());
+        assert_eq!(issuer.fetches.load(Ordering::SeqCst), 1);
+        // Their keys age alike: the first to ask after the age fetches, for both.
+        *issuer.kids.lock().unwrap() = vec!["k2"];
+        assert!(second.key(ISSUER, "k1", at(600)).await.is_err());
+        assert!(first.key(ISSUER, "k1", at(601)).await.is_err());
+        assert_eq!(issuer.fetches.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn remembered_answers_last_their_time_and_a_full_table_starts_again() {
+        let table: Remembered<String, bool> = Remembered::new(time::Duration::seconds(10));
+        table.put("a".into(), true, at(0));
+        assert_eq!(table.get(&"a".into(), at(9)), Some(true));
+        assert_eq!(table.get(&"a".into(), at(10)), None);
+        assert_eq!(table.get(&"a".into(), at(-1)), None, "a clock that moved back");
+        for n in 0..MAX_REMEMBERED + 1 {
+            table.put(n.to_string(), false, at(0));
+        }
+        assert!(table.entries().len() <= MAX_REMEMBERED);
+        table.forget(|k| k == "4096");
+        assert_eq!(table.get(&"4096".into(), at(0)), None);
+    }
 }

@@ -3,7 +3,7 @@
 
 use super::*;
 use hegemony_state::domain::permission::{Allocation, Role};
-use hegemony_state::ports::{OrgRecord, TokenKind, TokenRecord};
+use hegemony_state::ports::{ExchangeMark, OrgRecord, TokenKind, TokenRecord};
 
 pub async fn tokens_are_found_by_hash(f: Fixture) {
     let token = TokenRecord {
@@ -118,4 +118,65 @@ pub async fn an_org_is_created_once(f: Fixture) {
         .await;
     assert!(matches!(stale_new, Err(StoreError::Conflict)));
     assert!(f.catalog.org("fresh").await.unwrap().is_none());
+}
+
+/// A workload session is stored with its ID token's mark in one write: a second session
+/// for the same mark is a conflict that writes nothing (neither its token nor its audit
+/// entry), and a mark past its time no longer stands in the way.
+pub async fn an_id_token_opens_one_session(f: Fixture) {
+    let session = |hash: &str| TokenRecord {
+        hash: hash.repeat(32),
+        id: format!("tok-{hash}"),
+        kind: TokenKind::Session,
+        org: "acme".into(),
+        user: "workload job".into(),
+        role: Role::Operator,
+        created_at: NOW,
+        expires_at: Some(NOW + time::Duration::hours(1)),
+        revoked: false,
+        step: None,
+        session: None,
+    };
+    let mark = ExchangeMark {
+        key: "ab".repeat(32),
+        until: NOW + time::Duration::minutes(6),
+    };
+    let opened = audit("acme", "workload_session.opened");
+    f.catalog
+        .put_session(&session("a1"), &mark, &opened, NOW)
+        .await
+        .unwrap();
+    assert!(f.catalog.token(&"a1".repeat(32)).await.unwrap().is_some());
+    let again = f
+        .catalog
+        .put_session(&session("b2"), &mark, &opened, NOW + time::Duration::minutes(5))
+        .await;
+    assert!(matches!(again, Err(StoreError::Conflict)), "{again:?}");
+    assert!(f.catalog.token(&"b2".repeat(32)).await.unwrap().is_none());
+    assert_eq!(f.catalog.audit("acme", &query(10)).await.unwrap().len(), 1);
+    // Another token's mark is its own.
+    let other = ExchangeMark {
+        key: "cd".repeat(32),
+        ..mark.clone()
+    };
+    f.catalog
+        .put_session(&session("c3"), &other, &opened, NOW)
+        .await
+        .unwrap();
+    // Once the mark's time has passed (the token is refused by its exp anyway), it is
+    // replaced rather than refusing.
+    let later = NOW + time::Duration::minutes(7);
+    let renewed = ExchangeMark {
+        until: later + time::Duration::minutes(6),
+        ..mark.clone()
+    };
+    f.catalog
+        .put_session(&session("d4"), &renewed, &opened, later)
+        .await
+        .unwrap();
+    let refused = f
+        .catalog
+        .put_session(&session("e5"), &renewed, &opened, later)
+        .await;
+    assert!(matches!(refused, Err(StoreError::Conflict)), "{refused:?}");
 }

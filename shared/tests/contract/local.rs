@@ -127,7 +127,7 @@ async fn an_older_catalog_opens_and_reads_as_before(older: &str) {
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 13, "brought up to date from: {older}");
+    assert_eq!(version, 14, "brought up to date from: {older}");
 }
 
 /// A catalog at schema 6 (trust policies, no protected states) opens, keeps its org's
@@ -177,7 +177,7 @@ async fn a_schema_6_catalog_gains_protected_states() {
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 13);
+    assert_eq!(version, 14);
 }
 
 /// A catalog at schema 7 (no inventory) opens up to date: its states are there, its index empty
@@ -226,7 +226,7 @@ async fn a_schema_7_catalog_gains_the_inventory() {
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 13);
+    assert_eq!(version, 14);
 }
 
 /// A catalog at schema 8 (the inventory keyed by its addresses, without the row ids its
@@ -335,7 +335,7 @@ async fn a_schema_8_catalog_keeps_its_inventory_and_indexes_its_addresses() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 13);
+    assert_eq!(version, 14);
     let aside: i64 = conn
         .query_row(
             "SELECT count(*) FROM sqlite_schema WHERE name = 'inventory_8'",
@@ -432,5 +432,5 @@ async fn a_schema_9_catalog_keeps_its_inventory_and_gains_the_resources_tags() {
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 13);
+    assert_eq!(version, 14);
 }
