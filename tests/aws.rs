@@ -614,7 +614,7 @@ fn protected_state_rules_add_no_aws_call() {
     let api = Api::new(&server);
     let policy = serde_json::json!({
         "issuer": "https://ci.example.com",
-        "audience": "hegemony",
+        "audience": "https://state.example.com/acme",
         "claims": {"project_id": "42"},
         "role": "operator",
         "states": ["prod-*"],
@@ -943,4 +943,75 @@ fn the_container_doors_metrics_leave_out_the_lock_gauges() {
     ] {
         assert!(!scrape.contains(absent), "{absent} in\n{scrape}");
     }
+}
+
+/// "At most one key fetch a minute per issuer" holds for the deployment, not each process:
+/// three container doors on one table take a flood of ID tokens naming made-up key ids, and
+/// the issuer is asked for its keys once (the first exchange) and not again within the
+/// minute, the fetch's start and the keys kept in the table. An `iss` too long for a
+/// DynamoDB key is a plain 401, not a storage fault.
+#[test]
+fn issuer_keys_are_fetched_once_a_minute_per_deployment() {
+    use hegemony_state_blackbox::issuer::TestIssuer;
+    let issuer = TestIssuer::start();
+    let deployment = Deployment::create();
+    let ca = issuer.ca_file();
+    let env = [
+        ("HEGEMONY_OIDC_CA_FILE", ca.to_str().unwrap()),
+        ("HEGEMONY_OIDC_ALLOW_PRIVATE_ISSUERS", "true"),
+    ];
+    let doors: Vec<Server> = (0..3).map(|_| deployment.container(&env)).collect();
+    let admin = doors[0].token("acme", "alice", "admin");
+    let audience = "https://state.example.com/acme";
+    let policy = serde_json::json!({
+        "name": "deploy", "issuer": issuer.url, "audience": audience,
+        "claims": {"repository_id": "123"}, "role": "operator",
+        "states": ["*"], "session_seconds": 3600,
+    });
+    let r = client()
+        .post(doors[0].url("/api/org/trust-policies"))
+        .bearer_auth(&admin)
+        .json(&policy)
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 201, "{}", r.text().unwrap());
+    let exchange = |door: &Server, token: &str| {
+        client()
+            .post(door.url("/api/oidc/exchange"))
+            .bearer_auth(token)
+            .send()
+            .unwrap()
+            .status()
+            .as_u16()
+    };
+    let good = issuer.mint(&issuer.rsa, &issuer.github_claims(audience));
+    assert_eq!(exchange(&doors[0], &good), 200);
+    assert_eq!(issuer.jwks_fetches(), 1);
+    let made_up = issuer.mint(&issuer.rotated, &issuer.github_claims(audience));
+    for round in 0..30 {
+        for door in &doors {
+            assert_eq!(exchange(door, &made_up), 401, "round {round}");
+        }
+    }
+    assert_eq!(
+        issuer.jwks_fetches(),
+        1,
+        "90 unknown key ids over three processes within the minute: no second fetch"
+    );
+    // The other doors verify a good token with the keys the first one fetched.
+    for door in &doors[1..] {
+        let token = issuer.mint(&issuer.rsa, &issuer.github_claims(audience));
+        assert_eq!(exchange(door, &token), 200);
+    }
+    assert_eq!(issuer.jwks_fetches(), 1);
+    let mut long = issuer.github_claims(audience);
+    long["iss"] = serde_json::json!(format!("https://{}.example", "a".repeat(2100)));
+    let r = client()
+        .post(doors[1].url("/api/oidc/exchange"))
+        .bearer_auth(issuer.mint(&issuer.rsa, &long))
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    let body: serde_json::Value = r.json().unwrap();
+    assert_eq!(body["error"]["code"], "unauthenticated", "{body}");
 }
