@@ -53,6 +53,11 @@ fn add_policy(server: &Server, admin: &str, policy: &Value) {
     assert_eq!(r.status(), 201, "{}", r.text().unwrap());
 }
 
+/// A fresh ID token of the GitHub job `github_claims` describes, signed with the RS256 key.
+fn github_job(issuer: &TestIssuer) -> String {
+    issuer.mint(&issuer.rsa, &issuer.github_claims(AUDIENCE))
+}
+
 /// The exchange's status and body, the token sent as Bearer.
 fn exchange(server: &Server, id_token: &str) -> (u16, Value) {
     let r = client()
@@ -89,7 +94,7 @@ fn a_github_job_exchanges_its_token_and_reaches_only_its_policys_states() {
     let server = server_for(&issuer, &[]);
     let admin = server.token("acme", "root", "admin");
     add_policy(&server, &admin, &github_policy(&issuer, "deploy", 3600));
-    let id_token = issuer.mint(&issuer.rsa, &issuer.github_claims(AUDIENCE));
+    let id_token = github_job(&issuer);
     let (status, session) = exchange(&server, &id_token);
     assert_eq!(status, 200, "{session}");
     assert_eq!(
@@ -369,7 +374,7 @@ fn unknown_keys_are_fetched_once_a_minute_at_most_and_a_rotated_key_after_it() {
     let server = server_for(&issuer, &[]);
     let admin = server.token("acme", "root", "admin");
     for _ in 0..20 {
-        let token = issuer.mint(&issuer.rsa, &issuer.github_claims(AUDIENCE));
+        let token = github_job(&issuer);
         let (status, body) = exchange(&server, &token);
         assert_eq!(status, 401);
         assert!(
@@ -383,10 +388,7 @@ fn unknown_keys_are_fetched_once_a_minute_at_most_and_a_rotated_key_after_it() {
         "nothing fetched for an issuer no policy names"
     );
     add_policy(&server, &admin, &github_policy(&issuer, "deploy", 3600));
-    let (status, body) = exchange(
-        &server,
-        &issuer.mint(&issuer.rsa, &issuer.github_claims(AUDIENCE)),
-    );
+    let (status, body) = exchange(&server, &github_job(&issuer));
     assert_eq!(status, 200, "{body}");
     assert_eq!(issuer.jwks_fetches(), 1);
     let rotated = issuer.mint(&issuer.rotated, &issuer.github_claims(AUDIENCE));
@@ -413,10 +415,7 @@ fn unknown_keys_are_fetched_once_a_minute_at_most_and_a_rotated_key_after_it() {
         "a minute's wait, not a fetch per token: {}",
         issuer.jwks_fetches()
     );
-    let (status, body) = exchange(
-        &server,
-        &issuer.mint(&issuer.rsa, &issuer.github_claims(AUDIENCE)),
-    );
+    let (status, body) = exchange(&server, &github_job(&issuer));
     assert_eq!(status, 200, "the older key still verifies: {body}");
 }
 
@@ -493,10 +492,7 @@ fn a_job_ends_its_session_early_and_its_locks_go_with_it() {
     let admin = server.token("acme", "root", "admin");
     let person = server.token("acme", "bob", "operator");
     add_policy(&server, &admin, &github_policy(&issuer, "deploy", 3600));
-    let (_, session) = exchange(
-        &server,
-        &issuer.mint(&issuer.rsa, &issuer.github_claims(AUDIENCE)),
-    );
+    let (_, session) = exchange(&server, &github_job(&issuer));
     let token = session["token"].as_str().unwrap();
     for state in ["net-a", "net-b"] {
         let r = basic(
@@ -1141,7 +1137,7 @@ fn an_issuer_whose_certificate_is_not_trusted_is_never_believed() {
     let server = Server::start_with(&[("HEGEMONY_OIDC_ALLOW_PRIVATE_ISSUERS", "true")]);
     let admin = server.token("acme", "root", "admin");
     add_policy(&server, &admin, &github_policy(&issuer, "deploy", 3600));
-    let token = issuer.mint(&issuer.rsa, &issuer.github_claims(AUDIENCE));
+    let token = github_job(&issuer);
     for _ in 0..3 {
         let (status, body) = exchange(&server, &token);
         assert_eq!(status, 503, "{body}");
@@ -1171,7 +1167,7 @@ fn an_id_token_is_exchanged_once() {
     let server = server_for(&issuer, &[]);
     let admin = server.token("acme", "root", "admin");
     add_policy(&server, &admin, &github_policy(&issuer, "deploy", 3600));
-    let id_token = issuer.mint(&issuer.rsa, &issuer.github_claims(AUDIENCE));
+    let id_token = github_job(&issuer);
     let (status, body) = exchange(&server, &id_token);
     assert_eq!(status, 200, "{body}");
     let (status, body) = exchange(&server, &id_token);
@@ -1255,10 +1251,7 @@ fn a_job_that_two_policies_let_in_names_the_one_to_use() {
     broad["claims"] = json!({"repository_owner_id": "77"});
     broad["states"] = json!(["*"]);
     add_policy(&server, &admin, &broad);
-    let (status, body) = exchange(
-        &server,
-        &issuer.mint(&issuer.rsa, &issuer.github_claims(AUDIENCE)),
-    );
+    let (status, body) = exchange(&server, &github_job(&issuer));
     assert_eq!(status, 409, "{body}");
     assert_eq!(body["error"]["code"], "ambiguous_policy");
     assert_eq!(body["error"]["policies"], json!(["a-broad", "deploy"]));
@@ -1266,7 +1259,7 @@ fn a_job_that_two_policies_let_in_names_the_one_to_use() {
     let r = client()
         .post(server.url("/api/oidc/exchange"))
         .json(&json!({
-            "token": issuer.mint(&issuer.rsa, &issuer.github_claims(AUDIENCE)),
+            "token": github_job(&issuer),
             "policy": "deploy"
         }))
         .send()
@@ -1282,7 +1275,7 @@ fn a_job_that_two_policies_let_in_names_the_one_to_use() {
         .send()
         .unwrap();
     assert_eq!(r.status(), 403);
-    let id_token = issuer.mint(&issuer.rsa, &issuer.github_claims(AUDIENCE));
+    let id_token = github_job(&issuer);
     let env = [("CI_ID", id_token.as_str())];
     let out = login(&server, &env, &["--oidc", "--id-token-variable", "CI_ID"]);
     assert!(!out.status.success());
@@ -1309,10 +1302,7 @@ fn a_claim_star_does_not_cross_a_colon_or_a_slash() {
     let mut policy = github_policy(&issuer, "deploy", 3600);
     policy["claims"] = json!({"repository_owner_id": "77", "sub": "repo:acme/*"});
     add_policy(&server, &admin, &policy);
-    let (status, body) = exchange(
-        &server,
-        &issuer.mint(&issuer.rsa, &issuer.github_claims(AUDIENCE)),
-    );
+    let (status, body) = exchange(&server, &github_job(&issuer));
     assert_eq!(status, 403, "{body}");
     assert!(message(&body).contains("claim sub"), "{body}");
     policy["claims"]["sub"] = json!("repo:acme/**");
@@ -1323,10 +1313,7 @@ fn a_claim_star_does_not_cross_a_colon_or_a_slash() {
         .send()
         .unwrap();
     assert_eq!(r.status(), 200);
-    let (status, body) = exchange(
-        &server,
-        &issuer.mint(&issuer.rsa, &issuer.github_claims(AUDIENCE)),
-    );
+    let (status, body) = exchange(&server, &github_job(&issuer));
     assert_eq!(status, 200, "{body}");
 }
 
@@ -1412,10 +1399,7 @@ fn a_session_ends_or_narrows_with_its_policy() {
     policy["states"] = json!(["net-*", "dns"]);
     add_policy(&server, &admin, &policy);
     let open = || {
-        let (status, body) = exchange(
-            &server,
-            &issuer.mint(&issuer.rsa, &issuer.github_claims(AUDIENCE)),
-        );
+        let (status, body) = exchange(&server, &github_job(&issuer));
         assert_eq!(status, 200, "{body}");
         body["token"].as_str().unwrap().to_owned()
     };
@@ -1482,7 +1466,7 @@ fn a_withdrawn_key_stops_working_within_the_keys_age() {
     let server = server_for(&issuer, &[("HEGEMONY_OIDC_KEYS_MAX_AGE_SECONDS", "2")]);
     let admin = server.token("acme", "root", "admin");
     add_policy(&server, &admin, &github_policy(&issuer, "deploy", 3600));
-    let mint = || issuer.mint(&issuer.rsa, &issuer.github_claims(AUDIENCE));
+    let mint = || github_job(&issuer);
     assert_eq!(exchange(&server, &mint()).0, 200);
     assert_eq!(issuer.jwks_fetches(), 1);
     issuer.withdraw(&issuer.rsa);
@@ -1509,10 +1493,7 @@ fn a_loopback_issuer_is_not_fetched_without_the_setting() {
     let server = Server::start_with(&[("HEGEMONY_OIDC_CA_FILE", ca.to_str().unwrap())]);
     let admin = server.token("acme", "root", "admin");
     add_policy(&server, &admin, &github_policy(&issuer, "deploy", 3600));
-    let (status, body) = exchange(
-        &server,
-        &issuer.mint(&issuer.rsa, &issuer.github_claims(AUDIENCE)),
-    );
+    let (status, body) = exchange(&server, &github_job(&issuer));
     assert_eq!(status, 503, "{body}");
     let logs = server.logs();
     assert!(
@@ -1543,10 +1524,7 @@ fn a_session_never_force_unlocks_whatever_the_allocation() {
         .send()
         .unwrap();
     assert_eq!(r.status(), 200);
-    let (_, session) = exchange(
-        &server,
-        &issuer.mint(&issuer.rsa, &issuer.github_claims(AUDIENCE)),
-    );
+    let (_, session) = exchange(&server, &github_job(&issuer));
     let session = session["token"].as_str().unwrap();
     let r = client()
         .post(server.url("/api/tf-states/net-a/force-unlock"))
@@ -1608,7 +1586,7 @@ fn unverified_claims_are_escaped_and_odd_requests_refused_in_words() {
     assert!(message(&body).contains("not a time"), "{body}");
     let r = client()
         .post(server.url("/api/oidc/exchange"))
-        .header("authorization", format!("Bearer {}", issuer.mint(&issuer.rsa, &issuer.github_claims(AUDIENCE))))
+        .header("authorization", format!("Bearer {}", github_job(&issuer)))
         .header("authorization", "Bearer other")
         .send()
         .unwrap();

@@ -91,9 +91,15 @@ password = "{admin}"
 bearer = "{platform}"
 
 [[operations]]
-include-path = "/api/org/permissions"
-include-method = "PUT"
+include-name = "PUT /api/org/permissions"
 headers = {{ Authorization = "Bearer {permissions_admin}" }}
+
+# A new trust policy's audience must end with the caller's org (`/default`), which no schema
+# can say: the hooks end each generated audience so, but the coverage phase sends some of
+# its cases as generated, and the server's 400 naming the rule is then the right answer.
+[[operations]]
+include-name = ["POST /api/org/trust-policies", "PUT /api/org/trust-policies/{{name}}"]
+checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404", "409", "423"]
 "#,
         hooks = hooks.display()
     )

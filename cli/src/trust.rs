@@ -1,6 +1,7 @@
 //! `hegemony-state trust ...`: the org's trust policies for CI jobs (OpenID Connect
 //! workloads) over the HTTP API: list, add, remove. A policy that matches a repository or
-//! project by name only is warned about, here as on the page: names can be reused.
+//! project by name only is warned about, here as on the page: names can be reused; the list
+//! says the server's warnings too (policies made before a rule they break).
 
 use std::collections::BTreeMap;
 
@@ -29,11 +30,14 @@ pub enum Command {
         /// The exact `iss` of the tokens, e.g. https://token.actions.githubusercontent.com.
         #[arg(long)]
         issuer: String,
-        /// The audience the job requests its token for (its `aud`).
+        /// The audience the job requests its token for (its `aud`): it ends with /ORG, your
+        /// org's name, e.g. https://state.example.com/orgs/acme.
         #[arg(long)]
         audience: String,
-        /// A claim condition, CLAIM=VALUE (`*` in VALUE for any run of characters);
-        /// repeatable. A condition on a claim the token lacks fails.
+        /// A claim condition, CLAIM=VALUE (in VALUE, `*` for any run of characters but `/`
+        /// and `:`, `**` for any run); repeatable. A condition on a claim the token lacks
+        /// fails. On GitHub Actions and GitLab.com one must name the owner by id
+        /// (repository_owner_id or repository_id; namespace_id or project_id).
         #[arg(long = "claim", value_parser = claim)]
         claims: Vec<(String, String)>,
         /// viewer or operator.

@@ -64,6 +64,11 @@ pub enum Refusal {
     #[error("trust policy {name} exists already: change it with PUT /api/org/trust-policies/{name}, or pick another name")]
     PolicyExists { name: String },
 
+    /// The org holds the most trust policies there may be: its state refuses a new one, not
+    /// the policy itself.
+    #[error("the org holds {held} trust policies, the most there may be ({max}): remove one, or widen one's conditions (** in a claim pattern) or its states")]
+    PolicyLimit { held: usize, max: usize },
+
     /// More than one trust policy of the org lets a job's ID token in, and the exchange named
     /// none: picking one by name would let a broad policy shadow a narrow one.
     #[error("trust policies {} all let this job in: name the one to use (\"policy\" in the exchange body, or hegemony-state login --oidc --policy NAME)", policies.join(", "))]

@@ -110,6 +110,8 @@ error_codes! {
     StateExists = "state_exists", CONFLICT, refused [Refusal::StateExists { .. }];
     /// A new trust policy under a name the org already uses.
     PolicyExists = "policy_exists", CONFLICT, refused [Refusal::PolicyExists { .. }];
+    /// A new trust policy for an org that holds the most there may be.
+    PolicyLimit = "policy_limit", CONFLICT, refused [Refusal::PolicyLimit { .. }];
     /// An ID token that more than one trust policy of its org lets in, with no policy named.
     AmbiguousPolicy = "ambiguous_policy", CONFLICT, refused [Refusal::AmbiguousPolicy { .. }];
     /// A trust policy on an issuer and audience pair that another org's policies use.

@@ -101,9 +101,9 @@ pub enum PutMode {
 ///
 /// # Errors
 /// `Refused(Forbidden)` without the admin role; `Refused(InvalidRequest)` for a policy
-/// outside the rules (an audience not naming the org, a shared issuer without an owner id,
-/// the org's [`MAX_POLICIES_PER_ORG`]th and one policy); `Refused(PolicyExists)` to create a
-/// name in use;
+/// outside the rules (an audience not naming the org, a shared issuer without an owner id);
+/// `Refused(PolicyLimit)` for a new policy past [`MAX_POLICIES_PER_ORG`];
+/// `Refused(PolicyExists)` to create a name in use;
 /// `Refused(TrustPairTaken)` when another org's policies use its issuer and audience.
 pub async fn put(
     app: &App,
@@ -130,10 +130,9 @@ pub async fn put(
         if old.is_none() {
             let held = app.catalog.trust_policies(&principal.org).await?.len();
             if held >= MAX_POLICIES_PER_ORG {
-                return Err(Refusal::InvalidRequest {
-                    reason: format!(
-                        "the org holds {held} trust policies, the most there may be ({MAX_POLICIES_PER_ORG}): remove one, or widen one's conditions with ** or its states"
-                    ),
+                return Err(Refusal::PolicyLimit {
+                    held,
+                    max: MAX_POLICIES_PER_ORG,
                 }
                 .into());
             }

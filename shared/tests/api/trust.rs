@@ -202,3 +202,46 @@ async fn a_name_in_use_and_another_orgs_issuer_and_audience_are_conflicts() {
         "each org sees its own"
     );
 }
+
+/// An org holds at most 50 policies: the 51st is a 409 `policy_limit` in words (the org's
+/// state refuses it, not the policy), and replacing one of the fifty still works.
+#[tokio::test]
+async fn an_org_holds_at_most_fifty_policies() {
+    let api = Api::new();
+    let admin = api.token("acme", "root", "admin").await;
+    for n in 0..50 {
+        let mut policy = github(&format!("p{n}"));
+        policy["claims"]["repository_id"] = json!(n.to_string());
+        let r = api.post_json(POLICIES, &admin, &policy).await;
+        assert_eq!(r.status, 201, "{n}: {}", r.text());
+    }
+    let r = api.post_json(POLICIES, &admin, &github("one-more")).await;
+    let (code, message) = r.error().expect(409);
+    assert_eq!(code, "policy_limit");
+    assert!(message.contains("the most there may be (50)"), "{message}");
+    let mut changed = github("p0");
+    changed["states"] = json!(["*"]);
+    let r = api
+        .request("PUT", &format!("{POLICIES}/p0"))
+        .bearer(&admin)
+        .json(&changed)
+        .send()
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+}
+
+/// `session_seconds` is an integer as JSON Schema counts one: 3600.0 is 3600, 3600.5 is not.
+#[tokio::test]
+async fn a_whole_number_written_with_a_fraction_is_taken() {
+    let api = Api::new();
+    let admin = api.token("acme", "root", "admin").await;
+    let mut policy = github("deploy");
+    policy["session_seconds"] = json!(3600.0);
+    let r = api.post_json(POLICIES, &admin, &policy).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.json()["session_seconds"], json!(3600));
+    policy["name"] = json!("half");
+    policy["session_seconds"] = json!(3600.5);
+    let r = api.post_json(POLICIES, &admin, &policy).await;
+    assert_eq!(r.error().expect(400).0, "invalid_request");
+}

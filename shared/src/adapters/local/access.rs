@@ -13,6 +13,24 @@ use crate::ports::{
     AccessCatalog, AuditEntry, ExchangeMark, InventoryKey, OrgRecord, StoreError, TokenRecord,
 };
 
+/// Stores `token`: an upsert, not a replace, so a token keeps its place in listings when
+/// revoked.
+fn upsert_token(tx: &rusqlite::Transaction<'_>, token: &TokenRecord) -> Result<(), StoreError> {
+    tx.execute(
+        "INSERT INTO tokens (hash, id, run, expires, record) VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT (hash) DO UPDATE SET record = excluded.record",
+        params![
+            token.hash,
+            token.id,
+            token.step.as_ref().map(|g| &g.run),
+            token.expires_at.map(seconds),
+            to_json(token)
+        ],
+    )
+    .map_err(sql_error)?;
+    Ok(())
+}
+
 #[async_trait]
 impl AccessCatalog for SqliteCatalog {
     async fn token(&self, hash: &str) -> Result<Option<TokenRecord>, StoreError> {
@@ -37,19 +55,7 @@ impl AccessCatalog for SqliteCatalog {
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(sql_error)?;
-            tx.execute(
-                // An upsert, not a replace: a token keeps its place in listings when revoked.
-                "INSERT INTO tokens (hash, id, run, expires, record) VALUES (?1, ?2, ?3, ?4, ?5)
-                 ON CONFLICT (hash) DO UPDATE SET record = excluded.record",
-                params![
-                    token.hash,
-                    token.id,
-                    token.step.as_ref().map(|g| &g.run),
-                    token.expires_at.map(seconds),
-                    to_json(&token)
-                ],
-            )
-            .map_err(sql_error)?;
+            upsert_token(&tx, &token)?;
             insert_audit(&tx, &audit)?;
             tx.commit().map_err(sql_error)
         })
@@ -80,16 +86,7 @@ impl AccessCatalog for SqliteCatalog {
             if marked == 0 {
                 return Err(StoreError::Conflict);
             }
-            tx.execute(
-                "INSERT INTO tokens (hash, id, run, expires, record) VALUES (?1, ?2, NULL, ?3, ?4)",
-                params![
-                    token.hash,
-                    token.id,
-                    token.expires_at.map(seconds),
-                    to_json(&token)
-                ],
-            )
-            .map_err(sql_error)?;
+            upsert_token(&tx, &token)?;
             insert_audit(&tx, &audit)?;
             tx.commit().map_err(sql_error)
         })

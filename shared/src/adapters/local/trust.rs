@@ -3,13 +3,26 @@
 //! its pair by index. The pair check and the write are one IMMEDIATE transaction.
 
 use async_trait::async_trait;
-use rusqlite::{params, OptionalExtension, Transaction, TransactionBehavior};
+use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
 
 use super::catalog::insert_audit;
 use super::tables::{from_json, sql_error, to_json};
 use super::SqliteCatalog;
 use crate::domain::trust::TrustPolicy;
 use crate::ports::{AuditEntry, StoreError, TrustCatalog, TrustRecord, TrustWrite};
+
+/// The stored policy `name` of `org`.
+fn stored(conn: &Connection, org: &str, name: &str) -> Result<Option<TrustPolicy>, StoreError> {
+    let text: Option<String> = conn
+        .query_row(
+            "SELECT record FROM trust_policies WHERE org = ?1 AND name = ?2",
+            params![org, name],
+            |row| row.get(0),
+        )
+        .optional()
+        .map_err(sql_error)?;
+    text.as_deref().map(from_json).transpose()
+}
 
 /// Whether the stored policy `name` of `org` is exactly `expected` (or absent, for `None`).
 fn stored_is(
@@ -18,16 +31,7 @@ fn stored_is(
     name: &str,
     expected: Option<&TrustPolicy>,
 ) -> Result<bool, StoreError> {
-    let text: Option<String> = tx
-        .query_row(
-            "SELECT record FROM trust_policies WHERE org = ?1 AND name = ?2",
-            params![org, name],
-            |row| row.get(0),
-        )
-        .optional()
-        .map_err(sql_error)?;
-    let stored: Option<TrustPolicy> = text.as_deref().map(from_json).transpose()?;
-    Ok(stored.as_ref() == expected)
+    Ok(stored(tx, org, name)?.as_ref() == expected)
 }
 
 #[async_trait]
@@ -48,18 +52,7 @@ impl TrustCatalog for SqliteCatalog {
 
     async fn trust_policy(&self, org: &str, name: &str) -> Result<Option<TrustPolicy>, StoreError> {
         let (org, name) = (org.to_owned(), name.to_owned());
-        self.read(move |conn| {
-            let text: Option<String> = conn
-                .query_row(
-                    "SELECT record FROM trust_policies WHERE org = ?1 AND name = ?2",
-                    params![org, name],
-                    |row| row.get(0),
-                )
-                .optional()
-                .map_err(sql_error)?;
-            text.as_deref().map(from_json).transpose()
-        })
-        .await
+        self.read(move |conn| stored(conn, &org, &name)).await
     }
 
     async fn trust_policies_of_issuer(&self, issuer: &str) -> Result<Vec<TrustRecord>, StoreError> {
