@@ -23,6 +23,10 @@ pub const DEFAULT_KEY_CACHE_SIZE: u64 = 1024;
 pub const LIMIT_KEY_CACHE_SIZE: u64 = 100_000;
 pub const DEFAULT_KEY_CACHE_SECONDS: u64 = 300;
 pub const LIMIT_KEY_CACHE_SECONDS: u64 = 3600;
+/// The default and the largest age of an OpenID Connect issuer's fetched keys: how long a
+/// key the issuer withdrew may go on verifying tokens.
+pub const DEFAULT_OIDC_KEYS_MAX_AGE_SECONDS: u64 = 600;
+pub const LIMIT_OIDC_KEYS_MAX_AGE_SECONDS: u64 = 86_400;
 
 /// Where data keys are wrapped.
 #[derive(Debug)]
@@ -478,8 +482,8 @@ impl Config {
         let oidc_keys_max_age_seconds = integer(
             env,
             "HEGEMONY_OIDC_KEYS_MAX_AGE_SECONDS",
-            crate::service::issuers::DEFAULT_KEYS_MAX_AGE_SECONDS,
-            1..=crate::service::issuers::LIMIT_KEYS_MAX_AGE_SECONDS,
+            DEFAULT_OIDC_KEYS_MAX_AGE_SECONDS,
+            1..=LIMIT_OIDC_KEYS_MAX_AGE_SECONDS,
         )?;
         let oidc_allow_private_issuers =
             boolean(env, "HEGEMONY_OIDC_ALLOW_PRIVATE_ISSUERS", false)?;

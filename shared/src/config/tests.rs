@@ -362,3 +362,28 @@ fn the_container_url_is_checked_as_a_base_too() {
     let e = config(&[("HEGEMONY_CONTAINER_URL", "door.example.com")]).unwrap_err();
     assert_eq!(e.variable, "HEGEMONY_CONTAINER_URL");
 }
+
+#[test]
+fn the_oidc_keys_age_and_private_issuers_are_checked_settings() {
+    let c = config(&[]).unwrap();
+    assert_eq!(c.oidc_keys_max_age_seconds, 600);
+    assert!(!c.oidc_allow_private_issuers);
+    let c = config(&[
+        ("HEGEMONY_OIDC_KEYS_MAX_AGE_SECONDS", "30"),
+        ("HEGEMONY_OIDC_ALLOW_PRIVATE_ISSUERS", "true"),
+    ])
+    .unwrap();
+    assert_eq!(c.oidc_keys_max_age_seconds, 30);
+    assert!(c.oidc_allow_private_issuers);
+    // An empty value is not set, as unit and compose files write it.
+    let c = config(&[("HEGEMONY_OIDC_ALLOW_PRIVATE_ISSUERS", "")]).unwrap();
+    assert!(!c.oidc_allow_private_issuers);
+    for bad in ["0", "86401", "soon"] {
+        let err = config(&[("HEGEMONY_OIDC_KEYS_MAX_AGE_SECONDS", bad)]).unwrap_err();
+        assert_eq!(err.variable, "HEGEMONY_OIDC_KEYS_MAX_AGE_SECONDS");
+        assert!(err.message.contains("1 to 86400"), "{err}");
+    }
+    let err = config(&[("HEGEMONY_OIDC_ALLOW_PRIVATE_ISSUERS", "maybe")]).unwrap_err();
+    assert_eq!(err.variable, "HEGEMONY_OIDC_ALLOW_PRIVATE_ISSUERS");
+    assert!(err.message.contains("true or false"), "{err}");
+}

@@ -24,10 +24,6 @@ use crate::ports::{IssuerKeyStore, IssuerKeys, KeptKeys, StoreError, TrustCatalo
 /// The least time between two fetches of one issuer's keys.
 pub const REFETCH_AFTER: time::Duration = time::Duration::minutes(1);
 
-/// The default and the largest age of a fetched key set.
-pub const DEFAULT_KEYS_MAX_AGE_SECONDS: u64 = 600;
-pub const LIMIT_KEYS_MAX_AGE_SECONDS: u64 = 86_400;
-
 /// How long "does any policy name this issuer" is believed: the first, cheap question of
 /// every exchange, so a flood of tokens naming a shared issuer costs no table read each.
 /// A policy written through this process is seen at once; through another, within this.
@@ -138,10 +134,8 @@ impl Issuers {
     pub fn off() -> Self {
         Self {
             fetcher: None,
-            ..Self::new(
-                Arc::new(NoFetcher),
-                time::Duration::seconds(DEFAULT_KEYS_MAX_AGE_SECONDS as i64),
-            )
+            // No key is ever fetched or believed here: the age is never read.
+            ..Self::new(Arc::new(NoFetcher), REFETCH_AFTER)
         }
     }
 
