@@ -201,9 +201,7 @@ mod kept {
         match std::fs::DirBuilder::new().mode(0o700).create(&folder) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => {
-                return Err(e).with_context(|| format!("creating {}", folder.display()))
-            }
+            Err(e) => return Err(e).with_context(|| format!("creating {}", folder.display())),
         }
         let meta = std::fs::symlink_metadata(&folder)?;
         let mine = tempfile::tempfile_in(&folder)

@@ -14,7 +14,7 @@ let admin: string;
 
 const policy = {
   issuer: 'https://gitlab.com',
-  audience: 'https://state.example.com',
+  audience: 'https://state.example.com/orgs/acme',
   claims: { project_id: '42', ref_protected: 'true' },
   role: 'operator',
   states: ['*'],

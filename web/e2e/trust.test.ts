@@ -1,6 +1,8 @@
-// Trust policies (admins): added from the GitHub Actions preset, a names-only policy warned
-// about as it is typed and in the list, a refusal in the server's words, removal after a
-// confirmation; not offered to an operator.
+// Trust policies (admins): added from the presets, an audience not ending with the org's name
+// hinted at as it is typed, a names-only policy on the org's own issuer warned about as it is
+// typed and in the list (the server's words), the server's refusals in its words (a name in
+// use, a shared issuer without an owner id), removal after a confirmation; not offered to an
+// operator.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
@@ -23,52 +25,91 @@ afterAll(async () => {
 });
 
 describe('trust policies', () => {
-  it('adds a policy from the GitHub preset, warns on names only, and removes one after a confirmation', async () => {
+  it('adds policies from the presets, warns on names only, and removes one after a confirmation', async () => {
     const { context, page, problems } = await open(browser, server);
     await signIn(page, admin);
     await page.getByRole('link', { name: 'Trust policies' }).click();
     await page.getByRole('heading', { name: 'Trust policies', level: 1 }).waitFor();
     await page.getByText('No trust policy yet: no CI job can open a session.').waitFor();
     expect(await page.getByLabel('Issuer', { exact: true }).inputValue()).toBe('https://token.actions.githubusercontent.com');
+    const audience = page.getByLabel('Audience', { exact: true });
+    expect(await audience.inputValue()).toBe(`${server.base}/orgs/acme`);
     const claims = page.getByLabel(/^Claim conditions/);
     expect(await claims.inputValue()).toContain('repository_id=');
-    // A names-only policy is warned about as it is typed.
-    await claims.fill('repository=acme/net\nref=refs/heads/main');
-    await page.getByText(/Matches on repository by name only/).waitFor();
+    // The form's hints and warnings as it is filled in, apart from the server's refusals.
+    const form = page.getByRole('form', { name: 'Add a trust policy' });
+    const notes = form.getByRole('note');
+    const refusal = form.getByRole('alert');
+    // A names-only policy on the org's own issuer is warned about as it is typed.
+    await page.getByLabel(/^Start from/).selectOption('other');
+    await page.getByLabel('Issuer', { exact: true }).fill('https://gitlab.acme.example');
+    await claims.fill('project_path=acme/net\nref=refs/heads/main');
+    await notes.filter({ hasText: 'Matches on project_path by name only' }).waitFor();
+    // An audience that does not end with the org's name is hinted at as it is typed.
+    await audience.fill('https://state.example.com');
+    await notes.filter({ hasText: 'The audience must end with /acme' }).waitFor();
+    await audience.fill('https://state.example.com/orgs/acme');
+    expect(await notes.filter({ hasText: 'The audience must end with' }).count()).toBe(0);
     await page.getByLabel('Name', { exact: true }).fill('by-name');
-    await page.getByLabel('Audience', { exact: true }).fill('https://state.example.com');
     await page.getByLabel(/^States/).fill('net-*, dns');
     await accessible(page, 'the trust policies page');
     await keyboardReachable(page, 'the trust policies page');
     await page.getByRole('button', { name: 'Add policy' }).click();
     await page.getByText('Trust policy by-name added.').waitFor();
-    const row = page.getByRole('row', { name: /by-name/ });
-    await row.getByText(/by name only/).waitFor();
+    // The list says the server's warnings, in its words.
+    const warned = page.getByRole('region', { name: 'What to know about these policies' });
+    await warned.getByText('policy by-name matches on project_path by name only', { exact: false }).waitFor();
+    await accessible(page, 'the trust policies page with a warning');
     // The server's refusal, in its words: the same name again.
     await page.getByLabel('Name', { exact: true }).fill('by-name');
     await page.getByRole('button', { name: 'Add policy' }).click();
-    await page.getByText('trust policy by-name exists already', { exact: false }).waitFor();
+    await refusal.filter({ hasText: 'trust policy by-name exists already' }).waitFor();
+    // On a shared issuer a name is refused without an owner id: hinted at, then the server's words.
+    await page.getByLabel(/^Start from/).selectOption('github');
+    await claims.fill('repository=acme/net');
+    await notes.filter({ hasText: 'must hold an exact condition on repository_owner_id or repository_id' }).waitFor();
+    await page.getByLabel('Name', { exact: true }).fill('github-by-name');
+    await page.getByRole('button', { name: 'Add policy' }).click();
+    await refusal
+      .filter({
+        hasText:
+          'a policy on the shared issuer https://token.actions.githubusercontent.com must hold an exact condition on repository_owner_id or repository_id',
+      })
+      .waitFor();
     // With immutable ids: no warning.
     await page.getByLabel(/^Start from/).selectOption('gitlab');
     expect(await page.getByLabel('Issuer', { exact: true }).inputValue()).toBe('https://gitlab.com');
     await claims.fill('project_id=42\nnamespace_id=7\nref_protected=true');
     expect(await page.getByText(/by name only/).count()).toBe(1);
+    expect(await notes.count()).toBe(0);
     await page.getByLabel('Name', { exact: true }).fill('gitlab-deploy');
     await page.getByLabel(/^Role/).selectOption('viewer');
     await page.getByRole('button', { name: 'Add policy' }).click();
     await page.getByText('Trust policy gitlab-deploy added.').waitFor();
-    const listed = await call(server, admin, 'GET', '/api/org/trust-policies');
-    const policies = listed.json().policies;
-    expect(policies.map((p: { name: string }) => p.name)).toEqual(['by-name', 'gitlab-deploy']);
-    expect(policies[1]).toEqual({
-      name: 'gitlab-deploy',
-      issuer: 'https://gitlab.com',
-      audience: 'https://state.example.com',
-      claims: { project_id: '42', namespace_id: '7', ref_protected: 'true' },
-      role: 'viewer',
-      states: ['net-*', 'dns'],
-      session_seconds: 3600,
-    });
+    const listed = (await call(server, admin, 'GET', '/api/org/trust-policies')).json();
+    expect(listed.policies).toEqual([
+      {
+        name: 'by-name',
+        issuer: 'https://gitlab.acme.example',
+        audience: 'https://state.example.com/orgs/acme',
+        claims: { project_path: 'acme/net', ref: 'refs/heads/main' },
+        role: 'operator',
+        states: ['net-*', 'dns'],
+        session_seconds: 3600,
+      },
+      {
+        name: 'gitlab-deploy',
+        issuer: 'https://gitlab.com',
+        audience: 'https://state.example.com/orgs/acme',
+        claims: { project_id: '42', namespace_id: '7', ref_protected: 'true' },
+        role: 'viewer',
+        states: ['net-*', 'dns'],
+        session_seconds: 3600,
+      },
+    ]);
+    expect(listed.warnings).toEqual([
+      'policy by-name matches on project_path by name only: a name can be taken again by someone else after a rename or a delete; add an immutable id condition (repository_id, repository_owner_id, project_id, namespace_id)',
+    ]);
     await screenshot(page, 'trust-policies');
     await page.getByRole('button', { name: 'Remove by-name' }).click();
     const dialog = page.getByRole('dialog', { name: 'Remove trust policy by-name?' });
@@ -80,6 +121,7 @@ describe('trust policies', () => {
     await dialog.getByRole('button', { name: 'Remove' }).click();
     await page.getByText('Trust policy by-name removed.').waitFor();
     expect(await page.getByRole('row', { name: /by-name/ }).count()).toBe(0);
+    expect(await page.getByRole('region', { name: 'What to know about these policies' }).count()).toBe(0);
     expect(problems).toEqual([]);
     await context.close();
   });

@@ -1,13 +1,34 @@
-// Trust policies for CI jobs: the presets the page offers, the claim lines it reads, and the
-// warning for a policy that matches a repository or project by name only. The warning is the
-// server's domain rule (shared/src/domain/trust.rs `warnings`), said here as the command says it.
+// Trust policies for CI jobs: the presets the page offers, the claim lines it reads, the
+// warning for a policy that matches a repository or project by name only, and the hints for
+// the rules a new policy must meet to be taken. Both are the server's domain rules
+// (shared/src/domain/trust.rs `warnings` and `check_for_org`), said here as the server says
+// them so the form tells an admin before sending; the server stays the judge.
 
 import type { Protection, TrustPolicy } from './types';
 
-/** Claims that name a repository or project by a name someone else can take later. */
-export const NAME_CLAIMS = ['repository', 'project_path'];
+/**
+ * Claims that name a repository, owner, project, group or workflow by a name someone else can
+ * take later, or that carry such a name (`sub`, `job_workflow_ref`).
+ */
+export const NAME_CLAIMS = [
+  'repository',
+  'project_path',
+  'sub',
+  'repository_owner',
+  'namespace_path',
+  'job_workflow_ref',
+];
 /** Claims that identify a repository, owner, project or group for good. */
 export const IMMUTABLE_CLAIMS = ['repository_id', 'repository_owner_id', 'project_id', 'namespace_id'];
+
+/**
+ * The shared issuers, whose tokens every customer of theirs can mint, each with the claims one
+ * of which a policy on it must hold exactly (no `*`): an id no other account has.
+ */
+export const SHARED_ISSUERS: [string, string[]][] = [
+  ['https://token.actions.githubusercontent.com', ['repository_owner_id', 'repository_id']],
+  ['https://gitlab.com', ['namespace_id', 'project_id']],
+];
 
 export interface Preset {
   label: string;
@@ -56,6 +77,29 @@ export function warnings(claims: Record<string, string>): string[] {
     );
   }
   if (Object.keys(claims).length === 0) out.push('No claim conditions: every job of the issuer with this audience is let in.');
+  return out;
+}
+
+/**
+ * The rules of `org` a new policy breaks, as the server's refusal says them: its audience must
+ * end with `/<org>`, and on a shared issuer it must hold an exact owner or repository id.
+ */
+export function orgRules(
+  policy: { issuer: string; audience: string; claims: Record<string, string> },
+  org: string,
+): string[] {
+  const out: string[] = [];
+  if (!policy.audience.endsWith(`/${org}`)) {
+    out.push(
+      `The audience must end with /${org}, the org's name (for example https://state.example.com/orgs/${org}), so no other org on this deployment can take the audience your jobs ask for.`,
+    );
+  }
+  const ids = SHARED_ISSUERS.find(([issuer]) => issuer === policy.issuer)?.[1];
+  if (ids && !ids.some((id) => id in policy.claims && !policy.claims[id].includes('*'))) {
+    out.push(
+      `A policy on the shared issuer ${policy.issuer} must hold an exact condition on ${ids.join(' or ')}: names can be taken by anyone on that issuer, ids cannot.`,
+    );
+  }
   return out;
 }
 

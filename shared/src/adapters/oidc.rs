@@ -163,8 +163,8 @@ impl IssuerKeys for HttpsIssuers {
             )));
         }
         let (keys, max_age_seconds) = self.get(jwks_uri).await?;
-        let jwks = String::from_utf8(keys)
-            .map_err(|_| IssuerError(format!("{jwks_uri} is not UTF-8")))?;
+        let jwks =
+            String::from_utf8(keys).map_err(|_| IssuerError(format!("{jwks_uri} is not UTF-8")))?;
         Ok(FetchedKeys {
             jwks,
             max_age_seconds,
@@ -206,6 +206,9 @@ mod tests {
             "https://xtoken.actions.githubusercontent.com/jwks",
             issuer
         ));
-        assert!(on_issuers_host("https://127.0.0.1:9/jwks", "https://127.0.0.1:8/"));
+        assert!(on_issuers_host(
+            "https://127.0.0.1:9/jwks",
+            "https://127.0.0.1:8/"
+        ));
     }
 }

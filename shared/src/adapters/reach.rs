@@ -56,7 +56,11 @@ pub fn check_url_host(url: &str, allow_private: bool) -> Result<(), String> {
         .host_str()
         .ok_or_else(|| format!("{url} has no host"))?;
     // An IPv6 literal is written in brackets; a name does not parse as an address.
-    let Ok(ip) = host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() else {
+    let Ok(ip) = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<IpAddr>()
+    else {
         return Ok(());
     };
     if !allow_private && is_private(ip) {
@@ -76,15 +80,20 @@ impl reqwest::dns::Resolve for PublicOnly {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
         let host = name.as_str().to_owned();
         Box::pin(async move {
-            let found: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
-                .await?
+            let found: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let public: Vec<SocketAddr> = found
+                .iter()
+                .copied()
+                .filter(|a| !is_private(a.ip()))
                 .collect();
-            let public: Vec<SocketAddr> =
-                found.iter().copied().filter(|a| !is_private(a.ip())).collect();
             match (public.is_empty(), found.first()) {
                 (false, _) => Ok(Box::new(public.into_iter()) as reqwest::dns::Addrs),
                 (true, Some(first)) => {
-                    Err(format!("{host} resolves to {}: {}", first.ip(), refusal(first.ip())).into())
+                    Err(
+                        format!("{host} resolves to {}: {}", first.ip(), refusal(first.ip()))
+                            .into(),
+                    )
                 }
                 (true, None) => Err(format!("{host} resolves to no address").into()),
             }
@@ -144,6 +153,9 @@ mod tests {
             Err(e) => e.to_string(),
             Ok(_) => panic!("localhost resolved to a public address"),
         };
-        assert!(refused.contains("HEGEMONY_OIDC_ALLOW_PRIVATE_ISSUERS"), "{refused}");
+        assert!(
+            refused.contains("HEGEMONY_OIDC_ALLOW_PRIVATE_ISSUERS"),
+            "{refused}"
+        );
     }
 }

@@ -200,7 +200,11 @@ fn seconds(claims: &Map<String, Value>, name: &str) -> Result<Option<i64>, Token
 pub fn replay_key(token: &str, issuer: &str, claims: &Map<String, Value>) -> String {
     use sha2::{Digest, Sha256};
     let mut digest = Sha256::new();
-    match claims.get("jti").and_then(Value::as_str).filter(|j| !j.is_empty()) {
+    match claims
+        .get("jti")
+        .and_then(Value::as_str)
+        .filter(|j| !j.is_empty())
+    {
         Some(jti) => {
             digest.update(b"jti\n");
             digest.update(issuer.as_bytes());
@@ -387,14 +391,21 @@ mod tests {
     fn times_near_the_largest_number_are_a_plain_refusal() {
         let iss = "https://issuer.example";
         let now = NOW.unix_timestamp();
-        for exp in [json!(i64::MAX), json!(u64::MAX), json!(1e300), json!(-1), json!(i64::MIN)] {
+        for exp in [
+            json!(i64::MAX),
+            json!(u64::MAX),
+            json!(1e300),
+            json!(-1),
+            json!(i64::MIN),
+        ] {
             let c = claims(json!({"iss": iss, "iat": now, "exp": exp}));
             let refused = check_claims(&c, iss, NOW).unwrap_err().0;
             assert!(refused.contains("not a time"), "{exp}: {refused}");
         }
         let c = claims(json!({"iss": iss, "iat": i64::MIN, "nbf": i64::MAX, "exp": now + 60}));
         assert!(check_claims(&c, iss, NOW).is_err());
-        let fraction = claims(json!({"iss": iss, "iat": now as f64 + 0.5, "exp": now as f64 + 60.5}));
+        let fraction =
+            claims(json!({"iss": iss, "iat": now as f64 + 0.5, "exp": now as f64 + 60.5}));
         assert!(check_claims(&fraction, iss, NOW).is_ok());
     }
 
@@ -402,11 +413,24 @@ mod tests {
     fn an_issuer_is_a_short_https_url_before_anything_else_is_read() {
         let header = json!({"alg": "RS256", "kid": "k1"});
         let long = format!("https://{}.example", "a".repeat(MAX_ISSUER_BYTES));
-        for bad in [long.as_str(), "http://issuer.example", "issuer", "https://", "https://a\nb"] {
+        for bad in [
+            long.as_str(),
+            "http://issuer.example",
+            "issuer",
+            "https://",
+            "https://a\nb",
+        ] {
             let refused = unverified(&token(header.clone(), json!({"iss": bad}))).unwrap_err();
-            assert!(refused.0.contains("https:// URL of at most 512 bytes"), "{bad}");
+            assert!(
+                refused.0.contains("https:// URL of at most 512 bytes"),
+                "{bad}"
+            );
         }
-        assert!(unverified(&token(header, json!({"iss": "https://gitlab.example.com/sub"}))).is_ok());
+        assert!(unverified(&token(
+            header,
+            json!({"iss": "https://gitlab.example.com/sub"})
+        ))
+        .is_ok());
     }
 
     #[test]
@@ -421,7 +445,10 @@ mod tests {
             replay_key("a.b.c", "https://other", &with_jti)
         );
         let none = claims(json!({}));
-        assert_ne!(replay_key("a.b.c", "https://i", &none), replay_key("a.b.d", "https://i", &none));
+        assert_ne!(
+            replay_key("a.b.c", "https://i", &none),
+            replay_key("a.b.d", "https://i", &none)
+        );
         assert_eq!(replay_key("a.b.c", "https://i", &none).len(), 64);
     }
 }

@@ -219,7 +219,8 @@ impl TrustPolicy {
     /// audience while its states, role or session length are edited).
     pub fn needs_org_check(&self, old: Option<&TrustPolicy>) -> bool {
         old.is_none_or(|old| {
-            (&old.issuer, &old.audience, &old.claims) != (&self.issuer, &self.audience, &self.claims)
+            (&old.issuer, &old.audience, &old.claims)
+                != (&self.issuer, &self.audience, &self.claims)
         })
     }
 
@@ -597,8 +598,14 @@ mod tests {
     #[test]
     fn a_claim_star_stays_inside_a_segment_and_a_double_star_crosses() {
         assert!(claim_glob("repo:acme/*", "repo:acme/net"));
-        assert!(!claim_glob("repo:acme/*", "repo:acme/net:ref:refs/heads/main"));
-        assert!(claim_glob("repo:acme/**", "repo:acme/net:ref:refs/heads/main"));
+        assert!(!claim_glob(
+            "repo:acme/*",
+            "repo:acme/net:ref:refs/heads/main"
+        ));
+        assert!(claim_glob(
+            "repo:acme/**",
+            "repo:acme/net:ref:refs/heads/main"
+        ));
         assert!(!claim_glob("acme/*", "acme/group/net"));
         assert!(claim_glob("acme/**", "acme/group/net"));
         assert!(claim_glob("refs/heads/release-*", "refs/heads/release-1"));
@@ -645,7 +652,10 @@ mod tests {
             ..acme.clone()
         };
         let why = reason(&on_github, "acme");
-        assert!(why.contains("repository_owner_id or repository_id"), "{why}");
+        assert!(
+            why.contains("repository_owner_id or repository_id"),
+            "{why}"
+        );
         let glob_id = TrustPolicy {
             claims: BTreeMap::from([("repository_owner_id".into(), "*".into())]),
             ..on_github.clone()

@@ -334,12 +334,10 @@ pub fn error_response(err: &HttpError, ctx: &LogContext) -> Response<Body> {
             &serde_json::json!({"error": {"code": code.as_str(), "message": message, "lock": lock}}),
         ),
         // The job picks one of them by name: the names go with the refusal.
-        HttpError::Service(Error::Refused(Refusal::AmbiguousPolicy { policies })) => {
-            json_response(
-                status,
-                &serde_json::json!({"error": {"code": code.as_str(), "message": message, "policies": policies}}),
-            )
-        }
+        HttpError::Service(Error::Refused(Refusal::AmbiguousPolicy { policies })) => json_response(
+            status,
+            &serde_json::json!({"error": {"code": code.as_str(), "message": message, "policies": policies}}),
+        ),
         _ => error_body(code, &message),
     };
     response.extensions_mut().insert(Refused {

@@ -180,7 +180,9 @@ fn generated_reasons(route: &Route, limit: &str) -> Vec<(u16, String)> {
         format!("`unauthenticated`: {unauthenticated}")
     };
     if route.handler.credentials() == Credentials::IdToken {
-        reasons[0].1.push_str("; two `Authorization` headers, or the ID token both as a Bearer token and in the body");
+        reasons[0].1.push_str(
+            "; two `Authorization` headers, or the ID token both as a Bearer token and in the body",
+        );
     }
     reasons.push((401, unauthenticated));
     reasons.push((403, format!("`forbidden`: {forbidden}")));

@@ -3,8 +3,6 @@
 //! A refusal is logged once, by `error.rs`, with the token's issuer, subject and job as it
 //! claims them; the token itself never reaches a log or an answer.
 
-use lambda_http::http::{header, StatusCode};
-use lambda_http::{Body, Response};
 use super::credentials::one_authorization;
 use super::error::HttpError;
 use super::handler::{Answer, Call};
@@ -15,6 +13,8 @@ use crate::domain::name::check_name;
 use crate::domain::untrusted::shown;
 use crate::domain::Principal;
 use crate::service::{workload, Error};
+use lambda_http::http::{header, StatusCode};
+use lambda_http::{Body, Response};
 
 /// What the exchange was sent: the ID token (a Bearer `Authorization`, or the body's
 /// `token`; not both) and the policy the job names, if any.
@@ -97,7 +97,10 @@ pub async fn exchange(call: Call<'_>) -> Answer {
     // verified yet (a newline in a claim must not forge a line).
     if let Ok(claimed) = id_token::unverified(&sent.token) {
         let job = WorkloadJob::from_claims(&claimed.claims);
-        call.ctx.principal = Some(format!("{} (as claimed, unverified)", shown(&job.describe())));
+        call.ctx.principal = Some(format!(
+            "{} (as claimed, unverified)",
+            shown(&job.describe())
+        ));
     }
     let session = workload::exchange(call.app, &sent.token, sent.policy.as_deref()).await?;
     Ok(json_response(StatusCode::OK, &session))

@@ -6,8 +6,8 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::{App, Error};
-use crate::domain::permission::Role;
 use crate::domain::actor::SessionGrant;
+use crate::domain::permission::Role;
 use crate::domain::{Actor, Principal};
 use crate::ids::hex;
 use crate::ports::TokenKind;

@@ -69,9 +69,8 @@ impl Kept {
 
     /// Whether its keys are still believed at `now`.
     fn fresh(&self, now: Timestamp) -> bool {
-        let age = time::Duration::seconds(
-            i64::try_from(self.record.max_age_seconds).unwrap_or(i64::MAX),
-        );
+        let age =
+            time::Duration::seconds(i64::try_from(self.record.max_age_seconds).unwrap_or(i64::MAX));
         self.keys.is_some() && self.record.keys_at.is_some_and(|at| now < at + age)
     }
 }
@@ -510,8 +509,10 @@ mod tests {
     async fn a_process_new_to_an_issuer_answers_from_the_keys_another_fetched() {
         let issuer = published(&["k1"]);
         let store = Arc::new(MemoryStore::new());
-        let first = Issuers::new(issuer.clone(), time::Duration::seconds(600)).kept_in(store.clone());
-        let second = Issuers::new(issuer.clone(), time::Duration::seconds(600)).kept_in(store.clone());
+        let first =
+            Issuers::new(issuer.clone(), time::Duration::seconds(600)).kept_in(store.clone());
+        let second =
+            Issuers::new(issuer.clone(), time::Duration::seconds(600)).kept_in(store.clone());
         first.key(ISSUER, "k1", at(0)).await.unwrap();
         assert!(second.key(ISSUER, "k1", at(1)).await.is_ok());
         assert_eq!(issuer.fetches.load(Ordering::SeqCst), 1);
@@ -528,7 +529,11 @@ mod tests {
         table.put("a".into(), true, at(0));
         assert_eq!(table.get(&"a".into(), at(9)), Some(true));
         assert_eq!(table.get(&"a".into(), at(10)), None);
-        assert_eq!(table.get(&"a".into(), at(-1)), None, "a clock that moved back");
+        assert_eq!(
+            table.get(&"a".into(), at(-1)),
+            None,
+            "a clock that moved back"
+        );
         for n in 0..MAX_REMEMBERED + 1 {
             table.put(n.to_string(), false, at(0));
         }

@@ -117,10 +117,9 @@ pub async fn exchange(app: &App, raw: &str, wanted: Option<&str>) -> Result<Sess
     });
     // The token is refused anyway once its exp and the leeway have passed: its mark need not
     // outlive that. `check_claims` bounds exp, so this is a time.
-    let until = time::OffsetDateTime::from_unix_timestamp(
-        lifetime.expires + id_token::LEEWAY_SECONDS,
-    )
-    .map_err(|_| Error::Unauthenticated("the ID token's exp is not a time".into()))?;
+    let until =
+        time::OffsetDateTime::from_unix_timestamp(lifetime.expires + id_token::LEEWAY_SECONDS)
+            .map_err(|_| Error::Unauthenticated("the ID token's exp is not a time".into()))?;
     let mark = ExchangeMark {
         key: id_token::replay_key(raw, &token.issuer, &claims),
         until,

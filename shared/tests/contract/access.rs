@@ -149,7 +149,12 @@ pub async fn an_id_token_opens_one_session(f: Fixture) {
     assert!(f.catalog.token(&"a1".repeat(32)).await.unwrap().is_some());
     let again = f
         .catalog
-        .put_session(&session("b2"), &mark, &opened, NOW + time::Duration::minutes(5))
+        .put_session(
+            &session("b2"),
+            &mark,
+            &opened,
+            NOW + time::Duration::minutes(5),
+        )
         .await;
     assert!(matches!(again, Err(StoreError::Conflict)), "{again:?}");
     assert!(f.catalog.token(&"b2".repeat(32)).await.unwrap().is_none());

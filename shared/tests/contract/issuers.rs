@@ -40,7 +40,10 @@ async fn claims_and_keys_are_compared_and_swapped(store: Arc<dyn IssuerKeyStore>
     assert!(matches!(stale, Err(StoreError::Conflict)), "{stale:?}");
     store.put_kept_keys(&next, Some(NOW)).await.unwrap();
     assert_eq!(store.kept_keys(issuer).await.unwrap(), Some(next));
-    assert_eq!(store.kept_keys("https://other.example").await.unwrap(), None);
+    assert_eq!(
+        store.kept_keys("https://other.example").await.unwrap(),
+        None
+    );
 }
 
 #[tokio::test]

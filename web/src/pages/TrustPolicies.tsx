@@ -1,14 +1,15 @@
 // Trust policies (admins): which CI jobs open sessions on which states (docs/ci.md). The list
-// with a warning on policies that match by name only, a form to add one starting from the
-// GitHub Actions or GitLab CI conditions, and removal after a confirmation; then the org's
-// protected states, which name these policies.
+// with the server's warnings on it (names-only matching, no claim conditions, policies made
+// before a rule they break), a form to add one starting from the GitHub Actions or GitLab CI
+// conditions that warns and hints as it is filled in, and removal after a confirmation; then
+// the org's protected states, which name these policies.
 
 import { useState } from 'preact/hooks';
 
 import { api } from '../api';
 import { Confirm, ErrorText } from '../components';
 import { useLoad } from '../loading';
-import { claimsText, parseClaims, PRESETS, warnings } from '../trust';
+import { claimsText, orgRules, parseClaims, PRESETS, warnings } from '../trust';
 import type { Identity, TrustPolicies, TrustPolicy } from '../types';
 import { ProtectedStatesSection } from './ProtectedStates';
 
@@ -59,6 +60,16 @@ export function TrustPoliciesPage(props: { me: Identity }) {
           {notice}
         </p>
       )}
+      {list.warnings.length > 0 && (
+        <section class="warning trust-warnings" aria-labelledby="trust-warnings">
+          <h2 id="trust-warnings">What to know about these policies</h2>
+          <ul>
+            {list.warnings.map((w) => (
+              <li>{w}</li>
+            ))}
+          </ul>
+        </section>
+      )}
       {list.policies.length === 0 ? (
         <p>No trust policy yet: no CI job can open a session.</p>
       ) : (
@@ -87,9 +98,6 @@ export function TrustPoliciesPage(props: { me: Identity }) {
                 </td>
                 <td>
                   <code>{claimsText(p)}</code>
-                  {warnings(p.claims).map((w) => (
-                    <p class="warning">{w}</p>
-                  ))}
                 </td>
                 <td>{p.role}</td>
                 <td>{p.states.join(', ')}</td>
@@ -105,6 +113,7 @@ export function TrustPoliciesPage(props: { me: Identity }) {
         </table>
       )}
       <AddPolicy
+        org={list.org}
         onAdded={async (name) => {
           await reload();
           setNotice(`Trust policy ${name} added.`);
@@ -131,11 +140,13 @@ export function TrustPoliciesPage(props: { me: Identity }) {
   );
 }
 
-function AddPolicy(props: { onAdded: (name: string) => Promise<void> }) {
+function AddPolicy(props: { org: string; onAdded: (name: string) => Promise<void> }) {
   const [preset, setPreset] = useState('github');
   const [name, setName] = useState('');
   const [issuer, setIssuer] = useState(PRESETS.github.issuer);
-  const [audience, setAudience] = useState(location.origin);
+  // A new policy's audience must end with the org's name (the server refuses it otherwise);
+  // this server's address before it is what jobs usually ask for.
+  const [audience, setAudience] = useState(`${location.origin}/orgs/${props.org}`);
   const [claims, setClaims] = useState(PRESETS.github.claims);
   const [role, setRole] = useState('operator');
   const [states, setStates] = useState('');
@@ -143,7 +154,13 @@ function AddPolicy(props: { onAdded: (name: string) => Promise<void> }) {
   const [failed, setFailed] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const parsed = parseClaims(claims);
-  const warned = 'claims' in parsed ? warnings(parsed.claims) : [];
+  const warned =
+    'claims' in parsed
+      ? [
+          ...orgRules({ issuer: issuer.trim(), audience: audience.trim(), claims: parsed.claims }, props.org),
+          ...warnings(parsed.claims),
+        ]
+      : [];
 
   const choose = (key: string) => {
     setPreset(key);
@@ -202,12 +219,30 @@ function AddPolicy(props: { onAdded: (name: string) => Promise<void> }) {
       </label>
       <label>
         Audience
-        <input value={audience} required onInput={(e) => setAudience((e.target as HTMLInputElement).value)} />
+        <input
+          value={audience}
+          required
+          aria-describedby="audience-rule"
+          onInput={(e) => setAudience((e.target as HTMLInputElement).value)}
+        />
       </label>
+      <p id="audience-rule" class="muted">
+        What the job asks its token for; it must end with /{props.org}, the org's name, so no other org takes it.
+      </p>
       <label>
-        Claim conditions (one claim=value a line; * for any run of characters)
-        <textarea rows={5} value={claims} onInput={(e) => setClaims((e.target as HTMLTextAreaElement).value)} />
+        Claim conditions (one claim=value a line)
+        <textarea
+          rows={5}
+          value={claims}
+          aria-describedby="claims-rule"
+          onInput={(e) => setClaims((e.target as HTMLTextAreaElement).value)}
+        />
       </label>
+      <p id="claims-rule" class="muted">
+        In a value, * stands for any run of characters within one segment (no / or :), ** for any run. On GitHub Actions
+        and GitLab.com, hold an exact owner or repository id (repository_owner_id or repository_id, namespace_id or
+        project_id).
+      </p>
       {warned.map((w) => (
         <p class="warning" role="note">
           {w}

@@ -27,9 +27,7 @@ impl IssuerKeyStore for DynamoCatalog {
     ) -> Result<(), StoreError> {
         let mut item = record_item(issuer_keys_pk(&kept.issuer), ONLY, kept);
         item.insert(TRIED.into(), s(rfc3339(kept.tried_at)));
-        let put = Put::builder()
-            .table_name(&self.table)
-            .set_item(Some(item));
+        let put = Put::builder().table_name(&self.table).set_item(Some(item));
         let put = match expected_tried_at {
             None => put.condition_expression("attribute_not_exists(pk)"),
             Some(at) => put

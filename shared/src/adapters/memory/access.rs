@@ -33,7 +33,11 @@ impl AccessCatalog for MemoryStore {
         now: Timestamp,
     ) -> Result<(), StoreError> {
         let mut inner = self.lock();
-        if inner.exchanged.get(&mark.key).is_some_and(|until| *until >= now) {
+        if inner
+            .exchanged
+            .get(&mark.key)
+            .is_some_and(|until| *until >= now)
+        {
             return Err(StoreError::Conflict);
         }
         inner.exchanged.retain(|_, until| *until >= now);
