@@ -1213,10 +1213,21 @@ fn a_job_that_logs_in_twice_with_one_id_token_gets_its_session_again() {
     let env = [("CI_JOB_ID_TOKEN", id_token.as_str())];
     let args = ["--oidc", "--id-token-variable", "CI_JOB_ID_TOKEN"];
     let first = login(&server, &env, &args);
-    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
     let second = login(&server, &env, &args);
-    assert!(second.status.success(), "{}", String::from_utf8_lossy(&second.stderr));
-    assert_eq!(first.stdout, second.stdout, "the same session, printed again");
+    assert!(
+        second.status.success(),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    assert_eq!(
+        first.stdout, second.stdout,
+        "the same session, printed again"
+    );
     let refusals = server
         .logs()
         .lines()
@@ -1280,14 +1291,28 @@ fn a_job_that_two_policies_let_in_names_the_one_to_use() {
     let out = login(&server, &env, &["--oidc", "--id-token-variable", "CI_ID"]);
     assert!(!out.status.success());
     let said = String::from_utf8_lossy(&out.stderr);
-    assert!(said.contains("a-broad, deploy") && said.contains("--policy"), "{said}");
+    assert!(
+        said.contains("a-broad, deploy") && said.contains("--policy"),
+        "{said}"
+    );
     // The refused exchange opened nothing, so the same token logs in once a policy is named.
     let out = login(
         &server,
         &env,
-        &["--oidc", "--id-token-variable", "CI_ID", "--policy", "a-broad", "--json"],
+        &[
+            "--oidc",
+            "--id-token-variable",
+            "CI_ID",
+            "--policy",
+            "a-broad",
+            "--json",
+        ],
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let session: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(session["states"], json!(["*"]));
 }
@@ -1358,7 +1383,10 @@ fn a_policy_names_its_org_in_its_audience_and_a_shared_issuer_by_owner_id() {
     });
     let (status, body) = post(&acme, &gitlab);
     assert_eq!(status, 400, "{body}");
-    assert!(message(&body).contains("namespace_id or project_id"), "{body}");
+    assert!(
+        message(&body).contains("namespace_id or project_id"),
+        "{body}"
+    );
     let mut owned = github.clone();
     owned["claims"] = json!({"repository_owner_id": "77"});
     assert_eq!(post(&acme, &owned).0, 201);
@@ -1454,7 +1482,10 @@ fn a_session_ends_or_narrows_with_its_policy() {
         .send()
         .unwrap();
     let body: Value = r.json().unwrap();
-    assert!(message(&body).contains("trust policy deploy was removed"), "{body}");
+    assert!(
+        message(&body).contains("trust policy deploy was removed"),
+        "{body}"
+    );
 }
 
 /// An issuer withdraws a leaked key: with `HEGEMONY_OIDC_KEYS_MAX_AGE_SECONDS` set short, a
@@ -1519,10 +1550,15 @@ fn a_session_never_force_unlocks_whatever_the_allocation() {
         .send()
         .unwrap();
     assert_eq!(r.status(), 200, "{}", r.text().unwrap());
-    let r = basic(reqwest::Method::POST, &server, "/api/tf-states/net-a/lock", &operator)
-        .body(lock_doc("person-lock"))
-        .send()
-        .unwrap();
+    let r = basic(
+        reqwest::Method::POST,
+        &server,
+        "/api/tf-states/net-a/lock",
+        &operator,
+    )
+    .body(lock_doc("person-lock"))
+    .send()
+    .unwrap();
     assert_eq!(r.status(), 200);
     let (_, session) = exchange(&server, &github_job(&issuer));
     let session = session["token"].as_str().unwrap();
@@ -1557,7 +1593,10 @@ fn unverified_claims_are_escaped_and_odd_requests_refused_in_words() {
     claims["sub"] = json!("x\nINFO hegemony_state: forged line");
     let cases = [
         (
-            forged(json!({"alg": "RS256", "kid": "k\nWARN forged kid"}), claims.clone()),
+            forged(
+                json!({"alg": "RS256", "kid": "k\nWARN forged kid"}),
+                claims.clone(),
+            ),
             401,
         ),
         (
@@ -1591,13 +1630,23 @@ fn unverified_claims_are_escaped_and_odd_requests_refused_in_words() {
         .send()
         .unwrap();
     assert_eq!(r.status(), 400);
-    assert_eq!(r.json::<Value>().unwrap()["error"]["code"], "invalid_request");
+    assert_eq!(
+        r.json::<Value>().unwrap()["error"]["code"],
+        "invalid_request"
+    );
     let logs = server.logs();
-    for forged in ["INFO hegemony_state: forged", "WARN forged kid", "ERROR forged issuer"] {
+    for forged in [
+        "INFO hegemony_state: forged",
+        "WARN forged kid",
+        "ERROR forged issuer",
+    ] {
         assert!(
             !logs.lines().any(|l| l.trim_start().starts_with(forged)),
             "a forged line in the log:\n{logs}"
         );
     }
-    assert!(logs.contains("k\\nWARN forged kid"), "escaped, still readable:\n{logs}");
+    assert!(
+        logs.contains("k\\nWARN forged kid"),
+        "escaped, still readable:\n{logs}"
+    );
 }
