@@ -37,24 +37,78 @@ pub struct Output {
 }
 
 /// The document's fields this reads; resources and everything else are skipped unbuilt.
-#[derive(Deserialize)]
+/// A key written twice is read as Terraform and OpenTofu read it (Go's `encoding/json`): the
+/// last one wins. The write takes such a document, so every reader of it must too, or a
+/// consumer's `terraform_remote_state` breaks on a state its writer reads back fine.
+#[derive(Default)]
 struct Document {
     version: Option<u64>,
     serial: Option<u64>,
     lineage: Option<String>,
     terraform_version: Option<String>,
-    encryption_version: Option<IgnoredAny>,
-    #[serde(default)]
+    encrypted: bool,
     outputs: BTreeMap<String, StoredOutput>,
 }
 
-#[derive(Deserialize)]
+impl<'de> Deserialize<'de> for Document {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = Document;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a state document (a JSON object)")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Document, A::Error> {
+                let mut doc = Document::default();
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    match key.as_ref() {
+                        "version" => doc.version = map.next_value()?,
+                        "serial" => doc.serial = map.next_value()?,
+                        "lineage" => doc.lineage = map.next_value()?,
+                        "terraform_version" => doc.terraform_version = map.next_value()?,
+                        "encryption_version" => {
+                            map.next_value::<IgnoredAny>()?;
+                            doc.encrypted = true;
+                        }
+                        // A BTreeMap keeps the last of two outputs of one name.
+                        "outputs" => {
+                            doc.outputs = map
+                                .next_value::<Option<BTreeMap<String, StoredOutput>>>()?
+                                .unwrap_or_default()
+                        }
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(doc)
+            }
+        }
+        d.deserialize_map(Fields)
+    }
+}
+
+/// One output as stored: its members read from a map, so a member written twice is the
+/// last one, as Terraform reads it (`"sensitive": false, "sensitive": true` is sensitive).
 struct StoredOutput {
-    #[serde(rename = "type", default)]
     kind: Value,
-    #[serde(default)]
     value: Value,
     sensitive: Option<Value>,
+}
+
+impl<'de> Deserialize<'de> for StoredOutput {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // serde_json's map keeps the last value of a key written twice.
+        let mut members = serde_json::Map::<String, Value>::deserialize(d)?;
+        Ok(StoredOutput {
+            kind: members.remove("type").unwrap_or(Value::Null),
+            value: members.remove("value").unwrap_or(Value::Null),
+            sensitive: members.remove("sensitive"),
+        })
+    }
 }
 
 impl StoredOutput {
@@ -92,7 +146,7 @@ fn encrypted(version: u64) -> Refusal {
 pub fn read_outputs(version: u64, body: &[u8]) -> Result<StateOutputs, Refusal> {
     let not_a_state = |reason: String| Refusal::NotAState { reason };
     let doc: Document = serde_json::from_slice(body).map_err(|e| not_a_state(e.to_string()))?;
-    if doc.encryption_version.is_some() {
+    if doc.encrypted {
         return Err(encrypted(version));
     }
     if doc.version != Some(FORMAT) {
@@ -408,5 +462,26 @@ mod tests {
             read_outputs(1, br#"{"version":4,"lineage":"l"}"#),
             Err(Refusal::NotAState { .. })
         ));
+    }
+
+    #[test]
+    fn a_key_written_twice_is_read_as_terraform_reads_it_the_last_one() {
+        let body = br#"{"version":4,"serial":1,"serial":3,"lineage":"l","outputs":{
+            "token":{"value":"s3cret","type":"string","sensitive":false,"sensitive":true},
+            "shown":{"value":"a","value":"b","type":"string","sensitive":true,"sensitive":false},
+            "twice":{"value":1,"type":"number"},"twice":{"value":2,"type":"number"}}}"#;
+        let read = read_outputs(3, body).unwrap();
+        assert_eq!(read.serial, 3);
+        assert!(read.outputs["token"].sensitive, "the last mark hides it");
+        assert!(!read.outputs["shown"].sensitive);
+        assert_eq!(read.outputs["shown"].value, json!("b"));
+        assert_eq!(read.outputs["twice"].value, json!(2));
+        let view = serde_json::to_string(&OutputsView::of(&read)).unwrap();
+        assert!(!view.contains("s3cret"), "{view}");
+        let consumer = String::from_utf8(consumer_document(&read)).unwrap();
+        assert!(
+            !consumer.contains("s3cret") && !consumer.contains("token"),
+            "{consumer}"
+        );
     }
 }

@@ -379,3 +379,27 @@ async fn reading_outputs_is_neither_audited_nor_logged_with_a_value() {
     assert!(text.contains("WARN"), "the refused read is logged: {text}");
     assert!(!text.contains(SECRET), "{text}");
 }
+
+/// A state whose writer put a key twice in an output (`"sensitive": false, "sensitive":
+/// true`), which the write takes as Terraform does: both outputs routes read it as Terraform
+/// reads it, the last key winning, so the output is sensitive and hidden, and neither answers
+/// 500 `damaged` for a document that is not damaged.
+#[tokio::test]
+async fn a_key_written_twice_in_an_output_is_read_as_terraform_reads_it() {
+    let api = Api::new();
+    let token = api.token("acme", "alice", "operator").await;
+    let body = format!(
+        r#"{{"version":4,"terraform_version":"1.11.4","serial":1,"lineage":"lin-1","outputs":{{"password":{{"value":"{SECRET}","type":"string","sensitive":false,"sensitive":true}},"endpoint":{{"value":"db.example.com","type":"string"}}}},"resources":[]}}"#
+    );
+    save(&api, &token, "db", body).await;
+    let r = get(&api, &token, "/api/tf-states/db/outputs").await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        r.json()["outputs"],
+        json!({"password": {"type": "string", "sensitive": true},
+               "endpoint": {"type": "string", "value": "db.example.com"}})
+    );
+    let r = get(&api, &token, "/api/tf-states/db/outputs/state").await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(!r.text().contains("password"), "{}", r.text());
+}
