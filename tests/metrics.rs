@@ -352,3 +352,23 @@ fn the_documented_alerts_are_valid_rules() {
         assert!(rules.contains(metric), "the alerts use {metric}");
     }
 }
+
+/// An empty setting is an unset one, as operators write them in unit and compose files: a
+/// server started with `HEGEMONY_METRICS_LISTEN=` (and other empty settings) serves the API
+/// and no metrics, instead of stopping at its start.
+#[test]
+fn an_empty_setting_is_not_set() {
+    let server = Server::start_with(&[
+        ("HEGEMONY_METRICS_LISTEN", ""),
+        ("HEGEMONY_CLIENT_TIMEOUT_SECONDS", " "),
+        ("HEGEMONY_OIDC_ALLOW_PRIVATE_ISSUERS", ""),
+    ]);
+    let admin = server.token("acme", "root", "admin");
+    let r = client()
+        .get(server.url("/api/tf-states"))
+        .bearer_auth(&admin)
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(!server.logs().contains("metrics on "), "{}", server.logs());
+}

@@ -244,7 +244,24 @@ fn setting(
     }
 }
 
+/// An empty setting is an unset one, as operators write them in unit and compose files
+/// (`HEGEMONY_METRICS_LISTEN=`): the command line's parser would read it as a value and stop
+/// the start. Called first, before any thread exists, so changing the environment is sound.
+fn forget_empty_settings() {
+    let empty: Vec<std::ffi::OsString> = std::env::vars_os()
+        .filter(|(name, value)| {
+            name.to_string_lossy().starts_with("HEGEMONY_")
+                && value.to_string_lossy().trim().is_empty()
+        })
+        .map(|(name, _)| name)
+        .collect();
+    for name in empty {
+        std::env::remove_var(name);
+    }
+}
+
 fn main() -> ExitCode {
+    forget_empty_settings();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
