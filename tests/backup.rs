@@ -222,6 +222,24 @@ fn a_missing_damaged_or_unopenable_blob_fails_the_check_by_name() {
     assert!(!ok && said.contains("--key-file"), "{said}");
     let (ok, said) = run(&["backup", "verify", path(&good), "--key-file", &key]);
     assert!(ok, "{said}");
+    // The key beside the data folder, as serve finds it, by --data-dir or its variable.
+    let (ok, said) = run(&[
+        "backup",
+        "verify",
+        path(&good),
+        "--data-dir",
+        path(&data_dir),
+    ]);
+    assert!(ok, "{said}");
+    let by_variable = command(&["backup", "verify", path(&good)])
+        .env("HEGEMONY_TF_STATE_DATA_DIR", &data_dir)
+        .output()
+        .unwrap();
+    assert!(
+        by_variable.status.success(),
+        "{}",
+        String::from_utf8_lossy(&by_variable.stderr)
+    );
 
     let copy = |name: &str| {
         let to = backups.path().join(name);

@@ -61,6 +61,10 @@ enum Command {
         /// HEGEMONY_TF_STATE_ENCRYPTION_KEY is not set.
         #[arg(long)]
         key_file: Option<PathBuf>,
+        /// The data folder whose key opens it, as `serve` finds it: the key file beside it
+        /// (<data-dir>.key), when neither --key-file nor the backup gives one.
+        #[arg(long, env = "HEGEMONY_TF_STATE_DATA_DIR")]
+        data_dir: Option<PathBuf>,
     },
 }
 
@@ -84,7 +88,17 @@ fn config() -> anyhow::Result<Config> {
 
 pub async fn run(backup: Backup) -> anyhow::Result<()> {
     match backup.command {
-        Some(Command::Verify { dir, key_file }) => verify(&dir, key_file).await,
+        Some(Command::Verify {
+            dir,
+            key_file,
+            data_dir,
+        }) => {
+            // The key beside the data folder, as `serve` finds it, when nothing names one.
+            let beside = data_dir
+                .map(|d| key_file::default_key_file(&d))
+                .filter(|f| f.exists());
+            verify(&dir, key_file, beside).await
+        }
         None => take(backup.take),
     }
 }
@@ -155,22 +169,25 @@ fn take(options: Take) -> anyhow::Result<()> {
 
 /// The app of a check: the backup's catalog (copied, so that opening it writes nothing in
 /// the backup) over its blob folder, with the key that opens it: the configured one, else
-/// `key_file`, else the one the backup holds. Returns it with the platform key's id when one
-/// is known.
+/// `key_file`, else the one the backup holds, else `beside` (the key file beside the data
+/// folder named). Returns it with the platform key's id when one is known.
 fn checking_app(
     dir: &Path,
     work: &Path,
     key_file: Option<PathBuf>,
+    beside: Option<PathBuf>,
 ) -> anyhow::Result<(App, Option<String>)> {
     std::fs::copy(dir.join(CATALOG_FILE), work.join(CATALOG_FILE))
         .context("copying the backup's catalog to check it")?;
     std::os::unix::fs::symlink(dir.join(BLOB_DIR).canonicalize()?, work.join(BLOB_DIR))?;
     let config = config()?;
     let held = dir.join(KEY_FILE);
-    let key_file = key_file.or_else(|| held.exists().then_some(held));
+    let key_file = key_file
+        .or_else(|| held.exists().then_some(held))
+        .or(beside);
     let id = match (&config.key, &key_file) {
         (KeySetting::Platform(key), _) => Some(key.key_id().to_owned()),
-        (KeySetting::Unset, None) => bail!("verify needs the key that opens the backup: --key-file, HEGEMONY_TF_STATE_ENCRYPTION_KEY, or a backup taken with --include-key"),
+        (KeySetting::Unset, None) => bail!("verify needs the key that opens the backup: --key-file, --data-dir (its key beside it, as serve finds it), HEGEMONY_TF_STATE_ENCRYPTION_KEY, or a backup taken with --include-key"),
         (KeySetting::Unset, Some(file)) => {
             let key = key_file::read_or_create(file, work).map_err(anyhow::Error::msg)?;
             Some(key.key_id().to_owned())
@@ -181,7 +198,11 @@ fn checking_app(
     Ok((app, id))
 }
 
-async fn verify(dir: &Path, key_file: Option<PathBuf>) -> anyhow::Result<()> {
+async fn verify(
+    dir: &Path,
+    key_file: Option<PathBuf>,
+    beside: Option<PathBuf>,
+) -> anyhow::Result<()> {
     let manifest = backup::check(dir).map_err(|e| anyhow::anyhow!("{e}"))?;
     println!(
         "{} files match the manifest ({} taken at {}).",
@@ -190,7 +211,7 @@ async fn verify(dir: &Path, key_file: Option<PathBuf>) -> anyhow::Result<()> {
         manifest.taken_at
     );
     let work = tempfile::tempdir()?;
-    let (app, given) = checking_app(dir, work.path(), key_file)?;
+    let (app, given) = checking_app(dir, work.path(), key_file, beside)?;
     if let (Some(expected), Some(given)) = (&manifest.key_id, &given) {
         if expected != given {
             bail!("the key given is {given}; this backup is sealed by {expected}");
