@@ -22,7 +22,8 @@ pub enum Command {
         /// (`hashicorp/aws` and `aws` both match `registry.terraform.io/hashicorp/aws`).
         #[arg(long)]
         provider: Option<String>,
-        /// Instances in exactly this module path (`module.net`, `module.net.module.subnets`).
+        /// Instances in exactly this module path (`module.net`, `module.net.module.subnets`;
+        /// `''` for the root module's).
         #[arg(long)]
         module: Option<String>,
         /// Instances of this state only.
@@ -161,7 +162,11 @@ const PAGE: u64 = 1000;
 fn search_path(filters: &[(&str, Option<String>)]) -> String {
     let mut path = "/api/resources?".to_owned();
     for (name, value) in filters {
-        if let Some(value) = value.as_deref().filter(|v| !v.is_empty()) {
+        // An empty module is the root module; any other empty filter is none.
+        if let Some(value) = value
+            .as_deref()
+            .filter(|v| !v.is_empty() || *name == "module")
+        {
             if !path.ends_with('?') {
                 path.push('&');
             }
@@ -196,6 +201,14 @@ mod tests {
             "/api/resources?q=module.net%5B%22a%20b%22%5D&state=prod-net"
         );
         assert_eq!(search_path(&[("q", None)]), "/api/resources?");
+        assert_eq!(
+            search_path(&[
+                ("module", Some(String::new())),
+                ("type", Some("aws_vpc".into()))
+            ]),
+            "/api/resources?module=&type=aws_vpc",
+            "an empty module is the root module"
+        );
     }
 
     #[test]

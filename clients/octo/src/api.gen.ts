@@ -7016,7 +7016,7 @@ export interface operations {
                 type?: string;
                 /** @description The provider: its source address, namespace/type or type (registry.terraform.io/hashicorp/aws, hashicorp/aws, aws) */
                 provider?: string;
-                /** @description The module path, exactly (module.network) */
+                /** @description The module path, exactly (module.network); empty for the root module's instances */
                 module?: string;
                 /** @description The state's name, exactly */
                 state?: string;

@@ -43,11 +43,17 @@ pub async fn search(call: Call<'_>, principal: &Principal) -> Answer {
         Some(raw) => Some(StateName::parse(&raw)?.as_str().to_owned()),
         None => None,
     };
+    // The root module's path is empty: `module=` with nothing after it selects it, while a
+    // search without `module` takes every module.
+    let module = match params.first("module") {
+        Some("") => Some(String::new()),
+        _ => filter("module")?,
+    };
     let query = ResourceQuery {
         q: filter("q")?,
         resource_type: filter("type")?,
         provider: filter("provider")?,
-        module: filter("module")?,
+        module,
         state,
         after: params.first("cursor").map(decode_cursor),
         limit: page_limit(&call.req, DEFAULT_PAGE, MAX_PAGE)?,

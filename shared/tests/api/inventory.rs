@@ -172,6 +172,15 @@ async fn a_search_answers_each_instance_with_its_address_type_provider_and_versi
             ],
         ),
         ("type=aws_s3_bucket", vec!["aws_s3_bucket.logs"]),
+        // `module=` with nothing after it is the root module.
+        (
+            "module=&q=a",
+            vec![
+                "aws_iam_role.app[\"web\"]",
+                "aws_s3_bucket.logs",
+                "data.aws_ami.base",
+            ],
+        ),
         (
             "module=module.vpc&q=this%5B1",
             vec!["module.vpc.aws_subnet.this[1]"],
