@@ -38,7 +38,9 @@ impl HttpsIssuers {
     pub fn new(ca_pem: Option<&[u8]>, allow_private: bool) -> Result<Self, String> {
         let mut builder = reqwest::Client::builder();
         if let Some(resolver) = reach::resolver(allow_private) {
-            builder = builder.dns_resolver(resolver);
+            // A proxy resolves the names it is asked for itself, where this resolver never
+            // sees them: no proxy, unless private issuers are allowed anyway.
+            builder = builder.dns_resolver(resolver).no_proxy();
         }
         let mut builder = builder
             .use_rustls_tls()

@@ -10,15 +10,37 @@ use std::sync::Arc;
 
 /// Whether `ip` is an address no fetch reaches without the operator's leave: loopback,
 /// private (RFC 1918), shared (RFC 6598), link-local (the cloud metadata services),
-/// unique-local, unspecified, multicast or broadcast, also inside an IPv4-mapped IPv6
-/// address.
+/// unique-local, unspecified, multicast or broadcast, also inside an IPv6 address that
+/// carries an IPv4 one (mapped `::ffff:a.b.c.d`, compatible `::a.b.c.d`, NAT64
+/// `64:ff9b::a.b.c.d`, which a NAT gateway translates, and 6to4 `2002:AABB:CCDD::`).
 pub fn is_private(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => private_v4(v4),
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => private_v4(v4),
+        IpAddr::V6(v6) => match embedded_v4(v6) {
+            Some(v4) => private_v4(v4) || private_v6(v6),
             None => private_v6(v6),
         },
+    }
+}
+
+/// The IPv4 address an IPv6 one carries, in the forms that reach it.
+fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
+    if let Some(v4) = ip.to_ipv4_mapped() {
+        return Some(v4);
+    }
+    let s = ip.segments();
+    let low = Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
+    match s {
+        // ::a.b.c.d (but :: and ::1, which are the IPv6 addresses they are).
+        [0, 0, 0, 0, 0, 0, _, _] if !ip.is_loopback() && !ip.is_unspecified() => Some(low),
+        [0x64, 0xff9b, 0, 0, 0, 0, _, _] => Some(low),
+        [0x2002, high, next, ..] => Some(Ipv4Addr::new(
+            (high >> 8) as u8,
+            high as u8,
+            (next >> 8) as u8,
+            next as u8,
+        )),
+        _ => None,
     }
 }
 
@@ -127,10 +149,22 @@ mod tests {
             "fe80::1",
             "::ffff:127.0.0.1",
             "::ffff:169.254.169.254",
+            "::127.0.0.1",
+            "64:ff9b::a9fe:a9fe",
+            "64:ff9b::10.0.0.1",
+            "2002:7f00:1::",
+            "2002:c0a8:101::1",
         ] {
             assert!(is_private(private.parse().unwrap()), "{private}");
         }
-        for public in ["8.8.8.8", "140.82.112.3", "100.128.0.1", "2606:4700::1111"] {
+        for public in [
+            "8.8.8.8",
+            "140.82.112.3",
+            "100.128.0.1",
+            "2606:4700::1111",
+            "64:ff9b::8c52:7003",
+            "2002:8c52:7003::1",
+        ] {
             assert!(!is_private(public.parse().unwrap()), "{public}");
         }
     }

@@ -9,6 +9,7 @@ use jsonwebtoken::jwk::{Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{Map, Value};
 
+use crate::domain::untrusted::shown;
 use crate::domain::Timestamp;
 
 /// The algorithms a token may be signed with: RSA (PKCS#1 v1.5 and PSS) and ECDSA, the ones
@@ -123,7 +124,8 @@ pub fn allowed_algorithm(alg: &str) -> Result<Algorithm, TokenRefused> {
         .find(|a| format!("{a:?}") == alg)
         .ok_or_else(|| {
             refused(format!(
-                "the ID token is signed with {alg:?}, which is not taken: only RS256, RS384, PS256, ES256 and ES384 (never none or an HMAC)"
+                "the ID token is signed with \"{}\", which is not taken: only RS256, RS384, PS256, ES256 and ES384 (never none or an HMAC)",
+                shown(alg)
             ))
         })
 }
@@ -157,8 +159,12 @@ pub fn verify_signature(
     alg: Algorithm,
     key: &Jwk,
 ) -> Result<Map<String, Value>, TokenRefused> {
-    let key = DecodingKey::from_jwk(key)
-        .map_err(|e| refused(format!("the issuer's key cannot check this token: {e}")))?;
+    let key = DecodingKey::from_jwk(key).map_err(|e| {
+        refused(format!(
+            "the issuer's key cannot check this token: {}",
+            shown(&e.to_string())
+        ))
+    })?;
     // Times, issuer and audience are checked by `check_claims` against the service's clock;
     // the library checks the signature, and that the key fits the algorithm.
     let mut validation = Validation::new(alg);
@@ -169,7 +175,14 @@ pub fn verify_signature(
     validation.required_spec_claims.clear();
     jsonwebtoken::decode::<Map<String, Value>>(token, &key, &validation)
         .map(|data| data.claims)
-        .map_err(|e| refused(format!("the ID token's signature does not verify: {e}")))
+        // The library's words may quote the unverified header (an unknown variant of its
+        // `jwk`): escaped and cut like every unverified text.
+        .map_err(|e| {
+            refused(format!(
+                "the ID token's signature does not verify: {}",
+                shown(&e.to_string())
+            ))
+        })
 }
 
 /// A claim that is a number of seconds since the epoch, from 0 to the end of year 9999
@@ -195,8 +208,10 @@ fn seconds(claims: &Map<String, Value>, name: &str) -> Result<Option<i64>, Token
 }
 
 /// What an ID token is known by for "used once": its issuer and `jti` where it has one,
-/// else the whole token, digested (hex SHA-256), so the mark is of a bounded size and holds
-/// nothing of the token.
+/// else its signed part (header and payload: an ECDSA signature can be rewritten into
+/// another that verifies too, so the signature must not make a second token of the same
+/// one), digested (hex SHA-256), so the mark is of a bounded size and holds nothing of the
+/// token.
 pub fn replay_key(token: &str, issuer: &str, claims: &Map<String, Value>) -> String {
     use sha2::{Digest, Sha256};
     let mut digest = Sha256::new();
@@ -212,8 +227,9 @@ pub fn replay_key(token: &str, issuer: &str, claims: &Map<String, Value>) -> Str
             digest.update(jti.as_bytes());
         }
         None => {
+            let signed = token.rfind('.').map_or(token, |dot| &token[..dot]);
             digest.update(b"token\n");
-            digest.update(token.as_bytes());
+            digest.update(signed.as_bytes());
         }
     }
     crate::ids::hex(&digest.finalize())
@@ -447,7 +463,12 @@ mod tests {
         let none = claims(json!({}));
         assert_ne!(
             replay_key("a.b.c", "https://i", &none),
-            replay_key("a.b.d", "https://i", &none)
+            replay_key("a.d.c", "https://i", &none)
+        );
+        assert_eq!(
+            replay_key("a.b.c", "https://i", &none),
+            replay_key("a.b.other-signature", "https://i", &none),
+            "a rewritten signature is the same token"
         );
         assert_eq!(replay_key("a.b.c", "https://i", &none).len(), 64);
     }

@@ -103,7 +103,8 @@ fn check_issuer(issuer: &str) -> Result<(), Refusal> {
         return refuse("is not an https:// URL");
     };
     let host = rest.split('/').next().unwrap_or("");
-    if issuer.chars().count() > MAX_TEXT || host.is_empty() {
+    // In bytes, as a token's `iss` is bounded (and a store's key).
+    if issuer.len() > MAX_TEXT || host.is_empty() {
         return refuse("has no host");
     }
     if issuer

@@ -96,14 +96,28 @@ pub async fn exchange(call: Call<'_>) -> Answer {
     // line says which job was refused and why, escaped and cut, since nothing of it is
     // verified yet (a newline in a claim must not forge a line).
     if let Ok(claimed) = id_token::unverified(&sent.token) {
-        let job = WorkloadJob::from_claims(&claimed.claims);
-        call.ctx.principal = Some(format!(
-            "{} (as claimed, unverified)",
-            shown(&job.describe())
-        ));
+        let job = each_shown(WorkloadJob::from_claims(&claimed.claims));
+        call.ctx.principal = Some(format!("{} (as claimed, unverified)", job.describe()));
     }
     let session = workload::exchange(call.app, &sent.token, sent.policy.as_deref()).await?;
     Ok(json_response(StatusCode::OK, &session))
+}
+
+/// The job as its unverified claims name it, each claim escaped and cut on its own: cutting
+/// the whole description would let a padded claim hide the issuer and subject after it.
+fn each_shown(job: WorkloadJob) -> WorkloadJob {
+    let opt = |v: Option<String>| v.map(|v| shown(&v));
+    WorkloadJob {
+        issuer: shown(&job.issuer),
+        subject: shown(&job.subject),
+        repository: opt(job.repository),
+        r#ref: opt(job.r#ref),
+        run: opt(job.run),
+        job: opt(job.job),
+        attempt: opt(job.attempt),
+        sha: opt(job.sha),
+        environment: opt(job.environment),
+    }
 }
 
 /// `DELETE /api/oidc/session`: 204; the session's token stops working and its locks are

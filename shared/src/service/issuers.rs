@@ -24,6 +24,10 @@ use crate::ports::{IssuerKeyStore, IssuerKeys, KeptKeys, StoreError, TrustCatalo
 /// The least time between two fetches of one issuer's keys.
 pub const REFETCH_AFTER: time::Duration = time::Duration::minutes(1);
 
+/// The least time between two reads of the shared store for one issuer, by one process,
+/// when its kept keys refuse a token.
+const REREAD_AFTER: time::Duration = time::Duration::seconds(1);
+
 /// How long "does any policy name this issuer" is believed: the first, cheap question of
 /// every exchange, so a flood of tokens naming a shared issuer costs no table read each.
 /// A policy written through this process is seen at once; through another, within this.
@@ -50,10 +54,12 @@ pub struct Issuers {
     policies: Remembered<(String, String), Option<TrustPolicy>>,
 }
 
-/// What this process keeps of one issuer: the record as kept, and its keys parsed.
+/// What this process keeps of one issuer: the record as kept, its keys parsed, and when the
+/// shared store was last read for it.
 struct Kept {
     record: KeptKeys,
     keys: Option<Arc<SigningKeys>>,
+    read_at: Option<Timestamp>,
 }
 
 impl Kept {
@@ -64,7 +70,11 @@ impl Kept {
             .as_deref()
             .and_then(|text| SigningKeys::parse(text).ok())
             .map(Arc::new);
-        Self { record, keys }
+        Self {
+            record,
+            keys,
+            read_at: None,
+        }
     }
 
     /// Whether its keys are still believed at `now`.
@@ -226,8 +236,14 @@ impl Issuers {
                     .into(),
             ));
         };
-        if let Some(answer) = self.answer_from_kept(issuer, kid, now) {
-            return answer;
+        match self.answer_from_kept(issuer, kid, now) {
+            Some(Ok(key)) => return Ok(key),
+            // A refusal from what this process keeps may be stale where another process
+            // fetched since (its claim stopped this one, its keys came after): the table is
+            // read again first, once a second at most, so no instance refuses for the rest
+            // of the minute what the others verify.
+            Some(Err(refused)) if !self.rereads(issuer, now) => return Err(refused),
+            Some(Err(_)) | None => {}
         }
         // What another process fetched may answer, or show that a fetch is under way.
         let shared = match &self.store {
@@ -253,9 +269,11 @@ impl Issuers {
                     tried_at: now,
                 })
             });
+            let before = entry.record.tried_at;
             entry.record.tried_at = now;
-            entry.record.clone()
+            (entry.record.clone(), before)
         };
+        let (claim, before) = claim;
         if let Some(store) = &self.store {
             match store
                 .put_kept_keys(&claim, shared.as_ref().map(|s| s.tried_at))
@@ -271,7 +289,14 @@ impl Issuers {
                         .answer_from_kept(issuer, kid, now)
                         .unwrap_or_else(|| Err(unreachable(issuer)));
                 }
-                Err(e) => return Err(e.into()),
+                // The claim is not this process's to hold when the table did not take it:
+                // the next request may try again rather than wait out the minute.
+                Err(e) => {
+                    if let Some(entry) = self.kept().get_mut(issuer) {
+                        entry.record.tried_at = before;
+                    }
+                    return Err(e.into());
+                }
             }
         }
         let fetched = fetcher
@@ -284,7 +309,8 @@ impl Issuers {
         let (fetched, keys) = match fetched {
             Ok(fetched) => fetched,
             Err(why) => {
-                tracing::warn!(issuer = %crate::domain::untrusted::shown(issuer), reason = %why, "could not fetch an OpenID Connect issuer's keys");
+                // The reason may quote what the issuer's discovery document said.
+                tracing::warn!(issuer = %crate::domain::untrusted::shown(issuer), reason = %crate::domain::untrusted::shown_within(&why, 2000), "could not fetch an OpenID Connect issuer's keys");
                 return Err(unreachable(issuer));
             }
         };
@@ -314,9 +340,30 @@ impl Issuers {
             Kept {
                 record,
                 keys: Some(keys),
+                read_at: None,
             },
         );
         found.ok_or_else(|| unknown_key(issuer, kid, now))
+    }
+
+    /// Whether a refusal from the kept keys should first read the shared store again: there
+    /// is one, and it was not read for `issuer` within the last second. Marks it read.
+    fn rereads(&self, issuer: &str, now: Timestamp) -> bool {
+        if self.store.is_none() {
+            return false;
+        }
+        let mut kept = self.kept();
+        let Some(entry) = kept.get_mut(issuer) else {
+            return true;
+        };
+        if entry
+            .read_at
+            .is_some_and(|at| now < at + REREAD_AFTER && now >= at)
+        {
+            return false;
+        }
+        entry.read_at = Some(now);
+        true
     }
 
     /// Takes `record` in place of what this process keeps when it is newer.
@@ -326,7 +373,14 @@ impl Issuers {
             record.tried_at > mine.record.tried_at || record.keys_at > mine.record.keys_at
         });
         if newer {
-            kept.insert(record.issuer.clone(), Kept::of(record));
+            let read_at = kept.get(&record.issuer).and_then(|mine| mine.read_at);
+            kept.insert(
+                record.issuer.clone(),
+                Kept {
+                    read_at,
+                    ..Kept::of(record)
+                },
+            );
         }
     }
 
@@ -521,6 +575,34 @@ mod tests {
         assert!(second.key(ISSUER, "k1", at(600)).await.is_err());
         assert!(first.key(ISSUER, "k1", at(601)).await.is_err());
         assert_eq!(issuer.fetches.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn a_process_that_saw_anothers_fetch_under_way_takes_its_keys_a_second_later() {
+        let issuer = published(&["k1"]);
+        let store = Arc::new(MemoryStore::new());
+        let second =
+            Issuers::new(issuer.clone(), time::Duration::seconds(600)).kept_in(store.clone());
+        second.key(ISSUER, "k1", at(0)).await.unwrap();
+        // Another process claims the fetch once the keys have aged...
+        let mut claim = store.kept_keys(ISSUER).await.unwrap().unwrap();
+        claim.tried_at = at(600);
+        store.put_kept_keys(&claim, Some(at(0))).await.unwrap();
+        // ...and this one, seeing the claim, cannot answer meanwhile.
+        assert!(second.key(ISSUER, "k1", at(600)).await.is_err());
+        let fetched = KeptKeys {
+            keys_at: Some(at(600)),
+            max_age_seconds: 600,
+            ..claim.clone()
+        };
+        store.put_kept_keys(&fetched, Some(at(600))).await.unwrap();
+        // A second later it reads the table again and verifies with the other's keys.
+        assert!(second.key(ISSUER, "k1", at(601)).await.is_ok());
+        assert_eq!(
+            issuer.fetches.load(Ordering::SeqCst),
+            1,
+            "no fetch of its own"
+        );
     }
 
     #[test]

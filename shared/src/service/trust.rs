@@ -11,7 +11,7 @@ use crate::domain::audit::AuditAction;
 use crate::domain::name::check_name;
 use crate::domain::trust::{TrustPolicy, MAX_POLICIES_PER_ORG};
 use crate::domain::{Principal, Refusal, Timestamp};
-use crate::ports::{AuditEntry, StoreError, TrustWrite};
+use crate::ports::{AuditEntry, StoreError, TokenKind, TrustWrite};
 
 /// An org's trust policies, by name, with what an admin should know of them.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -169,10 +169,10 @@ pub async fn put(
     .await
 }
 
-/// Removes a policy, audited. The sessions it opened end with it: each checks its policy
-/// (at most a minute after it was read, `issuers::SESSION_POLICY_FOR`; at once in this
-/// process), and their locks stay live to the session's end plus the grace, as a killed
-/// job's do, unless an admin force-unlocks them.
+/// Removes a policy, audited. The sessions it opened end with it: their tokens are revoked
+/// (each audited), and each checks its policy anyway (at most a minute after it was read,
+/// `issuers::SESSION_POLICY_FOR`). Their locks stay live to the session's end plus the
+/// grace, as a killed job's do, unless an admin force-unlocks them.
 ///
 /// # Errors
 /// `Refused(Forbidden)` without the admin role; `Refused(NotFound)` for a name the org has
@@ -197,6 +197,7 @@ pub async fn delete(app: &App, principal: &Principal, name: &str) -> Result<Trus
         {
             Ok(()) => {
                 forget(app, &principal.org, None, &old);
+                end_sessions(app, principal, &old).await;
                 Ok(Attempt::Done(old))
             }
             Err(StoreError::Conflict) => Ok(Attempt::LostRace),
@@ -204,6 +205,45 @@ pub async fn delete(app: &App, principal: &Principal, name: &str) -> Result<Trus
         }
     })
     .await
+}
+
+/// Ends the open sessions `policy` opened, now that it is removed: each token revoked and
+/// audited as its job's own end would be. Without it a policy removed and made again (the
+/// same issuer, audience and claims, so the same revision) would let a leaked session in
+/// again. A failure is logged, not answered: the policy is removed already, and until one of
+/// its name exists again every request of its sessions is refused anyway.
+async fn end_sessions(app: &App, principal: &Principal, policy: &TrustPolicy) {
+    let now = app.clock.now();
+    let tokens = match app.catalog.tokens().await {
+        Ok(tokens) => tokens,
+        Err(e) => {
+            tracing::warn!(org = %principal.org, policy = %policy.name, reason = %e, "could not list the removed trust policy's sessions to end them");
+            return;
+        }
+    };
+    for mut token in tokens {
+        let of_policy = token.kind == TokenKind::Session
+            && token.org == principal.org
+            && !token.revoked
+            && token.expires_at.is_some_and(|at| at > now)
+            && token
+                .session
+                .as_ref()
+                .is_some_and(|g| g.policy == policy.name);
+        if !of_policy {
+            continue;
+        }
+        token.revoked = true;
+        let audit = entry(
+            principal,
+            AuditAction::WorkloadSessionEnded,
+            serde_json::json!({"token_id": token.id, "policy": policy.name, "why": "its trust policy was removed"}),
+            now,
+        );
+        if let Err(e) = app.catalog.put_token(&token, &audit).await {
+            tracing::warn!(org = %principal.org, policy = %policy.name, token_id = %token.id, reason = %e, "could not end a removed trust policy's session");
+        }
+    }
 }
 
 /// Forgets what this process read of the org's policies and of the issuers involved, so
