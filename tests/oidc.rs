@@ -1398,9 +1398,18 @@ fn a_policy_names_its_org_in_its_audience_and_a_shared_issuer_by_owner_id() {
         &issuer.rsa,
         &issuer.github_claims("https://state.example.com/globex"),
     );
+    // A first login names no org and keeps its session; the next, naming acme, is refused
+    // although it reuses that kept session, and the session ends.
+    let env = [("CI_ID", id_token.as_str())];
+    let out = login(&server, &env, &["--oidc", "--id-token-variable", "CI_ID"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let out = login(
         &server,
-        &[("CI_ID", id_token.as_str())],
+        &env,
         &["--oidc", "--id-token-variable", "CI_ID", "--org", "acme"],
     );
     assert!(!out.status.success());
@@ -1469,6 +1478,17 @@ fn a_session_ends_or_narrows_with_its_policy() {
     assert_eq!(read(&session, "net-a"), 401);
     let session = open();
     assert_eq!(read(&session, "net-a"), 200);
+    // Given shorter sessions, the open one ends that long after it opened.
+    policy["session_seconds"] = json!(1);
+    put(&policy);
+    assert!(
+        eventually(Duration::from_secs(10), || read(&session, "net-a") == 401),
+        "the session outlived its policy's shorter length"
+    );
+    policy["session_seconds"] = json!(3600);
+    put(&policy);
+    let session = open();
+    assert_eq!(read(&session, "net-a"), 200);
     let r = client()
         .delete(server.url("/api/org/trust-policies/deploy"))
         .bearer_auth(&admin)
@@ -1482,10 +1502,10 @@ fn a_session_ends_or_narrows_with_its_policy() {
         .send()
         .unwrap();
     let body: Value = r.json().unwrap();
-    assert!(
-        message(&body).contains("trust policy deploy was removed"),
-        "{body}"
-    );
+    assert!(message(&body).contains("this token was revoked"), "{body}");
+    // The same policy made again brings no session of the removed one back.
+    add_policy(&server, &admin, &policy);
+    assert_eq!(read(&session, "net-a"), 401);
 }
 
 /// An issuer withdraws a leaked key: with `HEGEMONY_OIDC_KEYS_MAX_AGE_SECONDS` set short, a

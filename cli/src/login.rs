@@ -93,24 +93,32 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         .user_agent(concat!("hegemony-state/", env!("CARGO_PKG_VERSION")))
         .build()?;
     let id_token = id_token(&http, &options).await?;
-    let kept = kept::path(&id_token)?;
+    // Kept per server and policy as well as per token: the same token logs in once to each.
+    let kept = kept::path(&[
+        options.url.trim_end_matches('/'),
+        options.policy.as_deref().unwrap_or(""),
+        &id_token,
+    ])?;
     let session = match kept::read(&kept) {
         Some(session) => session,
         None => {
             let session = exchange(&http, &options, &id_token).await?;
-            if let Some(org) = &options.org {
-                if &session.org != org {
-                    end(&http, &options, &session).await;
-                    bail!(
-                        "the session is of org {}, not {org}: a trust policy of another org takes this job's audience; the session was ended. Ask for the ID token with an audience naming {org} (it ends with /{org})",
-                        session.org
-                    );
-                }
-            }
             kept::write(&kept, &session)?;
             session
         }
     };
+    // Checked whichever way the session came: one kept by a login that named no org, or
+    // another, is no more the job's than a fresh one.
+    if let Some(org) = &options.org {
+        if &session.org != org {
+            end(&http, &options, &session).await;
+            let _ = std::fs::remove_file(&kept);
+            bail!(
+                "the session is of org {}, not {org}: a trust policy of another org takes this job's audience; the session was ended. Ask for the ID token with an audience naming {org} (it ends with /{org})",
+                session.org
+            );
+        }
+    }
     if options.json {
         println!("{}", serde_json::to_string_pretty(&session)?);
     } else {
@@ -193,10 +201,10 @@ mod kept {
             .join("hegemony-state-sessions")
     }
 
-    /// The file of the session `id_token` opens, in a folder (created mode 0700) that must
-    /// be this user's own and reached by no one else: a shared temporary folder may hold
-    /// another user's files.
-    pub fn path(id_token: &str) -> anyhow::Result<PathBuf> {
+    /// The file of the session that `parts` (the server, the policy named, the ID token)
+    /// open, in a folder (created mode 0700) that must be this user's own and reached by no
+    /// one else: a shared temporary folder may hold another user's files.
+    pub fn path(parts: &[&str]) -> anyhow::Result<PathBuf> {
         let folder = folder();
         match std::fs::DirBuilder::new().mode(0o700).create(&folder) {
             Ok(()) => {}
@@ -214,7 +222,13 @@ mod kept {
                 folder.display()
             );
         }
-        let digest = Sha256::digest(id_token.as_bytes());
+        let mut digest = Sha256::new();
+        for part in parts {
+            // Each part's length first, so no two lists of parts digest alike.
+            digest.update((part.len() as u64).to_be_bytes());
+            digest.update(part.as_bytes());
+        }
+        let digest = digest.finalize();
         let name: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
         Ok(folder.join(format!("{name}.json")))
     }

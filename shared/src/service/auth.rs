@@ -122,7 +122,9 @@ async fn by_hash(app: &App, hash: String) -> Result<Caller, Error> {
                 Error::Damaged(format!("session token {} has no grant", record.id))
             })?;
             grant.token_hash = hash;
-            let role = with_its_policy(app, &record.org, record.role, &mut grant, now).await?;
+            let opened = record.created_at;
+            let role =
+                with_its_policy(app, &record.org, record.role, opened, &mut grant, now).await?;
             Caller::Org(Box::new(Principal {
                 org: record.org,
                 role,
@@ -137,7 +139,8 @@ async fn by_hash(app: &App, hash: String) -> Result<Caller, Error> {
 /// A workload session as its trust policy stands now (read at most once a minute per
 /// process): removed, or changed in whom it lets in (its issuer, audience or claims: its
 /// revision), the session has ended with it; changed in its states or role, the session
-/// reaches what both the policy it opened under and the policy now allow (never more).
+/// reaches what both the policy it opened under and the policy now allow (never more);
+/// shortened in its session length, the session ends that long after it opened.
 /// Returns the role the session acts with.
 ///
 /// # Errors
@@ -146,6 +149,7 @@ async fn with_its_policy(
     app: &App,
     org: &str,
     role: Role,
+    opened: crate::domain::Timestamp,
     grant: &mut SessionGrant,
     now: crate::domain::Timestamp,
 ) -> Result<Role, Error> {
@@ -164,6 +168,14 @@ async fn with_its_policy(
         return Err(Error::Unauthenticated(format!(
             "trust policy {} changed whom it lets in (its issuer, audience or claims) since this session opened, which ended it: log in again",
             grant.policy
+        )));
+    }
+    // A policy that now opens shorter sessions shortens the open ones: from their start.
+    let seconds = i64::try_from(policy.session_seconds).unwrap_or(i64::MAX);
+    if opened + time::Duration::seconds(seconds) <= now {
+        return Err(Error::Unauthenticated(format!(
+            "trust policy {} now opens sessions of {} seconds, and this one is older: log in again",
+            grant.policy, policy.session_seconds
         )));
     }
     grant.narrowed_to = Some(policy.states.clone());

@@ -19,7 +19,7 @@ use super::Error;
 use crate::crypto::id_token::SigningKeys;
 use crate::domain::trust::TrustPolicy;
 use crate::domain::Timestamp;
-use crate::ports::{IssuerKeyStore, IssuerKeys, KeptKeys, StoreError, TrustCatalog};
+use crate::ports::{IssuerKeyStore, IssuerKeys, KeptKeys, StoreError, TrustCatalog, TrustRecord};
 
 /// The least time between two fetches of one issuer's keys.
 pub const REFETCH_AFTER: time::Duration = time::Duration::minutes(1);
@@ -28,10 +28,11 @@ pub const REFETCH_AFTER: time::Duration = time::Duration::minutes(1);
 /// when its kept keys refuse a token.
 const REREAD_AFTER: time::Duration = time::Duration::seconds(1);
 
-/// How long "does any policy name this issuer" is believed: the first, cheap question of
-/// every exchange, so a flood of tokens naming a shared issuer costs no table read each.
-/// A policy written through this process is seen at once; through another, within this.
-const NAMED_FOR: time::Duration = time::Duration::seconds(10);
+/// How long an issuer's policies, as read, are believed: every exchange asks for them first,
+/// so a flood of tokens naming a shared issuer (or genuine ones anyone can mint there) costs
+/// no table read each. A policy written through this process is seen at once; through
+/// another, within this.
+pub const POLICIES_FOR: time::Duration = time::Duration::seconds(10);
 
 /// How long a session believes the policy that opened it as last read: a policy deleted
 /// or narrowed ends or narrows its sessions within this, whichever process serves them.
@@ -50,7 +51,7 @@ pub struct Issuers {
     store: Option<Arc<dyn IssuerKeyStore>>,
     max_age: time::Duration,
     kept: Mutex<HashMap<String, Kept>>,
-    named: Remembered<String, bool>,
+    named: Remembered<String, Arc<Vec<TrustRecord>>>,
     policies: Remembered<(String, String), Option<TrustPolicy>>,
 }
 
@@ -132,7 +133,7 @@ impl Issuers {
             store: None,
             max_age,
             kept: Mutex::new(HashMap::new()),
-            named: Remembered::new(NAMED_FOR),
+            named: Remembered::new(POLICIES_FOR),
             policies: Remembered::new(SESSION_POLICY_FOR),
         }
     }
@@ -175,22 +176,22 @@ impl Issuers {
         issuer_max_age.map_or(setting, |age| setting.min(age.max(floor)))
     }
 
-    /// Whether some trust policy names `issuer`, as read within the last seconds.
+    /// Every org's trust policies naming `issuer`, as read within [`POLICIES_FOR`].
     ///
     /// # Errors
     /// `StorageFault` when the policies cannot be read.
-    pub(super) async fn named(
+    pub(super) async fn policies_of(
         &self,
         catalog: &dyn TrustCatalog,
         issuer: &str,
         now: Timestamp,
-    ) -> Result<bool, Error> {
-        if let Some(named) = self.named.get(&issuer.to_owned(), now) {
-            return Ok(named);
+    ) -> Result<Arc<Vec<TrustRecord>>, Error> {
+        if let Some(policies) = self.named.get(&issuer.to_owned(), now) {
+            return Ok(policies);
         }
-        let named = !catalog.trust_policies_of_issuer(issuer).await?.is_empty();
-        self.named.put(issuer.to_owned(), named, now);
-        Ok(named)
+        let policies = Arc::new(catalog.trust_policies_of_issuer(issuer).await?);
+        self.named.put(issuer.to_owned(), policies.clone(), now);
+        Ok(policies)
     }
 
     /// Policy `name` of `org` as a session checks it: read at most once a minute per

@@ -41,10 +41,10 @@ fn forbidden(reason: String) -> Error {
 /// matches: the one named `wanted` when the job names one, else the only one.
 ///
 /// The order matters: the cheap checks of the token's form come first (its size, an issuer
-/// that is a short `https://` URL, an allowed algorithm, a key id), then whether some policy
-/// names the issuer (remembered for seconds: garbage naming a shared issuer costs no table
-/// read each), the key, the signature, and only then are claims believed and the issuer's
-/// policies read afresh (a policy just removed lets no token in).
+/// that is a short `https://` URL, an allowed algorithm, a key id), then the issuer's
+/// policies (read once and remembered for `issuers::POLICIES_FOR`: tokens naming a shared
+/// issuer cost no table read each; none, and nothing is fetched), the key, the signature,
+/// and only then are claims believed.
 ///
 /// # Errors
 /// `Unauthenticated` (401) for a token that is not a signed, current ID token of an issuer
@@ -62,11 +62,11 @@ pub async fn exchange(app: &App, raw: &str, wanted: Option<&str>) -> Result<Sess
         .ok_or_else(|| Error::Unauthenticated("the ID token names no signing key (kid)".into()))?;
     let issuer = shown(&token.issuer);
     let now = app.clock.now();
-    if !app
+    let policies = app
         .issuers
-        .named(app.catalog.as_ref(), &token.issuer, now)
-        .await?
-    {
+        .policies_of(app.catalog.as_ref(), &token.issuer, now)
+        .await?;
+    if policies.is_empty() {
         return Err(Error::Unauthenticated(format!(
             "no trust policy names issuer {issuer}: an admin adds one (POST /api/org/trust-policies)"
         )));
@@ -74,7 +74,6 @@ pub async fn exchange(app: &App, raw: &str, wanted: Option<&str>) -> Result<Sess
     let key = app.issuers.key(&token.issuer, kid, now).await?;
     let claims = id_token::verify_signature(raw, alg, &key).map_err(unauthenticated)?;
     let lifetime = id_token::check_claims(&claims, &token.issuer, now).map_err(unauthenticated)?;
-    let policies = app.catalog.trust_policies_of_issuer(&token.issuer).await?;
     let audiences = id_token::audiences(&claims);
     let candidates: Vec<&TrustRecord> = policies
         .iter()
