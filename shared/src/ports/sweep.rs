@@ -41,7 +41,7 @@ pub trait SweepCatalog: Send + Sync {
 
     /// Drops up to `limit` tokens that expired before `before`, and as many exchanged ID
     /// tokens' marks past their time (on stores whose records do not expire by themselves);
-    /// returns how many records went.
+    /// returns how many tokens went.
     async fn drop_expired_tokens(
         &self,
         before: Timestamp,

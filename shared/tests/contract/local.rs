@@ -434,3 +434,55 @@ async fn a_schema_9_catalog_keeps_its_inventory_and_gains_the_resources_tags() {
         .unwrap();
     assert_eq!(version, 14);
 }
+
+/// The local store's marks of exchanged ID tokens do not expire by themselves: the sweeper's
+/// pass over expired tokens drops those past their time too, and keeps the live ones.
+#[tokio::test]
+async fn the_sweeper_drops_exchanged_tokens_marks_past_their_time() {
+    use hegemony_state::domain::permission::Role;
+    use hegemony_state::ports::{
+        AccessCatalog, ExchangeMark, SweepCatalog, TokenKind, TokenRecord,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (catalog, _) = local::open(dir.path()).unwrap();
+    for (n, minutes) in [(1, 5), (2, 60)] {
+        let token = TokenRecord {
+            hash: format!("{n}").repeat(64),
+            id: format!("tok-{n}"),
+            kind: TokenKind::Session,
+            org: "acme".into(),
+            user: "workload job".into(),
+            role: Role::Operator,
+            created_at: NOW,
+            expires_at: Some(NOW + time::Duration::hours(2)),
+            revoked: false,
+            step: None,
+            session: None,
+        };
+        let mark = ExchangeMark {
+            key: format!("{n}").repeat(64),
+            until: NOW + time::Duration::minutes(minutes),
+        };
+        catalog
+            .put_session(
+                &token,
+                &mark,
+                &audit("acme", "workload.session_opened"),
+                NOW,
+            )
+            .await
+            .unwrap();
+    }
+    let dropped = catalog
+        .drop_expired_tokens(NOW + time::Duration::minutes(30), 100)
+        .await
+        .unwrap();
+    assert_eq!(dropped, 0, "no token expired: the marks go uncounted");
+    let keys: Vec<String> = {
+        let conn = rusqlite::Connection::open(dir.path().join(local::CATALOG_FILE)).unwrap();
+        let mut stmt = conn.prepare("SELECT key FROM exchanged_tokens").unwrap();
+        let rows = stmt.query_map([], |r| r.get(0)).unwrap();
+        rows.map(Result::unwrap).collect()
+    };
+    assert_eq!(keys, vec!["2".repeat(64)], "the live mark stays");
+}
