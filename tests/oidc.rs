@@ -76,6 +76,19 @@ fn message(body: &Value) -> String {
         .to_owned()
 }
 
+/// Terraform's lock of `state` under lock ID `id`, with `token` as the backend's password.
+fn lock(server: &Server, token: &str, state: &str, id: &str) -> reqwest::blocking::Response {
+    basic(
+        reqwest::Method::POST,
+        server,
+        &format!("/api/tf-states/{state}/lock"),
+        token,
+    )
+    .body(lock_doc(id))
+    .send()
+    .unwrap()
+}
+
 /// A request with `token` as the backend's password (any username), as Terraform sends it.
 fn basic(
     method: reqwest::Method,
@@ -431,25 +444,9 @@ fn a_sessions_lock_names_the_job_and_frees_itself_after_the_session_and_the_grac
     let (status, session) = exchange(&server, &issuer.mint(&issuer.rsa, &claims));
     assert_eq!(status, 200, "{session}");
     let token = session["token"].as_str().unwrap();
-    let r = basic(
-        reqwest::Method::POST,
-        &server,
-        "/api/tf-states/net-a/lock",
-        token,
-    )
-    .body(lock_doc("JOB"))
-    .send()
-    .unwrap();
+    let r = lock(&server, token, "net-a", "JOB");
     assert_eq!(r.status(), 200, "{}", r.text().unwrap());
-    let r = basic(
-        reqwest::Method::POST,
-        &server,
-        "/api/tf-states/net-a/lock",
-        &person,
-    )
-    .body(lock_doc("BOB"))
-    .send()
-    .unwrap();
+    let r = lock(&server, &person, "net-a", "BOB");
     assert_eq!(r.status(), 423);
     let holder: Value = r.json().unwrap();
     let info = holder["Info"].as_str().unwrap_or_default();
@@ -460,17 +457,7 @@ fn a_sessions_lock_names_the_job_and_frees_itself_after_the_session_and_the_grac
     // Past the session's end plus the grace, the lock is taken over by the next one.
     assert!(
         eventually(Duration::from_secs(15), || {
-            basic(
-                reqwest::Method::POST,
-                &server,
-                "/api/tf-states/net-a/lock",
-                &person,
-            )
-            .body(lock_doc("BOB"))
-            .send()
-            .unwrap()
-            .status()
-                == 200
+            lock(&server, &person, "net-a", "BOB").status() == 200
         }),
         "the session's lock never freed itself"
     );
@@ -495,15 +482,7 @@ fn a_job_ends_its_session_early_and_its_locks_go_with_it() {
     let (_, session) = exchange(&server, &github_job(&issuer));
     let token = session["token"].as_str().unwrap();
     for state in ["net-a", "net-b"] {
-        let r = basic(
-            reqwest::Method::POST,
-            &server,
-            &format!("/api/tf-states/{state}/lock"),
-            token,
-        )
-        .body(lock_doc(state))
-        .send()
-        .unwrap();
+        let r = lock(&server, token, state, state);
         assert_eq!(r.status(), 200);
     }
     let r = client()
@@ -513,15 +492,7 @@ fn a_job_ends_its_session_early_and_its_locks_go_with_it() {
         .unwrap();
     assert_eq!(r.status(), 204);
     for state in ["net-a", "net-b"] {
-        let r = basic(
-            reqwest::Method::POST,
-            &server,
-            &format!("/api/tf-states/{state}/lock"),
-            &person,
-        )
-        .body(lock_doc("BOB"))
-        .send()
-        .unwrap();
+        let r = lock(&server, &person, state, "BOB");
         assert_eq!(r.status(), 200, "{state} released with the session");
     }
     let r = client()
@@ -966,15 +937,7 @@ fn a_protected_state_is_applied_only_by_its_policys_jobs(version: TfVersion) {
     job.init();
     job.ok(&["apply", "-auto-approve", "-no-color"]);
     // The job holds the lock (killed, say); an admin's force-unlock still releases it.
-    let r = basic(
-        reqwest::Method::POST,
-        &server,
-        "/api/tf-states/net-prod/lock",
-        &session,
-    )
-    .body(lock_doc("job-lock"))
-    .send()
-    .unwrap();
+    let r = lock(&server, &session, "net-prod", "job-lock");
     assert_eq!(r.status(), 200);
     let admins = Tf::new(version, &server, "net-prod", &admin);
     admins.init();
@@ -1570,15 +1533,7 @@ fn a_session_never_force_unlocks_whatever_the_allocation() {
         .send()
         .unwrap();
     assert_eq!(r.status(), 200, "{}", r.text().unwrap());
-    let r = basic(
-        reqwest::Method::POST,
-        &server,
-        "/api/tf-states/net-a/lock",
-        &operator,
-    )
-    .body(lock_doc("person-lock"))
-    .send()
-    .unwrap();
+    let r = lock(&server, &operator, "net-a", "person-lock");
     assert_eq!(r.status(), 200);
     let (_, session) = exchange(&server, &github_job(&issuer));
     let session = session["token"].as_str().unwrap();

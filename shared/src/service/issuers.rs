@@ -51,8 +51,10 @@ pub struct Issuers {
     store: Option<Arc<dyn IssuerKeyStore>>,
     max_age: time::Duration,
     kept: Mutex<HashMap<String, Kept>>,
-    named: Remembered<String, Arc<Vec<TrustRecord>>>,
-    policies: Remembered<(String, String), Option<TrustPolicy>>,
+    /// Every org's policies naming an issuer, by issuer: what the exchange asks first.
+    issuer_policies: Remembered<String, Arc<Vec<TrustRecord>>>,
+    /// A policy by org and name, as the sessions it opened check it.
+    session_policies: Remembered<(String, String), Option<TrustPolicy>>,
 }
 
 /// What this process keeps of one issuer: the record as kept, its keys parsed, and when the
@@ -128,24 +130,25 @@ impl<K: Eq + Hash + Clone, V: Clone> Remembered<K, V> {
 impl Issuers {
     /// Keys fetched by `fetcher`, kept in this process, believed at most `max_age`.
     pub fn new(fetcher: Arc<dyn IssuerKeys>, max_age: time::Duration) -> Self {
-        Self {
-            fetcher: Some(fetcher),
-            store: None,
-            max_age,
-            kept: Mutex::new(HashMap::new()),
-            named: Remembered::new(POLICIES_FOR),
-            policies: Remembered::new(SESSION_POLICY_FOR),
-        }
+        Self::with(Some(fetcher), max_age)
     }
 
     /// For a function whose routes verify no ID token: asking for a key is refused as a
     /// deployment fault (a route served by the wrong function), never a fetch. Its sessions'
     /// policies are still read through it.
     pub fn off() -> Self {
+        // No key is ever fetched or believed here: the age is never read.
+        Self::with(None, REFETCH_AFTER)
+    }
+
+    fn with(fetcher: Option<Arc<dyn IssuerKeys>>, max_age: time::Duration) -> Self {
         Self {
-            fetcher: None,
-            // No key is ever fetched or believed here: the age is never read.
-            ..Self::new(Arc::new(NoFetcher), REFETCH_AFTER)
+            fetcher,
+            store: None,
+            max_age,
+            kept: Mutex::new(HashMap::new()),
+            issuer_policies: Remembered::new(POLICIES_FOR),
+            session_policies: Remembered::new(SESSION_POLICY_FOR),
         }
     }
 
@@ -186,11 +189,12 @@ impl Issuers {
         issuer: &str,
         now: Timestamp,
     ) -> Result<Arc<Vec<TrustRecord>>, Error> {
-        if let Some(policies) = self.named.get(&issuer.to_owned(), now) {
+        if let Some(policies) = self.issuer_policies.get(&issuer.to_owned(), now) {
             return Ok(policies);
         }
         let policies = Arc::new(catalog.trust_policies_of_issuer(issuer).await?);
-        self.named.put(issuer.to_owned(), policies.clone(), now);
+        self.issuer_policies
+            .put(issuer.to_owned(), policies.clone(), now);
         Ok(policies)
     }
 
@@ -207,19 +211,19 @@ impl Issuers {
         now: Timestamp,
     ) -> Result<Option<TrustPolicy>, Error> {
         let key = (org.to_owned(), name.to_owned());
-        if let Some(policy) = self.policies.get(&key, now) {
+        if let Some(policy) = self.session_policies.get(&key, now) {
             return Ok(policy);
         }
         let policy = catalog.trust_policy(org, name).await?;
-        self.policies.put(key, policy.clone(), now);
+        self.session_policies.put(key, policy.clone(), now);
         Ok(policy)
     }
 
     /// Forgets what was read of `org`'s policies and of `issuer`: called by each change of
     /// a policy, so this process sees it at once.
     pub(super) fn forget(&self, org: &str, issuer: &str) {
-        self.named.forget(|i| i == issuer);
-        self.policies.forget(|(o, _)| o == org);
+        self.issuer_policies.forget(|i| i == issuer);
+        self.session_policies.forget(|(o, _)| o == org);
     }
 
     /// The key `kid` of `issuer`, from the keys kept while they are fresh, or from a fetch
@@ -259,7 +263,7 @@ impl Issuers {
         }
         // This process claims the fetch, under its lock: requests arriving meanwhile see
         // the claim and do not fetch as well.
-        let claim = {
+        let (claim, before) = {
             let mut kept = self.kept();
             let entry = kept.entry(issuer.to_owned()).or_insert_with(|| {
                 Kept::of(KeptKeys {
@@ -274,7 +278,6 @@ impl Issuers {
             entry.record.tried_at = now;
             (entry.record.clone(), before)
         };
-        let (claim, before) = claim;
         if let Some(store) = &self.store {
             match store
                 .put_kept_keys(&claim, shared.as_ref().map(|s| s.tried_at))
@@ -409,22 +412,6 @@ impl Issuers {
             // The last fetch failed, is under way, or left keys that have aged since.
             unreachable(issuer)
         }))
-    }
-}
-
-/// The fetcher of a function that serves no exchange: never called ([`Issuers::key`]
-/// refuses first).
-struct NoFetcher;
-
-#[async_trait::async_trait]
-impl IssuerKeys for NoFetcher {
-    async fn signing_keys(
-        &self,
-        _issuer: &str,
-    ) -> Result<crate::ports::FetchedKeys, crate::ports::IssuerError> {
-        Err(crate::ports::IssuerError(
-            "this function fetches no issuer's keys".into(),
-        ))
     }
 }
 
