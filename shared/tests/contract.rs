@@ -268,6 +268,7 @@ every_adapter!(
     tokens_are_found_by_hash,
     an_org_is_created_once,
     an_id_token_opens_one_session,
+    every_org_with_a_record_is_listed,
     // contract/trust.rs
     trust_policies_are_listed_by_org_and_found_by_issuer,
     a_trust_policy_is_replaced_and_removed_only_as_read,
@@ -290,6 +291,7 @@ every_adapter!(
     a_large_entry_replaced_by_a_small_one_reads_back_as_written,
     // contract/runs.rs
     a_steps_commit_checks_its_token_and_its_runs_end,
+    every_run_is_listed_with_its_end,
     // contract/sweep.rs
     marks_drop_versions_and_blobs_are_found_by_age,
     marks_drop_inline_versions_without_listing_a_blob,

@@ -142,6 +142,11 @@ pub trait AccessCatalog: Send + Sync {
     /// Every token (hashes only: no token is ever stored), oldest first.
     async fn tokens(&self) -> Result<Vec<TokenRecord>, StoreError>;
 
+    /// Every org the store holds a record of (a state, a deleted state, an app state,
+    /// settings, a trust policy, a token, an audit entry), sorted. It reads the whole store
+    /// (a scan on DynamoDB): for a migration, never for a request.
+    async fn orgs(&self) -> Result<Vec<String>, StoreError>;
+
     /// Replaces an org's allocation and records the change, together, if the stored one (the
     /// default for an org not created yet) is still `expected`: two admins changing it at
     /// once then cannot lose a change or audit the wrong old value.

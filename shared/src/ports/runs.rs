@@ -34,6 +34,10 @@ pub struct RunItem {
 pub trait RunCatalog: Send + Sync {
     async fn run(&self, run: &str) -> Result<Option<RunRecord>, StoreError>;
 
+    /// Every run recorded, ended or not, in no set order. It reads every run (a scan on
+    /// DynamoDB): for a migration, never for a request.
+    async fn runs(&self) -> Result<Vec<RunRecord>, StoreError>;
+
     /// Stores `record` unless the run exists; returns the run as stored.
     async fn bind_run(&self, record: &RunRecord) -> Result<RunRecord, StoreError>;
 

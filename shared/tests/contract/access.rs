@@ -185,3 +185,68 @@ pub async fn an_id_token_opens_one_session(f: Fixture) {
         .await;
     assert!(matches!(refused, Err(StoreError::Conflict)), "{refused:?}");
 }
+
+/// Every org with a record of any kind is listed once, in order, whatever kind of record
+/// names it: a state, settings, a trust policy, a token, an audit entry alone.
+pub async fn every_org_with_a_record_is_listed(f: Fixture) {
+    assert_eq!(f.catalog.orgs().await.unwrap(), Vec::<String>::new());
+    let state = StateRecord::fresh("with-state", "net", "inc", NOW);
+    f.catalog.commit(commit(&state, 0, vec![])).await.unwrap();
+    let settings = OrgRecord {
+        inventory_key: None,
+        org: "with-settings".into(),
+        allocation: Allocation::default(),
+        created_at: NOW,
+        protections: Vec::new(),
+    };
+    f.catalog.create_org(&settings).await.unwrap();
+    let policy = hegemony_state::domain::trust::TrustPolicy {
+        name: "ci".into(),
+        issuer: "https://issuer.example.com".into(),
+        audience: "https://state.example.com/orgs/with-policy".into(),
+        claims: Default::default(),
+        role: Role::Operator,
+        states: vec!["*".into()],
+        session_seconds: 600,
+    };
+    f.catalog
+        .put_trust_policy(
+            "with-policy",
+            None,
+            &policy,
+            &audit("with-policy", "trust_policy.created"),
+        )
+        .await
+        .unwrap();
+    let token = TokenRecord {
+        hash: "ab".repeat(32),
+        id: "tok-1".into(),
+        kind: TokenKind::Personal,
+        org: "with-token".into(),
+        user: "alice".into(),
+        role: Role::Operator,
+        created_at: NOW,
+        expires_at: None,
+        revoked: false,
+        step: None,
+        session: None,
+    };
+    f.catalog
+        .put_token(&token, &audit("with-token", "token.created"))
+        .await
+        .unwrap();
+    f.catalog
+        .append_audit(&audit("with-audit", "store.migrated"))
+        .await
+        .unwrap();
+    assert_eq!(
+        f.catalog.orgs().await.unwrap(),
+        [
+            "with-audit",
+            "with-policy",
+            "with-settings",
+            "with-state",
+            "with-token"
+        ]
+    );
+}

@@ -102,3 +102,25 @@ pub async fn a_steps_commit_checks_its_token_and_its_runs_end(f: Fixture) {
     );
     assert_eq!(f.catalog.run_items("r1").await.unwrap().len(), 1);
 }
+
+/// Every run is listed, ended or not, one bound by a mint and one only ever reported ended.
+pub async fn every_run_is_listed_with_its_end(f: Fixture) {
+    use hegemony_state::ports::RunRecord;
+    assert!(f.catalog.runs().await.unwrap().is_empty());
+    let bound = RunRecord {
+        run: "r1".into(),
+        org: "acme".into(),
+        created_at: NOW,
+        ended_at: None,
+        status: None,
+    };
+    f.catalog.bind_run(&bound).await.unwrap();
+    let ended = f
+        .catalog
+        .end_run("r2", NOW + time::Duration::minutes(1), Some("failed"))
+        .await
+        .unwrap();
+    let mut runs = f.catalog.runs().await.unwrap();
+    runs.sort_by(|a, b| a.run.cmp(&b.run));
+    assert_eq!(runs, [bound, ended]);
+}

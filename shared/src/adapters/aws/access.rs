@@ -102,6 +102,23 @@ impl AccessCatalog for DynamoCatalog {
             .collect()
     }
 
+    async fn orgs(&self) -> Result<Vec<String>, StoreError> {
+        // States, deleted states, app states and settings live in the org's partition; its
+        // policies and its log in partitions of their own; a token's org is in its record.
+        let prefixes = [org_pk(""), audit_pk(""), TRUST_PREFIX.to_owned()];
+        let prefixes: Vec<&str> = prefixes.iter().map(String::as_str).collect();
+        let mut orgs = std::collections::BTreeSet::new();
+        for item in self.scan(&prefixes, true).await? {
+            let pk = string(&item, PK)?;
+            if let Some(org) = prefixes.iter().find_map(|p| pk.strip_prefix(p)) {
+                orgs.insert(org.to_owned());
+            }
+        }
+        orgs.extend(self.tokens().await?.into_iter().map(|t| t.org));
+        orgs.remove("");
+        Ok(orgs.into_iter().collect())
+    }
+
     async fn set_allocation(
         &self,
         org: &str,

@@ -204,6 +204,57 @@ impl DynamoCatalog {
             .collect()
     }
 
+    /// Every item of the table whose partition key starts with one of `prefixes` (with
+    /// `keys_only`, their keys alone), page by page: a scan of the whole table, for a
+    /// migration's survey.
+    pub(super) async fn scan(
+        &self,
+        prefixes: &[&str],
+        keys_only: bool,
+    ) -> Result<Vec<Item>, StoreError> {
+        let filter: Vec<String> = (0..prefixes.len())
+            .map(|i| format!("begins_with(#pk, :p{i})"))
+            .collect();
+        let mut scan = self
+            .client
+            .scan()
+            .table_name(&self.table)
+            .consistent_read(true)
+            .filter_expression(filter.join(" OR "))
+            .expression_attribute_names("#pk", PK);
+        if keys_only {
+            scan = scan
+                .projection_expression("#pk, #sk")
+                .expression_attribute_names("#sk", SK);
+        }
+        for (i, prefix) in prefixes.iter().enumerate() {
+            scan = scan.expression_attribute_values(format!(":p{i}"), s(*prefix));
+        }
+        let mut items = Vec::new();
+        paging::walk(
+            |start| {
+                let scan = scan.clone();
+                async move {
+                    let page = scan
+                        .set_exclusive_start_key(start)
+                        .send()
+                        .await
+                        .map_err(|e| StoreError::Unavailable(describe_failure("Scan", &e)))?;
+                    Ok::<_, StoreError>(Page {
+                        items: page.items.unwrap_or_default(),
+                        next: page.last_evaluated_key.filter(|key| !key.is_empty()),
+                    })
+                }
+            },
+            |page| {
+                items.extend(page);
+                None::<()>
+            },
+        )
+        .await?;
+        Ok(items)
+    }
+
     /// Reads every item of a query, page by page, up to `limit` items (`None`: all).
     pub(super) async fn query_all(
         &self,

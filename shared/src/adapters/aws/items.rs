@@ -99,6 +99,8 @@ pub fn versions_pk(org: &str, name: &str, incarnation: &str) -> String {
 pub fn number_sk(n: u64) -> String {
     format!("{n:020}")
 }
+/// The partitions of an org's trust policies start so.
+pub const TRUST_PREFIX: &str = "TRUST#";
 pub fn audit_pk(org: &str) -> String {
     format!("AUDIT#{org}")
 }

@@ -43,6 +43,15 @@ impl RunCatalog for DynamoCatalog {
         self.get_record(key(run_pk(run), RUN_SK)).await
     }
 
+    async fn runs(&self) -> Result<Vec<RunRecord>, StoreError> {
+        let items = self.scan(&[&run_pk("")], false).await?;
+        items
+            .iter()
+            .filter(|item| string(item, SK).is_ok_and(|sk| sk == RUN_SK))
+            .map(record)
+            .collect()
+    }
+
     async fn bind_run(&self, record: &RunRecord) -> Result<RunRecord, StoreError> {
         if self.put_new(run_item(record)).await? {
             return Ok(record.clone());

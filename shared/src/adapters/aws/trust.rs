@@ -17,7 +17,7 @@ use crate::domain::trust::TrustPolicy;
 use crate::ports::{AuditEntry, StoreError, TrustCatalog, TrustRecord, TrustWrite};
 
 fn trust_pk(org: &str) -> String {
-    format!("TRUST#{org}")
+    format!("{TRUST_PREFIX}{org}")
 }
 
 fn issuer_pk(issuer: &str) -> String {

@@ -106,6 +106,29 @@ impl AccessCatalog for SqliteCatalog {
         .await
     }
 
+    async fn orgs(&self) -> Result<Vec<String>, StoreError> {
+        self.with(move |conn| {
+            // A token's org is in its record only; an org is never empty.
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT org FROM states UNION SELECT org FROM deleted_states \
+                     UNION SELECT org FROM apps UNION SELECT org FROM orgs \
+                     UNION SELECT org FROM trust_policies UNION SELECT org FROM audit \
+                     UNION SELECT json_extract(record, '$.org') FROM tokens ORDER BY 1",
+                )
+                .map_err(sql_error)?;
+            let rows = stmt
+                .query_map([], |row| row.get::<_, Option<String>>(0))
+                .map_err(sql_error)?;
+            let mut orgs = Vec::new();
+            for org in rows {
+                orgs.extend(org.map_err(sql_error)?.filter(|o| !o.is_empty()));
+            }
+            Ok(orgs)
+        })
+        .await
+    }
+
     async fn set_allocation(
         &self,
         org: &str,

@@ -28,6 +28,19 @@ impl RunCatalog for SqliteCatalog {
         self.with(move |conn| run_in(conn, &run)).await
     }
 
+    async fn runs(&self) -> Result<Vec<RunRecord>, StoreError> {
+        self.with(move |conn| {
+            let mut stmt = conn
+                .prepare_cached("SELECT record FROM runs")
+                .map_err(sql_error)?;
+            let rows = stmt
+                .query_map([], |row| row.get::<_, String>(0))
+                .map_err(sql_error)?;
+            rows.map(|r| from_json(&r.map_err(sql_error)?)).collect()
+        })
+        .await
+    }
+
     async fn bind_run(&self, record: &RunRecord) -> Result<RunRecord, StoreError> {
         let record = record.clone();
         self.with(move |conn| {

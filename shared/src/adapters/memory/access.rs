@@ -51,6 +51,24 @@ impl AccessCatalog for MemoryStore {
         Ok(self.lock().tokens.clone())
     }
 
+    async fn orgs(&self) -> Result<Vec<String>, StoreError> {
+        let inner = self.lock();
+        let orgs: std::collections::BTreeSet<String> = inner
+            .states
+            .keys()
+            .map(|(org, _)| org)
+            .chain(inner.deleted.keys().map(|(org, _)| org))
+            .chain(inner.apps.keys().map(|(org, _)| org))
+            .chain(inner.trust.keys().map(|(org, _)| org))
+            .chain(inner.orgs.keys())
+            .chain(inner.tokens.iter().map(|t| &t.org))
+            .chain(inner.audit.iter().map(|e| &e.org))
+            .filter(|org| !org.is_empty())
+            .cloned()
+            .collect();
+        Ok(orgs.into_iter().collect())
+    }
+
     async fn set_allocation(
         &self,
         org: &str,

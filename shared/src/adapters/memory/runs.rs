@@ -12,6 +12,10 @@ impl RunCatalog for MemoryStore {
         Ok(self.lock().runs.get(run).cloned())
     }
 
+    async fn runs(&self) -> Result<Vec<RunRecord>, StoreError> {
+        Ok(self.lock().runs.values().cloned().collect())
+    }
+
     async fn bind_run(&self, record: &RunRecord) -> Result<RunRecord, StoreError> {
         let mut inner = self.lock();
         Ok(inner
