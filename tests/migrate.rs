@@ -1,6 +1,8 @@
 //! `hegemony-state migrate` between a local store and an AWS deployment on the emulator: a
 //! store made by real Terraform moved to AWS, where Terraform continues with the same token
-//! and plans no changes; a migration killed part way and run again copies each version once;
+//! and plans no changes; a migration killed part way (between commits and inside one) and run
+//! again copies each version once; ended runs, an org without a token and a write during the
+//! move, after which nothing refused on the source is allowed on the target;
 //! a dry run writes nothing; a locked state is refused, then skipped with `--skip-locked`;
 //! and the way back, from AWS to a new local store, keeps the states and the tokens. An Octo
 //! app state sealed on the local server reads the same through the AWS-backed server, every
@@ -95,9 +97,17 @@ fn terraform_continues_on_aws_after_a_migration_killed_part_way_and_run_again() 
     let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
     assert_eq!(listed, serde_json::json!([]), "a dry run writes nothing");
 
-    let crash = [("HEGEMONY_MIGRATE_CRASH_AFTER_VERSIONS", "2")];
+    // Dead between two commits, then inside one (the third version's sealed bytes written,
+    // its commit not made).
+    let crash = [("HEGEMONY_MIGRATE_CRASH_AT", "copied:1")];
     let (ok, said) = migrate(&aws, &args, &crash);
-    assert!(!ok, "the first run stops dead after two versions: {said}");
+    assert!(!ok, "the first run stops dead after one version: {said}");
+    let crash = [("HEGEMONY_MIGRATE_CRASH_AT", "sealed:2")];
+    let (ok, said) = migrate(&aws, &args, &crash);
+    assert!(
+        !ok,
+        "the second stops dead inside its second commit: {said}"
+    );
     let (ok, said) = migrate(&aws, &args, &[]);
     assert!(ok, "{said}");
     assert!(
@@ -105,7 +115,7 @@ fn terraform_continues_on_aws_after_a_migration_killed_part_way_and_run_again() 
             "versions: copied {}, already on the target 2",
             total - 2
         )),
-        "each version is copied once, over both runs: {said}"
+        "each version is copied once, over the three runs: {said}"
     );
     assert!(
         said.contains(&format!("Verified {total} versions")),
@@ -327,5 +337,146 @@ fn an_octo_app_state_and_a_deleted_state_move_to_aws_and_read_back_there() {
     assert!(
         said.contains("archives: copied 0, already on the target 2"),
         "{said}"
+    );
+}
+
+/// The whole move: a store with an ended run (its step token refused), an org whose
+/// only token is gone (swept after it expired), and a version written while the migration
+/// runs. The run that missed the write fails naming it; the next copies it; then every
+/// source version reads back on the target, and what the source refuses the target refuses.
+#[test]
+fn ended_runs_an_org_without_tokens_and_a_write_during_the_move_all_arrive() {
+    let server = Server::start_with(&[("HEGEMONY_TF_STATE_RUN_END_GRACE_SECONDS", "0")]);
+    let admin = server.token("acme", "alice", "admin");
+    let platform = server.platform_token();
+    let api = Api::new(&server);
+    for serial in 1..=3 {
+        let doc = state_doc(serial, "net", &format!("v{serial}"));
+        assert_eq!(api.post_state(&admin, "net", None, doc).status(), 200);
+    }
+    let quiet = server.token("quiet", "bob", "operator");
+    let doc = state_doc(1, "dns", "q");
+    assert_eq!(api.post_state(&quiet, "dns", None, doc).status(), 200);
+    let mint = |run: &str| {
+        let body = serde_json::json!({"org": "acme", "state": "net", "step": "plan", "attempt": 1, "kind": "plan", "timeout_seconds": 600});
+        let r = api.post_json(
+            &format!("/api/runs/{run}/tf-state-tokens"),
+            &platform,
+            &body,
+        );
+        assert_eq!(r.status(), 201, "{}", r.text().unwrap());
+        r.json::<Value>().unwrap()["token"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let step = mint("run-1");
+    let end = api.post_json("/api/runs/run-1/end", &platform, &serde_json::json!({}));
+    assert_eq!(end.status().as_u16(), 200, "{}", end.text().unwrap());
+    assert_eq!(
+        api.get_state(&step, "net").status(),
+        401,
+        "refused on the source"
+    );
+    let dir = data_dir(&server);
+    // quiet's only token swept, as the sweeper drops an expired one: the org holds a state
+    // and no token.
+    let catalog = server
+        .data_dir()
+        .join(hegemony_state::adapters::local::CATALOG_FILE);
+    let conn = rusqlite::Connection::open(&catalog).unwrap();
+    let gone = conn
+        .execute(
+            "DELETE FROM tokens WHERE json_extract(record, '$.org') = 'quiet'",
+            [],
+        )
+        .unwrap();
+    assert_eq!(gone, 1);
+    drop(conn);
+
+    let aws = Deployment::create();
+    let args = ["--from", "local", "--to", "aws", "--data-dir", &dir];
+    let mut paused = Command::new(bin())
+        .arg("migrate")
+        .args(args)
+        .env_remove("HEGEMONY_TF_STATE_ENCRYPTION_KEY")
+        .env_remove("HEGEMONY_TF_STATE_DATA_DIR")
+        .envs(aws.env())
+        .env("HEGEMONY_MIGRATE_PAUSE_AT", "copied:1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(paused.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("paused") {
+        line.clear();
+        let read = std::io::BufRead::read_line(&mut stderr, &mut line).unwrap();
+        assert!(read > 0, "the migration ended before its pause");
+    }
+    // During the move: a fourth version of net, whose first versions are being copied.
+    let doc = state_doc(4, "net", "v4");
+    assert_eq!(api.post_state(&admin, "net", None, doc).status(), 200);
+    std::io::Write::write_all(&mut paused.stdin.take().unwrap(), b"\n").unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    let out = paused.wait_with_output().unwrap();
+    let said = format!("{}{rest}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        !out.status.success(),
+        "a run that missed a write is not complete: {said}"
+    );
+    assert!(
+        said.contains("changed during the move: state acme/net: version 4 on the source"),
+        "{said}"
+    );
+    let (ok, said) = migrate(&aws, &args, &[]);
+    assert!(ok, "{said}");
+    assert!(
+        said.contains("versions: copied 1, already on the target 4"),
+        "{said}"
+    );
+    assert!(
+        said.contains("org quiet: copied/already there: tokens 0/0, states 0/1"),
+        "{said}"
+    );
+    assert!(
+        said.contains("runs: copied 0, already on the target 1"),
+        "{said}"
+    );
+
+    // The target runs with the source's settings: the same grace after a run's end.
+    let container = aws.container(&[("HEGEMONY_TF_STATE_RUN_END_GRACE_SECONDS", "0")]);
+    let there = Api::new(&container);
+    assert_eq!(
+        versions(&there, &admin, "net"),
+        versions(&api, &admin, "net")
+    );
+    for v in versions(&api, &admin, "net") {
+        let path = format!("/api/tf-states/net/versions/{}/content", v.0);
+        assert_eq!(
+            read(&there, &admin, &path),
+            read(&api, &admin, &path),
+            "version {}",
+            v.0
+        );
+    }
+    let quiet_admin = aws.token("quiet", "root", "admin");
+    assert_eq!(
+        there.get_state(&quiet_admin, "dns").status(),
+        200,
+        "quiet's state moved"
+    );
+    assert_eq!(
+        there.get_state(&step, "net").status(),
+        401,
+        "refused on the target too"
+    );
+    let again = there.post_json("/api/runs/run-1/tf-state-tokens", &platform, &serde_json::json!({"org": "acme", "state": "net", "step": "apply", "attempt": 1, "kind": "apply", "timeout_seconds": 600}));
+    assert_eq!(
+        again.status(),
+        409,
+        "an ended run is not started again on the target"
     );
 }

@@ -7,13 +7,12 @@
 //! its end.
 
 use clap::{Args, Subcommand};
-use hegemony_state::adapters::local::{backup, CATALOG_FILE};
-use hegemony_state::service::migrate::token_orgs;
+use hegemony_state::service::migrate;
 use hegemony_state::service::reindex::{self, Outcome, Rebuilt};
 use hegemony_state::service::App;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::store::{Store, StoreKind};
+use crate::store::Store;
 
 #[derive(Subcommand)]
 pub enum Command {
@@ -24,8 +23,7 @@ pub enum Command {
 
 #[derive(Args)]
 pub struct Options {
-    /// One org only. Default: every org with a token, and on the local store every org with
-    /// a state too (on AWS, name an org whose tokens are all gone).
+    /// One org only. Default: every org the store holds a record of.
     #[arg(long)]
     org: Option<String>,
     #[command(flatten)]
@@ -83,18 +81,11 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The orgs to rebuild: the one named, or every org with a token, and on the local store
-/// every org holding a state (a store may have states of an org without tokens).
+/// The orgs to rebuild: the one named, or every org the store holds a record of (its
+/// tokens may all be gone: its states are not).
 async fn orgs(app: &App, options: &Options) -> anyhow::Result<Vec<String>> {
     if let Some(org) = &options.org {
         return Ok(vec![org.clone()]);
     }
-    let mut orgs = token_orgs(app).await?;
-    let catalog = options.store.data_dir.join(CATALOG_FILE);
-    if options.store.kind == StoreKind::Local && catalog.exists() {
-        orgs.extend(backup::orgs(&catalog).map_err(anyhow::Error::msg)?);
-        orgs.sort();
-        orgs.dedup();
-    }
-    Ok(orgs)
+    Ok(migrate::orgs(app).await?)
 }

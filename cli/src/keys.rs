@@ -21,7 +21,7 @@ use crate::store::Store;
 /// Which states a command covers.
 #[derive(Args, Clone)]
 pub struct Scope {
-    /// One org only. Default: every org with a token in the store.
+    /// One org only. Default: every org the store holds a record of.
     #[arg(long)]
     org: Option<String>,
     /// One state only (with --org): no app state.
@@ -94,17 +94,9 @@ async fn orgs(app: &App, scope: &Scope) -> anyhow::Result<Vec<String>> {
     if let Some(org) = &scope.org {
         return Ok(vec![org.clone()]);
     }
-    let mut orgs: Vec<String> = app
-        .catalog
-        .tokens()
-        .await?
-        .into_iter()
-        .map(|t| t.org)
-        .filter(|o| !o.is_empty())
-        .collect();
-    orgs.sort();
-    orgs.dedup();
-    Ok(orgs)
+    // Every org with a record, not only those with tokens: an org whose tokens all expired
+    // still holds states sealed under the old key.
+    Ok(hegemony_state::service::migrate::orgs(app).await?)
 }
 
 /// What a command covers: states, deleted states kept for their retention (their versions

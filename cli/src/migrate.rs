@@ -7,17 +7,24 @@ use std::path::PathBuf;
 
 use anyhow::bail;
 use clap::Args;
-use hegemony_state::adapters::local::{backup, CATALOG_FILE};
-use hegemony_state::service::migrate::{self, Count, Options as Run, Report, Sides};
+use hegemony_state::service::migrate::{self, Count, Options as Run, Report, Sides, Step};
 use hegemony_state::service::reindex::{self, Outcome};
 use hegemony_state::service::App;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::store::{Store, StoreKind};
 
-/// Set (to a number) only by tests: the process stops dead once it has copied that many
-/// versions and archives, as a crash would stop it, so the next run's resumption can be checked.
-const CRASH_AFTER: &str = "HEGEMONY_MIGRATE_CRASH_AFTER_VERSIONS";
+/// Read by debug builds only, for tests: `copied:N` stops the process dead once it has
+/// committed N versions and archives on the target, `sealed:N` once it has written the N-th's
+/// sealed bytes there and before the commit that names them, as a crash would stop it, so the
+/// next run's resumption can be checked. A release build has no such switch.
+#[cfg(debug_assertions)]
+const CRASH_AT: &str = "HEGEMONY_MIGRATE_CRASH_AT";
+/// Read by debug builds only, for tests: `copied:N` pauses the run once it has committed N
+/// versions and archives (it says so on standard error and goes on at a line on standard
+/// input), so a test can write to the source during the move.
+#[cfg(debug_assertions)]
+const PAUSE_AT: &str = "HEGEMONY_MIGRATE_PAUSE_AT";
 
 /// `migrate`: which store to copy from and to, and how.
 #[derive(Args)]
@@ -50,6 +57,10 @@ pub struct Options {
     /// command then exits with an error: the migration is not complete).
     #[arg(long)]
     skip_locked: bool,
+    /// Move this org only (repeat for several); default: every org the source holds a
+    /// record of.
+    #[arg(long = "org", value_name = "ORG")]
+    orgs: Vec<String>,
 }
 
 pub async fn run(options: Options) -> anyhow::Result<()> {
@@ -58,28 +69,21 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     }
     let from = open(&options, options.from).await?;
     let to = open(&options, options.to).await?;
-    let mut orgs = migrate::token_orgs(&from).await?;
-    let catalog = options.data_dir.join(CATALOG_FILE);
-    if options.from == StoreKind::Local && catalog.exists() {
-        // The local catalog names every org that holds a state, tokens or not.
-        orgs.extend(backup::orgs(&catalog).map_err(anyhow::Error::msg)?);
-        orgs.sort();
-        orgs.dedup();
+    let found = migrate::orgs(&from).await?;
+    let orgs = chosen(&found, &options.orgs)?;
+    for org in found.iter().filter(|o| !orgs.contains(o)) {
+        println!("org {org}: not moved (not named by --org)");
     }
     let survey = migrate::survey(&from, &orgs).await?;
     let progress = ProgressBar::new(survey.versions());
     let template = "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} versions and archives";
     progress.set_style(ProgressStyle::with_template(template).expect("a valid template"));
-    let crash_after: Option<u64> = std::env::var(CRASH_AFTER).ok().and_then(|n| n.parse().ok());
-    let copied = std::sync::atomic::AtomicU64::new(0);
-    let on_version = |was_copied: bool| {
-        progress.inc(1);
-        if was_copied {
-            let n = copied.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-            if crash_after == Some(n) {
-                std::process::exit(75);
-            }
+    let switches = test_switches();
+    let on_step = |step: Step| {
+        if step != Step::Sealed {
+            progress.inc(1);
         }
+        switches(step);
     };
     let run = Run {
         dry_run: options.dry_run,
@@ -89,7 +93,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         from: &from,
         to: &to,
     };
-    let report = migrate::migrate(sides, &survey, run, &on_version).await;
+    let report = migrate::migrate(sides, &survey, run, &on_step).await;
     progress.finish_and_clear();
     let report = report?;
     print(&report, options.dry_run);
@@ -105,6 +109,15 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
             report.mismatched.len()
         );
     }
+    if !report.changed.is_empty() {
+        for change in &report.changed {
+            eprintln!("changed during the move: {change}");
+        }
+        bail!(
+            "the source took {} writes while it was copied (named above): the migration is not complete; hold writes on the source (docs/migrate.md) and run it again",
+            report.changed.len()
+        );
+    }
     if !report.skipped.is_empty() {
         bail!(
             "the migration is not complete: {} states or app states were skipped ({}); run it again once they are released",
@@ -113,6 +126,78 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// The orgs to move: those named (each must hold a record on the source), else every one
+/// found.
+fn chosen(found: &[String], named: &[String]) -> anyhow::Result<Vec<String>> {
+    if named.is_empty() {
+        return Ok(found.to_vec());
+    }
+    let mut orgs = named.to_vec();
+    orgs.sort();
+    orgs.dedup();
+    if let Some(unknown) = orgs.iter().find(|o| !found.contains(o)) {
+        bail!("--org {unknown}: the source holds no record of that org");
+    }
+    Ok(orgs)
+}
+
+/// What the process does at each step: nothing, but in a debug build where a test switch
+/// (`CRASH_AT`, `PAUSE_AT`) is set.
+fn test_switches() -> impl Fn(Step) + Sync {
+    #[cfg(debug_assertions)]
+    {
+        let crash = Switch::read(CRASH_AT);
+        let pause = Switch::read(PAUSE_AT);
+        move |step: Step| {
+            if crash.as_ref().is_some_and(|c| c.reached(step)) {
+                std::process::exit(75);
+            }
+            if pause.as_ref().is_some_and(|p| p.reached(step)) {
+                eprintln!("migrate: paused; a line on standard input goes on");
+                let mut line = String::new();
+                let _ = std::io::stdin().read_line(&mut line);
+            }
+        }
+    }
+    #[cfg(not(debug_assertions))]
+    {
+        |_: Step| {}
+    }
+}
+
+/// A test switch: the N-th step of a kind.
+#[cfg(debug_assertions)]
+struct Switch {
+    step: Step,
+    at: u64,
+    seen: std::sync::atomic::AtomicU64,
+}
+
+#[cfg(debug_assertions)]
+impl Switch {
+    /// `sealed:N` or `copied:N` from the variable `name`, if it is set so.
+    fn read(name: &str) -> Option<Switch> {
+        let value = std::env::var(name).ok()?;
+        let (step, at) = value.split_once(':')?;
+        let step = match step {
+            "sealed" => Step::Sealed,
+            "copied" => Step::Copied,
+            _ => return None,
+        };
+        Some(Switch {
+            step,
+            at: at.parse().ok()?,
+            seen: std::sync::atomic::AtomicU64::new(0),
+        })
+    }
+
+    /// Whether `step` is the one the switch waits for.
+    fn reached(&self, step: Step) -> bool {
+        step == self.step
+            && self.seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1 == self.at
+    }
 }
 
 /// One side's app: the local store with its own key backend, or the AWS store as the
@@ -168,6 +253,7 @@ fn print(report: &Report, dry_run: bool) {
         );
     };
     line("orgs", report.orgs);
+    line("runs", report.runs);
     line("tokens", report.tokens);
     line("trust policies", report.trust_policies);
     line("protected-state rules", report.protections);
@@ -177,6 +263,18 @@ fn print(report: &Report, dry_run: bool) {
     line("app states", report.app_states);
     line("archives", report.archives);
     line("audit entries", report.audit_entries);
+    for (org, moved) in &report.by_org {
+        let part = |kind: &str, count: Count| format!("{kind} {}/{}", count.copied, count.present);
+        println!(
+            "org {org}: {verb}/already there: {}, {}, {}, {}, {}, {}",
+            part("tokens", moved.tokens),
+            part("states", moved.states),
+            part("versions", moved.versions),
+            part("deleted states", moved.deleted_states),
+            part("app states", moved.app_states),
+            part("archives", moved.archives),
+        );
+    }
     for skipped in &report.skipped {
         println!("skipped: {skipped}");
     }

@@ -3,12 +3,16 @@
 //! token, the trust policy, the org's permissions and the audit log with it; a locked state
 //! refused, then skipped; a dry run writes nothing; a second run copies nothing again; a
 //! different record on the target stops it. App states likewise, with every archive; a deleted
-//! state with its versions, restored on the target.
+//! state with its versions, restored on the target. Runs move with their ends (a step token
+//! refused on the source is refused on the target), an org without a token moves, `--org`
+//! moves the orgs named, writes that land on the source after the survey are named, and a
+//! migration that dies inside a version's commit is completed by the next run.
 
 use std::sync::Arc;
 
 use hegemony_state::adapters::memory::MemoryStore;
 use hegemony_state::crypto::{open_into, PlatformKey};
+use hegemony_state::domain::actor::StepKind;
 use hegemony_state::domain::app::change::LockRequest;
 use hegemony_state::domain::app::{ArchiveRecord, Ended};
 use hegemony_state::domain::name::StateName;
@@ -20,12 +24,14 @@ use hegemony_state::domain::{Actor, Principal};
 use hegemony_state::ports::{AuditEntry, AuditQuery, KeyService};
 use hegemony_state::service::app_changes;
 use hegemony_state::service::app_reads::{self, Source};
+use hegemony_state::service::auth::authenticate;
 use hegemony_state::service::deleted;
 use hegemony_state::service::lock::lock;
 use hegemony_state::service::manage::{self, download};
 use hegemony_state::service::migrate::{
-    migrate, survey, token_orgs, Count, MigrateError, Options, Sides,
+    migrate, orgs, survey, Count, MigrateError, Options, Sides, Step,
 };
+use hegemony_state::service::runs::{self, MintRequest};
 use hegemony_state::service::state::{write, Content};
 use hegemony_state::service::tokens::{create, NewToken};
 use hegemony_state::service::{App, Limits, SystemClock};
@@ -46,7 +52,8 @@ fn app(store: &Arc<MemoryStore>, keys: Arc<dyn KeyService>) -> App {
         limits: Limits {
             max_state_bytes: 32 << 20,
             keep_versions: 1000,
-            run_end_grace: time::Duration::minutes(10),
+            // No grace: a step token of an ended run is refused at once, on both sides.
+            run_end_grace: time::Duration::ZERO,
             deleted_retention: time::Duration::days(7),
             lambda_ceiling: None,
         },
@@ -195,7 +202,7 @@ async fn a_migration_copies_every_version_under_the_targets_key_once() {
         from: &from,
         to: &to,
     };
-    let orgs = token_orgs(&from).await.unwrap();
+    let orgs = orgs(&from).await.unwrap();
     let found = survey(&from, &orgs).await.unwrap();
     assert_eq!(found.blocked.len(), 1, "{:?}", found.blocked);
     let refused = migrate(sides, &found, Options::default(), &|_| {}).await;
@@ -656,5 +663,348 @@ async fn a_deleted_state_is_copied_with_its_versions_and_restores_on_the_target(
             doc(number, noise),
             "version {number} reads the same"
         );
+    }
+}
+
+fn plan_step(org: &str) -> MintRequest {
+    MintRequest {
+        org: org.into(),
+        state: "net".into(),
+        step: "plan".into(),
+        attempt: 1,
+        kind: StepKind::Plan,
+        timeout_seconds: 600,
+        hold: false,
+    }
+}
+
+/// An ended run moves with its end, before the tokens: its step token, refused on the
+/// source, is refused on the target, and no mint starts the run again there. A run in flight
+/// moves open, its token working on both sides. An org that holds a state but no token moves
+/// too (it is found by its records), and the report says what moved of each org.
+#[tokio::test]
+async fn ended_runs_and_orgs_without_tokens_move_and_nothing_refused_comes_back() {
+    let (from_store, to_store) = (Arc::new(MemoryStore::new()), Arc::new(MemoryStore::new()));
+    let from = app(&from_store, Arc::new(PlatformKey::generate()));
+    let to = app(&to_store, Arc::new(PlatformKey::generate()));
+    write(&from, &alice(), &name("net"), None, doc(1, 10))
+        .await
+        .unwrap();
+    let quiet = Principal {
+        org: "quiet".into(),
+        ..alice()
+    };
+    write(&from, &quiet, &name("net"), None, doc(1, 10))
+        .await
+        .unwrap();
+    let (ended, _) = runs::mint(&from, "r-ended", &plan_step("acme"))
+        .await
+        .unwrap();
+    runs::end(&from, "r-ended", Some("failed")).await.unwrap();
+    let (open, _) = runs::mint(&from, "r-open", &plan_step("acme"))
+        .await
+        .unwrap();
+    runs::end(&from, "r-reported", None).await.unwrap();
+    assert!(
+        authenticate(&from, &ended).await.is_err(),
+        "refused on the source"
+    );
+
+    let found_orgs = orgs(&from).await.unwrap();
+    assert_eq!(
+        found_orgs,
+        ["acme", "quiet"],
+        "quiet has no token, only a state"
+    );
+    let sides = Sides {
+        from: &from,
+        to: &to,
+    };
+    let found = survey(&from, &found_orgs).await.unwrap();
+    let done = migrate(sides, &found, Options::default(), &|_| {})
+        .await
+        .unwrap();
+    assert!(done.changed.is_empty(), "{:?}", done.changed);
+    assert_eq!(
+        done.runs,
+        Count {
+            copied: 3,
+            present: 0
+        }
+    );
+    assert!(
+        authenticate(&to, &ended).await.is_err(),
+        "refused on the target"
+    );
+    assert!(
+        runs::mint(&to, "r-ended", &plan_step("acme"))
+            .await
+            .is_err(),
+        "an ended run is not started again"
+    );
+    assert!(
+        runs::mint(&to, "r-reported", &plan_step("acme"))
+            .await
+            .is_err(),
+        "nor one only ever reported ended"
+    );
+    assert!(
+        authenticate(&to, &open).await.is_ok(),
+        "a run in flight goes on"
+    );
+    let ended_there = to.catalog.run("r-ended").await.unwrap().unwrap();
+    assert_eq!(
+        ended_there,
+        from.catalog.run("r-ended").await.unwrap().unwrap(),
+        "the same end, at the same time"
+    );
+    assert!(to.catalog.state("quiet", "net").await.unwrap().is_some());
+    assert_eq!(done.by_org["quiet"].states.copied, 1);
+    assert_eq!(done.by_org["quiet"].tokens, Count::default());
+    assert_eq!(done.by_org["acme"].tokens.copied, 2);
+
+    // Run again: nothing to copy, nothing changed.
+    let found = survey(&from, &found_orgs).await.unwrap();
+    let again = migrate(sides, &found, Options::default(), &|_| {})
+        .await
+        .unwrap();
+    assert_eq!(
+        again.runs,
+        Count {
+            copied: 0,
+            present: 3
+        }
+    );
+    // A run that ends on the source after a migration ends on the target with the next.
+    runs::end(&from, "r-open", None).await.unwrap();
+    let found = survey(&from, &found_orgs).await.unwrap();
+    let third = migrate(sides, &found, Options::default(), &|_| {})
+        .await
+        .unwrap();
+    assert_eq!(third.runs.copied, 1);
+    assert!(authenticate(&to, &open).await.is_err());
+}
+
+/// `--org` moves the orgs it names and their records only: another org's states, tokens and
+/// runs stay behind.
+#[tokio::test]
+async fn chosen_orgs_move_alone() {
+    let (from_store, to_store) = (Arc::new(MemoryStore::new()), Arc::new(MemoryStore::new()));
+    let from = app(&from_store, Arc::new(PlatformKey::generate()));
+    let to = app(&to_store, Arc::new(PlatformKey::generate()));
+    let other = Principal {
+        org: "other".into(),
+        ..alice()
+    };
+    for who in [alice(), other] {
+        write(&from, &who, &name("net"), None, doc(1, 10))
+            .await
+            .unwrap();
+    }
+    runs::mint(&from, "r-other", &plan_step("other"))
+        .await
+        .unwrap();
+    let sides = Sides {
+        from: &from,
+        to: &to,
+    };
+    let found = survey(&from, &["acme".to_owned()]).await.unwrap();
+    let done = migrate(sides, &found, Options::default(), &|_| {})
+        .await
+        .unwrap();
+    assert_eq!(done.tokens.copied, 0, "other's step token stays");
+    assert_eq!(done.runs.copied, 0, "and its run");
+    assert!(to.catalog.state("acme", "net").await.unwrap().is_some());
+    assert!(to.catalog.state("other", "net").await.unwrap().is_none());
+    assert_eq!(to.catalog.orgs().await.unwrap(), ["acme"]);
+    assert!(done.changed.is_empty(), "{:?}", done.changed);
+}
+
+/// What the source takes after the survey is not lost: a version written, a state created,
+/// a lock taken, a token made or revoked are named, and the next run copies them (or, for a
+/// lock, refuses until it is released).
+#[tokio::test]
+async fn writes_on_the_source_during_the_move_are_named_and_the_next_run_copies_them() {
+    let (from_store, to_store) = (Arc::new(MemoryStore::new()), Arc::new(MemoryStore::new()));
+    let from = app(&from_store, Arc::new(PlatformKey::generate()));
+    let to = app(&to_store, Arc::new(PlatformKey::generate()));
+    for state in ["net", "dns"] {
+        write(&from, &alice(), &name(state), None, doc(1, 10))
+            .await
+            .unwrap();
+    }
+    let (_, kept) = create(
+        &*from.catalog,
+        NewToken::Personal {
+            org: "acme",
+            user: "alice",
+            role: Role::Admin,
+        },
+        &Actor::Cli,
+        from.clock.now(),
+    )
+    .await
+    .unwrap();
+    let orgs = ["acme".to_owned()];
+    let found = survey(&from, &orgs).await.unwrap();
+    // The survey is made; the source takes writes before the copy reads them.
+    write(&from, &alice(), &name("net"), None, doc(2, 10))
+        .await
+        .unwrap();
+    write(&from, &alice(), &name("new"), None, doc(1, 10))
+        .await
+        .unwrap();
+    let lock_doc = r#"{"ID":"l-7","Operation":"OperationTypeApply","Info":"","Who":"a@h","Version":"1.11.4","Created":"2026-11-30T01:07:12Z","Path":""}"#;
+    lock(&from, &alice(), &name("dns"), lock_doc.as_bytes())
+        .await
+        .unwrap();
+    let sides = Sides {
+        from: &from,
+        to: &to,
+    };
+    let done = migrate(sides, &found, Options::default(), &|_| {})
+        .await
+        .unwrap();
+    let changed = done.changed.join("\n");
+    assert!(
+        changed.contains("state acme/net: version 2 on the source, 1 the latest on the target"),
+        "{changed}"
+    );
+    assert!(
+        changed.contains("state acme/new: version 1 on the source, none on the target"),
+        "{changed}"
+    );
+    assert!(
+        changed.contains("state acme/dns: locked on the source, lock ID l-7"),
+        "{changed}"
+    );
+    assert_eq!(done.changed.len(), 3, "{changed}");
+    // A token revoked after the copy: refused on the source, named until it is refused on
+    // the target too.
+    manage_revoke(&from, &kept.id).await;
+    let found = survey(&from, &orgs).await.unwrap();
+    let skipping = Options {
+        dry_run: false,
+        skip_locked: true,
+    };
+    let next = migrate(sides, &found, skipping, &|_| {}).await.unwrap();
+    assert!(next.changed.is_empty(), "{:?}", next.changed);
+    assert_eq!(
+        next.skipped.len(),
+        1,
+        "dns stays locked: {:?}",
+        next.skipped
+    );
+    assert!(to.catalog.token(&kept.hash).await.unwrap().unwrap().revoked);
+    assert_eq!(versions(&to, "net").await.len(), 2);
+    assert_eq!(versions(&to, "new").await.len(), 1);
+}
+
+async fn manage_revoke(app: &App, id: &str) {
+    let mut token = app
+        .catalog
+        .tokens()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|t| t.id == id)
+        .unwrap();
+    token.revoked = true;
+    let entry = AuditEntry {
+        org: token.org.clone(),
+        at: app.clock.now(),
+        action: "token.revoked".into(),
+        actor: Actor::Cli,
+        state: None,
+        version: None,
+        detail: serde_json::Value::Null,
+    };
+    app.catalog.put_token(&token, &entry).await.unwrap();
+}
+
+/// A migration that dies inside a version's commit (its sealed bytes written on the target,
+/// the commit naming them not made) leaves that version out; the next run commits it, with
+/// the bytes written again over the pending ones, and every version reads back.
+#[tokio::test]
+async fn a_migration_dead_inside_a_commit_is_completed_by_the_next_run() {
+    let (from_store, to_store) = (Arc::new(MemoryStore::new()), Arc::new(MemoryStore::new()));
+    let (from_key, to_key) = (
+        Arc::new(PlatformKey::generate()),
+        Arc::new(PlatformKey::generate()),
+    );
+    let from = app(&from_store, from_key.clone());
+    for serial in 1..=3 {
+        write(&from, &alice(), &name("big"), None, doc(serial, 300_000))
+            .await
+            .unwrap();
+    }
+    let orgs = ["acme".to_owned()];
+    let found = survey(&from, &orgs).await.unwrap();
+    let (stores, keys) = (
+        (from_store.clone(), to_store.clone()),
+        (from_key.clone(), to_key.clone()),
+    );
+    let died = tokio::spawn(async move {
+        let (from, to) = (app(&stores.0, keys.0), app(&stores.1, keys.1));
+        let sealed = std::sync::atomic::AtomicU32::new(0);
+        let die_at_second_seal = |step: Step| {
+            if step == Step::Sealed && sealed.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 1
+            {
+                panic!("the process dies inside the second version's commit");
+            }
+        };
+        let sides = Sides {
+            from: &from,
+            to: &to,
+        };
+        migrate(sides, &found, Options::default(), &die_at_second_seal).await
+    })
+    .await;
+    assert!(died.unwrap_err().is_panic());
+    let to = app(&to_store, to_key.clone());
+    assert_eq!(versions(&to, "big").await.len(), 1, "one version committed");
+    assert_eq!(
+        to_store.pending_blobs().len(),
+        1,
+        "the second's bytes wait, pending"
+    );
+
+    let found = survey(&from, &orgs).await.unwrap();
+    let sides = Sides {
+        from: &from,
+        to: &to,
+    };
+    let steps = std::sync::Mutex::new(Vec::new());
+    let done = migrate(sides, &found, Options::default(), &|s| {
+        steps.lock().unwrap().push(s)
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        done.versions,
+        Count {
+            copied: 2,
+            present: 1
+        }
+    );
+    assert_eq!(
+        *steps.lock().unwrap(),
+        [
+            Step::Present,
+            Step::Sealed,
+            Step::Copied,
+            Step::Sealed,
+            Step::Copied
+        ]
+    );
+    assert_eq!(done.verified, 3);
+    assert!(done.mismatched.is_empty() && done.changed.is_empty());
+    assert!(
+        to_store.pending_blobs().is_empty(),
+        "committed, none left pending"
+    );
+    for serial in 1..=3 {
+        let read = download(&to, &alice(), &name("big"), serial).await.unwrap();
+        assert_eq!(plaintext(read), doc(serial, 300_000));
     }
 }

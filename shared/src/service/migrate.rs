@@ -1,15 +1,18 @@
 //! Moving a deployment's records from one store to another (`hegemony-state migrate`), through
 //! the ports of both, so it goes either way (local to AWS, and back). Each kind of record is
-//! copied by one step of its own: orgs with their permissions, the audit log, tokens (by
-//! hash: every token keeps working), trust policies, states with every version, app states
+//! copied by one step of its own: orgs with their permissions, the audit log, runs with their
+//! ends (before the tokens, so a step token of an ended run never works on the target), tokens
+//! (by hash: every token keeps working), trust policies, states with every version, app states
 //! (Octo's remote state) with every archive, deleted states kept for their retention with
 //! every version. A version's or a file's sealed bytes are copied
 //! as they are and its data key is unwrapped by the source's key service and wrapped by the
 //! target's, in memory, under the same context: the content is never opened. What the target already holds identically is skipped and a record it holds
 //! differently is an error naming it, so a migration stopped part way is run again and
 //! copies each version once. A state that is locked or held, or an app state that is
-//! locked, is refused (or skipped, when asked). The last step opens every version and file on
-//! the target and compares its SHA-256 with the source's record.
+//! locked, is refused (or skipped, when asked). The verify pass opens every version and file on
+//! the target and compares its SHA-256 with the source's record; the last pass reads the
+//! source again and names what changed there during the move (a lock, a version, a token),
+//! so a run that missed a write never reports success.
 
 use std::collections::BTreeMap;
 
@@ -28,8 +31,8 @@ use crate::domain::record::StateRecord;
 use crate::domain::version::{KeySlot, VersionRecord};
 use crate::domain::Actor;
 use crate::ports::{
-    AppCommit, AuditEntry, AuditQuery, Commit, InlineContent, KeyContext, OrgRecord, StoreError,
-    TokenRecord, TrustWrite,
+    AppCommit, AuditEntry, AuditQuery, Commit, InlineContent, KeyContext, OrgRecord, RunRecord,
+    StoreError, TokenRecord, TrustWrite,
 };
 
 /// The two stores: records are read from `from` and written to `to`.
@@ -46,6 +49,18 @@ pub struct Options {
     pub dry_run: bool,
     /// Copy the other states when some are locked or held, and list those skipped.
     pub skip_locked: bool,
+}
+
+/// Where a migration is with one version or archive, as `on_step` hears it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// The target holds it already: skipped.
+    Present,
+    /// Its sealed bytes are written on the target, the commit that names them not yet made:
+    /// a crash here leaves them pending there, for the next run to commit.
+    Sealed,
+    /// Committed on the target.
+    Copied,
 }
 
 /// Why a migration stopped.
@@ -98,6 +113,8 @@ impl Count {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Report {
     pub orgs: Count,
+    /// Runs with their ends.
+    pub runs: Count,
     pub tokens: Count,
     pub trust_policies: Count,
     pub protections: Count,
@@ -118,6 +135,23 @@ pub struct Report {
     pub verified: u64,
     /// Versions and files the verify pass found missing or different, with why.
     pub mismatched: Vec<String>,
+    /// What moved of each org.
+    pub by_org: BTreeMap<String, OrgReport>,
+    /// What changed on the source while it was copied and is not on the target as the
+    /// source now has it (a lock taken, a version written, a token made or revoked, a run
+    /// ended): the migration is not complete until a run finds none.
+    pub changed: Vec<String>,
+}
+
+/// What a migration did of one org.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct OrgReport {
+    pub tokens: Count,
+    pub states: Count,
+    pub versions: Count,
+    pub deleted_states: Count,
+    pub app_states: Count,
+    pub archives: Count,
 }
 
 /// What the source holds: its orgs' states and their versions (oldest first), their app
@@ -143,22 +177,20 @@ impl Survey {
     }
 }
 
-/// The orgs tokens belong to (an org exists through its tokens), in order.
+/// Every org `app`'s store holds a record of (a state, a deleted state, an app state, its
+/// settings, a trust policy, a token, its audit log), in order: an org whose tokens all
+/// expired still holds its states.
 ///
 /// # Errors
 /// `StorageFault` when the catalog fails.
-pub async fn token_orgs(app: &App) -> Result<Vec<String>, Error> {
-    let mut orgs: Vec<String> = app
-        .catalog
-        .tokens()
-        .await?
-        .into_iter()
-        .map(|t| t.org)
-        .filter(|o| !o.is_empty())
-        .collect();
-    orgs.sort();
-    orgs.dedup();
-    Ok(orgs)
+pub async fn orgs(app: &App) -> Result<Vec<String>, Error> {
+    Ok(app.catalog.orgs().await?)
+}
+
+/// Whether a record of `org` moves with `orgs`: a deployment's own records (no org: the
+/// platform's tokens, a run only ever reported ended) move with any.
+fn moves(orgs: &[String], org: &str) -> bool {
+    org.is_empty() || orgs.iter().any(|o| o == org)
 }
 
 /// Reads what `orgs` hold on `app`.
@@ -227,7 +259,7 @@ pub async fn survey(app: &App, orgs: &[String]) -> Result<Survey, Error> {
 
 /// Copies everything `survey` found from one side to the other, step by step, then verifies
 /// the states on the target and records the migration in each org's audit log.
-/// `on_version` is called once per version, with whether it was copied.
+/// `on_step` hears of each version and archive: present, or sealed then copied.
 ///
 /// # Errors
 /// `Locked` when states are locked or held and `skip_locked` is not set (nothing is
@@ -237,7 +269,7 @@ pub async fn migrate(
     sides: Sides<'_>,
     survey: &Survey,
     options: Options,
-    on_version: &(dyn Fn(bool) + Sync),
+    on_step: &(dyn Fn(Step) + Sync),
 ) -> Result<Report, MigrateError> {
     if !survey.blocked.is_empty() && !options.skip_locked {
         return Err(MigrateError::Locked(survey.blocked.clone()));
@@ -250,26 +282,38 @@ pub async fn migrate(
     for org in &survey.orgs {
         report.orgs.add(copy_org(sides, org, dry).await?);
         report.audit_entries = add(report.audit_entries, copy_audit(sides, org, dry).await?);
+        report.by_org.insert(org.clone(), OrgReport::default());
     }
-    report.tokens = copy_tokens(sides, dry).await?;
+    // Runs before tokens: a step token never lands on the target without its run's end.
+    report.runs = copy_runs(sides, &survey.orgs, dry).await?;
+    copy_tokens(sides, &survey.orgs, dry, &mut report).await?;
     for org in &survey.orgs {
         report.trust_policies = add(report.trust_policies, copy_trust(sides, org, dry).await?);
         report.protections = add(report.protections, copy_protections(sides, org, dry).await?);
     }
     for (record, versions) in &survey.states {
-        let (state, copied) = copy_state(sides, record, versions, dry, on_version).await?;
+        let (state, copied) = copy_state(sides, record, versions, dry, on_step).await?;
         report.states.add(state);
         report.versions = add(report.versions, copied);
+        let of_org = report.by_org.entry(record.org.clone()).or_default();
+        of_org.states.add(state);
+        of_org.versions = add(of_org.versions, copied);
     }
     for (record, held) in &survey.apps {
-        let (new_app, copied) = copy_app(sides, record, held, dry, on_version).await?;
+        let (new_app, copied) = copy_app(sides, record, held, dry, on_step).await?;
         report.app_states.add(new_app);
         report.archives = add(report.archives, copied);
+        let of_org = report.by_org.entry(record.org.clone()).or_default();
+        of_org.app_states.add(new_app);
+        of_org.archives = add(of_org.archives, copied);
     }
     for (deleted, versions) in &survey.deleted {
-        let (kept, copied) = copy_deleted(sides, deleted, versions, dry, on_version).await?;
+        let (kept, copied) = copy_deleted(sides, deleted, versions, dry, on_step).await?;
         report.deleted_states.add(kept);
         report.versions = add(report.versions, copied);
+        let of_org = report.by_org.entry(deleted.record.org.clone()).or_default();
+        of_org.deleted_states.add(kept);
+        of_org.versions = add(of_org.versions, copied);
     }
     if dry {
         return Ok(report);
@@ -283,6 +327,7 @@ pub async fn migrate(
     for (deleted, versions) in &survey.deleted {
         verify_deleted(sides, deleted, versions, &mut report).await?;
     }
+    report.changed = changed_meanwhile(sides, survey).await?;
     for org in &survey.orgs {
         record_migration(sides, org, survey, &report).await?;
     }
@@ -394,12 +439,19 @@ async fn copy_audit(sides: Sides<'_>, org: &str, dry: bool) -> Result<Count, Mig
     Ok(count)
 }
 
-/// Step: every token, by hash (no token is ever stored, so each keeps working), each audited
-/// on the target. A token revoked on the source since an earlier run is revoked on the
-/// target too.
-async fn copy_tokens(sides: Sides<'_>, dry: bool) -> Result<Count, MigrateError> {
-    let mut count = Count::default();
+/// Step: the tokens of `orgs` (and the deployment's own), by hash (no token is ever stored,
+/// so each keeps working), each audited on the target. A token revoked on the source since
+/// an earlier run is revoked on the target too.
+async fn copy_tokens(
+    sides: Sides<'_>,
+    orgs: &[String],
+    dry: bool,
+    report: &mut Report,
+) -> Result<(), MigrateError> {
     for token in sides.from.catalog.tokens().await? {
+        if !moves(orgs, &token.org) {
+            continue;
+        }
         let copy = match sides.to.catalog.token(&token.hash).await? {
             None => true,
             Some(there) if there == token => false,
@@ -419,9 +471,67 @@ async fn copy_tokens(sides: Sides<'_>, dry: bool) -> Result<Count, MigrateError>
             );
             sides.to.catalog.put_token(&token, &entry).await?;
         }
-        count.add(copy);
+        report.tokens.add(copy);
+        if let Some(of_org) = report.by_org.get_mut(&token.org) {
+            of_org.tokens.add(copy);
+        }
+    }
+    Ok(())
+}
+
+/// Step: the runs of `orgs` (and those only ever reported ended, of no org) with their
+/// ends, so a run that ended on the source has ended on the target: its step tokens are
+/// refused there as here once its grace has passed, and no mint starts it again. A run that
+/// ended on the source since an earlier run ends on the target too (the first end wins on
+/// both). Its steps' items stay behind: the locks they name are not copied.
+async fn copy_runs(sides: Sides<'_>, orgs: &[String], dry: bool) -> Result<Count, MigrateError> {
+    let mut count = Count::default();
+    let mut runs = sides.from.catalog.runs().await?;
+    runs.sort_by(|a, b| a.run.cmp(&b.run));
+    for run in runs.into_iter().filter(|r| moves(orgs, &r.org)) {
+        let there = sides.to.catalog.run(&run.run).await?;
+        let (bind, end) = match &there {
+            None => (true, run.ended_at.is_some()),
+            Some(t) if t.org != run.org => {
+                return Err(MigrateError::Differs(format!(
+                    "run {} (of org {:?} there, {:?} here)",
+                    run.run, t.org, run.org
+                )))
+            }
+            Some(t) => (false, t.ended_at.is_none() && run.ended_at.is_some()),
+        };
+        if !dry {
+            copy_run(sides, &run, bind, end).await?;
+        }
+        count.add(bind || end);
     }
     Ok(count)
+}
+
+/// Writes one run on the target as the source has it: bound (as a first mint binds it, so
+/// the target's sweeper lists it as its own), then ended at the source's time.
+async fn copy_run(
+    sides: Sides<'_>,
+    run: &RunRecord,
+    bind: bool,
+    end: bool,
+) -> Result<(), MigrateError> {
+    if bind && !run.org.is_empty() {
+        let open = RunRecord {
+            ended_at: None,
+            status: None,
+            ..run.clone()
+        };
+        sides.to.catalog.bind_run(&open).await?;
+    }
+    if let (true, Some(at)) = (end, run.ended_at) {
+        sides
+            .to
+            .catalog
+            .end_run(&run.run, at, run.status.as_deref())
+            .await?;
+    }
+    Ok(())
 }
 
 /// Whether `source` is `target` revoked.
@@ -526,7 +636,7 @@ async fn copy_state(
     record: &StateRecord,
     versions: &[VersionRecord],
     dry: bool,
-    on_version: &(dyn Fn(bool) + Sync),
+    on_step: &(dyn Fn(Step) + Sync),
 ) -> Result<(bool, Count), MigrateError> {
     let (org, home) = (&record.org, record.home());
     let what = |detail: &str| format!("state {org}/{} ({detail})", record.name);
@@ -559,23 +669,23 @@ async fn copy_state(
         match held {
             Some(v) if v.sha256 == version.sha256 => {
                 count.add(false);
-                on_version(false);
+                on_step(Step::Present);
                 continue;
             }
             Some(_) => return Err(MigrateError::Differs(what(&format!("version {number}")))),
             None if number < target_latest => {
                 count.add(false);
-                on_version(false);
+                on_step(Step::Present);
                 continue;
             }
             None => {}
         }
         if !dry {
-            copy_version(sides, record, version, revision).await?;
+            copy_version(sides, record, version, revision, on_step).await?;
             revision += 1;
         }
         count.add(true);
-        on_version(true);
+        on_step(Step::Copied);
     }
     Ok((new_state, count))
 }
@@ -588,6 +698,7 @@ async fn copy_version(
     record: &StateRecord,
     version: &VersionRecord,
     revision: u64,
+    on_step: &(dyn Fn(Step) + Sync),
 ) -> Result<(), MigrateError> {
     let (org, home, incarnation) = (&record.org, record.home(), &record.incarnation);
     let what = format!("version {} of state {org}/{}", version.version, record.name);
@@ -629,6 +740,7 @@ async fn copy_version(
         commit.committed_blobs.push(version.blob.clone());
     }
     commit.versions.push(copy);
+    on_step(Step::Sealed);
     sides.to.catalog.commit(commit).await?;
     Ok(())
 }
@@ -712,7 +824,7 @@ async fn copy_deleted(
     deleted: &DeletedState,
     versions: &[VersionRecord],
     dry: bool,
-    on_version: &(dyn Fn(bool) + Sync),
+    on_step: &(dyn Fn(Step) + Sync),
 ) -> Result<(bool, Count), MigrateError> {
     let record = &deleted.record;
     let (org, home, incarnation) = (&record.org, record.home(), &record.incarnation);
@@ -739,7 +851,7 @@ async fn copy_deleted(
         {
             Some(v) if v.sha256 == version.sha256 => {
                 count.add(false);
-                on_version(false);
+                on_step(Step::Present);
                 continue;
             }
             Some(_) => return Err(MigrateError::Differs(what(&format!("version {number}")))),
@@ -773,6 +885,7 @@ async fn copy_deleted(
                 sides.to.blobs.put(&version.blob, sealed.clone()).await?;
                 None
             };
+            on_step(Step::Sealed);
             sides
                 .to
                 .catalog
@@ -780,7 +893,7 @@ async fn copy_deleted(
                 .await?;
         }
         count.add(true);
-        on_version(true);
+        on_step(Step::Copied);
     }
     if there.is_some() {
         return Ok((false, count));
@@ -883,7 +996,7 @@ async fn copy_app(
     record: &AppRecord,
     held: &[ArchiveRecord],
     dry: bool,
-    on_archive: &(dyn Fn(bool) + Sync),
+    on_step: &(dyn Fn(Step) + Sync),
 ) -> Result<(bool, Count), MigrateError> {
     let (org, name) = (record.org.as_str(), record.name.as_str());
     let what = |detail: &str| format!("app state {org}/{name} ({detail})");
@@ -911,7 +1024,7 @@ async fn copy_app(
             .await?
         {
             Some(a) if without_slots(&a) == without_slots(archive) => {
-                on_archive(false);
+                on_step(Step::Present);
             }
             Some(_) => {
                 let id = &archive.commit_id;
@@ -927,7 +1040,7 @@ async fn copy_app(
     if dry {
         for _ in &missing {
             count.add(true);
-            on_archive(true);
+            on_step(Step::Copied);
         }
         return Ok((new_app, count));
     }
@@ -971,10 +1084,11 @@ async fn copy_app(
             doomed_blobs: Vec::new(),
             audit: Vec::new(),
         };
+        on_step(Step::Sealed);
         sides.to.catalog.commit_app(commit).await?;
         revision += 1;
         count.add(true);
-        on_archive(true);
+        on_step(Step::Copied);
     }
     Ok((new_app, count))
 }
@@ -1082,6 +1196,148 @@ async fn verify_state(
         .mismatched
         .extend(checked.failed.into_iter().map(|f| format!("{label}: {f}")));
     Ok(())
+}
+
+/// The last pass: the source read again, everything it now holds of the survey's orgs
+/// compared with the target, so a write that landed on the source after the survey (or
+/// after its record was copied) is named, not lost: a state locked or held there now, a
+/// state whose latest version the target does not hold, a state deleted, an app state
+/// locked or sealed since, a token made or revoked, a run ended. The skipped (locked at the
+/// survey) are reported already. A target that moved on (written since a switch) holds
+/// newer versions than the source: that is no change of the source's.
+async fn changed_meanwhile(sides: Sides<'_>, survey: &Survey) -> Result<Vec<String>, MigrateError> {
+    let now = sides.from.clock.now();
+    let skipped = |label: &str| survey.blocked.iter().any(|b| b.starts_with(label));
+    let mut changed = Vec::new();
+    for org in &survey.orgs {
+        let records = org_records(sides.from, org).await?;
+        for (seen, _) in survey.states.iter().filter(|(r, _)| r.org == *org) {
+            if !records.iter().any(|r| r.name == seen.name) {
+                changed.push(format!("state {org}/{}: deleted on the source", seen.name));
+            }
+        }
+        for record in records {
+            let label = format!("{org}/{} (", record.name);
+            if skipped(&label) {
+                continue;
+            }
+            let state = format!("state {org}/{}", record.name);
+            if let Some(lock) = record.live_lock(now) {
+                changed.push(format!(
+                    "{state}: locked on the source, lock ID {}",
+                    lock.document.id
+                ));
+                continue;
+            }
+            if let Some(hold) = &record.hold {
+                changed.push(format!("{state}: held on the source by run {}", hold.run));
+                continue;
+            }
+            let Some(latest) = record.latest.as_ref().filter(|_| record.is_visible()) else {
+                continue;
+            };
+            let there = sides.to.catalog.state(org, &record.name).await?;
+            let target_latest = there
+                .as_ref()
+                .and_then(|t| t.latest.as_ref())
+                .map_or(0, |l| l.version);
+            let held = match &there {
+                Some(t) if t.incarnation == record.incarnation => {
+                    sides
+                        .to
+                        .catalog
+                        .version(org, t.home(), &t.incarnation, latest.version)
+                        .await?
+                }
+                _ => None,
+            };
+            let on_target = match held {
+                Some(v) => v.sha256 == latest.sha256,
+                // Dropped by the target's own retention, below its newer versions.
+                None => there.is_some() && target_latest > latest.version,
+            };
+            if !on_target {
+                changed.push(format!(
+                    "{state}: version {} on the source, {} on the target",
+                    latest.version,
+                    if target_latest == 0 {
+                        "none".to_owned()
+                    } else {
+                        format!("{target_latest} the latest")
+                    }
+                ));
+            }
+        }
+        for deleted in org_deleted_states(sides.from, org).await? {
+            if sides
+                .to
+                .catalog
+                .deleted_state(org, &deleted.id)
+                .await?
+                .is_none()
+            {
+                changed.push(format!(
+                    "deleted state {org}/{} {}: not on the target",
+                    deleted.name, deleted.id
+                ));
+            }
+        }
+        for app in org_apps(sides.from, org).await? {
+            let label = format!("app state {org}/{}", app.name);
+            if skipped(&format!("{label} (")) {
+                continue;
+            }
+            if let Some(lock) = &app.lock {
+                changed.push(format!(
+                    "{label}: locked on the source, change {}",
+                    lock.commit_id
+                ));
+                continue;
+            }
+            if let Some(newest) = &app.newest {
+                let held = sides
+                    .to
+                    .catalog
+                    .archive(org, &app.name, &newest.commit_id)
+                    .await?;
+                if held.is_none() {
+                    changed.push(format!(
+                        "{label}: archive {} not on the target",
+                        newest.commit_id
+                    ));
+                }
+            }
+        }
+    }
+    for token in sides.from.catalog.tokens().await? {
+        if !moves(&survey.orgs, &token.org) {
+            continue;
+        }
+        match sides.to.catalog.token(&token.hash).await? {
+            None => changed.push(format!(
+                "token {} (org {}): not on the target",
+                token.id, token.org
+            )),
+            Some(there) if token.revoked && !there.revoked => changed.push(format!(
+                "token {} (org {}): revoked on the source, not on the target",
+                token.id, token.org
+            )),
+            Some(_) => {}
+        }
+    }
+    for run in sides.from.catalog.runs().await? {
+        if run.ended_at.is_none() || !moves(&survey.orgs, &run.org) {
+            continue;
+        }
+        let there = sides.to.catalog.run(&run.run).await?;
+        if there.is_none_or(|t| t.ended_at.is_none()) {
+            changed.push(format!(
+                "run {}: ended on the source, not on the target",
+                run.run
+            ));
+        }
+    }
+    Ok(changed)
 }
 
 /// The last step: one entry in each org's audit log on the target saying the migration

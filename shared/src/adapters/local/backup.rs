@@ -400,43 +400,102 @@ pub fn check(dir: &Path) -> Result<Manifest, Unsound> {
     Ok(manifest)
 }
 
-/// Puts the backup in `dir` back as a new store in `data_dir` (which must not hold one),
-/// after checking every file; its key, when the backup holds it, goes to `key_file`.
+/// Puts the backup in `dir` back as a new store in `data_dir` (which must not exist, or be
+/// an empty folder), after checking every file; its key, when the backup holds it, goes to
+/// `key_file`. Everything is written into a work folder beside `data_dir`, read back and
+/// checked against the manifest, and only then renamed into place (the key first), so a
+/// restore stopped at any point leaves no store in `data_dir`, and a second restore begins
+/// again: it clears the work folder a stopped one left, and takes a key file it finds equal
+/// to the backup's as its own.
 ///
 /// # Errors
-/// What [`check`] finds, a `data_dir` that holds a store, a `key_file` that exists, a write.
+/// What [`check`] finds, a `data_dir` that is not empty, a `key_file` that holds another
+/// key, a write, a file that does not read back as the manifest says.
 pub fn restore(dir: &Path, data_dir: &Path, key_file: &Path) -> Result<Manifest, String> {
     let manifest = check(dir).map_err(|e| e.to_string())?;
-    if super::exists(data_dir) {
+    if !empty_or_absent(data_dir) {
         return Err(format!(
-            "{} holds a store already: restore into a new folder",
+            "{} is not empty: restore into a new folder",
             data_dir.display()
         ));
     }
     let has_key = manifest.files.iter().any(|f| f.path == KEY_FILE);
-    if has_key && key_file.exists() {
+    if has_key && key_file.exists() && !same_file(key_file, &dir.join(KEY_FILE)) {
         return Err(format!(
-            "{} exists: move it away, or restore into another folder",
+            "{} exists and holds another key: move it away, or restore into another folder",
             key_file.display()
         ));
     }
-    let blobs = data_dir.join(BLOB_DIR);
+    let work = work_folder(data_dir)?;
+    let blobs = work.join(BLOB_DIR);
     private_dir(&blobs).map_err(|e| format!("cannot create {}: {e}", blobs.display()))?;
     for entry in &manifest.files {
-        let target = match entry.path.as_str() {
-            KEY_FILE => key_file.to_owned(),
-            path => data_dir.join(path),
-        };
+        let target = work.join(&entry.path);
         copy_durably(&dir.join(&entry.path), &target)
             .map_err(|e| format!("cannot write {}: {e}", target.display()))?;
+        let (bytes, sha256) =
+            digest(&target).map_err(|e| format!("cannot read back {}: {e}", target.display()))?;
+        if (bytes, sha256.as_str()) != (entry.bytes, entry.sha256.as_str()) {
+            return Err(format!(
+                "{} did not read back as written ({bytes} bytes, SHA-256 {sha256}; the backup records {} bytes, {}): the disk is failing or full",
+                target.display(),
+                entry.bytes,
+                entry.sha256
+            ));
+        }
     }
-    let synced = sync_dir(&blobs).and_then(|()| sync_dir(data_dir));
-    synced.map_err(|e| format!("cannot sync {}: {e}", data_dir.display()))?;
+    let synced = sync_dir(&blobs).and_then(|()| sync_dir(&work));
+    synced.map_err(|e| format!("cannot sync {}: {e}", work.display()))?;
     if has_key {
-        sync_dir(super::disk::folder_of(key_file))
-            .map_err(|e| format!("cannot sync {}: {e}", key_file.display()))?;
+        let key_folder = super::disk::folder_of(key_file);
+        fs::rename(work.join(KEY_FILE), key_file)
+            .and_then(|()| sync_dir(key_folder))
+            .map_err(|e| format!("cannot put the key at {}: {e}", key_file.display()))?;
     }
+    // An empty folder is replaced by the rename, whole.
+    fs::rename(&work, data_dir)
+        .and_then(|()| sync_dir(super::disk::folder_of(data_dir)))
+        .map_err(|e| {
+            format!(
+                "cannot move {} to {}: {e}",
+                work.display(),
+                data_dir.display()
+            )
+        })?;
     Ok(manifest)
+}
+
+/// Whether `path` does not exist or is an empty folder.
+fn empty_or_absent(path: &Path) -> bool {
+    match fs::read_dir(path) {
+        Ok(mut entries) => entries.next().is_none(),
+        Err(e) => e.kind() == io::ErrorKind::NotFound,
+    }
+}
+
+/// Whether two files hold the same bytes (a key file a stopped restore put in place).
+fn same_file(a: &Path, b: &Path) -> bool {
+    matches!((digest(a), digest(b)), (Ok(x), Ok(y)) if x == y)
+}
+
+/// The work folder of a restore into `data_dir`: beside it, so the last rename stays on one
+/// file system, made new (what a stopped restore left there goes first).
+fn work_folder(data_dir: &Path) -> Result<PathBuf, String> {
+    let name = data_dir
+        .file_name()
+        .ok_or_else(|| format!("{} names no folder", data_dir.display()))?;
+    let mut work_name = std::ffi::OsString::from(".");
+    work_name.push(name);
+    work_name.push(".restoring");
+    let work = super::disk::folder_of(data_dir).join(work_name);
+    match fs::remove_dir_all(&work) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => {
+            return Err(format!("cannot clear {}: {e}", work.display()))
+        }
+        _ => {}
+    }
+    private_dir(&work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
+    Ok(work)
 }
 
 #[cfg(test)]
