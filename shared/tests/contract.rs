@@ -257,7 +257,7 @@ every_adapter!(
     deleted_states_list_in_id_order_by_page_within_one_org,
     a_state_restored_under_another_name_keeps_its_versions_at_home,
     a_purge_leaves_every_version_to_the_sweeper_and_is_audited,
-    deleted_states_are_due_by_their_purge_date,
+    deleted_states_are_due_by_their_delete_time,
     a_deleted_states_key_slot_change_raises_its_revision,
     a_deleted_state_is_stored_as_another_store_kept_it_versions_first,
     // contract/inline.rs

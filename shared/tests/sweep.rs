@@ -1,13 +1,15 @@
 //! The sweeper over the memory and local adapters, with a clock the tests move: pruning
 //! keeps exactly the newest N (the current among them), a never-committed blob is deleted
 //! and a committed one never is, deleted states go whole once their retention passes (at
-//! once without one), and two sweepers at once do no harm;
+//! once without one; the retention in force, so a changed setting moves the date of states
+//! deleted already), and two sweepers at once do no harm;
 //! each with small versions (inline in the catalog: nothing to delete but their records) and
 //! large ones (in blobs).
 
 use hegemony_state::domain::permission::Role;
 use hegemony_state::domain::{Actor, Principal};
 use hegemony_state::ports::{AuditQuery, INLINE_MAX_BYTES};
+use hegemony_state::service::deleted::list;
 use hegemony_state::service::manage::{delete, download};
 use hegemony_state::service::state::write;
 use hegemony_state::service::sweep::sweep;
@@ -227,6 +229,42 @@ mod cases {
         assert_eq!(read(&f.app, &alice(), &net()).await.unwrap(), Some(doc(1)));
     }
 
+    /// The purge date is the delete time plus the retention in force: raised before the
+    /// date, the state is kept (and listed with the later date); lowered, a state deleted
+    /// already goes at the next pass once it is past the new date.
+    pub async fn a_changed_retention_moves_the_purge_date_of_states_deleted_already(f: Fixture) {
+        let mut f = f;
+        write(&f.app, &alice(), &net(), None, doc(1)).await.unwrap();
+        let kept = delete(&f.app, &alice(), &net()).await.unwrap().unwrap();
+        f.advance(Duration::days(6));
+        // An operator raises the setting after the mistaken delete, before its purge date.
+        f.app.limits.deleted_retention = Duration::days(30);
+        let listed = list(&f.app, &alice(), 10, None).await.unwrap();
+        assert_eq!(
+            listed.deleted_states[0].purge_at,
+            kept.deleted_at + Duration::days(30),
+            "listed with the date the setting in force gives"
+        );
+        f.advance(Duration::days(2));
+        let report = sweep(&f.app, f.app.clock.now()).await.unwrap();
+        assert_eq!(report.deleted_states_purged, 0, "past the old date, kept");
+        f.advance(Duration::days(22) - Duration::seconds(1));
+        let report = sweep(&f.app, f.app.clock.now()).await.unwrap();
+        assert_eq!(report.deleted_states_purged, 0);
+        f.advance(Duration::seconds(1));
+        let report = sweep(&f.app, f.app.clock.now()).await.unwrap();
+        assert_eq!(report.deleted_states_purged, 1, "purged on the new date");
+
+        // Lowered: a state deleted under a week's retention goes once a day has passed.
+        write(&f.app, &alice(), &net(), None, doc(2)).await.unwrap();
+        delete(&f.app, &alice(), &net()).await.unwrap().unwrap();
+        f.app.limits.deleted_retention = Duration::days(7);
+        f.advance(Duration::days(1));
+        f.app.limits.deleted_retention = Duration::days(1);
+        let report = sweep(&f.app, f.app.clock.now()).await.unwrap();
+        assert_eq!(report.deleted_states_purged, 1, "past the new, nearer date");
+    }
+
     /// With no retention a delete keeps nothing: the versions go at the next pass.
     pub async fn without_a_retention_a_deleted_state_goes_at_once(f: Fixture) {
         let mut f = f;
@@ -327,6 +365,7 @@ every_adapter!(support::limits(3);
     a_deleted_state_goes_whole_and_a_new_one_is_untouched,
     a_deleted_inline_state_goes_whole_and_a_new_one_is_untouched,
     without_a_retention_a_deleted_state_goes_at_once,
+    a_changed_retention_moves_the_purge_date_of_states_deleted_already,
     two_sweepers_at_once_do_no_harm,
     two_sweepers_at_once_do_no_harm_to_inline_versions,
     a_pass_removes_the_temporary_blob_files_a_dead_save_left,

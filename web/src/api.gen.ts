@@ -1561,7 +1561,9 @@ export interface components {
             bytes: number;
             /**
              * Format: date-time
-             * @description When the sweeper purges it, unless it is restored or purged first.
+             * @description When the sweeper purges it, unless it is restored or purged first: its delete time
+             *     and the retention in force (`HEGEMONY_TF_STATE_DELETED_RETENTION_DAYS`), so raising
+             *     the setting before this date keeps it longer.
              */
             purge_at: string;
         };

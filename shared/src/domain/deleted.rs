@@ -1,5 +1,6 @@
 //! Deleted states: what a delete keeps when the retention keeps anything, when it is due to
-//! be purged, and how a restore decides. A deleted state keeps its incarnation, so its
+//! be purged (its delete time and the retention in force, so a changed setting moves the
+//! date of states deleted already), and how a restore decides. A deleted state keeps its incarnation, so its
 //! versions stay where they were stored, under the keys they were sealed with, until a
 //! restore brings them back or a purge leaves them to the sweeper. No I/O, no status codes.
 
@@ -25,9 +26,6 @@ pub struct DeletedState {
     pub versions: u64,
     /// Their plaintext size, summed.
     pub bytes: u64,
-    /// When the sweeper purges it, unless it is restored or purged first.
-    #[serde(with = "time::serde::rfc3339")]
-    pub purge_at: Timestamp,
     /// The state's record as the delete found it: what a restore brings back, with its lock
     /// and hold dropped and its latest version read again.
     pub record: StateRecord,
@@ -38,14 +36,13 @@ pub struct DeletedState {
 
 impl DeletedState {
     /// What a delete of `record` (whose versions are `versions`) by `by` at `now` keeps,
-    /// under `id`, for `retention`.
+    /// under `id`.
     pub fn kept(
         record: &StateRecord,
         id: &str,
         versions: &[VersionRecord],
         by: &Actor,
         now: Timestamp,
-        retention: time::Duration,
     ) -> Self {
         let mut record = record.clone();
         record.lock = None;
@@ -58,15 +55,20 @@ impl DeletedState {
             deleted_by: by.clone(),
             versions: versions.len() as u64,
             bytes: versions.iter().map(|v| v.size).fold(0, u64::saturating_add),
-            purge_at: now.saturating_add(retention),
             record,
             revision: 0,
         }
     }
 
-    /// Whether its retention has passed at `now`.
-    pub fn is_due(&self, now: Timestamp) -> bool {
-        now >= self.purge_at
+    /// When the sweeper purges it under `retention`, the setting in force, unless it is
+    /// restored or purged first: a setting raised before that date keeps it longer.
+    pub fn purge_at(&self, retention: time::Duration) -> Timestamp {
+        self.deleted_at.saturating_add(retention)
+    }
+
+    /// Whether `retention` has passed at `now`.
+    pub fn is_due(&self, now: Timestamp, retention: time::Duration) -> bool {
+        now >= self.purge_at(retention)
     }
 
     /// The number of the version a restore makes the latest.
@@ -167,23 +169,21 @@ mod tests {
         let by = Actor::User {
             user: "alice".into(),
         };
-        DeletedState::kept(
-            &written("net", "inc1"),
-            "d1",
-            &versions,
-            &by,
-            NOW,
-            time::Duration::days(7),
-        )
+        DeletedState::kept(&written("net", "inc1"), "d1", &versions, &by, NOW)
     }
 
     #[test]
     fn a_delete_keeps_the_count_the_size_and_the_purge_date() {
         let d = deleted();
         assert_eq!((d.versions, d.bytes), (2, 17));
-        assert_eq!(d.purge_at, datetime!(2026-12-09 10:00:00 UTC));
-        assert!(!d.is_due(datetime!(2026-12-09 09:59:59 UTC)));
-        assert!(d.is_due(datetime!(2026-12-09 10:00:00 UTC)));
+        let week = time::Duration::days(7);
+        assert_eq!(d.purge_at(week), datetime!(2026-12-09 10:00:00 UTC));
+        assert!(!d.is_due(datetime!(2026-12-09 09:59:59 UTC), week));
+        assert!(d.is_due(datetime!(2026-12-09 10:00:00 UTC), week));
+        // The setting in force decides, for states deleted under another.
+        let month = time::Duration::days(30);
+        assert!(!d.is_due(datetime!(2026-12-09 10:00:00 UTC), month));
+        assert!(d.is_due(datetime!(2026-12-02 11:00:00 UTC), time::Duration::hours(1)));
         assert_eq!(d.latest_version(), Some(3));
     }
 

@@ -14,11 +14,12 @@ pub trait SweepCatalog: Send + Sync {
     /// versions were dropped.
     async fn drop_marked_versions(&self, limit: usize, at: Timestamp) -> Result<usize, StoreError>;
 
-    /// Deleted states whose purge date is not after `now`, soonest first, at most `limit`:
+    /// Deleted states deleted at or before `deleted_before` (the sweeper's now less the
+    /// retention in force: those due), the earliest deleted first, at most `limit`:
     /// (org, id) pairs.
     async fn deleted_due(
         &self,
-        now: Timestamp,
+        deleted_before: Timestamp,
         limit: usize,
     ) -> Result<Vec<(String, String)>, StoreError>;
 

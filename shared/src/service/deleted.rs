@@ -36,14 +36,17 @@ pub struct DeletedStateView {
     pub versions: u64,
     /// Their plaintext size in bytes, summed.
     pub bytes: u64,
-    /// When the sweeper purges it, unless it is restored or purged first.
+    /// When the sweeper purges it, unless it is restored or purged first: its delete time
+    /// and the retention in force (`HEGEMONY_TF_STATE_DELETED_RETENTION_DAYS`), so raising
+    /// the setting before this date keeps it longer.
     #[serde(with = "time::serde::rfc3339")]
     #[schemars(with = "crate::domain::schema::Rfc3339")]
     pub purge_at: Timestamp,
 }
 
-impl From<&DeletedState> for DeletedStateView {
-    fn from(d: &DeletedState) -> Self {
+impl DeletedStateView {
+    /// What a listing shows of `d` under `retention`, the setting in force.
+    fn of(d: &DeletedState, retention: time::Duration) -> Self {
         Self {
             id: d.id.clone(),
             name: d.name.clone(),
@@ -51,7 +54,7 @@ impl From<&DeletedState> for DeletedStateView {
             deleted_by: d.deleted_by.clone(),
             versions: d.versions,
             bytes: d.bytes,
-            purge_at: d.purge_at,
+            purge_at: d.purge_at(retention),
         }
     }
 }
@@ -124,7 +127,10 @@ pub async fn list(
         page.last().map(|d| d.id.clone())
     });
     Ok(DeletedStateList {
-        deleted_states: page.iter().map(DeletedStateView::from).collect(),
+        deleted_states: page
+            .iter()
+            .map(|d| DeletedStateView::of(d, app.limits.deleted_retention))
+            .collect(),
         next_cursor: next_cursor.flatten(),
     })
 }
@@ -271,7 +277,7 @@ async fn purge_one(
     actor: &Actor,
     now: Timestamp,
 ) -> Result<Attempt<DeletedStateView>, Error> {
-    let detail = serde_json::json!({"id": deleted.id, "versions": deleted.versions, "bytes": deleted.bytes, "purge_at": deleted.purge_at.format(&time::format_description::well_known::Rfc3339).ok()});
+    let detail = serde_json::json!({"id": deleted.id, "versions": deleted.versions, "bytes": deleted.bytes, "purge_at": deleted.purge_at(app.limits.deleted_retention).format(&time::format_description::well_known::Rfc3339).ok()});
     let audit = entry(
         &deleted.org,
         actor,
@@ -282,23 +288,29 @@ async fn purge_one(
         now,
     );
     match app.catalog.purge_deleted(deleted, &audit).await {
-        Ok(()) => Ok(Attempt::Done(DeletedStateView::from(deleted))),
+        Ok(()) => Ok(Attempt::Done(DeletedStateView::of(
+            deleted,
+            app.limits.deleted_retention,
+        ))),
         Err(StoreError::Conflict) => Ok(Attempt::LostRace),
         Err(e) => Err(e.into()),
     }
 }
 
-/// The sweeper's part: purges up to `limit` deleted states whose retention has passed at
-/// `now`; returns how many. A state restored or purged meanwhile is skipped.
+/// The sweeper's part: purges up to `limit` deleted states whose retention (the setting in
+/// force) has passed at `now`; returns how many. A state restored or purged meanwhile is
+/// skipped.
 ///
 /// # Errors
 /// `Unavailable` when storage fails; those purged before stay purged.
 pub async fn purge_due(app: &App, now: Timestamp, limit: usize) -> Result<usize, Error> {
     let mut purged = 0;
-    for (org, id) in app.catalog.deleted_due(now, limit).await? {
+    let retention = app.limits.deleted_retention;
+    let deleted_before = now.saturating_sub(retention);
+    for (org, id) in app.catalog.deleted_due(deleted_before, limit).await? {
         let done = until_done(|| async {
             match app.catalog.deleted_state(&org, &id).await? {
-                Some(d) if d.is_due(now) => {
+                Some(d) if d.is_due(now, retention) => {
                     let view = purge_one(app, &d, &Actor::Sweeper, now).await?;
                     Ok(match view {
                         Attempt::Done(_) => Attempt::Done(true),

@@ -365,13 +365,13 @@ pub async fn delete(
                 .await?;
             let id = deleted_id(now);
             let by = &principal.actor;
-            Some(DeletedState::kept(&snapshot, &id, &versions, by, now, retention))
+            Some(DeletedState::kept(&snapshot, &id, &versions, by, now))
         } else {
             None
         };
         let latest = snapshot.latest.as_ref().map(|l| l.version);
         let detail = match &kept {
-            Some(d) => serde_json::json!({"incarnation": snapshot.incarnation, "id": d.id, "versions": d.versions, "purge_at": d.purge_at.format(&Rfc3339).ok()}),
+            Some(d) => serde_json::json!({"incarnation": snapshot.incarnation, "id": d.id, "versions": d.versions, "purge_at": d.purge_at(retention).format(&Rfc3339).ok()}),
             None => serde_json::json!({"incarnation": snapshot.incarnation}),
         };
         let audit = entry(

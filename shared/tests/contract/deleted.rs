@@ -21,14 +21,7 @@ async fn delete_net(f: &Fixture, id: &str) -> DeletedState {
         .await
         .unwrap();
     record.revision = 1;
-    let kept = DeletedState::kept(
-        &record,
-        id,
-        &versions,
-        &user(),
-        NOW,
-        time::Duration::days(7),
-    );
+    let kept = DeletedState::kept(&record, id, &versions, &user(), NOW);
     let mut tombstone = record.clone();
     tombstone.latest = None;
     tombstone.deleted_at = Some(NOW);
@@ -92,14 +85,14 @@ pub async fn deleted_states_list_in_id_order_by_page_within_one_org(f: Fixture) 
     for (org, id) in [("acme", "0003-c"), ("acme", "0001-a"), ("acme", "0002-b")] {
         let mut record = StateRecord::fresh(org, &format!("s{id}"), id, NOW);
         record.revision = 1;
-        let kept = DeletedState::kept(&record, id, &[], &user(), NOW, time::Duration::days(1));
+        let kept = DeletedState::kept(&record, id, &[], &user(), NOW);
         let mut c = commit(&record, 0, Vec::new());
         c.deleted = Some(DeletedChange::Keep(Box::new(kept)));
         f.catalog.commit(c).await.unwrap();
     }
     let mut other = StateRecord::fresh("zeta", "s", "z", NOW);
     other.revision = 1;
-    let kept = DeletedState::kept(&other, "0000-z", &[], &user(), NOW, time::Duration::days(1));
+    let kept = DeletedState::kept(&other, "0000-z", &[], &user(), NOW);
     let mut c = commit(&other, 0, Vec::new());
     c.deleted = Some(DeletedChange::Keep(Box::new(kept)));
     f.catalog.commit(c).await.unwrap();
@@ -209,15 +202,17 @@ pub async fn a_purge_leaves_every_version_to_the_sweeper_and_is_audited(f: Fixtu
     assert_eq!(doomed, ["b1", "b2"]);
 }
 
-pub async fn deleted_states_are_due_by_their_purge_date(f: Fixture) {
+/// Deleted states are found by their delete time, the earliest first: the sweeper asks for
+/// those deleted before its now less the retention in force.
+pub async fn deleted_states_are_due_by_their_delete_time(f: Fixture) {
     let kept = delete_net(&f, "0001-a").await;
-    let before = kept.purge_at - time::Duration::seconds(1);
+    let before = kept.deleted_at - time::Duration::seconds(1);
     assert!(f.catalog.deleted_due(before, 10).await.unwrap().is_empty());
-    let due = f.catalog.deleted_due(kept.purge_at, 10).await.unwrap();
+    let due = f.catalog.deleted_due(kept.deleted_at, 10).await.unwrap();
     assert_eq!(due, [("acme".to_owned(), "0001-a".to_owned())]);
     assert!(f
         .catalog
-        .deleted_due(kept.purge_at, 0)
+        .deleted_due(kept.deleted_at, 0)
         .await
         .unwrap()
         .is_empty());
@@ -271,14 +266,7 @@ pub async fn a_deleted_state_is_stored_as_another_store_kept_it_versions_first(f
     let versions = vec![version(1, "b1"), inline_version(2)];
     let kept = DeletedState {
         revision: 4,
-        ..DeletedState::kept(
-            &record,
-            "0001-a",
-            &versions,
-            &user(),
-            NOW,
-            time::Duration::days(7),
-        )
+        ..DeletedState::kept(&record, "0001-a", &versions, &user(), NOW)
     };
     f.catalog.add_pending_blob("b1", NOW).await.unwrap();
     f.catalog
@@ -332,6 +320,42 @@ pub async fn a_deleted_state_is_stored_as_another_store_kept_it_versions_first(f
         Err(StoreError::Conflict)
     ));
     assert_eq!(f.catalog.audit("acme", &query(10)).await.unwrap().len(), 1);
-    let due = f.catalog.deleted_due(kept.purge_at, 10).await.unwrap();
-    assert_eq!(due.len(), 1, "found by its purge date: {due:?}");
+    let due = f.catalog.deleted_due(kept.deleted_at, 10).await.unwrap();
+    assert_eq!(due.len(), 1, "found by its delete time: {due:?}");
+}
+
+/// On DynamoDB an older build put deleted states in the sweep index by their purge date
+/// (another partition); they are found by their delete time all the same, while they last.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleted_states_an_older_build_indexed_by_purge_date_are_due_by_delete_time() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let config = crate::aws::sdk_config().await;
+    let (catalog, _, settings) = crate::aws::fresh_store(&config).await;
+    let f = Fixture {
+        catalog: Arc::new(catalog),
+        blobs: Arc::new(MemoryStore::new()),
+        _dir: None,
+    };
+    let kept = delete_net(&f, "0001-a").await;
+    let purge = (kept.deleted_at + time::Duration::days(7)).unix_timestamp();
+    aws_sdk_dynamodb::Client::new(&config)
+        .update_item()
+        .table_name(&settings.table)
+        .key("pk", AttributeValue::S("ORG#acme".into()))
+        .key("sk", AttributeValue::S("DELETED#0001-a".into()))
+        .update_expression("SET sweep_pk = :old, sweep_sk = :purge")
+        .expression_attribute_values(":old", AttributeValue::S("deleted".into()))
+        .expression_attribute_values(
+            ":purge",
+            AttributeValue::S(format!("{purge:012}#acme/0001-a")),
+        )
+        .send()
+        .await
+        .unwrap();
+    let before = kept.deleted_at - time::Duration::seconds(1);
+    assert!(f.catalog.deleted_due(before, 10).await.unwrap().is_empty());
+    assert_eq!(
+        f.catalog.deleted_due(kept.deleted_at, 10).await.unwrap(),
+        [("acme".to_owned(), "0001-a".to_owned())]
+    );
 }

@@ -127,7 +127,7 @@ async fn an_older_catalog_opens_and_reads_as_before(older: &str) {
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 14, "brought up to date from: {older}");
+    assert_eq!(version, 15, "brought up to date from: {older}");
 }
 
 /// A catalog at schema 6 (trust policies, no protected states) opens, keeps its org's
@@ -177,7 +177,7 @@ async fn a_schema_6_catalog_gains_protected_states() {
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 14);
+    assert_eq!(version, 15);
 }
 
 /// A catalog at schema 7 (no inventory) opens up to date: its states are there, its index empty
@@ -226,7 +226,7 @@ async fn a_schema_7_catalog_gains_the_inventory() {
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 14);
+    assert_eq!(version, 15);
 }
 
 /// A catalog at schema 8 (the inventory keyed by its addresses, without the row ids its
@@ -335,7 +335,7 @@ async fn a_schema_8_catalog_keeps_its_inventory_and_indexes_its_addresses() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 14);
+    assert_eq!(version, 15);
     let aside: i64 = conn
         .query_row(
             "SELECT count(*) FROM sqlite_schema WHERE name = 'inventory_8'",
@@ -432,7 +432,52 @@ async fn a_schema_9_catalog_keeps_its_inventory_and_gains_the_resources_tags() {
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 14);
+    assert_eq!(version, 15);
+}
+
+/// A catalog at schema 14 keyed its deleted states by the purge date the retention at the
+/// delete gave; opened, they are keyed by their delete time, read from each record, so the
+/// sweeper finds them by the retention in force.
+#[tokio::test]
+async fn a_schema_14_catalog_keys_its_deleted_states_by_delete_time() {
+    use hegemony_state::domain::deleted::DeletedState;
+    use hegemony_state::ports::{DeletedChange, StateCatalog, SweepCatalog};
+    let dir = tempfile::tempdir().unwrap();
+    let deleted_at = NOW + time::Duration::milliseconds(250);
+    {
+        let (catalog, _) = local::open(dir.path()).unwrap();
+        let mut record = StateRecord::fresh("acme", "net", "inc", NOW);
+        record.revision = 1;
+        let kept = DeletedState::kept(&record, "0001-a", &[], &user(), deleted_at);
+        let mut c = commit(&record, 0, Vec::new());
+        c.deleted = Some(DeletedChange::Keep(Box::new(kept)));
+        catalog.commit(c).await.unwrap();
+    }
+    let file = dir.path().join(local::CATALOG_FILE);
+    // As schema 14 stored it: a week's retention at the delete.
+    rusqlite::Connection::open(&file)
+        .unwrap()
+        .execute_batch(
+            "DROP INDEX deleted_states_by_deletion;
+             ALTER TABLE deleted_states RENAME COLUMN deleted_at TO purge_at;
+             UPDATE deleted_states SET purge_at = purge_at + 604800;
+             CREATE INDEX deleted_states_by_purge ON deleted_states (purge_at);
+             PRAGMA user_version = 14;",
+        )
+        .unwrap();
+    let (catalog, _) = local::open(dir.path()).unwrap();
+    let before = deleted_at - time::Duration::seconds(1);
+    assert!(catalog.deleted_due(before, 10).await.unwrap().is_empty());
+    assert_eq!(
+        catalog.deleted_due(deleted_at, 10).await.unwrap(),
+        [("acme".to_owned(), "0001-a".to_owned())],
+        "due by its delete time, not the purge date stored"
+    );
+    let version: i64 = rusqlite::Connection::open(&file)
+        .unwrap()
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 15);
 }
 
 /// The local store's marks of exchanged ID tokens do not expire by themselves: the sweeper's

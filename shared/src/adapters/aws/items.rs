@@ -74,7 +74,11 @@ pub const LISTING_SK: &str = "list_sk";
 pub const SWEEP_PENDING: &str = "pending";
 pub const SWEEP_DOOMED: &str = "doomed";
 pub const SWEEP_MARK: &str = "mark";
-pub const SWEEP_DELETED: &str = "deleted";
+/// Deleted states by delete time.
+pub const SWEEP_DELETED: &str = "deleted_at";
+/// Deleted states by the purge date an older build gave them (the retention in force at
+/// the delete): read whole by the sweeper, due by their delete time, until none is left.
+pub const SWEEP_DELETED_BY_PURGE: &str = "deleted";
 pub const SWEEP_TOKEN: &str = "token";
 pub const SWEEP_ENDED_RUN: &str = "ended_run";
 pub const SWEEP_SETTLED_RUN: &str = "settled_run";
@@ -151,7 +155,8 @@ pub fn doomed_item(blob: &str, at: Timestamp) -> Item {
 }
 
 /// The item of a deleted state: its record, its revision (what a restore and a purge are
-/// conditioned on), and its place in the sweep index by purge date.
+/// conditioned on), and its place in the sweep index by delete time (the sweeper adds the
+/// retention in force).
 pub fn deleted_item(deleted: &DeletedState) -> Item {
     let mut item = record_item(org_pk(&deleted.org), deleted_sk(&deleted.id), deleted);
     item.insert(REV.into(), n(deleted.revision));
@@ -159,7 +164,7 @@ pub fn deleted_item(deleted: &DeletedState) -> Item {
     item.insert(
         SWEEP_SK.into(),
         s(age_sk(
-            deleted.purge_at,
+            deleted.deleted_at,
             &format!("{}/{}", deleted.org, deleted.id),
         )),
     );

@@ -169,19 +169,33 @@ impl SweepCatalog for DynamoCatalog {
 
     async fn deleted_due(
         &self,
-        now: Timestamp,
+        deleted_before: Timestamp,
         limit: usize,
     ) -> Result<Vec<(String, String)>, StoreError> {
-        // Below the next second: every purge date in this second or before.
-        let below = age_below(now + time::Duration::seconds(1));
-        let items = self.sweep_items(SWEEP_DELETED, Some(below), limit).await?;
-        items
-            .iter()
-            .map(|item| {
-                let deleted: DeletedState = record(item)?;
-                Ok((deleted.org, deleted.id))
-            })
-            .collect()
+        // Below the next second: every delete time in this second or before.
+        let below = age_below(deleted_before + time::Duration::seconds(1));
+        let mut due = Vec::new();
+        for item in self.sweep_items(SWEEP_DELETED, Some(below), limit).await? {
+            let deleted: DeletedState = record(&item)?;
+            due.push((deleted.deleted_at, deleted.org, deleted.id));
+        }
+        // Those an older build keyed by purge date are few (deleted within its retention)
+        // and leave as they are purged or restored: read whole, due by their delete time.
+        let older = self
+            .sweep_items(SWEEP_DELETED_BY_PURGE, None, limit)
+            .await?;
+        for item in older {
+            let deleted: DeletedState = record(&item)?;
+            if deleted.deleted_at <= deleted_before {
+                due.push((deleted.deleted_at, deleted.org, deleted.id));
+            }
+        }
+        due.sort();
+        Ok(due
+            .into_iter()
+            .take(limit)
+            .map(|(_, org, id)| (org, id))
+            .collect())
     }
 
     async fn doomed_blobs(

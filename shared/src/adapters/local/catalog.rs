@@ -15,8 +15,8 @@ use rusqlite::{params, Connection, OpenFlags, TransactionBehavior};
 
 use super::scanners::Scanners;
 use super::tables::{
-    sql_error, to_json, ENTRY_TAGS, INVENTORY_ASIDE, INVENTORY_BACK, ROW_RESOURCES, SCHEMA,
-    SCHEMA_VERSION,
+    sql_error, to_json, DELETED_BY_TIME, ENTRY_TAGS, INVENTORY_ASIDE, INVENTORY_BACK,
+    ROW_RESOURCES, SCHEMA, SCHEMA_VERSION,
 };
 use crate::ports::{AuditEntry, StoreError};
 
@@ -234,8 +234,9 @@ fn open_read_only(path: &Path) -> Result<Connection, rusqlite::Error> {
 }
 
 /// Creates the tables, or those an older catalog (at `version`) lacks, in WAL mode, which
-/// lets readers proceed during a write; one at 8 has its inventory reshaped too, and one at 8
-/// or 9 gains the columns of the resources' tags.
+/// lets readers proceed during a write; one at 8 has its inventory reshaped too, one at 8
+/// or 9 gains the columns of the resources' tags, and one at 5 to 14 has its deleted states
+/// keyed by delete time.
 fn set_up(conn: &mut Connection, version: i64) -> Result<(), rusqlite::Error> {
     let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
@@ -254,11 +255,26 @@ fn set_up(conn: &mut Connection, version: i64) -> Result<(), rusqlite::Error> {
     if matches!(version, 8 | 9) {
         tx.execute_batch(ENTRY_TAGS)?;
     }
+    if (5..15).contains(&version) && has_column(&tx, "deleted_states", "purge_at")? {
+        tx.execute_batch(DELETED_BY_TIME)?;
+    }
     tx.execute_batch(SCHEMA)?;
     if reshape {
         tx.execute_batch(INVENTORY_BACK)?;
     }
     tx.commit()
+}
+
+/// Whether `table` has a column `column`.
+fn has_column(conn: &Connection, table: &str, column: &str) -> Result<bool, rusqlite::Error> {
+    let mut stmt = conn.prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))?;
+    let names = stmt.query_map([], |r| r.get::<_, String>(0))?;
+    for name in names {
+        if name? == column {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 pub(super) fn insert_audit(conn: &Connection, entry: &AuditEntry) -> Result<(), StoreError> {

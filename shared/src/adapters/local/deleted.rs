@@ -151,12 +151,12 @@ impl DeletedCatalog for SqliteCatalog {
                 .map_err(sql_error)?;
             let stored = tx
                 .execute(
-                    "INSERT OR IGNORE INTO deleted_states (org, id, purge_at, revision, record)
+                    "INSERT OR IGNORE INTO deleted_states (org, id, deleted_at, revision, record)
                      VALUES (?1, ?2, ?3, ?4, ?5)",
                     params![
                         deleted.org,
                         deleted.id,
-                        seconds(deleted.purge_at),
+                        seconds(deleted.deleted_at),
                         deleted.revision,
                         to_json(&deleted)
                     ],

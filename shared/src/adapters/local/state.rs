@@ -153,12 +153,12 @@ fn change_deleted(tx: &Connection, org: &str, change: &DeletedChange) -> Result<
     match change {
         DeletedChange::Keep(deleted) => {
             tx.execute(
-                "INSERT INTO deleted_states (org, id, purge_at, revision, record)
+                "INSERT INTO deleted_states (org, id, deleted_at, revision, record)
                  VALUES (?1, ?2, ?3, ?4, ?5)",
                 params![
                     org,
                     deleted.id,
-                    seconds(deleted.purge_at),
+                    seconds(deleted.deleted_at),
                     deleted.revision,
                     to_json(&**deleted)
                 ],

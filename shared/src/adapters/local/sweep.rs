@@ -106,19 +106,21 @@ impl SweepCatalog for SqliteCatalog {
 
     async fn deleted_due(
         &self,
-        now: Timestamp,
+        deleted_before: Timestamp,
         limit: usize,
     ) -> Result<Vec<(String, String)>, StoreError> {
-        let now = seconds(now);
+        let before = seconds(deleted_before);
         self.read(move |conn| {
             let mut stmt = conn
                 .prepare_cached(
-                    "SELECT org, id FROM deleted_states WHERE purge_at <= ?1
-                     ORDER BY purge_at LIMIT ?2",
+                    "SELECT org, id FROM deleted_states WHERE deleted_at <= ?1
+                     ORDER BY deleted_at LIMIT ?2",
                 )
                 .map_err(sql_error)?;
             let rows = stmt
-                .query_map(params![now, limit as i64], |r| Ok((r.get(0)?, r.get(1)?)))
+                .query_map(params![before, limit as i64], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
                 .map_err(sql_error)?;
             rows.collect::<Result<_, _>>().map_err(sql_error)
         })

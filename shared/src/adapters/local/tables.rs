@@ -48,10 +48,10 @@ CREATE TABLE IF NOT EXISTS apps (
     org TEXT NOT NULL, name TEXT NOT NULL, revision INTEGER NOT NULL, record TEXT NOT NULL,
     PRIMARY KEY (org, name)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS deleted_states (
-    org TEXT NOT NULL, id TEXT NOT NULL, purge_at INTEGER NOT NULL, revision INTEGER NOT NULL,
+    org TEXT NOT NULL, id TEXT NOT NULL, deleted_at INTEGER NOT NULL, revision INTEGER NOT NULL,
     record TEXT NOT NULL,
     PRIMARY KEY (org, id)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS deleted_states_by_purge ON deleted_states (purge_at);
+CREATE INDEX IF NOT EXISTS deleted_states_by_deletion ON deleted_states (deleted_at);
 CREATE TABLE IF NOT EXISTS archives (
     org TEXT NOT NULL, name TEXT NOT NULL, commit_id TEXT NOT NULL, record TEXT NOT NULL,
     PRIMARY KEY (org, name, commit_id)) WITHOUT ROWID;
@@ -92,7 +92,7 @@ CREATE TABLE IF NOT EXISTS inventory_waiting (
     PRIMARY KEY (org, state)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS exchanged_tokens (key TEXT PRIMARY KEY, until INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS exchanged_tokens_by_until ON exchanged_tokens (until);
-PRAGMA user_version = 14;
+PRAGMA user_version = 15;
 ";
 
 /// The `user_version` of a catalog that `SCHEMA` made: one at it needs no write to open.
@@ -113,10 +113,23 @@ PRAGMA user_version = 14;
 /// written before a read (empty after the step); 13 added `inventory_waiting`, the states
 /// whose entries wait to be derived from their latest versions (empty after the step); 14
 /// added `exchanged_tokens`, the marks of the ID tokens exchanged for sessions (empty after
-/// the step: a token exchanged before it could be exchanged once more).
+/// the step: a token exchanged before it could be exchanged once more); 15 keys
+/// `deleted_states` by delete time (`deleted_at`, not the purge date the retention in force
+/// at the delete gave: the sweeper adds the setting in force now; see [`DELETED_BY_TIME`]).
 /// Every table is created if missing, so a catalog of any older version gains all it lacks
 /// in one pass.
-pub(super) const SCHEMA_VERSION: i64 = 14;
+pub(super) const SCHEMA_VERSION: i64 = 15;
+
+/// What a catalog at 5 to 14 lacks that creating what is missing cannot add: its deleted
+/// states keyed by their purge date become keyed by their delete time, read from each
+/// record (RFC 3339, which SQLite's `strftime` reads, fractions and offset included), before
+/// `SCHEMA` indexes the column.
+pub(super) const DELETED_BY_TIME: &str = "
+DROP INDEX IF EXISTS deleted_states_by_purge;
+ALTER TABLE deleted_states RENAME COLUMN purge_at TO deleted_at;
+UPDATE deleted_states
+    SET deleted_at = CAST(strftime('%s', json_extract(record, '$.deleted_at')) AS INTEGER);
+";
 
 /// What a catalog at 8 or 9 lacks that creating what is missing cannot add: a column of a
 /// table it has. Entries without tags (every one, after the step) are replaced whole by their

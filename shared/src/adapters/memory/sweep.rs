@@ -54,12 +54,16 @@ impl SweepCatalog for MemoryStore {
 
     async fn deleted_due(
         &self,
-        now: Timestamp,
+        deleted_before: Timestamp,
         limit: usize,
     ) -> Result<Vec<(String, String)>, StoreError> {
         let inner = self.lock();
-        let mut due: Vec<_> = inner.deleted.values().filter(|d| d.is_due(now)).collect();
-        due.sort_by_key(|d| d.purge_at);
+        let mut due: Vec<_> = inner
+            .deleted
+            .values()
+            .filter(|d| d.deleted_at <= deleted_before)
+            .collect();
+        due.sort_by_key(|d| d.deleted_at);
         Ok(due
             .into_iter()
             .take(limit)
