@@ -75,6 +75,24 @@ fn alice() -> Principal {
     }
 }
 
+/// Two memory stores, each sealed by a key of its own: a migration's source and target.
+fn two_sides() -> (App, App) {
+    let side = || {
+        app(
+            &Arc::new(MemoryStore::new()),
+            Arc::new(PlatformKey::generate()),
+        )
+    };
+    (side(), side())
+}
+
+/// A lock as Terraform 1.11 sends it, with the ID `id`.
+fn lock_doc(id: &str) -> String {
+    format!(
+        r#"{{"ID":"{id}","Operation":"OperationTypeApply","Info":"","Who":"a@h","Version":"1.11.4","Created":"2026-11-30T01:07:12Z","Path":""}}"#
+    )
+}
+
 fn name(s: &str) -> StateName {
     StateName::parse(s).unwrap()
 }
@@ -149,8 +167,7 @@ async fn a_migration_copies_every_version_under_the_targets_key_once() {
     write(&from, &alice(), &name("busy"), None, doc(1, 10))
         .await
         .unwrap();
-    let lock_doc = r#"{"ID":"l-1","Operation":"OperationTypeApply","Info":"","Who":"a@h","Version":"1.11.4","Created":"2026-11-30T01:07:12Z","Path":""}"#;
-    lock(&from, &alice(), &name("busy"), lock_doc.as_bytes())
+    lock(&from, &alice(), &name("busy"), lock_doc("l-1").as_bytes())
         .await
         .unwrap();
     let policy = TrustPolicy {
@@ -325,9 +342,7 @@ async fn a_migration_copies_every_version_under_the_targets_key_once() {
 
 #[tokio::test]
 async fn a_different_state_on_the_target_stops_the_migration_naming_it() {
-    let (from_store, to_store) = (Arc::new(MemoryStore::new()), Arc::new(MemoryStore::new()));
-    let from = app(&from_store, Arc::new(PlatformKey::generate()));
-    let to = app(&to_store, Arc::new(PlatformKey::generate()));
+    let (from, to) = two_sides();
     write(&from, &alice(), &name("net"), None, doc(1, 10))
         .await
         .unwrap();
@@ -350,9 +365,7 @@ async fn a_different_state_on_the_target_stops_the_migration_naming_it() {
 /// and a source state whose first apply holds only a lock is listed as locked, not passed by.
 #[tokio::test]
 async fn a_state_locked_on_the_target_or_only_locked_on_the_source_is_not_passed_over() {
-    let (from_store, to_store) = (Arc::new(MemoryStore::new()), Arc::new(MemoryStore::new()));
-    let from = app(&from_store, Arc::new(PlatformKey::generate()));
-    let to = app(&to_store, Arc::new(PlatformKey::generate()));
+    let (from, to) = two_sides();
     write(&from, &alice(), &name("net"), None, doc(1, 10))
         .await
         .unwrap();
@@ -365,8 +378,7 @@ async fn a_state_locked_on_the_target_or_only_locked_on_the_source_is_not_passed
     migrate(sides, &found, Options::default(), &|_| {})
         .await
         .unwrap();
-    let lock_doc = r#"{"ID":"l-9","Operation":"OperationTypeApply","Info":"","Who":"a@h","Version":"1.11.4","Created":"2026-11-30T01:07:12Z","Path":""}"#;
-    lock(&to, &alice(), &name("net"), lock_doc.as_bytes())
+    lock(&to, &alice(), &name("net"), lock_doc("l-9").as_bytes())
         .await
         .unwrap();
     write(&from, &alice(), &name("net"), None, doc(2, 10))
@@ -382,7 +394,7 @@ async fn a_state_locked_on_the_target_or_only_locked_on_the_source_is_not_passed
         }
         other => panic!("{other:?}"),
     }
-    lock(&from, &alice(), &name("first"), lock_doc.as_bytes())
+    lock(&from, &alice(), &name("first"), lock_doc("l-9").as_bytes())
         .await
         .unwrap();
     let found = survey(&from, &orgs).await.unwrap();
@@ -679,9 +691,7 @@ fn plan_step(org: &str) -> MintRequest {
 /// too (it is found by its records), and the report says what moved of each org.
 #[tokio::test]
 async fn ended_runs_and_orgs_without_tokens_move_and_nothing_refused_comes_back() {
-    let (from_store, to_store) = (Arc::new(MemoryStore::new()), Arc::new(MemoryStore::new()));
-    let from = app(&from_store, Arc::new(PlatformKey::generate()));
-    let to = app(&to_store, Arc::new(PlatformKey::generate()));
+    let (from, to) = two_sides();
     write(&from, &alice(), &name("net"), None, doc(1, 10))
         .await
         .unwrap();
@@ -784,9 +794,7 @@ async fn ended_runs_and_orgs_without_tokens_move_and_nothing_refused_comes_back(
 /// runs stay behind.
 #[tokio::test]
 async fn chosen_orgs_move_alone() {
-    let (from_store, to_store) = (Arc::new(MemoryStore::new()), Arc::new(MemoryStore::new()));
-    let from = app(&from_store, Arc::new(PlatformKey::generate()));
-    let to = app(&to_store, Arc::new(PlatformKey::generate()));
+    let (from, to) = two_sides();
     let other = Principal {
         org: "other".into(),
         ..alice()
@@ -820,9 +828,7 @@ async fn chosen_orgs_move_alone() {
 /// lock, refuses until it is released).
 #[tokio::test]
 async fn writes_on_the_source_during_the_move_are_named_and_the_next_run_copies_them() {
-    let (from_store, to_store) = (Arc::new(MemoryStore::new()), Arc::new(MemoryStore::new()));
-    let from = app(&from_store, Arc::new(PlatformKey::generate()));
-    let to = app(&to_store, Arc::new(PlatformKey::generate()));
+    let (from, to) = two_sides();
     for state in ["net", "dns"] {
         write(&from, &alice(), &name(state), None, doc(1, 10))
             .await
@@ -849,8 +855,7 @@ async fn writes_on_the_source_during_the_move_are_named_and_the_next_run_copies_
     write(&from, &alice(), &name("new"), None, doc(1, 10))
         .await
         .unwrap();
-    let lock_doc = r#"{"ID":"l-7","Operation":"OperationTypeApply","Info":"","Who":"a@h","Version":"1.11.4","Created":"2026-11-30T01:07:12Z","Path":""}"#;
-    lock(&from, &alice(), &name("dns"), lock_doc.as_bytes())
+    lock(&from, &alice(), &name("dns"), lock_doc("l-7").as_bytes())
         .await
         .unwrap();
     let sides = Sides {

@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
 use super::catalog::insert_audit;
-use super::tables::{from_json, seconds, sql_error, to_json};
+use super::tables::{all_records, from_json, seconds, sql_error, to_json};
 use super::SqliteCatalog;
 use crate::domain::permission::Allocation;
 use crate::domain::Timestamp;
@@ -94,16 +94,8 @@ impl AccessCatalog for SqliteCatalog {
     }
 
     async fn tokens(&self) -> Result<Vec<TokenRecord>, StoreError> {
-        self.with(move |conn| {
-            let mut stmt = conn
-                .prepare_cached("SELECT record FROM tokens ORDER BY rowid")
-                .map_err(sql_error)?;
-            let rows = stmt
-                .query_map([], |row| row.get::<_, String>(0))
-                .map_err(sql_error)?;
-            rows.map(|r| from_json(&r.map_err(sql_error)?)).collect()
-        })
-        .await
+        self.with(move |conn| all_records(conn, "SELECT record FROM tokens ORDER BY rowid"))
+            .await
     }
 
     async fn orgs(&self) -> Result<Vec<String>, StoreError> {

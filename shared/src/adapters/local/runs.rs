@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
-use super::tables::{from_json, seconds, sql_error, to_json};
+use super::tables::{all_records, from_json, seconds, sql_error, to_json};
 use super::SqliteCatalog;
 use crate::domain::Timestamp;
 use crate::ports::{RunCatalog, RunItem, RunRecord, StoreError, TokenRecord};
@@ -29,16 +29,8 @@ impl RunCatalog for SqliteCatalog {
     }
 
     async fn runs(&self) -> Result<Vec<RunRecord>, StoreError> {
-        self.with(move |conn| {
-            let mut stmt = conn
-                .prepare_cached("SELECT record FROM runs")
-                .map_err(sql_error)?;
-            let rows = stmt
-                .query_map([], |row| row.get::<_, String>(0))
-                .map_err(sql_error)?;
-            rows.map(|r| from_json(&r.map_err(sql_error)?)).collect()
-        })
-        .await
+        self.with(move |conn| all_records(conn, "SELECT record FROM runs"))
+            .await
     }
 
     async fn bind_run(&self, record: &RunRecord) -> Result<RunRecord, StoreError> {

@@ -214,3 +214,15 @@ pub(super) fn to_json<T: Serialize>(value: &T) -> String {
 pub(super) fn from_json<T: DeserializeOwned>(text: &str) -> Result<T, StoreError> {
     serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("catalog record: {e}")))
 }
+
+/// The records `select` (a query of one JSON column, no parameters) reads, in its order.
+pub(super) fn all_records<T: DeserializeOwned>(
+    conn: &rusqlite::Connection,
+    select: &str,
+) -> Result<Vec<T>, StoreError> {
+    let mut stmt = conn.prepare_cached(select).map_err(sql_error)?;
+    let rows = stmt
+        .query_map([], |row| row.get::<_, String>(0))
+        .map_err(sql_error)?;
+    rows.map(|r| from_json(&r.map_err(sql_error)?)).collect()
+}
