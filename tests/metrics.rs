@@ -197,7 +197,15 @@ fn a_scrape_after_a_scenario_counts_what_it_did() {
         !s.text.contains("hegemony_state_store_faults_total{"),
         "no 503 was answered"
     );
-    assert_eq!(s.value("hegemony_state_versions_written_total"), 1.0);
+    assert_eq!(
+        s.value("hegemony_state_versions_written_total{kind=\"save\"}"),
+        1.0
+    );
+    assert_eq!(
+        s.value("hegemony_state_versions_written_total{kind=\"import\"}"),
+        0.0,
+        "every kind is there from the start"
+    );
     assert_eq!(
         s.value("hegemony_state_sealed_bytes_total"),
         saved.len() as f64

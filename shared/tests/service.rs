@@ -460,3 +460,89 @@ async fn every_version_a_lock_opened_closes_when_it_ends() {
         ]
     );
 }
+
+/// Saves, an import, a rollback and a restore, each as an admin on `app`: what the version
+/// metrics must count as two saves, one of each other kind.
+async fn write_every_kind_of_version(app: &App) -> u64 {
+    use hegemony_state::service::deleted::restore;
+    use hegemony_state::service::manage::{delete, import, rollback};
+
+    let admin = who("alice", Role::Admin);
+    let (first, second) = (doc(1, "one"), doc(2, "two"));
+    write(app, &admin, &net(), None, first.clone())
+        .await
+        .unwrap();
+    write(app, &admin, &net(), None, second.clone())
+        .await
+        .unwrap();
+    let other = StateName::parse("imported").unwrap();
+    let imported = doc(7, "imported");
+    import(app, &admin, &other, imported.clone()).await.unwrap();
+    let rolled = rollback(app, &admin, &net(), 1).await.unwrap();
+    let kept = delete(app, &admin, &net()).await.unwrap().expect("kept");
+    restore(app, &admin, &kept.id, None).await.unwrap();
+    (first.len() + second.len() + imported.len()) as u64 + rolled.size
+}
+
+/// An import, a rollback and a restore write a version as a save does, and the version
+/// metrics count each by its kind, in both adapters: the Prometheus counter by its `kind`
+/// label, the EMF metric by `Function` (as before) and by `Function, Kind`. A restore seals
+/// nothing (its versions come back as they were sealed), so it adds no sealed bytes.
+#[tokio::test]
+async fn every_kind_of_version_written_is_counted_by_its_kind() {
+    use hegemony_state::adapters::emf::Emf;
+    use hegemony_state::adapters::prometheus::{Prometheus, Standing};
+    use std::sync::Mutex;
+
+    let prometheus = Arc::new(Prometheus::new(false));
+    let app = app_with(Arc::new(MemoryStore::new()), Some(PlatformKey::generate()))
+        .measured(prometheus.clone());
+    let sealed = write_every_kind_of_version(&app).await;
+    let scrape = prometheus.scrape(&Standing::default());
+    for (kind, count) in [("save", 2), ("import", 1), ("rollback", 1), ("restore", 1)] {
+        let series = format!("hegemony_state_versions_written_total{{kind=\"{kind}\"}} {count}\n");
+        assert!(scrape.contains(&series), "no {series} in\n{scrape}");
+    }
+    let bytes = format!("hegemony_state_sealed_bytes_total {sealed}\n");
+    assert!(scrape.contains(&bytes), "no {bytes} in\n{scrape}");
+
+    let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+    let sink = lines.clone();
+    let emf = Emf::new(
+        "rollback",
+        Box::new(move |line| sink.lock().unwrap().push(line.to_owned())),
+    );
+    let app = app_with(Arc::new(MemoryStore::new()), Some(PlatformKey::generate()))
+        .measured(Arc::new(emf));
+    write_every_kind_of_version(&app).await;
+    let lines: Vec<serde_json::Value> = lines
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|l: &serde_json::Value| l.get("VersionsWritten").is_some())
+        .collect();
+    let kinds: Vec<&str> = lines.iter().map(|l| l["Kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["save", "save", "import", "rollback", "restore"]);
+    for line in &lines {
+        let kept_by: Vec<&serde_json::Value> = line["_aws"]["CloudWatchMetrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["Metrics"].to_string().contains("\"VersionsWritten\""))
+            .flat_map(|d| d["Dimensions"].as_array().unwrap())
+            .collect();
+        assert_eq!(
+            kept_by,
+            [
+                &serde_json::json!(["Function"]),
+                &serde_json::json!(["Function", "Kind"])
+            ],
+            "{line}"
+        );
+        assert_eq!(line["VersionsWritten"], 1);
+    }
+    let bytes: Vec<Option<u64>> = lines.iter().map(|l| l["SealedBytes"].as_u64()).collect();
+    assert_eq!(bytes[4], None, "a restore seals nothing");
+    assert_eq!(bytes.iter().flatten().sum::<u64>(), sealed);
+}

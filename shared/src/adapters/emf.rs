@@ -2,13 +2,13 @@
 //! request answered, a version sealed, a key call, a sweep), which CloudWatch Logs turns into
 //! metrics as it ingests the function's log, with no call of the function's own. Each line
 //! names the namespace [`NAMESPACE`], its metrics with their units and the dimensions they
-//! are kept by (always `Function`; `Route`, `Code`, `Cause`, `Backend` and `Operation` as
-//! the event has them); docs/metrics.md lists them. The line is written whole, in one write,
+//! are kept by (always `Function`; `Route`, `Code`, `Cause`, `Backend`, `Operation` and
+//! `Kind` as the event has them); docs/metrics.md lists them. The line is written whole, in one write,
 //! beside the function's own JSON log lines on the same stream.
 
 use serde_json::{json, Map, Value};
 
-use crate::ports::{KeyCall, Metrics, RequestMeasure, SweepPass};
+use crate::ports::{KeyCall, Metrics, RequestMeasure, SweepPass, VersionKind};
 
 /// The CloudWatch namespace of every metric.
 pub const NAMESPACE: &str = "HegemonyState";
@@ -115,17 +115,21 @@ impl Metrics for Emf {
         self.emit(&directives, values);
     }
 
-    fn version_sealed(&self, bytes: u64) {
-        self.emit(
-            &[(
-                &[&["Function"]],
-                &[("VersionsWritten", COUNT), ("SealedBytes", BYTES)],
-            )],
-            fields([
-                ("VersionsWritten", Value::from(1)),
-                ("SealedBytes", Value::from(bytes)),
-            ]),
-        );
+    fn version_written(&self, kind: VersionKind, sealed_bytes: Option<u64>) {
+        // By `Function` alone as well as by kind, so what was kept by `Function` before
+        // kinds were counted still sums every version.
+        let by_kind: &[&[&str]] = &[&["Function"], &["Function", "Kind"]];
+        let mut directives: Vec<Directive<'_>> = vec![(by_kind, &[("VersionsWritten", COUNT)])];
+        let mut values = fields([
+            ("Kind", Value::from(kind.as_str())),
+            ("VersionsWritten", Value::from(1)),
+        ]);
+        // A restore seals nothing: no sample of zero bytes to pull an average down.
+        if let Some(bytes) = sealed_bytes {
+            values.insert("SealedBytes".into(), Value::from(bytes));
+            directives.push((&[&["Function"]], &[("SealedBytes", BYTES)]));
+        }
+        self.emit(&directives, values);
     }
 
     fn key_call(&self, call: &KeyCall) {

@@ -16,7 +16,7 @@ use prometheus::{
 };
 
 use crate::domain::Timestamp;
-use crate::ports::{Census, KeyCall, Metrics, RequestMeasure, SweepPass};
+use crate::ports::{Census, KeyCall, Metrics, RequestMeasure, SweepPass, VersionKind};
 
 /// The content type of a scrape's answer.
 pub const CONTENT_TYPE: &str = prometheus::TEXT_FORMAT;
@@ -53,7 +53,7 @@ pub struct Prometheus {
     request_seconds: HistogramVec,
     refusals: IntCounterVec,
     faults: IntCounterVec,
-    versions: IntCounter,
+    versions: IntCounterVec,
     version_bytes: IntCounter,
     key_calls: IntCounterVec,
     key_call_seconds: HistogramVec,
@@ -122,7 +122,7 @@ impl Prometheus {
         registry
             .register(Box::new(sweep_seconds.clone()))
             .expect("unique metric");
-        Self {
+        let metrics = Self {
             requests: counters(
                 "hegemony_state_http_requests_total",
                 "Requests answered, by route pattern, method and status.",
@@ -144,9 +144,10 @@ impl Prometheus {
                 "503 answers, by cause: storage, transient, no_key.",
                 &["cause"],
             ),
-            versions: counter(
+            versions: counters(
                 "hegemony_state_versions_written_total",
-                "State versions written (created or replaced).",
+                "State versions written, by kind: save, import, rollback, restore.",
+                &["kind"],
             ),
             version_bytes: counter(
                 "hegemony_state_sealed_bytes_total",
@@ -199,7 +200,13 @@ impl Prometheus {
                 )
             }),
             registry,
+        };
+        // Every kind from the start, at zero: a query of one kind finds a series before the
+        // first version of that kind, and a rate over a restart sees no series appear.
+        for kind in VersionKind::ALL {
+            metrics.versions.with_label_values(&[kind.as_str()]);
         }
+        metrics
     }
 
     /// The text a scrape answers, with what stands now set first.
@@ -262,9 +269,11 @@ impl Metrics for Prometheus {
         }
     }
 
-    fn version_sealed(&self, bytes: u64) {
-        self.versions.inc();
-        self.version_bytes.inc_by(bytes);
+    fn version_written(&self, kind: VersionKind, sealed_bytes: Option<u64>) {
+        self.versions.with_label_values(&[kind.as_str()]).inc();
+        if let Some(bytes) = sealed_bytes {
+            self.version_bytes.inc_by(bytes);
+        }
     }
 
     fn key_call(&self, call: &KeyCall) {

@@ -46,13 +46,40 @@ pub struct SweepPass<'a> {
     pub removed: &'a [(&'static str, u64)],
 }
 
+/// What wrote a new version: each way the service makes one, as the version metrics are
+/// kept by (a Prometheus label, an EMF dimension).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VersionKind {
+    /// The backend's write, creating a version or replacing the lock's open one.
+    Save,
+    Import,
+    Rollback,
+    /// A deleted state restored: its latest version current again.
+    Restore,
+}
+
+impl VersionKind {
+    pub const ALL: [VersionKind; 4] = [Self::Save, Self::Import, Self::Rollback, Self::Restore];
+
+    /// The label's value: `save`, `import`, `rollback`, `restore`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Save => "save",
+            Self::Import => "import",
+            Self::Rollback => "rollback",
+            Self::Restore => "restore",
+        }
+    }
+}
+
 /// Where the service reports what it did. Every call must be cheap (an atomic add): the
 /// request path makes several.
 pub trait Metrics: Send + Sync {
     /// A request was answered.
     fn request(&self, measure: &RequestMeasure);
-    /// A new version was committed, its sealed content `bytes` long.
-    fn version_sealed(&self, bytes: u64);
+    /// A version was committed by `kind`, sealing a document `sealed_bytes` long; `None`
+    /// when it sealed nothing (a restore brings versions back as they were sealed).
+    fn version_written(&self, kind: VersionKind, sealed_bytes: Option<u64>);
     /// A key service answered (or failed).
     fn key_call(&self, call: &KeyCall);
     /// A data key was wanted: found in the key cache (`hit`) or not.
@@ -67,7 +94,7 @@ pub struct Unmeasured;
 
 impl Metrics for Unmeasured {
     fn request(&self, _: &RequestMeasure) {}
-    fn version_sealed(&self, _: u64) {}
+    fn version_written(&self, _: VersionKind, _: Option<u64>) {}
     fn key_call(&self, _: &KeyCall) {}
     fn key_cache(&self, _: bool) {}
     fn sweep(&self, _: &SweepPass<'_>) {}

@@ -36,7 +36,9 @@ pub use inventory::{
 };
 pub use issuers::{FetchedKeys, IssuerError, IssuerKeyStore, IssuerKeys, KeptKeys};
 pub use keys::{key_backend, DataKey, KeyContext, KeyError, KeyOpener, KeyService, WrappedKey};
-pub use metrics::{Census, KeyCall, LockCensus, Metrics, RequestMeasure, SweepPass, Unmeasured};
+pub use metrics::{
+    Census, KeyCall, LockCensus, Metrics, RequestMeasure, SweepPass, Unmeasured, VersionKind,
+};
 pub use protection::ProtectionCatalog;
 pub use runs::{RunCatalog, RunItem, RunRecord};
 pub use state::{

@@ -162,7 +162,7 @@ pub async fn restore(
     // The restored latest version is opened once and indexed, in the restore's commit; a
     // retry of the same version reuses what it gave.
     let indexed: Carried<(u64, InventoryChange)> = Carried::default();
-    until_done(|| async {
+    let restored = until_done(|| async {
         let now = app.clock.now();
         let deleted = app
             .catalog
@@ -247,7 +247,11 @@ pub async fn restore(
         indexed.put((restored.version, inventory));
         commit(app, changes, restored).await
     })
-    .await
+    .await?;
+    // One version written, its latest current again; it seals nothing.
+    app.metrics
+        .version_written(crate::ports::VersionKind::Restore, None);
+    Ok(restored)
 }
 
 /// Purges deleted state `id` now: it can no longer be restored, and the sweeper deletes its

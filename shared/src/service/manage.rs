@@ -21,7 +21,9 @@ use crate::domain::version::VersionRecord;
 use crate::domain::write::{create_version, Origin, SealedContent, WriteCommit};
 use crate::domain::{Principal, Refusal, Timestamp};
 use crate::ids::new_id;
-use crate::ports::{key_backend, AuditEntry, Commit, DeletedChange, InventoryChange, VersionMark};
+use crate::ports::{
+    key_backend, AuditEntry, Commit, DeletedChange, InventoryChange, VersionKind, VersionMark,
+};
 use time::format_description::well_known::Rfc3339;
 
 fn entry(
@@ -119,7 +121,7 @@ pub async fn import(
     let (org, stored) = (&principal.org, first.inventory_key());
     let indexer = Indexer::new(app, keys, org, stored, found, body.len()).await?;
     let sealed: Carried<Sealed> = Carried::default();
-    until_done(|| async {
+    let written = until_done(|| async {
         let now = app.clock.now();
         let snapshot = first.snapshot(app, &principal.org, name, now).await?;
         let (snapshot, takeover) =
@@ -160,7 +162,11 @@ pub async fn import(
         sealed.put(blob);
         attempt
     })
-    .await
+    .await?;
+    // Counted once committed, as a save is: a lost race re-decides.
+    app.metrics
+        .version_written(VersionKind::Import, Some(written.size));
+    Ok(written)
 }
 
 /// Makes `version` current again as a new version, source rollback: its bytes with only the
@@ -181,7 +187,7 @@ pub async fn rollback(
     let keys = app.keys()?;
     // The rolled-back content is indexed as it is sealed: it is open here already.
     let sealed: Carried<(Sealed, StateMeta, SealedContent, InventoryChange)> = Carried::default();
-    until_done(|| async {
+    let written = until_done(|| async {
         let now = app.clock.now();
         let snapshot = visible(first.record(app, &principal.org, name).await?, name)?;
         let (snapshot, takeover) =
@@ -236,7 +242,11 @@ pub async fn rollback(
         sealed.put((blob, meta, content, inventory));
         attempt
     })
-    .await
+    .await?;
+    // Counted once committed, as a save is: a lost race re-decides.
+    app.metrics
+        .version_written(VersionKind::Rollback, Some(written.size));
+    Ok(written)
 }
 
 /// The content of one version, exactly as written (as a read gets it). Audited.

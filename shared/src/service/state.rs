@@ -25,7 +25,7 @@ use crate::domain::write::{
 };
 use crate::domain::{Principal, Refusal, Timestamp};
 use crate::ids::{hex, new_id};
-use crate::ports::{key_backend, AuditEntry, Commit, InlineContent, OpenedBlob};
+use crate::ports::{key_backend, AuditEntry, Commit, InlineContent, OpenedBlob, VersionKind};
 
 /// What a write did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -359,7 +359,7 @@ pub async fn write(
     .await?;
     // Counted once committed: a lost race re-decides, and an unchanged body seals nothing.
     if outcome != WriteOutcome::Unchanged {
-        app.metrics.version_sealed(bytes);
+        app.metrics.version_written(VersionKind::Save, Some(bytes));
     }
     Ok(outcome)
 }
