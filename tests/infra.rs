@@ -268,3 +268,198 @@ fn the_table_has_the_adapters_keys_indexes_and_ttl() {
         true
     );
 }
+
+/// The metrics AWS's own services publish that an alarm here may watch, by namespace, with
+/// the dimension each is kept by and the type of the template's resource it names (the
+/// Lambda and API Gateway developer guides' metric lists; an alarm with no dimension
+/// watches the account and region's sum).
+const SERVICE_METRICS: &[(&str, &[&str], &str, &str)] = &[
+    (
+        "AWS/Lambda",
+        &["Invocations", "Errors", "Throttles", "Duration"],
+        "FunctionName",
+        "AWS::Serverless::Function",
+    ),
+    (
+        "AWS/ApiGateway",
+        &["Count", "4xx", "5xx", "Latency"],
+        "ApiId",
+        "AWS::Serverless::HttpApi",
+    ),
+];
+
+/// Each metric an alarm watches: its own (`Namespace`, `MetricName`, `Dimensions`), or
+/// each `MetricStat` of its metric math.
+fn watched(alarm: &serde_json::Value) -> Vec<serde_json::Value> {
+    match alarm["Metrics"].as_array() {
+        Some(metrics) => metrics
+            .iter()
+            .filter_map(|m| m.get("MetricStat").map(|s| s["Metric"].clone()))
+            .collect(),
+        None => vec![alarm.clone()],
+    }
+}
+
+/// Each alarm of the template watches a metric that is written, as it is written: one of
+/// the functions' own (namespace, name and every dimension with its value) as the EMF
+/// adapter writes it for the function it names, or one that Lambda or API Gateway
+/// publishes for a resource of this template. A `HegemonyState <metric>` its words name is
+/// one the functions write.
+#[test]
+fn each_alarm_watches_a_metric_as_it_is_written() {
+    use hegemony_state::adapters::emf::NAMESPACE;
+    use hegemony_state_blackbox::emf_metrics;
+
+    let template = template();
+    let resources = template["Resources"].as_object().unwrap();
+    let written: BTreeSet<emf_metrics::Metric> = emf_metrics::by_function()
+        .into_values()
+        .flat_map(|metrics| metrics.into_keys())
+        .collect();
+    let names: BTreeSet<&str> = written.iter().map(|m| m.name.as_str()).collect();
+    let alarms: Vec<(&String, &serde_json::Value)> = resources
+        .iter()
+        .filter(|(_, r)| r["Type"] == "AWS::CloudWatch::Alarm")
+        .map(|(name, r)| (name, &r["Properties"]))
+        .collect();
+    assert!(alarms.len() >= 4, "{alarms:?}");
+    for (alarm, properties) in alarms {
+        for metric in watched(properties) {
+            let namespace = metric["Namespace"].as_str().unwrap();
+            let name = metric["MetricName"].as_str().unwrap();
+            let dimensions: Vec<(&str, &serde_json::Value)> = metric["Dimensions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|d| (d["Name"].as_str().unwrap(), &d["Value"]))
+                .collect();
+            if namespace == NAMESPACE {
+                let watched = emf_metrics::Metric {
+                    namespace: namespace.to_owned(),
+                    name: name.to_owned(),
+                    dimensions: dimensions
+                        .iter()
+                        .map(|(d, v)| {
+                            let v = v.as_str().unwrap_or_else(|| {
+                                panic!("{alarm}: {d} is no value a function writes: {v}")
+                            });
+                            (d.to_string(), v.to_owned())
+                        })
+                        .collect(),
+                };
+                assert!(
+                    written.contains(&watched),
+                    "{alarm} watches {watched:?}, which no function writes"
+                );
+                continue;
+            }
+            let Some((_, metrics, dimension, kind)) =
+                SERVICE_METRICS.iter().find(|(ns, ..)| *ns == namespace)
+            else {
+                panic!("{alarm} watches the namespace {namespace}");
+            };
+            assert!(metrics.contains(&name), "{alarm}: {namespace} {name}");
+            for (d, value) in dimensions {
+                if d == "Stage" {
+                    assert_eq!(value, "$default", "{alarm}: the HTTP API's one stage");
+                    continue;
+                }
+                assert_eq!(d, *dimension, "{alarm}: {namespace} {name} by {d}");
+                let named = value["Ref"].as_str().unwrap_or_else(|| {
+                    panic!("{alarm}: {d} names a resource of the template: {value}")
+                });
+                assert_eq!(resources[named]["Type"], *kind, "{alarm}: {named}");
+            }
+        }
+        let words = properties["AlarmDescription"].as_str().unwrap();
+        for named in words.split(&format!("{NAMESPACE} ")).skip(1) {
+            let metric = named.split([' ', ',', ')', '.']).next().unwrap();
+            assert!(
+                names.contains(metric),
+                "{alarm} names {NAMESPACE} {metric}, which no function writes"
+            );
+        }
+    }
+}
+
+/// A period count in words, as the alarms' descriptions and docs/metrics.md write them.
+fn in_words(n: u64) -> String {
+    match n {
+        1 => "one".into(),
+        2 => "two".into(),
+        3 => "three".into(),
+        4 => "four".into(),
+        5 => "five".into(),
+        n => n.to_string(),
+    }
+}
+
+/// `SweeperErrorsAlarm` says what its rule is, in its description and in docs/metrics.md's
+/// table of alarms: the words are made from the rule (what share of the sweeper's
+/// invocations failed, in how many periods of how long), so a changed statistic,
+/// threshold, period or count of periods fails here until the words follow.
+#[test]
+fn the_sweeper_errors_alarm_says_what_its_rule_is() {
+    let template = template();
+    let alarm = &template["Resources"]["SweeperErrorsAlarm"]["Properties"];
+    let metrics = alarm["Metrics"]
+        .as_array()
+        .expect("metric math: a share of the sweeper's invocations");
+    let stat = |id: &str| {
+        let m = metrics.iter().find(|m| m["Id"] == id).unwrap();
+        let s = &m["MetricStat"];
+        (
+            s["Metric"]["MetricName"].as_str().unwrap().to_owned(),
+            s["Stat"].as_str().unwrap().to_owned(),
+            s["Period"].as_u64().unwrap(),
+        )
+    };
+    let (errors, invocations) = (stat("errors"), stat("invocations"));
+    assert_eq!((errors.0.as_str(), errors.1.as_str()), ("Errors", "Sum"));
+    assert_eq!(
+        (invocations.0.as_str(), invocations.1.as_str()),
+        ("Invocations", "Sum")
+    );
+    assert_eq!(errors.2, invocations.2, "one period for both");
+    let share = metrics.iter().find(|m| m["ReturnData"] == true).unwrap();
+    assert_eq!(
+        share["Expression"],
+        "IF(invocations > 0, errors / invocations, 0)"
+    );
+    // The share of failed invocations in a period is at least the threshold: 1 is every
+    // one of them, anything less "at least that share".
+    let threshold = alarm["Threshold"].as_f64().unwrap();
+    assert_eq!(alarm["ComparisonOperator"], "GreaterThanOrEqualToThreshold");
+    let share = if threshold == 1.0 {
+        "every sweeper invocation failed".to_owned()
+    } else {
+        format!(
+            "at least {}% of the sweeper's invocations failed",
+            threshold * 100.0
+        )
+    };
+    let periods = alarm["EvaluationPeriods"].as_u64().unwrap();
+    assert_eq!(
+        alarm["DatapointsToAlarm"].as_u64().unwrap_or(periods),
+        periods
+    );
+    let minutes = errors.2 / 60;
+    let rule = format!(
+        "{share} in each of {} {minutes}-minute periods in a row",
+        in_words(periods)
+    );
+    let words = alarm["AlarmDescription"].as_str().unwrap();
+    assert!(
+        words.to_lowercase().starts_with(&rule),
+        "SweeperErrorsAlarm's description should start with \"{rule}\": {words}"
+    );
+    let docs = std::fs::read_to_string(repo_root().join("docs/metrics.md")).unwrap();
+    let row = docs
+        .lines()
+        .find(|l| l.starts_with("| `SweeperErrorsAlarm` |"))
+        .expect("docs/metrics.md has a row for SweeperErrorsAlarm");
+    assert!(
+        row.to_lowercase().contains(&rule),
+        "docs/metrics.md's row should say \"{rule}\": {row}"
+    );
+}
