@@ -654,6 +654,7 @@ fn request_units_by_state_size() {
     let deployment = Deployment::counted();
     let server = deployment.container(&[]);
     let mut writes = Vec::new();
+    let mut columns = Vec::new();
     for (label, size) in [
         ("10 KiB", 10 << 10),
         ("100 KiB", 100 << 10),
@@ -673,7 +674,27 @@ fn request_units_by_state_size() {
             let bound = 3.0 + (size as f64 / 2.0 / 4096.0).ceil();
             assert!(tally.units.read() <= bound, "{label} {op}: {tally:?}");
         }
+        columns.push((label, counted));
     }
+    // docs/scaling.md's tables are these figures, priced.
+    let columns: Vec<cost_tables::Column<'_>> =
+        columns.iter().map(|(l, c)| (*l, c.as_slice())).collect();
+    let template = std::fs::read_to_string(repo_root().join("infra/template.yaml")).unwrap();
+    let doc = std::fs::read_to_string(repo_root().join("docs/scaling.md")).unwrap();
+    cost_tables::check(
+        &doc,
+        &[
+            (
+                "What each backend operation costs",
+                cost_tables::operations(&columns),
+            ),
+            (
+                "What a Terraform run costs",
+                cost_tables::applies(&columns, &template),
+            ),
+            ("CloudWatch custom metrics", cost_tables::custom_metrics()),
+        ],
+    );
     let [(_, small, small_s3), (_, middle, middle_s3), (_, large, large_s3)] = writes[..] else {
         unreachable!()
     };

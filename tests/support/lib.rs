@@ -14,6 +14,7 @@ pub mod aws;
 pub mod aws_calls;
 pub mod bao;
 pub mod client;
+pub mod cost_tables;
 pub mod emf_metrics;
 pub mod gateway;
 pub mod issuer;
