@@ -35,6 +35,18 @@ fn run(args: &[&str]) -> (bool, String) {
     (out.status.success(), text)
 }
 
+/// Runs `hegemony-state ARGS` and kills it after `delay` ms (it may have ended by then).
+fn killed_after(args: &[&str], delay: u64) -> std::process::ExitStatus {
+    let mut child = command(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(delay));
+    let _ = child.kill();
+    child.wait().unwrap()
+}
+
 fn path(p: &Path) -> &str {
     p.to_str().unwrap()
 }
@@ -163,20 +175,9 @@ fn a_backup_killed_part_way_is_never_taken_for_a_whole_one() {
     let mut refused = 0;
     for (i, delay) in [0u64, 5, 20, 60, 150].into_iter().enumerate() {
         let to = backups.path().join(format!("b{i}"));
-        let mut child = command(&[
-            "backup",
-            "--to",
-            path(&to),
-            "--data-dir",
-            path(&server.data_dir()),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-        std::thread::sleep(Duration::from_millis(delay));
-        let _ = child.kill();
-        let status = child.wait().unwrap();
+        let source = server.data_dir();
+        let backup = ["backup", "--to", path(&to), "--data-dir", path(&source)];
+        let status = killed_after(&backup, delay);
         if !status.success() {
             use std::os::unix::process::ExitStatusExt;
             assert_eq!(status.signal(), Some(9), "the backup failed by itself");
@@ -229,14 +230,7 @@ fn a_restore_killed_part_way_leaves_no_store_and_the_next_one_works() {
     for delay in [0u64, 5, 20, 60, 150] {
         let home = tempfile::tempdir().unwrap();
         let data = home.path().join("data");
-        let mut child = command(&["restore", path(&to), "--data-dir", path(&data)])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(delay));
-        let _ = child.kill();
-        let status = child.wait().unwrap();
+        let status = killed_after(&["restore", path(&to), "--data-dir", path(&data)], delay);
         if status.success() {
             assert!(data.join(catalog).exists());
             continue;

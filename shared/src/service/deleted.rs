@@ -281,7 +281,8 @@ async fn purge_one(
     actor: &Actor,
     now: Timestamp,
 ) -> Result<Attempt<DeletedStateView>, Error> {
-    let detail = serde_json::json!({"id": deleted.id, "versions": deleted.versions, "bytes": deleted.bytes, "purge_at": deleted.purge_at(app.limits.deleted_retention).format(&time::format_description::well_known::Rfc3339).ok()});
+    let view = DeletedStateView::of(deleted, app.limits.deleted_retention);
+    let detail = serde_json::json!({"id": deleted.id, "versions": deleted.versions, "bytes": deleted.bytes, "purge_at": view.purge_at.format(&time::format_description::well_known::Rfc3339).ok()});
     let audit = entry(
         &deleted.org,
         actor,
@@ -292,10 +293,7 @@ async fn purge_one(
         now,
     );
     match app.catalog.purge_deleted(deleted, &audit).await {
-        Ok(()) => Ok(Attempt::Done(DeletedStateView::of(
-            deleted,
-            app.limits.deleted_retention,
-        ))),
+        Ok(()) => Ok(Attempt::Done(view)),
         Err(StoreError::Conflict) => Ok(Attempt::LostRace),
         Err(e) => Err(e.into()),
     }
