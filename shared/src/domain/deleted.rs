@@ -113,6 +113,7 @@ pub fn check_restore(
         latest: Some(latest),
         // Above every number either name gave out, so no number is given twice under it.
         next_version: kept.next_version.max(target.next_version),
+        first_version: kept.first_version,
         created_at: kept.created_at,
         deleted_at: None,
         carried: kept.carried.clone(),

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::hold::Hold;
 use super::lock::Lock;
-use super::version::{KeySlot, VersionRecord};
+use super::version::{prune_below, KeySlot, VersionRecord};
 use super::Timestamp;
 
 /// A state's record as the catalog stores it.
@@ -26,6 +26,10 @@ pub struct StateRecord {
     pub latest: Option<VersionRecord>,
     /// The number the next new version gets; versions are never renumbered or reused.
     pub next_version: u64,
+    /// The number of this incarnation's first version, what its versions are counted from
+    /// ([`Self::versions_held`]). `None` in a record stored before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_version: Option<u64>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: Timestamp,
     /// Set by a delete: the state reads as absent, and its versions and blobs wait for the
@@ -81,11 +85,25 @@ impl StateRecord {
             hold: None,
             latest: None,
             next_version: 1,
+            first_version: Some(1),
             created_at: now,
             deleted_at: None,
             carried: Carried::default(),
             home: None,
         }
+    }
+
+    /// How many versions the state holds once the sweeper has pruned those past the `keep`
+    /// newest: its incarnation's from the first to the latest, at most `keep`, 0 before its
+    /// first. `None` when the record does not know its first version (stored before it
+    /// kept one): its versions must be counted.
+    pub fn versions_held(&self, keep: u64) -> Option<u64> {
+        let Some(latest) = &self.latest else {
+            return Some(0);
+        };
+        let first = self.first_version?;
+        let from = prune_below(latest.version, keep).unwrap_or(1).max(first);
+        Some((latest.version + 1).saturating_sub(from))
     }
 
     /// The name this incarnation's versions are stored under and keyed for (see `home`).
@@ -107,9 +125,16 @@ impl StateRecord {
     }
 
     /// The record a new state under a deleted name starts from: a new incarnation, the
-    /// version counter and revision kept. A record that is not deleted is returned as is.
+    /// version counter and revision kept. A record that is not deleted is returned as is,
+    /// but that one with no version yet (a lock's) counts its versions from its next.
     pub fn reincarnated(self, incarnation: &str, now: Timestamp) -> Self {
         if self.deleted_at.is_none() {
+            if self.latest.is_none() && self.first_version.is_none() {
+                return Self {
+                    first_version: Some(self.next_version),
+                    ..self
+                };
+            }
             return self;
         }
         Self {
@@ -117,6 +142,7 @@ impl StateRecord {
             lock: None,
             hold: None,
             latest: None,
+            first_version: Some(self.next_version),
             created_at: now,
             deleted_at: None,
             carried: Carried::default(),
@@ -189,6 +215,52 @@ mod tests {
         assert!(again.deleted_at.is_none() && !again.is_visible());
         let live = StateRecord::fresh("acme", "net", "inc1", NOW).reincarnated("inc3", NOW);
         assert_eq!(live.incarnation, "inc1");
+    }
+
+    #[test]
+    fn the_versions_held_are_the_incarnations_from_its_first_at_most_the_kept() {
+        let mut r = StateRecord::fresh("acme", "net", "inc1", NOW);
+        assert_eq!(r.versions_held(3), Some(0));
+        let latest = |version: u64| VersionRecord {
+            version,
+            serial: Some(version),
+            lineage: Some("l".into()),
+            size: 1,
+            sha256: "x".into(),
+            source: crate::domain::version::Source::Write,
+            key: "platform:k".into(),
+            wrapped_key: None,
+            opentofu_encrypted: false,
+            terraform_version: None,
+            instances: None,
+            index: None,
+            created_at: NOW,
+            writer: crate::domain::Actor::User {
+                user: "alice".into(),
+            },
+            change: crate::domain::version::ChangeRecord::first_save(None, NOW),
+            blob: "b".into(),
+            inline: false,
+        };
+        r.latest = Some(latest(2));
+        assert_eq!(r.versions_held(3), Some(2));
+        r.latest = Some(latest(9));
+        assert_eq!(r.versions_held(3), Some(3), "pruned past the three newest");
+        r.deleted_at = Some(NOW);
+        r.next_version = 10;
+        let mut again = r.clone().reincarnated("inc2", NOW);
+        again.latest = Some(latest(10));
+        assert_eq!(
+            again.versions_held(3),
+            Some(1),
+            "the new incarnation's alone"
+        );
+        r.first_version = None;
+        assert_eq!(r.versions_held(3), None, "a record from before it was kept");
+        let mut lock = StateRecord::fresh("acme", "lock", "inc1", NOW);
+        lock.first_version = None;
+        lock.next_version = 4;
+        assert_eq!(lock.reincarnated("inc2", NOW).first_version, Some(4));
     }
 
     #[test]

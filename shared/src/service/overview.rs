@@ -30,7 +30,8 @@ pub struct Overview {
     pub org: String,
     /// Live states (deleted ones wait in the deleted list and are not counted).
     pub states: u64,
-    /// Versions written across those states: the sum of their latest version numbers.
+    /// Versions those states hold, summed: each state's as its versions list shows them
+    /// once the sweeper has pruned past the limit of versions kept.
     pub versions: u64,
     /// Resource instances the inventory holds.
     pub resources: u64,
@@ -121,6 +122,7 @@ pub async fn overview(app: &App, principal: &Principal) -> Result<Overview, Erro
     })?;
     let counts = index.counts;
     let mut view = summarize(org, &records, &index.states, app.clock.now());
+    view.versions = versions_held(app, &records).await?;
     view.resources = counts.instances;
     view.conflicts = index.conflicts;
     view.by_provider = top(counts.by_provider)
@@ -133,6 +135,28 @@ pub async fn overview(app: &App, principal: &Principal) -> Result<Overview, Erro
         })
         .collect();
     Ok(view)
+}
+
+/// How many versions the states of `records` hold, summed: each record's count where it
+/// knows its incarnation's first version, else its versions read (a record stored before it
+/// kept one, until its state is next deleted and written again).
+async fn versions_held(app: &App, records: &[StateRecord]) -> Result<u64, Error> {
+    let keep = app.limits.keep_versions;
+    let mut total = 0u64;
+    for record in records {
+        let held = match record.versions_held(keep) {
+            Some(held) => held,
+            None => {
+                let versions = app
+                    .catalog
+                    .versions(&record.org, record.home(), &record.incarnation)
+                    .await?;
+                (versions.len() as u64).min(keep)
+            }
+        };
+        total = total.saturating_add(held);
+    }
+    Ok(total)
 }
 
 /// Every live state's record.
@@ -152,7 +176,7 @@ fn top(counts: Vec<(String, u64)>) -> impl Iterator<Item = (String, u64)> {
 }
 
 /// What the state records and the index's entries say, as of `now` (the inventory's counts
-/// are the caller's to add).
+/// and the versions held are the caller's to add).
 fn summarize(
     org: &str,
     records: &[StateRecord],
@@ -199,7 +223,6 @@ fn summarize(
         let Some(latest) = &record.latest else {
             continue;
         };
-        view.versions = view.versions.saturating_add(latest.version);
         view.largest.push(SizedState {
             state: record.name.clone(),
             size: latest.size,

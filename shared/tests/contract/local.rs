@@ -127,7 +127,7 @@ async fn an_older_catalog_opens_and_reads_as_before(older: &str) {
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 15, "brought up to date from: {older}");
+    assert_eq!(version, 16, "brought up to date from: {older}");
 }
 
 /// A catalog at schema 6 (trust policies, no protected states) opens, keeps its org's
@@ -177,7 +177,7 @@ async fn a_schema_6_catalog_gains_protected_states() {
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 15);
+    assert_eq!(version, 16);
 }
 
 /// A catalog at schema 7 (no inventory) opens up to date: its states are there, its index empty
@@ -226,7 +226,7 @@ async fn a_schema_7_catalog_gains_the_inventory() {
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 15);
+    assert_eq!(version, 16);
 }
 
 /// A catalog at schema 8 (the inventory keyed by its addresses, without the row ids its
@@ -335,7 +335,7 @@ async fn a_schema_8_catalog_keeps_its_inventory_and_indexes_its_addresses() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 15);
+    assert_eq!(version, 16);
     let aside: i64 = conn
         .query_row(
             "SELECT count(*) FROM sqlite_schema WHERE name = 'inventory_8'",
@@ -432,7 +432,7 @@ async fn a_schema_9_catalog_keeps_its_inventory_and_gains_the_resources_tags() {
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 15);
+    assert_eq!(version, 16);
 }
 
 /// A catalog at schema 14 keyed its deleted states by the purge date the retention at the
@@ -477,7 +477,40 @@ async fn a_schema_14_catalog_keys_its_deleted_states_by_delete_time() {
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 15);
+    assert_eq!(version, 16);
+}
+
+/// A catalog before schema 16 stored records without their incarnation's first version;
+/// opened, each written state's record has it, taken as the oldest version it holds, and
+/// one never written keeps none.
+#[tokio::test]
+async fn a_schema_15_catalog_gives_its_records_their_first_versions() {
+    use hegemony_state::ports::StateCatalog;
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (catalog, _) = local::open(dir.path()).unwrap();
+        let mut record = StateRecord::fresh("acme", "net", "inc", NOW);
+        record.next_version = 6;
+        record.latest = Some(version(5, "b5"));
+        let versions = (3..=5).map(|n| version(n, &format!("b{n}"))).collect();
+        catalog.commit(commit(&record, 0, versions)).await.unwrap();
+        let lock = StateRecord::fresh("acme", "lock", "inc", NOW);
+        catalog.commit(commit(&lock, 0, Vec::new())).await.unwrap();
+    }
+    let file = dir.path().join(local::CATALOG_FILE);
+    rusqlite::Connection::open(&file)
+        .unwrap()
+        .execute_batch(
+            "UPDATE states SET record = json_remove(record, '$.first_version');
+             PRAGMA user_version = 15;",
+        )
+        .unwrap();
+    let (catalog, _) = local::open(dir.path()).unwrap();
+    let net = catalog.state("acme", "net").await.unwrap().unwrap();
+    assert_eq!(net.first_version, Some(3));
+    assert_eq!(net.versions_held(50), Some(3));
+    let lock = catalog.state("acme", "lock").await.unwrap().unwrap();
+    assert_eq!(lock.first_version, None);
 }
 
 /// The local store's marks of exchanged ID tokens do not expire by themselves: the sweeper's

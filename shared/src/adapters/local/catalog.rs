@@ -15,8 +15,8 @@ use rusqlite::{params, Connection, OpenFlags, TransactionBehavior};
 
 use super::scanners::Scanners;
 use super::tables::{
-    sql_error, to_json, DELETED_BY_TIME, ENTRY_TAGS, INVENTORY_ASIDE, INVENTORY_BACK,
-    ROW_RESOURCES, SCHEMA, SCHEMA_VERSION,
+    sql_error, to_json, DELETED_BY_TIME, ENTRY_TAGS, FIRST_VERSIONS, INVENTORY_ASIDE,
+    INVENTORY_BACK, ROW_RESOURCES, SCHEMA, SCHEMA_VERSION,
 };
 use crate::ports::{AuditEntry, StoreError};
 
@@ -235,8 +235,8 @@ fn open_read_only(path: &Path) -> Result<Connection, rusqlite::Error> {
 
 /// Creates the tables, or those an older catalog (at `version`) lacks, in WAL mode, which
 /// lets readers proceed during a write; one at 8 has its inventory reshaped too, one at 8
-/// or 9 gains the columns of the resources' tags, and one at 5 to 14 has its deleted states
-/// keyed by delete time.
+/// or 9 gains the columns of the resources' tags, one at 5 to 14 has its deleted states
+/// keyed by delete time, and one before 16 gives its records their first versions.
 fn set_up(conn: &mut Connection, version: i64) -> Result<(), rusqlite::Error> {
     let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
@@ -261,6 +261,9 @@ fn set_up(conn: &mut Connection, version: i64) -> Result<(), rusqlite::Error> {
     tx.execute_batch(SCHEMA)?;
     if reshape {
         tx.execute_batch(INVENTORY_BACK)?;
+    }
+    if (1..16).contains(&version) {
+        tx.execute_batch(FIRST_VERSIONS)?;
     }
     tx.commit()
 }

@@ -92,7 +92,7 @@ CREATE TABLE IF NOT EXISTS inventory_waiting (
     PRIMARY KEY (org, state)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS exchanged_tokens (key TEXT PRIMARY KEY, until INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS exchanged_tokens_by_until ON exchanged_tokens (until);
-PRAGMA user_version = 15;
+PRAGMA user_version = 16;
 ";
 
 /// The `user_version` of a catalog that `SCHEMA` made: one at it needs no write to open.
@@ -115,10 +115,11 @@ PRAGMA user_version = 15;
 /// added `exchanged_tokens`, the marks of the ID tokens exchanged for sessions (empty after
 /// the step: a token exchanged before it could be exchanged once more); 15 keys
 /// `deleted_states` by delete time (`deleted_at`, not the purge date the retention in force
-/// at the delete gave: the sweeper adds the setting in force now; see [`DELETED_BY_TIME`]).
-/// Every table is created if missing, so a catalog of any older version gains all it lacks
+/// at the delete gave: the sweeper adds the setting in force now; see [`DELETED_BY_TIME`]);
+/// 16 gives each state's record its incarnation's first version, what the overview counts
+/// its versions from (see [`FIRST_VERSIONS`]). Every table is created if missing, so a catalog of any older version gains all it lacks
 /// in one pass.
-pub(super) const SCHEMA_VERSION: i64 = 15;
+pub(super) const SCHEMA_VERSION: i64 = 16;
 
 /// What a catalog at 5 to 14 lacks that creating what is missing cannot add: its deleted
 /// states keyed by their purge date become keyed by their delete time, read from each
@@ -129,6 +130,20 @@ DROP INDEX IF EXISTS deleted_states_by_purge;
 ALTER TABLE deleted_states RENAME COLUMN purge_at TO deleted_at;
 UPDATE deleted_states
     SET deleted_at = CAST(strftime('%s', json_extract(record, '$.deleted_at')) AS INTEGER);
+";
+
+/// What a catalog before 16 lacks that creating what is missing cannot add: each written
+/// state's record its `first_version`, taken as its incarnation's oldest version still held.
+/// A version older than that was pruned or is the sweeper's to prune, so the versions
+/// counted from it are the ones the state holds. Records only: no version is rewritten.
+pub(super) const FIRST_VERSIONS: &str = "
+UPDATE states SET record = json_set(record, '$.first_version',
+    (SELECT min(v.version) FROM versions AS v
+     WHERE v.org = states.org
+       AND v.name = coalesce(json_extract(states.record, '$.home'), states.name)
+       AND v.incarnation = json_extract(states.record, '$.incarnation')))
+WHERE json_extract(record, '$.first_version') IS NULL
+  AND json_extract(record, '$.latest') IS NOT NULL;
 ";
 
 /// What a catalog at 8 or 9 lacks that creating what is missing cannot add: a column of a
