@@ -16,9 +16,10 @@ pub enum InventoryChange {
     /// The state's instances are now these (a write, import, rollback or restore).
     Replace(StateInventory),
     /// The state's latest version is now `version`, its instances as they are: a save whose
-    /// content the inventory keeps as it kept the latest version's (equal fingerprints). An
-    /// entry that is not there (dropped outside the service) is left listed as not indexed
-    /// at `version`, for `index rebuild` to fill, rather than missing without a trace.
+    /// content the inventory keeps as it kept the latest version's (equal fingerprints), over
+    /// an entry that holds that version ([`InventoryCatalog::holds_version`]). An entry that
+    /// is not there (dropped outside the service since) is left listed as not indexed at
+    /// `version`, for the next save to build whole, rather than missing without a trace.
     Keep { version: u64 },
     /// The state's resources are now those of a document the entry holds most of: a save
     /// that changed a few resources sends only theirs.
@@ -39,8 +40,8 @@ pub enum InventoryChange {
 /// resources are now those of `tags`. The rows of the resources of `gone` are dropped, and
 /// `instances` (the instances of the resources whose tags the entry lacks) added; every
 /// other row stays. An entry that holds no tags (gone, not indexed, or kept whole) cannot
-/// take it: it is left listed as not indexed at `version`, with no instances, for `index
-/// rebuild` to fill, as [`InventoryChange::Keep`] leaves a missing one.
+/// take it: it is left listed as not indexed at `version`, with no instances, for the next
+/// save to build whole, as [`InventoryChange::Keep`] leaves a missing one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InventoryPatch {
     pub version: u64,
@@ -183,6 +184,17 @@ pub trait InventoryCatalog: Send + Sync {
         org: &str,
         state: &str,
     ) -> Result<Option<Vec<ResourceTag>>, StoreError>;
+
+    /// Whether `state`'s entry holds `version`: indexed at it, or waiting to be derived (its
+    /// reader derives the latest version). A save that would keep the entry
+    /// ([`InventoryChange::Keep`]) asks first and sends the whole entry when it does not, so
+    /// an entry left not indexed (a waiting version that did not open, an entry removed
+    /// outside the service) is indexed again by the state's next save. A store that does not
+    /// derive ([`Self::derives`]) answers `true` unread: every commit there carries its entry
+    /// whole, so one misses its version only when removed outside the service, and reading
+    /// an entry's head would bill its first chunk to every save.
+    async fn holds_version(&self, org: &str, state: &str, version: u64)
+        -> Result<bool, StoreError>;
 
     /// Whether the store keeps an entry waiting to be derived ([`InventoryChange::Derive`]).
     /// One whose index is read where a version's content cannot be opened (a function with

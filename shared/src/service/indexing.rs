@@ -291,13 +291,13 @@ impl Indexer {
     }
 
     /// As [`Self::whole`], for a save over `snapshot`: when the state's latest version
-    /// has this document's fingerprint, its entry already holds these instances, and only
-    /// its version moves (no digest made, no row compared); when the entry holds the tags of
+    /// has this document's fingerprint and the entry holds that version, it already holds
+    /// these instances, and only its version moves (no digest made, no row compared); when the entry holds the tags of
     /// that version's resources, only the instances of the resources whose tags are new are
     /// built and sent, the store keeping the rest.
     ///
     /// # Errors
-    /// A storage fault reading the entry's tags; `Unavailable` when a thread its work ran
+    /// A storage fault reading the entry; `Unavailable` when a thread its work ran
     /// on failed.
     pub(super) async fn change_over(
         &self,
@@ -308,12 +308,24 @@ impl Indexer {
         let latest = snapshot.latest.as_ref().filter(|_| snapshot.is_visible());
         let digested = self.digested().await?;
         // A fingerprint is made of tags: with one, the document has them.
-        let (Some(new), Some(kept)) = (&digested.fingerprint, latest.and_then(|l| l.index.clone()))
-        else {
+        let (Some(new), Some((latest, kept))) = (
+            &digested.fingerprint,
+            latest.and_then(|l| Some((l.version, l.index.clone()?))),
+        ) else {
             return self.whole(version).await;
         };
         if *new == kept {
-            return Ok(InventoryChange::Keep { version });
+            // Kept only where the entry holds the latest version: one left not indexed is
+            // built again, by this save and whatever its size, not carried on to this
+            // version or left for a read that may fail as the last one did.
+            let held = app
+                .catalog
+                .holds_version(&snapshot.org, &snapshot.name, latest)
+                .await?;
+            if held {
+                return Ok(InventoryChange::Keep { version });
+            }
+            return self.change(version).await;
         }
         let Some(stored) = app
             .catalog

@@ -259,7 +259,19 @@ pub async fn a_commit_that_keeps_the_entry_moves_only_its_version(f: Fixture) {
         inventory(1, vec![instance("aws_vpc.x", "aws_vpc", AWS, Some("d2"))]),
     )
     .await;
+    assert!(f.catalog.holds_version("acme", "net", 1).await.unwrap());
     next_version(&f, &record, InventoryChange::Keep { version: 2 }).await;
+    assert!(f.catalog.holds_version("acme", "net", 2).await.unwrap());
+    // A store that neither derives nor patches answers unread (see the port).
+    let reads = f.catalog.derives();
+    assert_eq!(
+        f.catalog.holds_version("acme", "net", 1).await.unwrap(),
+        !reads
+    );
+    assert_eq!(
+        f.catalog.holds_version("acme", "gone", 1).await.unwrap(),
+        !reads
+    );
     let rows = f.catalog.resources("acme", &query(10)).await.unwrap();
     assert_eq!(
         addresses(&rows),
@@ -297,6 +309,10 @@ pub async fn a_commit_that_keeps_the_entry_moves_only_its_version(f: Fixture) {
             instances: 0,
         },
         "{entries:?}"
+    );
+    assert_eq!(
+        f.catalog.holds_version("acme", "lost", 4).await.unwrap(),
+        !reads
     );
     assert_eq!(
         f.catalog.resources("acme", &query(10)).await.unwrap().len(),

@@ -312,6 +312,16 @@ impl InventoryCatalog for DynamoCatalog {
         Ok(None)
     }
 
+    /// Unread, as the port allows a store that does not derive.
+    async fn holds_version(
+        &self,
+        _org: &str,
+        _state: &str,
+        _version: u64,
+    ) -> Result<bool, StoreError> {
+        Ok(true)
+    }
+
     /// No: the list function that reads this index holds no permission to decrypt.
     fn derives(&self) -> bool {
         false

@@ -602,7 +602,7 @@ fn search(
     // A query matching few addresses starts from them: walking the rows in order would read
     // every one of the org's to find them.
     if let Some(trigrams) = query.q.as_deref().and_then(trigram_query) {
-        if few_match(conn, &trigrams)? {
+        if few_match(conn, org, &trigrams)? {
             // With the rows the index has not yet taken: every row either way is checked
             // against the address below.
             let behind = if has_rows_behind_table(conn)? {
@@ -698,18 +698,22 @@ fn trigram_query(q: &str) -> Option<String> {
 /// The most trigrams of a query looked up.
 const TRIGRAMS: usize = 32;
 
-/// A query whose trigrams at most this many addresses (of every org) have is answered from
-/// them; one with more is common, and walking the rows in order meets a page of it soon.
+/// A query whose trigrams at most this many of the org's addresses have is answered from
+/// them; one with more is common, and walking the org's rows in order meets a page of it
+/// soon.
 const FEW: i64 = 2000;
 
-/// Whether at most [`FEW`] addresses have every trigram of `trigrams`.
-fn few_match(conn: &Connection, trigrams: &str) -> Result<bool, StoreError> {
+/// Whether at most [`FEW`] of `org`'s addresses have every trigram of `trigrams`. The org's
+/// alone: how many addresses another org has that match must not choose how this one's
+/// search runs.
+fn few_match(conn: &Connection, org: &str, trigrams: &str) -> Result<bool, StoreError> {
     let found: i64 = conn
         .prepare_cached(
             "SELECT count(*) FROM
-               (SELECT 1 FROM inventory_text WHERE inventory_text MATCH ?1 LIMIT ?2)",
+               (SELECT 1 FROM inventory_text AS t CROSS JOIN inventory AS k ON k.id = t.rowid
+                WHERE inventory_text MATCH ?1 AND k.org = ?3 LIMIT ?2)",
         )
-        .and_then(|mut s| s.query_row(params![trigrams, FEW + 1], |row| row.get(0)))
+        .and_then(|mut s| s.query_row(params![trigrams, FEW + 1, org], |row| row.get(0)))
         .map_err(sql_error)?;
     Ok(found <= FEW)
 }
@@ -905,6 +909,25 @@ impl InventoryCatalog for SqliteCatalog {
                 return Ok(None);
             }
             Ok(stored_tags(conn, &org, &state)?.map(|(tags, _)| tags))
+        })
+        .await
+    }
+
+    async fn holds_version(
+        &self,
+        org: &str,
+        state: &str,
+        version: u64,
+    ) -> Result<bool, StoreError> {
+        let (org, state) = (org.to_owned(), state.to_owned());
+        self.read(move |conn| {
+            conn.prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM inventory_waiting WHERE org = ?1 AND state = ?2)
+                     OR EXISTS (SELECT 1 FROM inventory_states
+                                WHERE org = ?1 AND state = ?2 AND version = ?3 AND indexed)",
+            )
+            .and_then(|mut s| s.query_row(params![org, state, version], |row| row.get(0)))
+            .map_err(sql_error)
         })
         .await
     }
@@ -1157,6 +1180,31 @@ mod tests {
                 assert!(!step.contains("SCAN inventory "), "{sql}: {steps:?}");
             }
         }
+    }
+
+    /// How many addresses another org has that match a query does not choose how the
+    /// caller's search runs: the count is the caller's org's alone.
+    #[test]
+    fn the_few_matches_are_counted_in_the_callers_org() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(super::super::tables::SCHEMA).unwrap();
+        let names: Vec<String> = (0..=FEW).map(|i| format!("aws_vpc.shared{i}")).collect();
+        let rows: Vec<(&str, Option<&str>)> = names.iter().map(|n| (n.as_str(), None)).collect();
+        change_inventory(
+            &conn,
+            "other",
+            "net",
+            &InventoryChange::Replace(entry(&rows)),
+        )
+        .unwrap();
+        change(
+            &conn,
+            &InventoryChange::Replace(entry(&[("aws_vpc.shared", None)])),
+        );
+        let trigrams = trigram_query("vpc.shared").unwrap();
+        assert!(!few_match(&conn, "other", &trigrams).unwrap());
+        assert!(few_match(&conn, "acme", &trigrams).unwrap());
+        assert_eq!(found(&conn, "vpc.shared"), ["aws_vpc.shared"]);
     }
 
     /// A catalog at schema 10 served as it is (a full disk kept it from being brought up to

@@ -143,6 +143,21 @@ impl InventoryCatalog for MemoryStore {
             .filter(|_| !inner.inventory_waiting.contains(&key)))
     }
 
+    async fn holds_version(
+        &self,
+        org: &str,
+        state: &str,
+        version: u64,
+    ) -> Result<bool, StoreError> {
+        let inner = self.lock();
+        let key = (org.to_owned(), state.to_owned());
+        Ok(inner.inventory_waiting.contains(&key)
+            || inner
+                .inventory
+                .get(&key)
+                .is_some_and(|e| e.indexed && e.version == version))
+    }
+
     fn derives(&self) -> bool {
         true
     }
