@@ -617,7 +617,7 @@ fn bucket_state(buckets: &[&str], secret: &str) -> String {
     format!(
         r#"{{"version":4,"terraform_version":"1.11.4","serial":1,"lineage":"lin","outputs":{{}},"resources":[
             {{"mode":"managed","type":"aws_s3_bucket","name":"logs","provider":"provider[\"registry.terraform.io/hashicorp/aws\"]","instances":[{}]}},
-            {{"module":"module.net","mode":"managed","type":"aws_vpc","name":"main","provider":"provider[\"registry.terraform.io/hashicorp/aws\"]","instances":[{{"attributes":{{"id":"vpc-{secret}"}}}}]}}
+            {{"module":"module.net","mode":"managed","type":"aws_vpc","name":"main","provider":"provider[\"registry.terraform.io/hashicorp/aws\"]","instances":[{{"attributes":{{"arn":"arn:aws:ec2:eu-west-1:123456789012:vpc/vpc-{secret}","id":"vpc-{secret}"}}}}]}}
         ]}}"#,
         instances.join(",")
     )
@@ -737,7 +737,7 @@ aws_s3_bucket
     // A name carrying an escape sequence (a writer retitling the reader's terminal) is
     // shown escaped, in a search's table and in a conflict's heading alike.
     let odd = r#"{"version":4,"terraform_version":"1.11.4","serial":1,"lineage":"lin","outputs":{},"resources":[
-        {"mode":"managed","type":"aws_vpc\u001b[2J","name":"x\u001b]0;owned\u0007","provider":"provider[\"registry.terraform.io/hashicorp/aws\"]","instances":[{"attributes":{"id":"vpc-odd"}}]}]}"#;
+        {"mode":"managed","type":"aws_vpc\u001b[2J","name":"x\u001b]0;owned\u0007","provider":"provider[\"registry.terraform.io/hashicorp/aws\"]","instances":[{"attributes":{"arn":"arn:aws:ec2:eu-west-1:1:vpc/vpc-odd"}}]}]}"#;
     assert_eq!(api.post_state(&op, "odd", None, odd).status(), 200);
     assert_eq!(api.post_state(&op, "odd-copy", None, odd).status(), 200);
     let found = server.cli(&viewer, &["resources", "search", "owned"]);

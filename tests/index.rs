@@ -1,7 +1,8 @@
 //! `hegemony-state index rebuild` through the binary, on a local store a running server
 //! writes to: a store whose index lost its entries (as one brought up from a release
 //! without the inventory has none) gets them back from each state's latest version, the
-//! same digests the saves made; a second run finds everything current and writes nothing.
+//! same digests the saves made; a second run finds everything current and writes nothing,
+//! and one with `--all` builds every entry again.
 
 use std::process::{Command, Stdio};
 
@@ -105,6 +106,11 @@ fn a_rebuild_brings_back_a_lost_index_and_a_second_run_skips_it() {
         second.contains("acme: indexed 0, already current 3"),
         "{second}"
     );
+    // `--all` builds every entry again, current or not (after an upgrade that changed the
+    // index's rules), to the same rows.
+    let all = rebuild(&server, &["--org", "acme", "--all"]);
+    assert!(all.contains("acme: indexed 3, already current 0"), "{all}");
+    assert_eq!(index_of(&server, "acme"), saved);
     // A save after the rebuild keeps the index current, as before.
     let r = api.post_state(&token, "web", None, state(2, "shared"));
     assert_eq!(r.status(), 200);

@@ -246,6 +246,129 @@ fn search_conflicts_rollback_and_delete(v: TfVersion) {
     }
 }
 
+/// A state document holding `resources`, in the format Terraform 1.11 and 1.15 both read.
+fn document(lineage: &str, resources: &[String]) -> String {
+    format!(
+        r#"{{"version":4,"terraform_version":"1.11.4","serial":1,"lineage":"{lineage}","outputs":{{}},"resources":[{}]}}"#,
+        resources.join(",")
+    )
+}
+
+/// One managed resource of one instance: its `attributes`, and the `identity` object its
+/// provider declares (as Terraform 1.12 and later write it, beside `attributes`) if any.
+fn resource(
+    kind: &str,
+    name: &str,
+    provider: &str,
+    attributes: &str,
+    identity: Option<&str>,
+) -> String {
+    let identity = identity
+        .map(|i| format!(r#","identity_schema_version":0,"identity":{i}"#))
+        .unwrap_or_default();
+    format!(
+        r#"{{"mode":"managed","type":"{kind}","name":"{name}","provider":"provider[\"registry.terraform.io/hashicorp/{provider}\"]","instances":[{{"schema_version":0,"attributes":{attributes},"sensitive_attributes":[]{identity}}}]}}"#
+    )
+}
+
+/// A state of the cluster and account `scope`: a `kubernetes_namespace` "monitoring" (no
+/// identity declared; its `id` names it within its cluster alone), the one S3 bucket both
+/// scopes' states manage (its identity declared with the members in the scope's own order,
+/// and its `arn`), and one IAM role of one account, known by its declared identity
+/// alone (its `id` is its name, which each account may have).
+fn scope_state(scope: &str, bucket_address: &str) -> String {
+    let bucket_identity = if scope == "east" {
+        r#"{"region":"eu-west-1","bucket":"shared-logs-7f3a","account_id":"123456789012"}"#
+    } else {
+        r#"{"account_id":"123456789012","bucket":"shared-logs-7f3a","region":"eu-west-1"}"#
+    };
+    document(
+        &format!("l-{scope}"),
+        &[
+            resource(
+                "kubernetes_namespace",
+                "monitoring",
+                "kubernetes",
+                r#"{"id":"monitoring","metadata":[{"name":"monitoring"}]}"#,
+                None,
+            ),
+            resource(
+                "aws_s3_bucket",
+                bucket_address,
+                "aws",
+                r#"{"arn":"arn:aws:s3:::shared-logs-7f3a","bucket":"shared-logs-7f3a","id":"shared-logs-7f3a"}"#,
+                Some(bucket_identity),
+            ),
+            resource(
+                "aws_iam_role",
+                "deploy",
+                "aws",
+                r#"{"id":"deployer-5e2c","name":"deployer-5e2c"}"#,
+                Some(r#"{"account_id":"123456789012","name":"deployer-5e2c"}"#),
+            ),
+        ],
+    )
+}
+
+/// Only what is one object is managed twice. Two states, each of its own cluster, pushed by
+/// real Terraform: Terraform 1.15 keeps each instance's declared `identity` as it writes the
+/// state, Terraform 1.11 drops it (it predates identities). The bucket is a conflict either
+/// way (by its declared identity, whatever its members' order; by its `arn`); the namespace
+/// "monitoring" of each cluster is not (its `id` holds within a cluster); the role is one
+/// object by its declared identity, found with 1.15 and not by its name with 1.11.
+fn conflicts_are_objects_managed_twice_not_names_shared_across_scopes(v: TfVersion) {
+    let env = Env::new();
+    for (scope, bucket) in [("east", "logs"), ("west", "archive")] {
+        let tf = Tf::new(v, &env.server, scope, &env.alice);
+        std::fs::write(
+            tf.path().join("main.tf"),
+            "terraform {\n  backend \"http\" {}\n}\n",
+        )
+        .unwrap();
+        tf.init();
+        std::fs::write(tf.path().join("pushed.tfstate"), scope_state(scope, bucket)).unwrap();
+        tf.ok(&["state", "push", "pushed.tfstate"]);
+        let stored: Value = env.api.get_state(&env.admin, scope).json().unwrap();
+        let declared = stored["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["instances"][0].get("identity").is_some())
+            .count();
+        let expected = if v == TfVersion::V1_15 { 2 } else { 0 };
+        assert_eq!(
+            declared, expected,
+            "identities as Terraform wrote {scope}: {stored}"
+        );
+    }
+    let ids: BTreeSet<String> = ["shared-logs-7f3a", "123456789012", "deployer-5e2c"]
+        .map(str::to_owned)
+        .into_iter()
+        .collect();
+    let bucket = vec![
+        ("east".to_owned(), "aws_s3_bucket.logs".to_owned()),
+        ("west".to_owned(), "aws_s3_bucket.archive".to_owned()),
+    ];
+    let role = vec![
+        ("east".to_owned(), "aws_iam_role.deploy".to_owned()),
+        ("west".to_owned(), "aws_iam_role.deploy".to_owned()),
+    ];
+    let expected = if v == TfVersion::V1_15 {
+        vec![role, bucket]
+    } else {
+        vec![bucket]
+    };
+    let mut found = env.conflicts(&ids);
+    found.sort();
+    let mut expected = expected;
+    expected.sort();
+    assert_eq!(found, expected);
+    assert_eq!(
+        env.get("/api/overview", &ids)["conflicts"],
+        expected.len() as u64
+    );
+}
+
 macro_rules! both_versions {
     ($($scenario:ident),* $(,)?) => {
         mod terraform_1_11 {
@@ -259,4 +382,7 @@ macro_rules! both_versions {
     };
 }
 
-both_versions!(search_conflicts_rollback_and_delete);
+both_versions!(
+    search_conflicts_rollback_and_delete,
+    conflicts_are_objects_managed_twice_not_names_shared_across_scopes,
+);

@@ -8,7 +8,7 @@
 
 use clap::{Args, Subcommand};
 use hegemony_state::service::migrate;
-use hegemony_state::service::reindex::{self, Outcome, Rebuilt};
+use hegemony_state::service::reindex::{self, Entries, Outcome, Rebuilt};
 use hegemony_state::service::App;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -16,8 +16,9 @@ use crate::store::Store;
 
 #[derive(Subcommand)]
 pub enum Command {
-    /// Index every state whose entry is missing or older than its latest version: after
-    /// an upgrade from a release without the inventory, or a migration.
+    /// Index every state whose entry is missing or older than its latest version (with
+    /// --all, every state): after an upgrade from a release without the inventory or one
+    /// that changed its rules, or a migration.
     Rebuild(Options),
 }
 
@@ -26,6 +27,11 @@ pub struct Options {
     /// One org only. Default: every org the store holds a record of.
     #[arg(long)]
     org: Option<String>,
+    /// Every state's entry built again, current or not: after an upgrade whose release notes
+    /// say the inventory's rules changed (how an identity is read), so that conflicts are
+    /// found by the new rules at once rather than as each state is next saved.
+    #[arg(long)]
+    all: bool,
     #[command(flatten)]
     store: Store,
     /// The platform key file of the local store, when HEGEMONY_TF_STATE_ENCRYPTION_KEY is
@@ -51,7 +57,12 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
             }
             progress.inc(1);
         };
-        let rebuilt = reindex::rebuild(&app, org, records, &done).await;
+        let which = if options.all {
+            Entries::All
+        } else {
+            Entries::Behind
+        };
+        let rebuilt = reindex::rebuild(&app, org, records, which, &done).await;
         progress.finish_and_clear();
         let rebuilt = rebuilt?;
         println!(

@@ -232,7 +232,7 @@ async fn index_target(to: &App, orgs: &[String]) -> anyhow::Result<()> {
                 println!("inventory: {org}: state {state} not indexed, its latest version does not open: {why}");
             }
         };
-        let rebuilt = reindex::rebuild(to, org, records, &done).await?;
+        let rebuilt = reindex::rebuild(to, org, records, reindex::Entries::Behind, &done).await?;
         indexed += rebuilt.indexed;
         unopened += rebuilt.unopened;
     }

@@ -17,7 +17,7 @@ use hegemony_state::ports::{
     AccessCatalog, Commit, DataKey, InventoryChange, KeyContext, KeyError, KeyOpener, KeyService,
     ResourceQuery, WrappedKey,
 };
-use hegemony_state::service::reindex::{self, Outcome, Rebuilt};
+use hegemony_state::service::reindex::{self, Entries, Outcome, Rebuilt};
 use hegemony_state::service::{
     deleted, manage, overview, resources, state, App, Limits, SystemClock,
 };
@@ -296,9 +296,10 @@ async fn import_rollback_delete_and_restore_keep_the_index_with_the_latest_versi
 }
 
 /// A save whose content the index keeps as it kept the latest version's (an apply that
-/// changed attributes alone) moves the entry's version and touches no instance. Seen by an
-/// entry dropped behind the service's back: such a save leaves it listed as not indexed (the
-/// gap shows, for a rebuild), where a save that changes an instance indexes it whole again.
+/// changed attributes alone) moves the entry's version and touches no instance; over an
+/// entry that does not hold the latest version (dropped behind the service's back), such a
+/// save indexes its content whole again, so the gap lasts until the next save, not until a
+/// rebuild.
 #[tokio::test]
 async fn a_save_that_changes_no_instance_moves_only_the_entrys_version() {
     let (_, _, app) = setup();
@@ -315,25 +316,19 @@ async fn a_save_that_changes_no_instance_moves_only_the_entrys_version() {
     state::write(&app, &p, &net, None, doc(3, &["a"]))
         .await
         .unwrap();
-    let entries = app.catalog.indexed_states("acme").await.unwrap();
-    assert_eq!(
-        (entries[0].version, entries[0].indexed, entries[0].instances),
-        (3, false, 0),
-        "kept, not rebuilt: {entries:?}"
-    );
-    // Left for the rebuild to fill, and filled by it.
-    let records = reindex::states_of(&app, "acme").await.unwrap();
-    let report = reindex::rebuild(&app, "acme", records, &|_, _| {})
-        .await
-        .unwrap();
-    assert_eq!(report.indexed, 1, "{report:?}");
     assert_eq!(
         addresses(&app).await,
         [
             "net@3:aws_s3_bucket.b[\"a\"]",
             "net@3:data.aws_caller_identity.me"
-        ]
+        ],
+        "indexed again by the save"
     );
+    let records = reindex::states_of(&app, "acme").await.unwrap();
+    let report = reindex::rebuild(&app, "acme", records, Entries::Behind, &|_, _| {})
+        .await
+        .unwrap();
+    assert_eq!((report.indexed, report.current), (0, 1), "{report:?}");
     state::write(&app, &p, &net, None, doc(4, &["a", "b"]))
         .await
         .unwrap();
@@ -649,6 +644,32 @@ async fn a_waiting_entry_that_does_not_open_is_listed_as_not_indexed() {
         .all(|r| r.starts_with("net@2:aws_s3_bucket.b")));
 }
 
+/// A version whose waiting entry did not open is indexed again by the state's next save,
+/// even one that leaves its resources as they were: the save builds the entry itself.
+#[tokio::test]
+async fn a_save_after_a_version_that_did_not_open_indexes_it_again() {
+    let (_, _, app) = setup();
+    let p = admin();
+    state::write(&app, &p, &name("net"), None, large(1, "a"))
+        .await
+        .unwrap();
+    let record = app.catalog.state("acme", "net").await.unwrap().unwrap();
+    let slot = record.latest.as_ref().unwrap().wrapped_key.clone();
+    set_slot(&*app.catalog, "net", None).await;
+    assert!(found(&app).await.is_empty());
+    set_slot(&*app.catalog, "net", slot).await;
+    state::write(&app, &p, &name("net"), None, large(2, "a"))
+        .await
+        .unwrap();
+    assert!(app.catalog.waiting("acme").await.unwrap().is_empty());
+    let entries = app.catalog.indexed_states("acme").await.unwrap();
+    assert_eq!(
+        (entries[0].version, entries[0].indexed, entries[0].instances),
+        (2, true, 640),
+        "{entries:?}"
+    );
+}
+
 /// Drops `state`'s entry from the index, its record untouched but for its revision: what a
 /// store that never indexed it holds.
 async fn unindex(app: &App, state: &str) {
@@ -699,7 +720,7 @@ async fn a_rebuild_fills_what_is_missing_and_a_second_skips_it_all() {
     );
     assert_eq!(app.catalog.conflicts("acme", None).await.unwrap().len(), 0);
     let records = reindex::states_of(&app, "acme").await.unwrap();
-    let again = reindex::rebuild(&app, "acme", records, &|_, _| {})
+    let again = reindex::rebuild(&app, "acme", records, Entries::Behind, &|_, _| {})
         .await
         .unwrap();
     assert_eq!(again.current, 4);
@@ -746,7 +767,7 @@ async fn a_rebuild_goes_past_a_version_that_does_not_open() {
     assert_eq!(addresses(&app).await, all_but_b);
     set_slot(&*app.catalog, "b", slot).await;
     let records = reindex::states_of(&app, "acme").await.unwrap();
-    let again = reindex::rebuild(&app, "acme", records, &|_, _| {})
+    let again = reindex::rebuild(&app, "acme", records, Entries::Behind, &|_, _| {})
         .await
         .unwrap();
     assert_eq!((again.indexed, again.current, again.unopened), (1, 2, 0));
@@ -762,6 +783,57 @@ async fn rebuild_seeing(app: &App) -> (Rebuilt, Vec<(String, Outcome)>) {
             .push((state.to_owned(), outcome.clone()))
     };
     let records = reindex::states_of(app, "acme").await.unwrap();
-    let report = reindex::rebuild(app, "acme", records, &done).await.unwrap();
+    let report = reindex::rebuild(app, "acme", records, Entries::Behind, &done)
+        .await
+        .unwrap();
     (report, seen.into_inner().unwrap())
+}
+
+/// A rebuild of every entry builds the current ones again too, to the same instances.
+#[tokio::test]
+async fn a_rebuild_of_every_entry_builds_the_current_ones_again() {
+    let (_, _, app) = setup();
+    let p = admin();
+    for state in ["net", "app"] {
+        state::write(&app, &p, &name(state), None, doc(1, &["a"]))
+            .await
+            .unwrap();
+    }
+    let before = addresses(&app).await;
+    let records = reindex::states_of(&app, "acme").await.unwrap();
+    let behind = reindex::rebuild(&app, "acme", records.clone(), Entries::Behind, &|_, _| {})
+        .await
+        .unwrap();
+    assert_eq!((behind.indexed, behind.current), (0, 2), "{behind:?}");
+    let all = reindex::rebuild(&app, "acme", records, Entries::All, &|_, _| {})
+        .await
+        .unwrap();
+    assert_eq!((all.indexed, all.current), (2, 0), "{all:?}");
+    assert_eq!(addresses(&app).await, before);
+}
+
+/// The overview's `versions` are the versions the states hold, summed: a state deleted and
+/// written again holds its new versions only, whatever their numbers; one saved past the
+/// limit holds the limit; a record stored before it kept a count has its versions counted.
+#[tokio::test]
+async fn the_overview_counts_the_versions_each_state_holds() {
+    let (_, _, mut app) = setup();
+    app.limits.keep_versions = 3;
+    let p = admin();
+    for serial in 1..=4 {
+        state::write(&app, &p, &name("net"), None, doc(serial, &["a"]))
+            .await
+            .unwrap();
+    }
+    for serial in 1..=2 {
+        state::write(&app, &p, &name("app"), None, doc(serial, &["b"]))
+            .await
+            .unwrap();
+    }
+    manage::delete(&app, &p, &name("app")).await.unwrap();
+    state::write(&app, &p, &name("app"), None, doc(1, &["b"]))
+        .await
+        .unwrap();
+    let view = overview::overview(&app, &p).await.unwrap();
+    assert_eq!((view.states, view.versions), (2, 4));
 }

@@ -934,7 +934,7 @@ export interface paths {
         };
         /**
          * Objects managed by two or more states
-         * @description Groups of instances in different states whose identities (arn, self_link, id or name) are equal: one cloud object that two states manage. Identities are compared as keyed digests and never shown. Any role; not a workload session or a step token.
+         * @description Groups of instances in different states whose identities are equal: one cloud object that two states manage. An identity is the one the provider declares (the state's `identity` object, Terraform 1.12 and later), else `arn` or `self_link`, else `id` or `name` for the types where those are global (docs/inventory.md). Identities are compared as keyed digests and never shown. Any role; not a workload session or a step token.
          */
         get: operations["listConflicts"];
         put?: never;
@@ -1874,7 +1874,8 @@ export interface components {
             states: number;
             /**
              * Format: uint64
-             * @description Versions written across those states: the sum of their latest version numbers.
+             * @description Versions those states hold, summed: each state's as its versions list shows them
+             *     once the sweeper has pruned past the limit of versions kept.
              */
             versions: number;
             /**

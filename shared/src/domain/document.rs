@@ -20,7 +20,10 @@ use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 
-pub use resources::{Found, FoundInstance, FoundResource, Identity, IndexKey, IDENTITY_ATTRIBUTES};
+pub use resources::{
+    Found, FoundInstance, FoundResource, Identity, IdentityKind, IndexKey, DECLARED,
+    IDENTITY_ATTRIBUTES,
+};
 
 use super::Refusal;
 

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 use siphasher::sip::SipHasher24;
 
-use super::document::{Found, FoundResource, IndexKey};
+use super::document::{Found, FoundResource, Identity, IdentityKind, IndexKey, DECLARED};
 
 /// Whether an instance is a managed resource or a data source (`mode` in the state).
 #[derive(
@@ -146,9 +146,8 @@ impl TagSet {
 
 /// What the index keeps of a state's latest version `version`, from the resources its
 /// document's sniff collected and their tags (`None`: the document cannot be read, so it is
-/// kept as not indexed). Each managed instance's identity (its `arn`, else `self_link`,
-/// else `id`, else `name`: [`super::document::IDENTITY_ATTRIBUTES`]) is kept only as an
-/// HMAC-SHA-256 under `key` of the type, a NUL byte and the identity: the identity itself
+/// kept as not indexed). Each managed instance's identity ([`identity_of`]) is kept only as
+/// an HMAC-SHA-256 under `key` of the type, a NUL byte and the identity: the identity itself
 /// never leaves this function.
 pub fn inventory_of(
     version: u64,
@@ -236,10 +235,9 @@ fn build(
                 mode,
                 resource_type: resource_type.clone(),
                 provider: provider.clone(),
-                digest: instance
-                    .identity
+                digest: identity_of(resource.resource_type, instance.identity)
                     .filter(|_| shared)
-                    .map(|id| digest(keyed, resource.resource_type, id.0)),
+                    .map(|id| digest(keyed, resource.resource_type, id)),
                 resource: tag,
             }
         }));
@@ -265,6 +263,37 @@ fn build(
     }
 }
 
+/// What names an instance's object for the conflicts, as its digest takes it: the identity
+/// its provider declares (behind [`DECLARED`], so it never equals an attribute's value),
+/// else its `arn` or `self_link`, else its `id` or `name` only for a type of
+/// [`names_one_object`]. `None`: two instances with this identity in two states may be two
+/// objects.
+fn identity_of<'a>(resource_type: &str, identity: Option<Identity<'a>>) -> Option<Identified<'a>> {
+    let identity = identity?;
+    match identity.kind {
+        IdentityKind::Declared => Some(Identified(Some(DECLARED), identity.text)),
+        IdentityKind::Named => Some(Identified(None, identity.text)),
+        IdentityKind::Scoped => {
+            names_one_object(resource_type).then_some(Identified(None, identity.text))
+        }
+    }
+}
+
+/// An identity as its digest takes it: a mark, then its text.
+struct Identified<'a>(Option<char>, &'a str);
+
+/// Whether a type's `id` or `name` names one object wherever it is: Terraform's own
+/// `terraform_data` (its `id` is a UUID made at its creation), `aws_s3_bucket` (a bucket's
+/// name is unique in its partition), and every `azurerm_*` and `google_*` type (an `id`
+/// there is a path from the subscription or the project). Elsewhere an `id` names an object
+/// within a cluster, an account or a region that the state does not record: two states of
+/// two clusters each holding a `kubernetes_namespace` "monitoring" hold two objects.
+pub fn names_one_object(resource_type: &str) -> bool {
+    matches!(resource_type, "terraform_data" | "aws_s3_bucket")
+        || resource_type.starts_with("azurerm_")
+        || resource_type.starts_with("google_")
+}
+
 /// The modules and types a build has named, each made once.
 #[derive(Default)]
 struct Shared<'a>(HashMap<&'a str, Arc<str>>);
@@ -278,8 +307,9 @@ impl<'a> Shared<'a> {
 /// Names the rules [`inventory_of`] keeps a document by, in every tag and fingerprint: a
 /// release that changes them (what an identity is, which providers are local, how an
 /// address is spelled), or how [`tags_of`] frames the fields, changes this, so no save
-/// takes an entry kept by the old rules for its own (3: a tag for each resource).
-const RULES: &[u8] = b"hegemony-state inventory 3";
+/// takes an entry kept by the old rules for its own (4: a tag for each resource, a
+/// provider's declared identity first, `id` and `name` for [`names_one_object`] alone).
+const RULES: &[u8] = b"hegemony-state inventory 4";
 
 /// Every resource's [`ResourceTag`] under the org's `key`, in the document's order.
 pub fn tags_of(found: &Found, key: &[u8; 32]) -> ResourceTags {
@@ -316,9 +346,17 @@ pub fn tags_of(found: &Found, key: &[u8; 32]) -> ResourceTags {
                 Some(IndexKey::Int(i)) => frame(&mut fields, b'#', &i.to_le_bytes()),
                 Some(IndexKey::Str(s)) => frame(&mut fields, b'"', s.as_bytes()),
             }
+            // Where it was read from says what the index makes of it (`identity_of`).
             match instance.identity {
                 None => frame(&mut fields, b'-', b""),
-                Some(identity) => frame(&mut fields, b'=', identity.0.as_bytes()),
+                Some(Identity { kind, text }) => {
+                    let tag = match kind {
+                        IdentityKind::Declared => b'@',
+                        IdentityKind::Named => b'=',
+                        IdentityKind::Scoped => b'~',
+                    };
+                    frame(&mut fields, tag, text.as_bytes());
+                }
             }
         }
         // The name's hash on the way: the tag's hash as it stands after those fields.
@@ -425,11 +463,14 @@ pub fn namespace_type(source: &str) -> &str {
     }
 }
 
-fn digest(keyed: &Hmac<Sha256>, resource_type: &str, identity: &str) -> String {
+fn digest(keyed: &Hmac<Sha256>, resource_type: &str, identity: Identified<'_>) -> String {
     let mut mac = keyed.clone();
     mac.update(resource_type.as_bytes());
     mac.update(b"\0");
-    mac.update(identity.as_bytes());
+    if let Some(mark) = identity.0 {
+        mac.update(mark.encode_utf8(&mut [0; 4]).as_bytes());
+    }
+    mac.update(identity.1.as_bytes());
     crate::ids::hex(&mac.finalize().into_bytes())
 }
 

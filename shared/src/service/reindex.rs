@@ -62,7 +62,19 @@ pub async fn states_of(app: &App, org: &str) -> Result<Vec<StateRecord>, Error> 
     Ok(records)
 }
 
-/// Rebuilds `org`'s index for `records` (from [`states_of`]), calling `done` after each state.
+/// Which entries a rebuild builds again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entries {
+    /// Those missing, behind their state's latest version, or left not indexed.
+    Behind,
+    /// Every one, current or not: after an upgrade whose release changed what the index
+    /// keeps of a state (how an identity is read), entries stay as the older rules made
+    /// them until each state's next save, and this makes them all anew at once.
+    All,
+}
+
+/// Rebuilds `org`'s index for `records` (from [`states_of`]), the entries `which` names,
+/// calling `done` after each state.
 ///
 /// A state whose latest version does not open is reported ([`Outcome::Unopened`]) and
 /// the rest go on: it is that state's fault, and stopping there would leave every state
@@ -74,6 +86,7 @@ pub async fn rebuild(
     app: &App,
     org: &str,
     records: Vec<StateRecord>,
+    which: Entries,
     done: &(dyn Fn(&str, &Outcome) + Sync),
 ) -> Result<Rebuilt, Error> {
     let keys = app.keys()?;
@@ -99,7 +112,10 @@ pub async fn rebuild(
     let mut report = Rebuilt::default();
     for record in records {
         let name = record.name.clone();
-        let entry = indexed.get(&record.name).copied();
+        let entry = indexed
+            .get(&record.name)
+            .copied()
+            .filter(|_| which == Entries::Behind);
         let (outcome, _) = one(app, keys, &stored_key, entry, record).await?;
         match outcome {
             Outcome::Indexed => report.indexed += 1,

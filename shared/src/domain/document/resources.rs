@@ -1,9 +1,9 @@
 //! The resource instances of a format-4 state, collected in the sniff's one pass for the
 //! inventory: each resource's module, mode, type, name and provider, each instance's index
-//! key, and of its attributes only its identity (the first of `arn`, `self_link`, `id` and
-//! `name` that is a non-empty string). Every other value is skipped with `IgnoredAny`
-//! (validated, never kept) and no key is copied, so collecting costs the pass little more
-//! than counting does.
+//! key, and its identity: the `identity` object its provider declares (Terraform 1.12 and
+//! later), else the first of its attributes `arn`, `self_link`, `id` and `name` that is a
+//! non-empty string. Every other value is skipped with `IgnoredAny` (validated, never kept)
+//! and no key is copied, so collecting costs the pass little more than counting does.
 //!
 //! Deposed objects (an instance with a `deposed` key: the object a create-before-destroy
 //! replacement left behind) are counted, as the versions listing counts them, but not
@@ -42,7 +42,7 @@ struct ResourceRecord {
 #[derive(Clone, PartialEq, Eq)]
 struct InstanceRecord {
     key: Option<KeyRecord>,
-    identity: Option<Range<usize>>,
+    identity: Option<(IdentityKind, Range<usize>)>,
 }
 
 #[derive(Clone, PartialEq, Eq)]
@@ -113,7 +113,10 @@ impl<'a> FoundResource<'a> {
                 KeyRecord::Int(n) => IndexKey::Int(*n),
                 KeyRecord::Str(s) => IndexKey::Str(&text[s.clone()]),
             }),
-            identity: i.identity.clone().map(|s| Identity(&text[s])),
+            identity: i.identity.clone().map(|(kind, s)| Identity {
+                kind,
+                text: &text[s],
+            }),
         })
     }
 }
@@ -135,7 +138,8 @@ impl fmt::Debug for FoundResource<'_> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FoundInstance<'a> {
     pub key: Option<IndexKey<'a>>,
-    /// `None` when no attribute of [`IDENTITY_ATTRIBUTES`] is a non-empty string.
+    /// `None` when it has no `identity` object with a member set and no attribute of
+    /// [`IDENTITY_ATTRIBUTES`] is a non-empty string.
     pub identity: Option<Identity<'a>>,
 }
 
@@ -154,15 +158,34 @@ pub const IDENTITY_ATTRIBUTES: [&str; 4] = ["arn", "self_link", "id", "name"];
 pub(super) const IDENTITY_RANKS: Known<usize> =
     known!("arn" => 0, "self_link" => 1, "id" => 2, "name" => 3);
 
-/// An instance's identity: an attribute value of the state, which never leaves the
-/// inventory's digest; even `Debug` does not show it.
+/// An instance's identity: values of the state, which never leave the inventory's digest;
+/// even `Debug` does not show them.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Identity<'a>(pub &'a str);
+pub struct Identity<'a> {
+    pub kind: IdentityKind,
+    /// For a declared identity, its members sorted by name, as compact JSON (`{"a":1,"b":"x"}`),
+    /// so that two states' copies are equal whatever order each wrote them in; else the
+    /// attribute's value.
+    pub text: &'a str,
+}
 
 impl fmt::Debug for Identity<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Identity(..)")
+        write!(f, "Identity({:?}, ..)", self.kind)
     }
+}
+
+/// Where an instance's identity was read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IdentityKind {
+    /// The instance's `identity` object: the key its provider declares the object by (the
+    /// AWS provider's holds the account and region). Preferred to any attribute.
+    Declared,
+    /// `arn` or `self_link`: a name the cloud gives the object, the same from anywhere.
+    Named,
+    /// `id` or `name`: for most types a name within the provider's scope (a cluster, an
+    /// account, a region), which the state does not record.
+    Scoped,
 }
 
 /// A scalar, or an object where an array belongs: skipped, and unknown.
@@ -196,7 +219,8 @@ any_value!(
     Instances<'_> => Option<u64>,
     Instance<'_> => Option<InstanceRecord>,
     Key<'_> => Option<KeyRecord>,
-    Attributes<'_> => Option<Range<usize>>,
+    Attributes<'_> => Option<(IdentityKind, Range<usize>)>,
+    Declared<'_> => Option<Range<usize>>,
 );
 
 /// An object or an array where another shape belongs: skipped (and so validated), and
@@ -364,8 +388,8 @@ impl<'de> Visitor<'de> for Instance<'_> {
         let found = self.0;
         let mut key = None;
         let mut deposed = false;
-        let mut identity = None;
-        const NAMES: Known = known!("index_key", "deposed", "attributes");
+        let (mut attribute, mut declared) = (None, None);
+        const NAMES: Known = known!("index_key", "deposed", "attributes", "identity");
         while let Some(name) = map.next_key_seed(NAMES)? {
             match name {
                 Some("index_key") => key = map.next_value_seed(Key(&mut *found))?,
@@ -377,12 +401,16 @@ impl<'de> Visitor<'de> for Instance<'_> {
                         Field::Ok(d) if !d.is_empty()
                     );
                 }
-                Some("attributes") => identity = map.next_value_seed(Attributes(&mut *found))?,
+                Some("attributes") => attribute = map.next_value_seed(Attributes(&mut *found))?,
+                Some("identity") => declared = map.next_value_seed(Declared(&mut *found))?,
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
         }
+        let identity = declared
+            .map(|text| (IdentityKind::Declared, text))
+            .or(attribute);
         Ok((!deposed).then_some(InstanceRecord { key, identity }))
     }
     skipped!(seq; None);
@@ -416,7 +444,7 @@ impl<'de> Visitor<'de> for Key<'_> {
 struct Attributes<'f>(&'f mut Found);
 
 impl<'de> Visitor<'de> for Attributes<'_> {
-    type Value = Option<Range<usize>>;
+    type Value = Option<(IdentityKind, Range<usize>)>;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON value")
     }
@@ -432,7 +460,14 @@ impl<'de> Visitor<'de> for Attributes<'_> {
                 Some(rank) if best.as_ref().is_none_or(|(b, _)| rank <= *b) => {
                     let start = found.text.len();
                     match map.next_value_seed(Text(&mut *found))? {
-                        Some(value) if !value.is_empty() => best = Some((rank, value)),
+                        // A value starting with a byte 1 could pass for a declared identity
+                        // in a digest ([`DECLARED`]): no identity.
+                        Some(value)
+                            if !value.is_empty()
+                                && !found.text[value.clone()].starts_with(DECLARED) =>
+                        {
+                            best = Some((rank, value))
+                        }
                         _ => found.text.truncate(start),
                     }
                 }
@@ -441,9 +476,89 @@ impl<'de> Visitor<'de> for Attributes<'_> {
                 }
             }
         }
-        Ok(best.map(|(_, v)| v))
+        Ok(best.map(|(rank, v)| {
+            let kind = if rank < 2 {
+                IdentityKind::Named
+            } else {
+                IdentityKind::Scoped
+            };
+            (kind, v)
+        }))
     }
     skipped!(seq; None);
 
     unknown!(None; visit_bool: bool, visit_i64: i64, visit_u64: u64, visit_f64: f64, visit_str: &str);
+}
+
+/// What a declared identity's digest puts before it, and no attribute's value starts with:
+/// the two never give one digest.
+pub const DECLARED: char = '\u{1}';
+
+/// An instance's `identity` object (Terraform 1.12 and later): its members kept sorted by
+/// name as compact JSON, a member named twice counting once (the later), a `null` member
+/// (an attribute the provider left unset) left out. `None` for an object with no member
+/// set, or another shape. Identity schemas hold primitives and lists of them: a few small
+/// values an instance, so they are read as values rather than visited field by field.
+struct Declared<'f>(&'f mut Found);
+
+impl<'de> Visitor<'de> for Declared<'_> {
+    type Value = Option<Range<usize>>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut members: Vec<(String, serde_json::Value)> = Vec::new();
+        while let Some((name, value)) = map.next_entry::<String, serde_json::Value>()? {
+            members.retain(|(n, _)| *n != name);
+            if !value.is_null() {
+                members.push((name, value));
+            }
+        }
+        if members.is_empty() {
+            return Ok(None);
+        }
+        members.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut text = String::from("{");
+        for (i, (name, value)) in members.iter().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            // A string and a value serialize without fail.
+            text.push_str(&serde_json::to_string(name).unwrap_or_default());
+            text.push(':');
+            text.push_str(&canonical(value));
+        }
+        text.push('}');
+        Ok(Some(self.0.keep(&text)))
+    }
+    skipped!(seq; None);
+
+    unknown!(None; visit_bool: bool, visit_i64: i64, visit_u64: u64, visit_f64: f64, visit_str: &str);
+}
+
+/// `value` as compact JSON, any object in it with its members sorted by name.
+fn canonical(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::Object(map) => {
+            let mut members: Vec<_> = map.iter().collect();
+            members.sort_by(|a, b| a.0.cmp(b.0));
+            let inner: Vec<String> = members
+                .into_iter()
+                .map(|(k, v)| {
+                    format!(
+                        "{}:{}",
+                        serde_json::to_string(k).unwrap_or_default(),
+                        canonical(v)
+                    )
+                })
+                .collect();
+            format!("{{{}}}", inner.join(","))
+        }
+        serde_json::Value::Array(items) => {
+            let inner: Vec<String> = items.iter().map(canonical).collect();
+            format!("[{}]", inner.join(","))
+        }
+        other => other.to_string(),
+    }
 }

@@ -174,7 +174,13 @@ fn collecting_resources_counts_as_sniff_does() {
     let instances: Vec<_> = first.instances().collect();
     assert_eq!(instances.len(), 1, "the deposed object is left out");
     assert_eq!(instances[0].key, Some(IndexKey::Int(0)));
-    assert_eq!(instances[0].identity, Some(Identity("x")));
+    assert_eq!(
+        instances[0].identity,
+        Some(Identity {
+            kind: IdentityKind::Scoped,
+            text: "x"
+        })
+    );
     let second = resources.next().unwrap();
     assert_eq!(second.module, "");
     assert_eq!(second.provider, "");
@@ -232,9 +238,57 @@ fn what_a_skipped_resource_or_a_repeated_field_collected_is_not_kept() {
     assert_eq!(instances[0].key, Some(IndexKey::Str("new")));
     assert_eq!(
         instances[0].identity,
-        Some(Identity("i")),
+        Some(Identity {
+            kind: IdentityKind::Scoped,
+            text: "i"
+        }),
         "the last non-empty `id` counts"
     );
+}
+
+/// The identities of each instance of the document's one resource.
+fn identities(doc: &[u8]) -> Vec<Option<(IdentityKind, String)>> {
+    let (_, found) = sniff_resources(doc).unwrap();
+    let found = found.unwrap();
+    let resource = found.iter().next().unwrap();
+    resource
+        .instances()
+        .map(|i| i.identity.map(|id| (id.kind, id.text.to_owned())))
+        .collect()
+}
+
+#[test]
+fn a_declared_identity_comes_first_its_members_sorted_and_set() {
+    // As Terraform 1.12 and later write it: `identity` after `attributes`, members in the
+    // provider's order; one named twice (the later counts), one null (left out).
+    let doc = br#"{"version":4,"serial":2,"lineage":"l","resources":[
+        {"mode":"managed","type":"aws_s3_bucket","name":"b","instances":[
+            {"attributes":{"arn":"arn:aws:s3:::b"},"identity_schema_version":0,
+             "identity":{"region":"eu-west-1","bucket":"b","account_id":"1","region":"us-east-1","tags":null,"ports":[2,1]}},
+            {"attributes":{"arn":"arn:aws:s3:::c"},"identity_schema_version":0},
+            {"attributes":{"id":"d"},"identity":{}},
+            {"identity":{"zone":null},"attributes":{"name":"e"}},
+            {"identity":"odd","attributes":{"arn":"\u0001{}"}}
+        ]}
+    ]}"#;
+    assert_eq!(
+        identities(doc),
+        [
+            Some((
+                IdentityKind::Declared,
+                r#"{"account_id":"1","bucket":"b","ports":[2,1],"region":"us-east-1"}"#.to_owned()
+            )),
+            Some((IdentityKind::Named, "arn:aws:s3:::c".to_owned())),
+            Some((IdentityKind::Scoped, "d".to_owned())),
+            Some((IdentityKind::Scoped, "e".to_owned())),
+            None,
+        ]
+    );
+    // Another member order is the same identity.
+    let other = br#"{"version":4,"serial":2,"lineage":"l","resources":[
+        {"mode":"managed","type":"aws_s3_bucket","name":"b","instances":[
+            {"identity":{"ports":[2,1],"account_id":"1","bucket":"b","region":"us-east-1"}}]}]}"#;
+    assert_eq!(identities(other)[0], identities(doc)[0]);
 }
 
 #[test]

@@ -24,7 +24,7 @@ const AWS: &str = r#"provider[\"registry.terraform.io/hashicorp/aws\"]"#;
 #[test]
 fn addresses_are_printed_as_terraform_prints_them_and_sorted() {
     let doc = state(&format!(
-        r#"{{"module":"module.a[\"k\"]","mode":"managed","type":"aws_x","name":"y","provider":"module.a.{AWS}.west","instances":[{{"index_key":0,"attributes":{{"id":"i"}}}},{{"index_key":1}}]}},
+        r#"{{"module":"module.a[\"k\"]","mode":"managed","type":"aws_x","name":"y","provider":"module.a.{AWS}.west","instances":[{{"index_key":0,"attributes":{{"arn":"arn:i"}}}},{{"index_key":1}}]}},
            {{"mode":"data","type":"aws_ami","name":"base","provider":"{AWS}","instances":[{{"attributes":{{"id":"ami-1"}}}}]}},
            {{"mode":"managed","type":"aws_s3_bucket","name":"b","provider":"{AWS}","instances":[{{"index_key":"a\"b"}}]}}"#
     ));
@@ -63,13 +63,15 @@ fn addresses_are_printed_as_terraform_prints_them_and_sorted() {
 }
 
 #[test]
-fn identity_is_arn_then_self_link_then_id_then_name() {
-    let one = |attributes: &str| {
+fn identity_is_declared_then_arn_then_self_link_then_id_then_name() {
+    let of = |kind: &str, instance: &str| {
         let doc = state(&format!(
-            r#"{{"mode":"managed","type":"t","name":"n","provider":"{AWS}","instances":[{{"attributes":{attributes}}}]}}"#
+            r#"{{"mode":"managed","type":"{kind}","name":"n","provider":"{AWS}","instances":[{instance}]}}"#
         ));
-        index(&doc).instances[0].digest.clone().unwrap()
+        index(&doc).instances[0].digest.clone()
     };
+    let one =
+        |attributes: &str| of("google_x", &format!(r#"{{"attributes":{attributes}}}"#)).unwrap();
     let arn = one(r#"{"arn":"A","self_link":"S","id":"I","name":"N"}"#);
     assert_eq!(arn, one(r#"{"arn":"A"}"#));
     assert_eq!(
@@ -82,13 +84,65 @@ fn identity_is_arn_then_self_link_then_id_then_name() {
     );
     assert_eq!(one(r#"{"arn":7,"name":"N"}"#), one(r#"{"name":"N"}"#));
     assert_ne!(arn, one(r#"{"arn":"B"}"#));
+    // The provider's declared identity first, whatever the attributes, its members in any
+    // order; never equal to an attribute's.
+    let declared = |identity: &str| {
+        of(
+            "aws_iam_role",
+            &format!(r#"{{"attributes":{{"arn":"A","id":"I"}},"identity":{identity}}}"#),
+        )
+        .unwrap()
+    };
+    let role = declared(r#"{"account_id":"1","name":"r"}"#);
+    assert_eq!(role, declared(r#"{"name":"r","account_id":"1"}"#));
+    assert_ne!(role, declared(r#"{"account_id":"2","name":"r"}"#));
+    assert_ne!(
+        role,
+        of("aws_iam_role", r#"{"attributes":{"arn":"A"}}"#).unwrap()
+    );
+    assert_eq!(
+        declared("{}"),
+        of("aws_iam_role", r#"{"attributes":{"arn":"A"}}"#).unwrap(),
+        "an empty identity is none"
+    );
+}
+
+/// An `id` or a `name` identifies an object only for the types where it is the same from
+/// anywhere: elsewhere it names one within a cluster, an account or a region.
+#[test]
+fn an_id_or_name_identifies_only_where_it_is_global() {
+    let of = |kind: &str, attributes: &str| {
+        let doc = state(&format!(
+            r#"{{"mode":"managed","type":"{kind}","name":"n","provider":"{AWS}","instances":[{{"attributes":{attributes}}}]}}"#
+        ));
+        index(&doc).instances[0].digest.clone()
+    };
+    for kind in [
+        "terraform_data",
+        "aws_s3_bucket",
+        "azurerm_resource_group",
+        "google_project",
+    ] {
+        assert!(of(kind, r#"{"id":"x"}"#).is_some(), "{kind}");
+        assert!(of(kind, r#"{"name":"x"}"#).is_some(), "{kind}");
+    }
+    for kind in [
+        "kubernetes_namespace",
+        "aws_instance",
+        "helm_release",
+        "azure_x",
+        "googlex",
+    ] {
+        assert_eq!(of(kind, r#"{"id":"x","name":"y"}"#), None, "{kind}");
+        assert!(of(kind, r#"{"arn":"x","id":"y"}"#).is_some(), "{kind}");
+    }
 }
 
 #[test]
 fn the_digest_is_keyed_and_covers_the_type() {
     let doc = |kind: &str| {
         state(&format!(
-            r#"{{"mode":"managed","type":"{kind}","name":"n","provider":"{AWS}","instances":[{{"attributes":{{"id":"same"}}}}]}}"#
+            r#"{{"mode":"managed","type":"{kind}","name":"n","provider":"{AWS}","instances":[{{"attributes":{{"arn":"same"}}}}]}}"#
         ))
     };
     let under = |key: [u8; 32]| index_under(&doc("t"), &key).instances[0].digest.clone();
@@ -113,7 +167,7 @@ fn providers_of_local_objects_give_no_identity() {
         "registry.terraform.io/hashicorp/archive",
     ] {
         let doc = state(&format!(
-            r#"{{"mode":"managed","type":"t","name":"n","provider":"provider[\"{source}\"]","instances":[{{"attributes":{{"id":"x"}}}}]}}"#
+            r#"{{"mode":"managed","type":"t","name":"n","provider":"provider[\"{source}\"]","instances":[{{"attributes":{{"arn":"x"}}}}]}}"#
         ));
         let inventory = index(&doc);
         assert_eq!(&*inventory.instances[0].provider, source);
@@ -210,7 +264,7 @@ fn resources_taking_turns_between_providers_keep_their_own() {
         .map(|i| {
             let provider = if i % 2 == 0 { AWS } else { random };
             format!(
-                r#"{{"mode":"managed","type":"t{i}","name":"n","provider":"{provider}","instances":[{{"attributes":{{"id":"x{i}"}}}}]}}"#
+                r#"{{"mode":"managed","type":"t{i}","name":"n","provider":"{provider}","instances":[{{"attributes":{{"arn":"x{i}"}}}}]}}"#
             )
         })
         .collect();
