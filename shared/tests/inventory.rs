@@ -616,13 +616,7 @@ async fn reads_that_come_together_derive_an_entry_once() {
 async fn a_waiting_entry_that_does_not_open_is_listed_as_not_indexed() {
     let (_, _, app) = setup();
     let p = admin();
-    state::write(&app, &p, &name("net"), None, large(1, "a"))
-        .await
-        .unwrap();
-    let record = app.catalog.state("acme", "net").await.unwrap().unwrap();
-    let slot = record.latest.as_ref().unwrap().wrapped_key.clone();
-    set_slot(&*app.catalog, "net", None).await;
-    assert!(found(&app).await.is_empty());
+    let slot = unopened(&app).await;
     assert!(app.catalog.waiting("acme").await.unwrap().is_empty());
     let view = overview::overview(&app, &p).await.unwrap();
     assert_eq!(view.not_indexed.len(), 1, "{:?}", view.not_indexed);
@@ -644,19 +638,27 @@ async fn a_waiting_entry_that_does_not_open_is_listed_as_not_indexed() {
         .all(|r| r.starts_with("net@2:aws_s3_bucket.b")));
 }
 
+/// Saves a large `net`, whose entry waits, and takes its version's key slot away, so the
+/// first read (which finds nothing) cannot open it and lists it as not indexed; gives the
+/// slot back to put in place.
+async fn unopened(app: &App) -> Option<Vec<u8>> {
+    state::write(app, &admin(), &name("net"), None, large(1, "a"))
+        .await
+        .unwrap();
+    let record = app.catalog.state("acme", "net").await.unwrap().unwrap();
+    let slot = record.latest.as_ref().unwrap().wrapped_key.clone();
+    set_slot(&*app.catalog, "net", None).await;
+    assert!(found(app).await.is_empty());
+    slot
+}
+
 /// A version whose waiting entry did not open is indexed again by the state's next save,
 /// even one that leaves its resources as they were: the save builds the entry itself.
 #[tokio::test]
 async fn a_save_after_a_version_that_did_not_open_indexes_it_again() {
     let (_, _, app) = setup();
     let p = admin();
-    state::write(&app, &p, &name("net"), None, large(1, "a"))
-        .await
-        .unwrap();
-    let record = app.catalog.state("acme", "net").await.unwrap().unwrap();
-    let slot = record.latest.as_ref().unwrap().wrapped_key.clone();
-    set_slot(&*app.catalog, "net", None).await;
-    assert!(found(&app).await.is_empty());
+    let slot = unopened(&app).await;
     set_slot(&*app.catalog, "net", slot).await;
     state::write(&app, &p, &name("net"), None, large(2, "a"))
         .await

@@ -127,7 +127,6 @@ mod tests {
     use crate::domain::lock::parse_lock;
     use crate::domain::locking::{decide_lock, LockDecision};
     use crate::domain::permission::Role;
-    use crate::domain::version::{ChangeRecord, Source};
     use crate::domain::Principal;
     use time::macros::datetime;
 
@@ -135,25 +134,8 @@ mod tests {
 
     fn version(n: u64, size: u64) -> VersionRecord {
         VersionRecord {
-            version: n,
-            serial: Some(n),
-            lineage: Some("l".into()),
             size,
-            sha256: "x".into(),
-            source: Source::Write,
-            key: "platform:k".into(),
-            wrapped_key: None,
-            opentofu_encrypted: false,
-            terraform_version: None,
-            instances: None,
-            index: None,
-            created_at: NOW,
-            writer: Actor::User {
-                user: "alice".into(),
-            },
-            change: ChangeRecord::first_save(None, NOW),
-            blob: "b".into(),
-            inline: false,
+            ..crate::domain::version::test_record(n, NOW)
         }
     }
 

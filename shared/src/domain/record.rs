@@ -221,27 +221,7 @@ mod tests {
     fn the_versions_held_are_the_incarnations_from_its_first_at_most_the_kept() {
         let mut r = StateRecord::fresh("acme", "net", "inc1", NOW);
         assert_eq!(r.versions_held(3), Some(0));
-        let latest = |version: u64| VersionRecord {
-            version,
-            serial: Some(version),
-            lineage: Some("l".into()),
-            size: 1,
-            sha256: "x".into(),
-            source: crate::domain::version::Source::Write,
-            key: "platform:k".into(),
-            wrapped_key: None,
-            opentofu_encrypted: false,
-            terraform_version: None,
-            instances: None,
-            index: None,
-            created_at: NOW,
-            writer: crate::domain::Actor::User {
-                user: "alice".into(),
-            },
-            change: crate::domain::version::ChangeRecord::first_save(None, NOW),
-            blob: "b".into(),
-            inline: false,
-        };
+        let latest = |version: u64| crate::domain::version::test_record(version, NOW);
         r.latest = Some(latest(2));
         assert_eq!(r.versions_held(3), Some(2));
         r.latest = Some(latest(9));

@@ -229,6 +229,33 @@ pub(crate) mod wrapped_key {
     }
 }
 
+/// A version record for the domain's tests: version `n`, written by alice at `at`, its
+/// other fields plain.
+#[cfg(test)]
+pub(crate) fn test_record(n: u64, at: Timestamp) -> VersionRecord {
+    VersionRecord {
+        version: n,
+        serial: Some(n),
+        lineage: Some("l".into()),
+        size: 1,
+        sha256: "x".into(),
+        source: Source::Write,
+        key: "platform:k".into(),
+        wrapped_key: None,
+        opentofu_encrypted: false,
+        terraform_version: None,
+        instances: None,
+        index: None,
+        created_at: at,
+        writer: Actor::User {
+            user: "alice".into(),
+        },
+        change: ChangeRecord::first_save(None, at),
+        blob: "b".into(),
+        inline: false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
