@@ -193,7 +193,6 @@ mod tests {
     use super::*;
     use crate::domain::lock::parse_lock;
     use crate::domain::locking::{decide_lock, LockDecision};
-    use crate::domain::version::{ChangeRecord, Source};
     use crate::domain::Actor;
     use time::macros::datetime;
 
@@ -213,25 +212,9 @@ mod tests {
 
     fn version(n: u64, serial: u64, encrypted: bool) -> VersionRecord {
         VersionRecord {
-            version: n,
             serial: Some(serial),
-            lineage: Some("l".into()),
-            size: 1,
-            sha256: "x".into(),
-            source: Source::Write,
-            key: "platform:k".into(),
-            wrapped_key: None,
             opentofu_encrypted: encrypted,
-            terraform_version: None,
-            instances: None,
-            index: None,
-            created_at: NOW,
-            writer: Actor::User {
-                user: "alice".into(),
-            },
-            change: ChangeRecord::first_save(None, NOW),
-            blob: "b".into(),
-            inline: false,
+            ..crate::domain::version::test_record(n, NOW)
         }
     }
 
