@@ -57,6 +57,22 @@ fn aws_state(size: usize, serial: u64, generation: u64) -> String {
     )
 }
 
+/// `doc` as Terraform 1.12 and later write it with a provider that declares identities:
+/// each instance's `identity` beside its attributes (its account, region and id).
+fn with_identities(doc: &str) -> String {
+    let marker = r#""sensitive_attributes":[]"#;
+    let mut out = String::with_capacity(doc.len() + doc.len() / 8);
+    for (i, part) in doc.split(marker).enumerate() {
+        if i > 0 {
+            out.push_str(&format!(
+                r#"{marker},"identity_schema_version":0,"identity":{{"region":"eu-west-1","id":"r-{i}","account_id":"123456789012"}}"#
+            ));
+        }
+        out.push_str(part);
+    }
+    out
+}
+
 /// `doc` with its resources moved under a key the sniff skips: the same bytes, compressed
 /// the same, with nothing to index.
 fn hide_resources(doc: &str) -> String {
@@ -75,7 +91,8 @@ fn median_of(runs: usize, mut f: impl FnMut()) -> f64 {
 }
 
 /// The index's share of a 2 MiB save, measured two ways. In the process: sniff alone, sniff
-/// collecting the instances, the tags and the fingerprint, the digests of a whole entry, and
+/// collecting the instances (and again with each instance's identity declared), the tags and
+/// the fingerprint, the digests of a whole entry, and
 /// the instances of the one resource a save added. Through the server (301 rounds, or
 /// `HEGEMONY_BENCH_ROUNDS` + 1, of one POST of each kind, the first left out, in orders
 /// that change round by round; a kind's cost is the median of the rounds' differences from
@@ -117,6 +134,11 @@ pub fn cost_on_a_save() {
     let collecting = median_of(30, || {
         std::hint::black_box(sniff_resources(bytes).unwrap());
     });
+    let declared_doc = with_identities(&doc);
+    let extra = declared_doc.len() - doc.len();
+    let declaring = median_of(30, || {
+        std::hint::black_box(sniff_resources(declared_doc.as_bytes()).unwrap());
+    });
     let fingerprinting = median_of(30, || {
         std::hint::black_box(fingerprint(tags_of(&found, &key).as_slice(), &key));
     });
@@ -133,7 +155,9 @@ pub fn cost_on_a_save() {
         "2 MiB state, {instances} instances, in the process: sniff {plain:.2} ms, sniff collecting {collecting:.2} ms, \
          tags and fingerprint {fingerprinting:.2} ms, digests of the whole entry {digesting:.2} ms, \
          instances of one new resource {patching:.2} ms; SHA-256 {digest:.2} ms, sniff of the \
-         body with its resources hidden {hidden:.2} ms"
+         body with its resources hidden {hidden:.2} ms; sniff collecting the same state with \
+         each instance's identity declared (as Terraform 1.12 and later write it, {extra} bytes more) \
+         {declaring:.2} ms"
     );
     // The save with nothing to index hides the resources, so its sniff skips them whole,
     // where a server without the index would still walk them to count the instances: the

@@ -16,10 +16,12 @@ pub enum InventoryChange {
     /// The state's instances are now these (a write, import, rollback or restore).
     Replace(StateInventory),
     /// The state's latest version is now `version`, its instances as they are: a save whose
-    /// content the inventory keeps as it kept the latest version's (equal fingerprints), over
-    /// an entry that holds that version ([`InventoryCatalog::holds_version`]). An entry that
-    /// is not there (dropped outside the service since) is left listed as not indexed at
-    /// `version`, for the next save to build whole, rather than missing without a trace.
+    /// content the inventory keeps as it kept the latest version's (equal fingerprints). A
+    /// store that derives refuses the commit (`Conflict`) when the entry does not hold the
+    /// latest version ([`InventoryCatalog::holds_version`]: missing or not indexed, and not
+    /// waiting), so that the save decides again and sends the whole entry. One that does
+    /// not derive leaves a missing entry listed as not indexed at `version`, for the next
+    /// save that changes an instance to build whole, rather than missing without a trace.
     Keep { version: u64 },
     /// The state's resources are now those of a document the entry holds most of: a save
     /// that changed a few resources sends only theirs.
@@ -186,13 +188,13 @@ pub trait InventoryCatalog: Send + Sync {
     ) -> Result<Option<Vec<ResourceTag>>, StoreError>;
 
     /// Whether `state`'s entry holds `version`: indexed at it, or waiting to be derived (its
-    /// reader derives the latest version). A save that would keep the entry
-    /// ([`InventoryChange::Keep`]) asks first and sends the whole entry when it does not, so
-    /// an entry left not indexed (a waiting version that did not open, an entry removed
-    /// outside the service) is indexed again by the state's next save. A store that does not
-    /// derive ([`Self::derives`]) answers `true` unread: every commit there carries its entry
-    /// whole, so one misses its version only when removed outside the service, and reading
-    /// an entry's head would bill its first chunk to every save.
+    /// reader derives the latest version). A save whose keep was refused
+    /// ([`InventoryChange::Keep`]) asks before keeping again and sends the whole entry when
+    /// it does not, so an entry left not indexed (a waiting version that did not open, an
+    /// entry removed outside the service) is indexed again by the state's next save. A store
+    /// that does not derive ([`Self::derives`]) answers `true` unread: every commit there
+    /// carries its entry whole, so one misses its version only when removed outside the
+    /// service, and reading an entry's head would bill its first chunk to every save.
     async fn holds_version(&self, org: &str, state: &str, version: u64)
         -> Result<bool, StoreError>;
 

@@ -6,6 +6,7 @@
 //! key service. Never a place a digest is made: the domain makes them.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use zeroize::Zeroizing;
@@ -169,6 +170,8 @@ pub(super) struct Indexer {
     /// Whether a save's whole entry waits to be derived rather than being built
     /// ([`DERIVE_BYTES`]).
     derive: bool,
+    /// Whether an attempt of this change decided to keep the entry: the next asks first.
+    kept: AtomicBool,
 }
 
 /// The tags of a document's resources and the fingerprint of what the index keeps of them.
@@ -216,6 +219,7 @@ impl Indexer {
             // Without resources the entry is built at no cost (an OpenTofu-encrypted state,
             // listed as not indexed): a read would open the version for nothing.
             derive: resources && bytes >= DERIVE_BYTES && app.catalog.derives(),
+            kept: AtomicBool::new(false),
         })
     }
 
@@ -317,15 +321,20 @@ impl Indexer {
         if *new == kept {
             // Kept only where the entry holds the latest version: one left not indexed is
             // built again, by this save and whatever its size, not carried on to this
-            // version or left for a read that may fail as the last one did.
-            let held = app
-                .catalog
-                .holds_version(&snapshot.org, &snapshot.name, latest)
-                .await?;
-            if held {
-                return Ok(InventoryChange::Keep { version });
+            // version or left for a read that may fail as the last one did. A store that
+            // could hold such an entry refuses the keep in its commit (see
+            // `InventoryChange::Keep`), so the first attempt reads nothing and one after a
+            // refused commit asks.
+            let again = self.kept.swap(true, Ordering::Relaxed);
+            if again
+                && !app
+                    .catalog
+                    .holds_version(&snapshot.org, &snapshot.name, latest)
+                    .await?
+            {
+                return self.change(version).await;
             }
-            return self.change(version).await;
+            return Ok(InventoryChange::Keep { version });
         }
         let Some(stored) = app
             .catalog

@@ -297,19 +297,32 @@ pub async fn a_commit_that_keeps_the_entry_moves_only_its_version(f: Fixture) {
         }
     );
     assert_eq!(instances_in(&f, "acme").await, 3);
-    // No entry to keep (dropped outside the service): the gap is listed.
-    created(&f, "acme", "lost", 4, InventoryChange::Keep { version: 4 }).await;
+    // No entry to keep (dropped outside the service): a store that derives refuses the
+    // commit, whole, so the save sends the entry; one that does not lists the gap.
+    let mut lost = StateRecord::fresh("acme", "lost", "inc-lost", NOW);
+    lost.latest = Some(version(4, "b4"));
+    lost.next_version = 5;
+    let mut c = commit(&lost, 0, vec![version(4, "b4")]);
+    c.inventory = Some(InventoryChange::Keep { version: 4 });
+    let kept = f.catalog.commit(c).await;
     let entries = f.catalog.indexed_states("acme").await.unwrap();
-    assert_eq!(
-        entries[1],
-        IndexedState {
-            state: "lost".into(),
-            version: 4,
-            indexed: false,
-            instances: 0,
-        },
-        "{entries:?}"
-    );
+    if reads {
+        assert!(matches!(kept, Err(StoreError::Conflict)), "{kept:?}");
+        assert!(f.catalog.state("acme", "lost").await.unwrap().is_none());
+        assert_eq!(entries.len(), 2, "{entries:?}");
+    } else {
+        kept.unwrap();
+        assert_eq!(
+            entries[1],
+            IndexedState {
+                state: "lost".into(),
+                version: 4,
+                indexed: false,
+                instances: 0,
+            },
+            "{entries:?}"
+        );
+    }
     assert_eq!(
         f.catalog.holds_version("acme", "lost", 4).await.unwrap(),
         !reads

@@ -477,21 +477,24 @@ fn tags_of_bytes(bytes: &[u8], state: &str) -> Result<Vec<ResourceTag>, StoreErr
     })
 }
 
-/// A save that leaves the instances as they are: only the entry's version moves. A missing
-/// entry is put back as not indexed, with no instances, so the gap shows.
+/// A save that leaves the instances as they are: only the entry's version moves. An entry
+/// missing or not indexed refuses it (`Conflict`): the save decides again, and sends the
+/// whole entry (see [`InventoryChange::Keep`]).
 fn keep_inventory(
     conn: &Connection,
     org: &str,
     state: &str,
     version: u64,
 ) -> Result<(), StoreError> {
-    conn.prepare_cached(
-        "INSERT INTO inventory_states (org, state, version, indexed, instances)
-         VALUES (?1, ?2, ?3, 0, 0)
-         ON CONFLICT (org, state) DO UPDATE SET version = excluded.version",
-    )
-    .and_then(|mut s| s.execute(params![org, state, version]))
-    .map_err(sql_error)?;
+    let moved = conn
+        .prepare_cached(
+            "UPDATE inventory_states SET version = ?3 WHERE org = ?1 AND state = ?2 AND indexed",
+        )
+        .and_then(|mut s| s.execute(params![org, state, version]))
+        .map_err(sql_error)?;
+    if moved == 0 {
+        return Err(StoreError::Conflict);
+    }
     Ok(())
 }
 

@@ -24,6 +24,15 @@ impl Inner {
             .map(|((_, state), inventory)| (state.as_str(), inventory))
     }
 
+    /// Whether a commit's change to its state's entry is refused: a keep over an entry that
+    /// is missing or not indexed, and not waiting (see [`InventoryChange::Keep`]).
+    pub(super) fn refuses(&self, org: &str, state: &str, change: &InventoryChange) -> bool {
+        let key = (org.to_owned(), state.to_owned());
+        matches!(change, InventoryChange::Keep { .. })
+            && !self.inventory_waiting.contains(&key)
+            && !self.inventory.get(&key).is_some_and(|e| e.indexed)
+    }
+
     /// Applies a commit's change to its state's entry. An entry waiting to be derived stays
     /// as it is through a keep or a patch: its reader derives the latest version.
     pub(super) fn change_inventory(&mut self, org: &str, state: &str, change: &InventoryChange) {
@@ -39,11 +48,10 @@ impl Inner {
                 self.inventory.insert(key, inventory.clone());
             }
             InventoryChange::Keep { version } => {
-                let entry = self
-                    .inventory
-                    .entry(key)
-                    .or_insert_with(|| not_indexed(*version));
-                entry.version = *version;
+                // `refuses` turned down a keep over an entry missing or not indexed.
+                if let Some(entry) = self.inventory.get_mut(&key) {
+                    entry.version = *version;
+                }
             }
             InventoryChange::Patch(patch) => {
                 let entry = self

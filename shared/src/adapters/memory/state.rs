@@ -122,6 +122,11 @@ impl StateCatalog for MemoryStore {
                 return Err(StoreError::Conflict);
             }
         }
+        if let Some(change) = &commit.inventory {
+            if inner.refuses(&commit.org, &commit.name, change) {
+                return Err(StoreError::Conflict);
+            }
+        }
         match &commit.deleted {
             Some(DeletedChange::Take { id, revision }) => {
                 let dkey = (commit.org.clone(), id.clone());
