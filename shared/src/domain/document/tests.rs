@@ -284,6 +284,17 @@ fn a_declared_identity_comes_first_its_members_sorted_and_set() {
             None,
         ]
     );
+    // Any value, escaped and sorted as compact JSON.
+    let odd = br#"{"version":4,"serial":2,"lineage":"l","resources":[
+        {"mode":"managed","type":"t","name":"b","instances":[
+            {"identity":{"n":1.5,"b":{"y":-1,"x":"q\"\u0007"},"a":true,"l":[null,"s"]}}]}]}"#;
+    assert_eq!(
+        identities(odd)[0],
+        Some((
+            IdentityKind::Declared,
+            r#"{"a":true,"b":{"x":"q\"\u0007","y":-1},"l":[null,"s"],"n":1.5}"#.to_owned()
+        ))
+    );
     // Another member order is the same identity.
     let other = br#"{"version":4,"serial":2,"lineage":"l","resources":[
         {"mode":"managed","type":"aws_s3_bucket","name":"b","instances":[
