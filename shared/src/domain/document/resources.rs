@@ -590,6 +590,12 @@ fn object<'de, A: MapAccess<'de>>(
 fn quoted(out: &mut String, text: &str) {
     use std::fmt::Write;
     out.push('"');
+    // Most names and values need no escape: copied whole.
+    if !text.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.push_str(text);
+        out.push('"');
+        return;
+    }
     for c in text.chars() {
         match c {
             '"' => out.push_str("\\\""),
