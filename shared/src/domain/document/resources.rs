@@ -535,13 +535,16 @@ impl<'de> Visitor<'de> for Declared<'_> {
     unknown!(None; visit_bool: bool, visit_i64: i64, visit_u64: u64, visit_f64: f64, visit_str: &str);
 }
 
-/// One member of an object as read into the buffer: its name, and its value as JSON text
-/// (`None` for a `null`).
+/// One member of an object as read into the buffer: its name as a JSON string, and its
+/// value as JSON text (`None` for a `null`).
 type Member = (Range<usize>, Option<Range<usize>>);
 
-/// Reads an object's members into the buffer, then leaves in their place its canonical
-/// form: `{"a":1,"b":"x"}`, the members sorted by name, the later of a name given twice,
-/// `null` members left out. Gives where it lies and how many members it holds.
+/// Reads an object into the buffer in its canonical form: `{"a":1,"b":"x"}`, the members
+/// sorted by their names as JSON strings, the later of a name given twice, `null` members
+/// left out. Gives where it lies and how many members it holds. Terraform writes an
+/// object's attributes sorted by name, so the members are written as they come and end up
+/// in their place; only an object out of order, or with a name twice or a `null`, is
+/// written again from what was read.
 fn object<'de, A: MapAccess<'de>>(
     found: &mut Found,
     map: &mut A,
@@ -550,11 +553,33 @@ fn object<'de, A: MapAccess<'de>>(
     // Kept between instances: an identity costs no allocation once the first is read.
     let mut members = std::mem::take(&mut found.members);
     members.clear();
-    while let Some(name) = map.next_key_seed(Text(&mut *found))? {
+    found.text.push('{');
+    let mut in_place = true;
+    while let Some(name) = map.next_key_seed(Name(&mut *found))? {
+        let Some(name) = name else {
+            map.next_value::<IgnoredAny>()?;
+            continue;
+        };
+        found.text.push(':');
         let value = map.next_value_seed(Json(&mut *found))?;
-        if let Some(name) = name {
-            members.push((name, value));
+        found.text.push(',');
+        let text = &found.text;
+        in_place &= value.is_some()
+            && members
+                .last()
+                .is_none_or(|(last, _): &Member| text[last.clone()] < text[name.clone()]);
+        members.push((name, value));
+    }
+    if in_place {
+        if members.is_empty() {
+            found.text.push('}');
+        } else {
+            found.text.pop();
+            found.text.push('}');
         }
+        let set = members.len();
+        found.members = members;
+        return Ok((start..found.text.len(), set));
     }
     let mut out = std::mem::take(&mut found.scratch);
     out.clear();
@@ -573,7 +598,7 @@ fn object<'de, A: MapAccess<'de>>(
         if set > 0 {
             out.push(',');
         }
-        quoted(&mut out, &text[name.clone()]);
+        out.push_str(&text[name.clone()]);
         out.push(':');
         out.push_str(&text[value.clone()]);
         set += 1;
@@ -584,6 +609,26 @@ fn object<'de, A: MapAccess<'de>>(
     found.scratch = out;
     found.members = members;
     Ok((start..found.text.len(), set))
+}
+
+/// An object's key, written into the buffer as a JSON string.
+struct Name<'f>(&'f mut Found);
+
+any_value!(Name<'_> => Option<Range<usize>>);
+
+impl<'de> Visitor<'de> for Name<'_> {
+    type Value = Option<Range<usize>>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object key")
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        let start = self.0.text.len();
+        quoted(&mut self.0.text, v);
+        Ok(Some(start..self.0.text.len()))
+    }
+    skipped!(map; None);
+    skipped!(seq; None);
+    unknown!(None; visit_bool: bool, visit_i64: i64, visit_u64: u64, visit_f64: f64);
 }
 
 /// `text` as a JSON string.
