@@ -58,14 +58,15 @@ fn aws_state(size: usize, serial: u64, generation: u64) -> String {
 }
 
 /// `doc` as Terraform 1.12 and later write it with a provider that declares identities:
-/// each instance's `identity` beside its attributes (its account, region and id).
+/// each instance's `identity` beside its attributes (its account, region and id), its
+/// members sorted by name as Terraform writes every object.
 fn with_identities(doc: &str) -> String {
     let marker = r#""sensitive_attributes":[]"#;
     let mut out = String::with_capacity(doc.len() + doc.len() / 8);
     for (i, part) in doc.split(marker).enumerate() {
         if i > 0 {
             out.push_str(&format!(
-                r#"{marker},"identity_schema_version":0,"identity":{{"region":"eu-west-1","id":"r-{i}","account_id":"123456789012"}}"#
+                r#"{marker},"identity_schema_version":0,"identity":{{"account_id":"123456789012","id":"r-{i}","region":"eu-west-1"}}"#
             ));
         }
         out.push_str(part);
