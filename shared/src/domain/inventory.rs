@@ -288,7 +288,7 @@ struct Identified<'a>(Option<char>, &'a str);
 /// there is a path from the subscription or the project). Elsewhere an `id` names an object
 /// within a cluster, an account or a region that the state does not record: two states of
 /// two clusters each holding a `kubernetes_namespace` "monitoring" hold two objects.
-pub fn names_one_object(resource_type: &str) -> bool {
+fn names_one_object(resource_type: &str) -> bool {
     matches!(resource_type, "terraform_data" | "aws_s3_bucket")
         || resource_type.starts_with("azurerm_")
         || resource_type.starts_with("google_")

@@ -117,8 +117,8 @@ PRAGMA user_version = 16;
 /// `deleted_states` by delete time (`deleted_at`, not the purge date the retention in force
 /// at the delete gave: the sweeper adds the setting in force now; see [`DELETED_BY_TIME`]);
 /// 16 gives each state's record its incarnation's first version, what the overview counts
-/// its versions from (see [`FIRST_VERSIONS`]). Every table is created if missing, so a catalog of any older version gains all it lacks
-/// in one pass.
+/// its versions from (see [`FIRST_VERSIONS`]). Every table is created if missing, so a
+/// catalog of any older version gains all it lacks in one pass.
 pub(super) const SCHEMA_VERSION: i64 = 16;
 
 /// What a catalog at 5 to 14 lacks that creating what is missing cannot add: its deleted
