@@ -79,9 +79,12 @@ test: tools lint web build web-test clients-test
 ## a save alone; BENCH=index-ab that cost in two builds side by side in one run, the binaries
 ## named by HEGEMONY_BENCH_A and HEGEMONY_BENCH_B (absolute paths); BENCH=index-commit what
 ## recording a whole entry's rows costs the local store's commit, in the process.
+## It builds what the chosen part runs: the CLI always, the functions only for BENCH=aws and
+## the whole run (a release build of the CLI alone takes minutes, the functions' tens).
 BENCH ?=
+BENCH_FUNCTIONS = $(if $(BENCH),$(filter aws,$(BENCH)),all)
 bench: tools
-	$(CARGO) build --release -p hegemony-state-cli -p hegemony-state-functions
+	$(CARGO) build --release -p hegemony-state-cli $(if $(BENCH_FUNCTIONS),-p hegemony-state-functions)
 	$(CARGO) bench -p hegemony-state-blackbox --bench backend -- $(BENCH)
 
 ## The Lambda functions' zips, by architecture: dist/lambda/<arch>/<function>.zip (each a
