@@ -511,8 +511,8 @@ pub const DECLARED: char = '\u{1}';
 /// name as compact JSON, a member named twice counting once (the later), a `null` member
 /// (an attribute the provider left unset) left out. `None` for an object with no member
 /// set, or another shape. Written straight into the buffer as it is read, with no value
-/// built: a 2 MiB state of 2,019 instances, each with one, took 1.9 ms more to collect when
-/// each identity was read as a `serde_json::Value` first.
+/// built: on a 2 MiB state of 2,019 instances, each with one, reading each identity as a
+/// `serde_json::Value` first cost the collecting sniff 1.9 ms, against about 0.8 ms so.
 struct Declared<'f>(&'f mut Found);
 
 impl<'de> Visitor<'de> for Declared<'_> {
