@@ -23,6 +23,8 @@
 
 #[path = "bench/index.rs"]
 mod index;
+#[path = "bench/memory.rs"]
+mod memory;
 
 use std::time::{Duration, Instant};
 
@@ -70,9 +72,10 @@ fn main() {
         Some("index-save") => return index::cost_on_a_save(),
         Some("index-ab") => return index::cost_of_two_builds(),
         Some("index-commit") => return index::commit_of_a_whole_entry(),
+        Some("memory") => return memory::run(),
         Some("small") => &SIZES[..2],
         Some(other) => {
-            panic!("no benchmark part named {other:?}; the parts are: changes, small, reads, aws, index, index-save, index-ab, index-commit")
+            panic!("no benchmark part named {other:?}; the parts are: changes, small, reads, aws, index, index-save, index-ab, index-commit, memory")
         }
     };
     // Built with the bench (release) profile, so `bin()` finds the release server.
