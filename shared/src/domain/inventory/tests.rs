@@ -408,3 +408,26 @@ fn resources_that_may_share_an_address_are_indexed_whole() {
     let unread = inventory_of(3, found.as_ref().map(|f| (f, &none)), &KEY);
     assert_eq!((unread.indexed, unread.tags), (false, None));
 }
+
+#[test]
+fn an_order_is_applied_in_place_along_its_cycles() {
+    // Two cycles (0 2 4) and (1 3), and a fixed point.
+    let mut items = vec!['a', 'b', 'c', 'd', 'e', 'f'];
+    let mut order = vec![2, 3, 4, 1, 0, 5];
+    super::in_order(&mut items, &mut order);
+    assert_eq!(items, ['c', 'd', 'e', 'b', 'a', 'f']);
+    let mut seed = 7u64;
+    for n in [0usize, 1, 2, 17, 1000] {
+        let mut order: Vec<usize> = (0..n).collect();
+        for i in (1..n).rev() {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            order.swap(i, (seed >> 33) as usize % (i + 1));
+        }
+        let expected: Vec<usize> = order.clone();
+        let mut items: Vec<usize> = (0..n).collect();
+        super::in_order(&mut items, &mut order);
+        assert_eq!(items, expected);
+    }
+}
