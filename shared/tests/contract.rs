@@ -285,7 +285,7 @@ every_adapter!(
     conflicts_are_equal_digests_across_states_never_within_one,
     another_orgs_inventory_is_never_seen,
     a_rebuilds_write_holds_only_while_the_state_is_as_read,
-    an_entry_to_derive_waits_with_its_old_rows_until_it_is_put,
+    every_commit_is_answered_by_the_next_read,
     states_not_indexed_are_listed_and_counts_are_largest_first,
     an_orgs_inventory_key_is_replaced_only_as_read,
     a_large_entry_replaced_by_a_small_one_reads_back_as_written,

@@ -3,7 +3,7 @@
 //! the org's inventory key is made once and unwrapped once a process, no attribute value is
 //! kept, and a rebuild fills an index that lacks entries and skips what is current.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -27,12 +27,22 @@ mod support;
 use support::set_slot;
 
 /// The platform key, counting the inventory keys it makes and unwraps, and the versions'
-/// keys it unwraps (each a version opened).
+/// keys it unwraps (each a version opened); while `down`, unavailable for every call.
 struct Counting {
     key: PlatformKey,
     made: AtomicUsize,
     unwraps: AtomicUsize,
     opens: AtomicUsize,
+    down: AtomicBool,
+}
+
+impl Counting {
+    fn up(&self) -> Result<(), KeyError> {
+        if self.down.load(Ordering::SeqCst) {
+            return Err(KeyError::Unavailable("stopped by the test".into()));
+        }
+        Ok(())
+    }
 }
 
 #[async_trait]
@@ -43,6 +53,7 @@ impl KeyOpener for Counting {
         wrapped: &[u8],
         context: &KeyContext<'_>,
     ) -> Result<Zeroizing<[u8; 32]>, KeyError> {
+        self.up()?;
         if context.state == ".inventory" {
             self.unwraps.fetch_add(1, Ordering::SeqCst);
         } else {
@@ -55,12 +66,14 @@ impl KeyOpener for Counting {
 #[async_trait]
 impl KeyService for Counting {
     async fn data_key(&self, context: &KeyContext<'_>) -> Result<DataKey, KeyError> {
+        self.up()?;
         if context.state == ".inventory" {
             self.made.fetch_add(1, Ordering::SeqCst);
         }
         self.key.data_key(context).await
     }
     async fn current_key_id(&self, context: &KeyContext<'_>) -> Result<String, KeyError> {
+        self.up()?;
         self.key.current_key_id(context).await
     }
     async fn wrap_key(
@@ -68,6 +81,7 @@ impl KeyService for Counting {
         plaintext: &[u8; 32],
         context: &KeyContext<'_>,
     ) -> Result<WrappedKey, KeyError> {
+        self.up()?;
         self.key.wrap_key(plaintext, context).await
     }
 }
@@ -79,7 +93,6 @@ fn app(store: &Arc<MemoryStore>, keys: &Arc<Counting>) -> App {
         keys: Some(keys.clone() as _),
         key_cache: hegemony_state::service::key_cache::KeyCache::off(),
         index_keys: Default::default(),
-        derivations: Default::default(),
         clock: Arc::new(SystemClock),
         limits: Limits {
             max_state_bytes: 32 << 20,
@@ -101,6 +114,7 @@ fn setup() -> (Arc<MemoryStore>, Arc<Counting>, App) {
         made: AtomicUsize::new(0),
         unwraps: AtomicUsize::new(0),
         opens: AtomicUsize::new(0),
+        down: AtomicBool::new(false),
     });
     let app = app(&store, &keys);
     (store, keys, app)
@@ -235,14 +249,13 @@ async fn an_encrypted_state_is_listed_as_not_indexed_and_needs_no_key() {
     assert_eq!(entries.len(), 1);
     assert!(!entries[0].indexed);
     assert_eq!(keys.made.load(Ordering::SeqCst), 0);
-    // However large: its entry, with nothing to build, is not left for a read to derive.
+    // However large.
     let payload = "x".repeat(600 * 1024);
     let body =
         format!(r#"{{"encryption_version":"v0","serial":2,"lineage":"l","payload":"{payload}"}}"#);
     state::write(&app, &admin(), &name("enc"), None, body.into_bytes())
         .await
         .unwrap();
-    assert!(app.catalog.waiting("acme").await.unwrap().is_empty());
     let entries = app.catalog.indexed_states("acme").await.unwrap();
     assert_eq!((entries[0].version, entries[0].indexed), (2, false));
 }
@@ -508,8 +521,7 @@ async fn a_large_states_entry_is_kept_and_patched_as_a_small_ones() {
     assert_eq!(addresses(&app).await, ["net@3:aws_s3_bucket.extra"]);
 }
 
-/// The org's instances as a search finds them through the service, which derives the
-/// entries waiting first.
+/// The org's instances as a search finds them through the service.
 async fn found(app: &App) -> Vec<String> {
     let query = ResourceQuery {
         limit: 1000,
@@ -525,151 +537,84 @@ async fn found(app: &App) -> Vec<String> {
 }
 
 /// 640 names starting with `prefix`: a state of one bucket each, padded past the size from
-/// which a whole entry waits to be derived.
+/// which its index work leaves the request's task (512 KiB).
 fn large(serial: u64, prefix: &str) -> Vec<u8> {
     let names: Vec<String> = (0..640).map(|i| format!("{prefix}{i}")).collect();
     one_resource_each(serial, &names, 1024)
 }
 
-/// A large state's whole entry is not built by its save: the first read after it derives
-/// the latest version's, however many saves came between, and meanwhile the index shows
-/// what the commit before left. A keep after it leaves it waiting; a small state's entry
-/// never waits, nor does an import's or a rollback's.
+/// Every commit carries its version's entry, however large the state: right after each
+/// save (whole, kept, patched), import, rollback, delete and restore, with the key service
+/// stopped, a search, the conflicts and the overview answer as of that commit, and no read
+/// opens a version.
 #[tokio::test]
-async fn a_large_states_whole_entry_is_derived_by_the_first_read_after_its_saves() {
-    let (_, _, app) = setup();
+async fn the_index_answers_each_commit_at_once_with_the_key_service_stopped() {
+    let (_, keys, app) = setup();
     let p = admin();
     let net = name("net");
-    state::write(&app, &p, &net, None, large(1, "a"))
+    let mut serial = 0;
+    // Each change, then what the index must answer right after it: `net`'s version and its
+    // buckets' first letter, and how many instances the org has.
+    let check = |version: u64, prefix: &'static str, total: u64| {
+        let (app, keys, p) = (&app, &keys, &p);
+        async move {
+            keys.down.store(true, Ordering::SeqCst);
+            let opens = keys.opens.load(Ordering::SeqCst);
+            let rows = found(app).await;
+            let ours: Vec<_> = rows.iter().filter(|r| r.starts_with("net@")).collect();
+            assert!(!ours.is_empty(), "net is in the index at {version}");
+            let expected = format!("net@{version}:aws_s3_bucket.{prefix}");
+            assert!(ours.iter().all(|r| r.starts_with(&expected)), "{ours:?}");
+            let view = overview::overview(app, p).await.unwrap();
+            assert_eq!((view.resources, view.not_indexed.len()), (total, 0));
+            resources::conflicts(app, p, None).await.unwrap();
+            assert_eq!(
+                keys.opens.load(Ordering::SeqCst),
+                opens,
+                "no read opened a version"
+            );
+            keys.down.store(false, Ordering::SeqCst);
+        }
+    };
+    let mut save = |prefix: &str, extra: bool| {
+        serial += 1;
+        let mut names: Vec<String> = (0..640).map(|i| format!("{prefix}{i}")).collect();
+        if extra {
+            names.push(format!("{prefix}x"));
+        }
+        one_resource_each(serial, &names, 1024)
+    };
+    // A whole entry (new), a kept one (the same resources), a patched one (one more), and a
+    // whole one again (every resource renamed).
+    state::write(&app, &p, &net, None, save("a", false))
         .await
         .unwrap();
-    assert_eq!(app.catalog.waiting("acme").await.unwrap(), ["net"]);
-    assert!(addresses(&app).await.is_empty(), "nothing indexed yet");
-    state::write(&app, &p, &net, None, large(2, "b"))
+    check(1, "a", 640).await;
+    state::write(&app, &p, &net, None, save("a", false))
         .await
         .unwrap();
-    let rows = found(&app).await;
-    assert_eq!(rows.len(), 640);
-    assert!(
-        rows.iter().all(|r| r.starts_with("net@2:aws_s3_bucket.b")),
-        "{rows:?}"
-    );
-    assert!(app.catalog.waiting("acme").await.unwrap().is_empty());
-    // Every resource renamed: whole again, so waiting again, over the rows of version 2.
-    state::write(&app, &p, &net, None, large(3, "c"))
+    check(2, "a", 640).await;
+    state::write(&app, &p, &net, None, save("a", true))
         .await
         .unwrap();
-    state::write(&app, &p, &net, None, large(4, "c"))
+    check(3, "a", 641).await;
+    state::write(&app, &p, &net, None, save("b", false))
         .await
         .unwrap();
-    assert_eq!(app.catalog.waiting("acme").await.unwrap(), ["net"]);
-    assert_eq!(
-        addresses(&app).await,
-        rows,
-        "the commit before's rows, meanwhile"
-    );
-    let view = overview::overview(&app, &p).await.unwrap();
-    assert_eq!((view.resources, view.not_indexed.len()), (640, 0));
-    let rows = found(&app).await;
-    assert!(
-        rows.iter().all(|r| r.starts_with("net@4:aws_s3_bucket.c")),
-        "{rows:?}"
-    );
-    state::write(&app, &p, &name("small"), None, doc(1, &["x"]))
-        .await
-        .unwrap();
-    assert!(app.catalog.waiting("acme").await.unwrap().is_empty());
-    assert_eq!(addresses(&app).await.len(), 642);
-    // An import and a rollback build their entries in their commits, however large.
+    check(4, "b", 640).await;
+    manage::rollback(&app, &p, &net, 1).await.unwrap();
+    check(5, "a", 640).await;
     manage::import(&app, &p, &name("imported"), large(1, "i"))
         .await
         .unwrap();
-    manage::rollback(&app, &p, &net, 2).await.unwrap();
-    assert!(app.catalog.waiting("acme").await.unwrap().is_empty());
-    let rows = addresses(&app).await;
-    assert_eq!(rows.len(), 1282);
-    assert!(rows
-        .iter()
-        .any(|r| r.starts_with("imported@1:aws_s3_bucket.i")));
-    assert!(rows.iter().any(|r| r.starts_with("net@5:aws_s3_bucket.b")));
-}
-
-/// Reads that come together derive a waiting entry once: the version is opened by one,
-/// and the other finds nothing left to do.
-#[tokio::test]
-async fn reads_that_come_together_derive_an_entry_once() {
-    let (_, keys, app) = setup();
-    state::write(&app, &admin(), &name("net"), None, large(1, "a"))
+    check(5, "a", 1280).await;
+    let gone = manage::delete(&app, &p, &name("imported"))
         .await
+        .unwrap()
         .unwrap();
-    let before = keys.opens.load(Ordering::SeqCst);
-    let view = async { overview::overview(&app, &admin()).await.unwrap() };
-    let (rows, view) = tokio::join!(found(&app), view);
-    assert_eq!((rows.len(), view.resources), (640, 640));
-    assert_eq!(keys.opens.load(Ordering::SeqCst) - before, 1);
-}
-
-/// A waiting entry whose version does not open is listed as not indexed, said once rather
-/// than tried by every read, and a rebuild fills it once the version is mended; a rebuild
-/// derives a waiting entry as it indexes a missing one.
-#[tokio::test]
-async fn a_waiting_entry_that_does_not_open_is_listed_as_not_indexed() {
-    let (_, _, app) = setup();
-    let p = admin();
-    let slot = unopened(&app).await;
-    assert!(app.catalog.waiting("acme").await.unwrap().is_empty());
-    let view = overview::overview(&app, &p).await.unwrap();
-    assert_eq!(view.not_indexed.len(), 1, "{:?}", view.not_indexed);
-    assert_eq!(view.not_indexed[0].state, "net");
-    set_slot(&*app.catalog, "net", slot).await;
-    let (report, _) = rebuild_seeing(&app).await;
-    assert_eq!((report.indexed, report.current), (1, 0), "{report:?}");
-    assert_eq!(found(&app).await.len(), 640);
-    state::write(&app, &p, &name("net"), None, large(2, "b"))
-        .await
-        .unwrap();
-    assert_eq!(app.catalog.waiting("acme").await.unwrap(), ["net"]);
-    let (report, _) = rebuild_seeing(&app).await;
-    assert_eq!((report.indexed, report.current), (1, 0), "{report:?}");
-    assert!(app.catalog.waiting("acme").await.unwrap().is_empty());
-    assert!(addresses(&app)
-        .await
-        .iter()
-        .all(|r| r.starts_with("net@2:aws_s3_bucket.b")));
-}
-
-/// Saves a large `net`, whose entry waits, and takes its version's key slot away, so the
-/// first read (which finds nothing) cannot open it and lists it as not indexed; gives the
-/// slot back to put in place.
-async fn unopened(app: &App) -> Option<Vec<u8>> {
-    state::write(app, &admin(), &name("net"), None, large(1, "a"))
-        .await
-        .unwrap();
-    let record = app.catalog.state("acme", "net").await.unwrap().unwrap();
-    let slot = record.latest.as_ref().unwrap().wrapped_key.clone();
-    set_slot(&*app.catalog, "net", None).await;
-    assert!(found(app).await.is_empty());
-    slot
-}
-
-/// A version whose waiting entry did not open is indexed again by the state's next save,
-/// even one that leaves its resources as they were: the save builds the entry itself.
-#[tokio::test]
-async fn a_save_after_a_version_that_did_not_open_indexes_it_again() {
-    let (_, _, app) = setup();
-    let p = admin();
-    let slot = unopened(&app).await;
-    set_slot(&*app.catalog, "net", slot).await;
-    state::write(&app, &p, &name("net"), None, large(2, "a"))
-        .await
-        .unwrap();
-    assert!(app.catalog.waiting("acme").await.unwrap().is_empty());
-    let entries = app.catalog.indexed_states("acme").await.unwrap();
-    assert_eq!(
-        (entries[0].version, entries[0].indexed, entries[0].instances),
-        (2, true, 640),
-        "{entries:?}"
-    );
+    check(5, "a", 640).await;
+    deleted::restore(&app, &p, &gone.id, None).await.unwrap();
+    check(5, "a", 1280).await;
 }
 
 /// Drops `state`'s entry from the index, its record untouched but for its revision: what a

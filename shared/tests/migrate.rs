@@ -43,7 +43,6 @@ fn app(store: &Arc<MemoryStore>, keys: Arc<dyn KeyService>) -> App {
         blobs: store.clone(),
         keys: Some(keys),
         index_keys: Default::default(),
-        derivations: Default::default(),
         key_cache: hegemony_state::service::key_cache::KeyCache::new(
             64,
             std::time::Duration::from_secs(300),

@@ -30,7 +30,6 @@ fn app(store: &Arc<MemoryStore>, keys: Arc<dyn KeyService>) -> App {
         keys: Some(keys),
         // On, as in production: a re-wrapped slot must miss the key it replaced.
         index_keys: Default::default(),
-        derivations: Default::default(),
         key_cache: hegemony_state::service::key_cache::KeyCache::new(
             64,
             std::time::Duration::from_secs(300),

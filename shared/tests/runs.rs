@@ -606,7 +606,6 @@ mod cases {
             catalog: f.app.catalog.clone(),
             blobs: f.app.blobs.clone(),
             index_keys: Default::default(),
-            derivations: Default::default(),
             key_cache: hegemony_state::service::key_cache::KeyCache::off(),
             clock: f.app.clock.clone(),
             limits: f.app.limits,

@@ -22,7 +22,6 @@ fn app_with(store: Arc<MemoryStore>, key: Option<PlatformKey>) -> App {
         blobs: store,
         keys: key.map(|k| Arc::new(k) as _),
         index_keys: Default::default(),
-        derivations: Default::default(),
         key_cache: hegemony_state::service::key_cache::KeyCache::off(),
         clock: Arc::new(SystemClock),
         limits: Limits {

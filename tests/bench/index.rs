@@ -105,7 +105,8 @@ fn median_of(runs: usize, mut f: impl FnMut()) -> f64 {
 /// every instance (every row replaced). That baseline's sniff skips the resources whole,
 /// where a server without the index still walks them to count the instances; that walk's
 /// share of the save's wait, from the in-process passes, is given, and each cost without it.
-/// Last, the first search after a whole entry's save, where the local store derives it.
+/// Last, the first search after a whole entry's save, which writes the rows its commit
+/// recorded on the local store.
 pub fn cost_on_a_save() {
     // Enough that a run's median difference moves by about 0.1 ms from run to run: at 75
     // rounds it moved by up to 0.6 ms, more than a kept save's whole cost.
@@ -225,16 +226,16 @@ pub fn cost_on_a_save() {
         "  a save renaming every instance ({instances} rows replaced): {}",
         share(3)
     );
-    let (deriving, settled) = first_read_after_a_whole_entry(&http, &server, &token, round_count);
+    let (first, settled) = first_read_after_a_whole_entry(&http, &server, &token, round_count);
     println!(
-        "  the first search after a save renaming every instance, which derives its entry and \
-         writes its rows: {deriving:.1} ms (p50); the search after it {settled:.2} ms"
+        "  the first search after a save renaming every instance, which writes the rows its \
+         commit recorded: {first:.1} ms (p50); the search after it {settled:.2} ms"
     );
 }
 
 /// The p50 of the first search of the renamed state after each of 30 saves renaming every
-/// instance (its entry derived from the version, its rows written), and of the search after
-/// it (nothing left to do), in ms: where a whole entry's cost went on a store that derives.
+/// instance (the rows its commit recorded written), and of the search after it (nothing
+/// left to do), in ms.
 fn first_read_after_a_whole_entry(
     http: &Client,
     server: &Server,

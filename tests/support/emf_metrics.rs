@@ -183,7 +183,6 @@ fn sweeper() -> BTreeMap<Metric, When> {
         blobs: store,
         keys: None,
         index_keys: Default::default(),
-        derivations: Default::default(),
         key_cache: hegemony_state::service::key_cache::KeyCache::off(),
         clock: Arc::new(SystemClock),
         limits: Limits {

@@ -1,8 +1,7 @@
 //! The inventory port: the index of resource instances across an org's states (kept in the
-//! same commit as the version it describes, `Commit::inventory`, or, for a large state's
-//! whole entry on a store that derives, named there and derived before the index is next
-//! read), and the reads that answer
-//! a search, the objects two states manage, and the org's overview. It stores addresses,
+//! same commit as the version it describes, `Commit::inventory`, whatever the state's size,
+//! so every read answers as of the last commit from the index alone), and the reads that
+//! answer a search, the objects two states manage, and the org's overview. It stores addresses,
 //! types, providers and keyed digests, never a value. No adapter, no I/O.
 
 use async_trait::async_trait;
@@ -17,23 +16,16 @@ pub enum InventoryChange {
     Replace(StateInventory),
     /// The state's latest version is now `version`, its instances as they are: a save whose
     /// content the inventory keeps as it kept the latest version's (equal fingerprints). A
-    /// store that derives refuses the commit (`Conflict`) when the entry does not hold the
-    /// latest version ([`InventoryCatalog::holds_version`]: missing or not indexed, and not
-    /// waiting), so that the save decides again and sends the whole entry. One that does
-    /// not derive leaves a missing entry listed as not indexed at `version`, for the next
-    /// save that changes an instance to build whole, rather than missing without a trace.
+    /// store that can tell at no cost refuses the commit (`Conflict`) when the entry does
+    /// not hold the latest version ([`InventoryCatalog::holds_version`]: missing or not
+    /// indexed), so that the save decides again and sends the whole entry. One that cannot
+    /// (DynamoDB, which would read the entry's head in every save) leaves a missing entry
+    /// listed as not indexed at `version`, for the next save that changes an instance to
+    /// build whole, rather than missing without a trace.
     Keep { version: u64 },
     /// The state's resources are now those of a document the entry holds most of: a save
     /// that changed a few resources sends only theirs.
     Patch(InventoryPatch),
-    /// The state's instances are those of `version`'s content, derived from it when the
-    /// index is next read ([`InventoryCatalog::waiting`]): a whole entry of a large state, on
-    /// a store that keeps one waiting ([`InventoryCatalog::derives`]). Until then the entry
-    /// and its rows stay as the previous commit left them (a state new to the index has
-    /// none), and the commits after it that keep or patch the entry leave it waiting: the
-    /// reader derives from the latest version, whichever it is. A store that does not
-    /// derive leaves the entry not indexed at `version`, as it does a patch it cannot take.
-    Derive { version: u64 },
     /// The state is gone (a delete): its instances leave the index.
     Remove,
 }
@@ -177,39 +169,27 @@ pub trait InventoryCatalog: Send + Sync {
 
     /// The tags of the resources `state`'s entry holds, in their document's order, which a
     /// save compares its own with to send only what changed ([`InventoryChange::Patch`]).
-    /// `None` when the entry holds none: missing, not indexed, waiting to be derived (the
-    /// tags it holds are an older version's), replaced as a whole (two of its resources
-    /// named one address), or on a store that keeps entries whole (there a patch would read
-    /// the entry back: a save sends the whole entry instead).
+    /// `None` when the entry holds none: missing, not indexed, replaced as a whole (two of
+    /// its resources named one address), or on a store that keeps entries whole (there a
+    /// patch would read the entry back: a save sends the whole entry instead).
     async fn resource_tags(
         &self,
         org: &str,
         state: &str,
     ) -> Result<Option<Vec<ResourceTag>>, StoreError>;
 
-    /// Whether `state`'s entry holds `version`: indexed at it, or waiting to be derived (its
-    /// reader derives the latest version). A save whose keep was refused
+    /// Whether `state`'s entry holds `version`, indexed at it. A save whose keep was refused
     /// ([`InventoryChange::Keep`]) asks before keeping again and sends the whole entry when
-    /// it does not, so an entry left not indexed (a waiting version that did not open, an
-    /// entry removed outside the service) is indexed again by the state's next save. A store
-    /// that does not derive ([`Self::derives`]) answers `true` unread: every commit there
-    /// carries its entry whole, so one misses its version only when removed outside the
-    /// service, and reading an entry's head would bill its first chunk to every save.
+    /// it does not, so an entry left not indexed (one an upgrade could not carry over, an
+    /// entry removed outside the service) is indexed again by the state's next save.
+    /// DynamoDB answers `true` unread: every commit there carries its entry whole, so one
+    /// misses its version only when removed outside the service, and reading an entry's
+    /// head would bill its first chunk to every save.
     async fn holds_version(&self, org: &str, state: &str, version: u64)
         -> Result<bool, StoreError>;
 
-    /// Whether the store keeps an entry waiting to be derived ([`InventoryChange::Derive`]).
-    /// One whose index is read where a version's content cannot be opened (a function with
-    /// no permission to decrypt) does not: its commits carry their entries whole.
-    fn derives(&self) -> bool;
-
-    /// The states of the org whose entries wait to be derived, in name order: the reader
-    /// derives each from its latest version and puts it ([`Self::put_inventory`]) before it
-    /// reads the index.
-    async fn waiting(&self, org: &str) -> Result<Vec<String>, StoreError>;
-
-    /// Replaces one state's entry (a rebuild, or a derivation of one waiting) if the state's
-    /// record is still at `revision` and its latest version is `inventory.version`.
+    /// Replaces one state's entry (a rebuild) if the state's record is still at `revision`
+    /// and its latest version is `inventory.version`.
     ///
     /// # Errors
     /// `Conflict` when the state moved on (a commit since carries its own index): nothing

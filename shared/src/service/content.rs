@@ -310,7 +310,6 @@ mod tests {
             keys: None,
             key_cache: KeyCache::off(),
             index_keys: Default::default(),
-            derivations: Default::default(),
             clock: Arc::new(SystemClock),
             limits: Limits {
                 max_state_bytes: 32 << 20,

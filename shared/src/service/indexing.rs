@@ -143,18 +143,6 @@ async fn make(app: &App, keys: &dyn KeyService, org: &str) -> Result<Made, Error
 /// this less than the hand-off to a blocking thread and back.
 const IN_PLACE_BYTES: usize = 512 * 1024;
 
-/// From this size, on a store that keeps entries waiting ([`InventoryCatalog::derives`]), a
-/// save's whole entry is not built by the save but derived by the first read of the index
-/// after it ([`InventoryChange::Derive`]): a 2 MiB state's build (0.85 ms) and the
-/// recording of its rows (0.6 ms) came to a fifth of its save, where the first read pays
-/// about as much as opening the version. Below it a whole entry costs a save little, and a
-/// read nothing. Only a save ([`Indexer::change_over`]): an import, a rollback or a restore
-/// is not Terraform's write, whose time the index must not weigh on, and building its entry
-/// costs less than a read opening the version again.
-///
-/// [`InventoryCatalog::derives`]: crate::ports::InventoryCatalog::derives
-const DERIVE_BYTES: usize = 512 * 1024;
-
 /// What a change that writes a version indexes it from: the resources its document's sniff
 /// collected, the org's key when there are any, and, made when first asked for, their tags
 /// and the fingerprint of what the index keeps of them. Its work on a large document runs on
@@ -167,9 +155,6 @@ pub(super) struct Indexer {
     digested: OnceLock<Arc<Digested>>,
     /// The document's size.
     bytes: usize,
-    /// Whether a save's whole entry waits to be derived rather than being built
-    /// ([`DERIVE_BYTES`]).
-    derive: bool,
     /// Whether an attempt of this change decided to keep the entry: the next asks first.
     kept: AtomicBool,
 }
@@ -216,9 +201,6 @@ impl Indexer {
             key,
             digested: OnceLock::new(),
             bytes,
-            // Without resources the entry is built at no cost (an OpenTofu-encrypted state,
-            // listed as not indexed): a read would open the version for nothing.
-            derive: resources && bytes >= DERIVE_BYTES && app.catalog.derives(),
             kept: AtomicBool::new(false),
         })
     }
@@ -270,18 +252,6 @@ impl Indexer {
         Ok(InventoryChange::Replace(self.entry(version).await?))
     }
 
-    /// A save's whole entry: as [`Self::change`], or, for a large document on a store that
-    /// derives, the entry to be derived ([`DERIVE_BYTES`]).
-    ///
-    /// # Errors
-    /// `Unavailable` when the thread it was made on failed.
-    async fn whole(&self, version: u64) -> Result<InventoryChange, Error> {
-        if self.derive {
-            return Ok(InventoryChange::Derive { version });
-        }
-        self.change(version).await
-    }
-
     /// The index's entry of the document as `version`.
     ///
     /// # Errors
@@ -294,7 +264,7 @@ impl Indexer {
             .await
     }
 
-    /// As [`Self::whole`], for a save over `snapshot`: when the state's latest version
+    /// As [`Self::change`], for a save over `snapshot`: when the state's latest version
     /// has this document's fingerprint and the entry holds that version, it already holds
     /// these instances, and only its version moves (no digest made, no row compared); when the entry holds the tags of
     /// that version's resources, only the instances of the resources whose tags are new are
@@ -316,12 +286,12 @@ impl Indexer {
             &digested.fingerprint,
             latest.and_then(|l| Some((l.version, l.index.clone()?))),
         ) else {
-            return self.whole(version).await;
+            return self.change(version).await;
         };
         if *new == kept {
             // Kept only where the entry holds the latest version: one left not indexed is
             // built again, by this save and whatever its size, not carried on to this
-            // version or left for a read that may fail as the last one did. A store that
+            // version. A store that
             // could hold such an entry refuses the keep in its commit (see
             // `InventoryChange::Keep`), so the first attempt reads nothing and one after a
             // refused commit asks.
@@ -341,19 +311,13 @@ impl Indexer {
             .resource_tags(&snapshot.org, &snapshot.name)
             .await?
         else {
-            return self.whole(version).await;
+            return self.change(version).await;
         };
         // Decided and built on one thread: a whole entry is built there too, not handed back
         // to be sent to another.
-        let derive = self.derive;
         self.work(move |found, key| {
             let tags = digested.tags.as_ref();
-            let whole = || {
-                if derive {
-                    return InventoryChange::Derive { version };
-                }
-                InventoryChange::Replace(inventory_of(version, found.zip(tags), key))
-            };
+            let whole = || InventoryChange::Replace(inventory_of(version, found.zip(tags), key));
             // The entry's tags are the latest version's when they give its fingerprint: an
             // entry rebuilt under other rules, or left behind, is replaced whole.
             if fingerprint(&stored, key) != kept {

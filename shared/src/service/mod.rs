@@ -47,7 +47,6 @@ use crate::domain::{Principal, Refusal, Timestamp};
 use commit::FirstRead;
 pub use indexing::IndexKeys;
 use key_cache::KeyCache;
-pub use reindex::Derivations;
 
 use crate::ports::{BlobStore, Catalog, KeyError, KeyService, Metrics, StoreError, VersionMark};
 use metered_keys::MeteredKeys;
@@ -95,8 +94,6 @@ pub struct App {
     /// The orgs' inventory keys unwrapped lately, so a save indexes its version without
     /// asking the key service.
     pub index_keys: IndexKeys,
-    /// The one derivation of waiting inventory entries this process runs at a time.
-    pub derivations: Derivations,
     pub clock: Arc<dyn Clock>,
     pub limits: Limits,
     /// Where the links the service hands out point.

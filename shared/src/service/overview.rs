@@ -8,7 +8,6 @@ use std::collections::HashMap;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::reindex::derive_waiting;
 use super::{App, Error};
 use crate::domain::record::StateRecord;
 use crate::domain::{rfc3339, Principal, Timestamp};
@@ -108,15 +107,10 @@ pub struct NotIndexed {
 /// The org's overview, as it stands now.
 ///
 /// # Errors
-/// Storage faults, and a key service's when a large state's entry waits to be derived
-/// ([`derive_waiting`]): any principal of the org may see it (the http layer keeps workload
-/// sessions and step tokens to their own states).
+/// Storage faults alone, as [`super::resources::search`]: any principal of the org may see
+/// it (the http layer keeps workload sessions and step tokens to their own states).
 pub async fn overview(app: &App, principal: &Principal) -> Result<Overview, Error> {
     let org = principal.org.as_str();
-    // Derived before the records are read, not beside: a commit that lands while a large
-    // state is derived would otherwise be in the index and not the records, and show as
-    // not indexed.
-    derive_waiting(app, org).await?;
     let (records, index) = tokio::try_join!(state_records(app, org), async {
         Ok::<_, Error>(app.catalog.inventory_summary(org).await?)
     })?;

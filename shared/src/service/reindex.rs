@@ -4,10 +4,8 @@
 //! version, or left not indexed over content that can be indexed is opened, indexed and
 //! written with `put_inventory`, conditional on the record
 //! read; a state that moved on meanwhile is read again (its commit may have indexed it
-//! already). Resumable: a state done is up to date, so a second run skips it.
-//!
-//! The same work derives the entries a store keeps waiting (`InventoryChange::Derive`, a
-//! large state's whole entry), which every read of the index does first ([`derive_waiting`]).
+//! already). Resumable: a state done is up to date, so a second run skips it. Never a read's
+//! work: every commit carries its version's entry, so a read answers from the index alone.
 
 use std::collections::HashMap;
 
@@ -15,7 +13,6 @@ use super::indexing::{org_key, Indexer};
 use super::keys::org_records;
 use super::state::{examine, open_version};
 use super::{App, Error};
-use crate::domain::inventory::StateInventory;
 use crate::domain::record::StateRecord;
 use crate::domain::version::VersionRecord;
 use crate::ports::{IndexedState, StoreError};
@@ -96,14 +93,11 @@ pub async fn rebuild(
         org_key(app, keys, org, None).await?;
         stored_key = app.catalog.org(org).await?.and_then(|o| o.inventory_key);
     }
-    // An entry waiting to be derived is an older version's, whatever it says.
-    let waiting = app.catalog.waiting(org).await?;
     let indexed: HashMap<String, Entry> = app
         .catalog
         .indexed_states(org)
         .await?
         .into_iter()
-        .filter(|e| waiting.binary_search(&e.state).is_err())
         .map(|e| {
             let entry = Entry::of(&e);
             (e.state, entry)
@@ -198,8 +192,7 @@ async fn one(
             Ok(()) => return Ok((Outcome::NotIndexed, record)),
             Err(StoreError::Conflict) => {
                 // A commit came between: it carries its own index, unless it changed nothing
-                // of the version (a lock) or left the entry waiting; read both again and
-                // decide again.
+                // of the version (a lock); read both again and decide again.
                 let Some(again) = app.catalog.state(&record.org, &record.name).await? else {
                     return Ok((Outcome::MovedOn, record));
                 };
@@ -212,12 +205,8 @@ async fn one(
     Ok((Outcome::MovedOn, record))
 }
 
-/// What the rebuild reads of `state`'s entry: none when it waits to be derived (it is an
-/// older version's, whatever it says).
+/// What the rebuild reads of `state`'s entry.
 async fn entry_of(app: &App, org: &str, state: &str) -> Result<Option<Entry>, Error> {
-    if app.catalog.waiting(org).await?.iter().any(|w| w == state) {
-        return Ok(None);
-    }
     Ok(app
         .catalog
         .indexed_states(org)
@@ -225,78 +214,4 @@ async fn entry_of(app: &App, org: &str, state: &str) -> Result<Option<Entry>, Er
         .into_iter()
         .find(|e| e.state == state)
         .map(|e| Entry::of(&e)))
-}
-
-/// One derivation at a time in the process. Reads that come together (a page's overview
-/// and its search) would otherwise each open the same versions and put the same entries,
-/// the second writing the rows again. One for every org, not one each: a derivation is a
-/// large state's first read after a whole entry, a few milliseconds, and rare.
-#[derive(Default)]
-pub struct Derivations {
-    running: tokio::sync::Mutex<()>,
-}
-
-/// How many times a read derives the entries it found waiting and looks again, when saves
-/// keep leaving more: past it, the read answers with the entries as they stand (each as a
-/// commit before left it).
-const DERIVE_TURNS: usize = 3;
-
-/// Derives `org`'s entries that wait ([`crate::ports::InventoryChange::Derive`]) from their
-/// states' latest versions, as a rebuild indexes them: what every read of the index does
-/// first, so that it answers as of the commits before it. A state whose latest version does
-/// not open is listed as not indexed at it (said at WARNING), which the overview shows and a
-/// rebuild fills once it is mended, rather than opened again by every read.
-///
-/// # Errors
-/// `NoKey`, a key service fault, a storage fault.
-pub(super) async fn derive_waiting(app: &App, org: &str) -> Result<(), Error> {
-    // Most reads find nothing waiting, and take no turn.
-    if app.catalog.waiting(org).await?.is_empty() {
-        return Ok(());
-    }
-    let _turn = app.derivations.running.lock().await;
-    for _ in 0..DERIVE_TURNS {
-        // Read again in turn: a read that waited finds what the one before it derived gone.
-        let waiting = app.catalog.waiting(org).await?;
-        if waiting.is_empty() {
-            return Ok(());
-        }
-        let keys = app.keys()?;
-        let stored_key = app.catalog.org(org).await?.and_then(|o| o.inventory_key);
-        for state in waiting {
-            // A state deleted meanwhile took its entry with it.
-            let Some(record) = app.catalog.state(org, &state).await? else {
-                continue;
-            };
-            if let (Outcome::Unopened(why), record) =
-                one(app, keys, &stored_key, None, record).await?
-            {
-                not_indexed(app, &record, &why).await?;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Lists `record`'s latest version, which did not open, as not indexed, unless the state
-/// moved on since (the next turn derives its newer version).
-async fn not_indexed(app: &App, record: &StateRecord, why: &str) -> Result<(), Error> {
-    let Some(latest) = &record.latest else {
-        return Ok(());
-    };
-    tracing::warn!(org = %record.org, state = %record.name, version = latest.version, reason = %why, "an inventory entry waiting to be derived cannot be: its version does not open; listed as not indexed");
-    let entry = StateInventory {
-        version: latest.version,
-        indexed: false,
-        instances: Vec::new(),
-        tags: None,
-    };
-    match app
-        .catalog
-        .put_inventory(&record.org, &record.name, record.revision, &entry)
-        .await
-    {
-        Ok(()) | Err(StoreError::Conflict) => Ok(()),
-        Err(e) => Err(e.into()),
-    }
 }

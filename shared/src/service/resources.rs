@@ -6,7 +6,6 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::reindex::derive_waiting;
 use super::{App, Error};
 use crate::domain::inventory::Mode;
 use crate::domain::Principal;
@@ -72,9 +71,9 @@ pub struct Conflict {
 /// The org's instances matching `query`, one page of them.
 ///
 /// # Errors
-/// Storage faults, and a key service's when a large state's entry waits to be derived
-/// ([`derive_waiting`]): any principal of the org may search (a workload session or a step
-/// token never reaches this: the http layer keeps them to their own states).
+/// Storage faults alone: the index answers from itself, with no version opened and no key
+/// service asked. Any principal of the org may search (a workload session or a step token
+/// never reaches this: the http layer keeps them to their own states).
 pub async fn search(
     app: &App,
     principal: &Principal,
@@ -88,7 +87,6 @@ pub async fn search(
         limit: limit + 1,
         ..query
     };
-    derive_waiting(app, &principal.org).await?;
     let mut rows = app.catalog.resources(&principal.org, &query).await?;
     let more = rows.len() > limit;
     rows.truncate(limit);
@@ -111,7 +109,6 @@ pub async fn conflicts(
     principal: &Principal,
     state: Option<&str>,
 ) -> Result<Vec<Conflict>, Error> {
-    derive_waiting(app, &principal.org).await?;
     let groups = app.catalog.conflicts(&principal.org, state).await?;
     Ok(groups.into_iter().filter_map(conflict_of).collect())
 }

@@ -231,7 +231,6 @@ fn assemble(
         keys,
         key_cache,
         index_keys: Default::default(),
-        derivations: Default::default(),
         clock: Arc::new(SystemClock),
         limits,
         links,

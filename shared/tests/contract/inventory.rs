@@ -262,8 +262,13 @@ pub async fn a_commit_that_keeps_the_entry_moves_only_its_version(f: Fixture) {
     assert!(f.catalog.holds_version("acme", "net", 1).await.unwrap());
     next_version(&f, &record, InventoryChange::Keep { version: 2 }).await;
     assert!(f.catalog.holds_version("acme", "net", 2).await.unwrap());
-    // A store that neither derives nor patches answers unread (see the port).
-    let reads = f.catalog.derives();
+    // A store that keeps entries whole (no tags to patch) answers unread (see the port).
+    let reads = f
+        .catalog
+        .resource_tags("acme", "net")
+        .await
+        .unwrap()
+        .is_some();
     assert_eq!(
         f.catalog.holds_version("acme", "net", 1).await.unwrap(),
         !reads
@@ -297,7 +302,7 @@ pub async fn a_commit_that_keeps_the_entry_moves_only_its_version(f: Fixture) {
         }
     );
     assert_eq!(instances_in(&f, "acme").await, 3);
-    // No entry to keep (dropped outside the service): a store that derives refuses the
+    // No entry to keep (dropped outside the service): a store that can tell refuses the
     // commit, whole, so the save sends the entry; one that does not lists the gap.
     let mut lost = StateRecord::fresh("acme", "lost", "inc-lost", NOW);
     lost.latest = Some(version(4, "b4"));
@@ -762,89 +767,87 @@ async fn next_version(f: &Fixture, record: &StateRecord, change: InventoryChange
         .unwrap()
 }
 
-/// An entry to be derived from its version's content (a large state's whole entry): on a
-/// store that derives, it waits, its rows as the commit before left them, through the
-/// keeps and patches after it, until a derivation puts it or the state goes; a state new
-/// to the index shows nothing until then. A store that does not derive lists it as not
-/// indexed at its version.
-pub async fn an_entry_to_derive_waits_with_its_old_rows_until_it_is_put(f: Fixture) {
+/// Every commit's change to an entry is what the next read answers, from the index alone
+/// (nothing derives an entry later, nothing opens a version): a whole entry, a keep, a
+/// patch (on a store that keeps entries by resource), a whole entry again and a removal,
+/// each seen at once by a search, the conflicts, the list of entries and the summary.
+pub async fn every_commit_is_answered_by_the_next_read(f: Fixture) {
     let a = instance("aws_s3_bucket.a", "aws_s3_bucket", AWS, Some("d-a"));
     let b = instance("aws_s3_bucket.b", "aws_s3_bucket", AWS, Some("d-b"));
+    // `app` holds `a`'s object too: a conflict while `net` holds `a`.
+    let app = instance("aws_s3_bucket.shared", "aws_s3_bucket", AWS, Some("d-a"));
+    indexed(&f, "acme", "app", inventory(1, vec![app])).await;
     let record = indexed(&f, "acme", "net", inventory(1, vec![a.clone()])).await;
-    let record = next_version(&f, &record, InventoryChange::Derive { version: 2 }).await;
-    if !f.catalog.derives() {
-        assert!(f.catalog.waiting("acme").await.unwrap().is_empty());
-        assert_eq!(
-            f.catalog.indexed_states("acme").await.unwrap(),
-            [IndexedState {
-                state: "net".into(),
-                version: 2,
-                indexed: false,
-                instances: 0,
-            }]
-        );
-        assert!(search(&f, query(10)).await.is_empty());
-        return;
-    }
-    assert_eq!(f.catalog.waiting("acme").await.unwrap(), ["net"]);
-    assert!(f.catalog.waiting("other").await.unwrap().is_empty());
-    let rows = f.catalog.resources("acme", &query(10)).await.unwrap();
-    assert_eq!(addresses(&rows), ["net:aws_s3_bucket.a"]);
-    assert_eq!(rows[0].version, 1, "the rows are still the commit before's");
-    assert_eq!(
-        f.catalog.resource_tags("acme", "net").await.unwrap(),
-        None,
-        "an entry waiting holds an older version's tags"
-    );
-    // A keep and a patch after it leave it waiting, its rows untouched.
-    let record = next_version(&f, &record, InventoryChange::Keep { version: 3 }).await;
-    let patch = InventoryPatch {
-        version: 4,
-        tags: vec![b.resource],
-        gone: vec![a.resource],
-        instances: vec![b.clone()],
-    };
-    let record = next_version(&f, &record, InventoryChange::Patch(patch)).await;
-    assert_eq!(f.catalog.waiting("acme").await.unwrap(), ["net"]);
-    let rows = f.catalog.resources("acme", &query(10)).await.unwrap();
-    assert_eq!(
-        (addresses(&rows), rows[0].version),
-        (vec!["net:aws_s3_bucket.a".to_owned()], 1)
-    );
-    // Derived and put: the entry is the latest version's, and waits no more.
-    f.catalog
-        .put_inventory(
-            "acme",
-            "net",
-            record.revision,
-            &inventory(4, vec![b.clone()]),
-        )
+    seen(&f, 1, &["a"], 1).await;
+    let record = next_version(&f, &record, InventoryChange::Keep { version: 2 }).await;
+    seen(&f, 2, &["a"], 1).await;
+    let by_resource = f
+        .catalog
+        .resource_tags("acme", "net")
         .await
-        .unwrap();
-    assert!(f.catalog.waiting("acme").await.unwrap().is_empty());
-    let rows = f.catalog.resources("acme", &query(10)).await.unwrap();
-    assert_eq!(
-        (addresses(&rows), rows[0].version),
-        (vec!["net:aws_s3_bucket.b".to_owned()], 4)
-    );
-    assert_eq!(
-        f.catalog.resource_tags("acme", "net").await.unwrap(),
-        Some(vec![b.resource])
-    );
-    // A whole entry in a commit ends the wait as a put does.
-    let record = next_version(&f, &record, InventoryChange::Derive { version: 5 }).await;
-    next_version(&f, &record, InventoryChange::Replace(inventory(6, vec![a]))).await;
-    assert!(f.catalog.waiting("acme").await.unwrap().is_empty());
-    assert_eq!(search(&f, query(10)).await, ["net:aws_s3_bucket.a"]);
-    // A state new to the index shows nothing while it waits; its delete ends the wait.
-    let app = created(&f, "acme", "app", 1, InventoryChange::Derive { version: 1 }).await;
-    assert_eq!(f.catalog.waiting("acme").await.unwrap(), ["app"]);
-    let entries = f.catalog.indexed_states("acme").await.unwrap();
-    assert_eq!(entries.len(), 1, "{entries:?}");
-    let mut removal = commit(&app, app.revision, vec![]);
+        .unwrap()
+        .is_some();
+    let record = if by_resource {
+        let patch = InventoryPatch {
+            version: 3,
+            tags: vec![a.resource, b.resource],
+            gone: vec![],
+            instances: vec![b.clone()],
+        };
+        let record = next_version(&f, &record, InventoryChange::Patch(patch)).await;
+        seen(&f, 3, &["a", "b"], 1).await;
+        record
+    } else {
+        record
+    };
+    let n = record.next_version;
+    let replace = InventoryChange::Replace(inventory(n, vec![b.clone()]));
+    let record = next_version(&f, &record, replace).await;
+    seen(&f, n, &["b"], 0).await;
+    let mut removal = commit(&record, record.revision, vec![]);
     removal.inventory = Some(InventoryChange::Remove);
     f.catalog.commit(removal).await.unwrap();
-    assert!(f.catalog.waiting("acme").await.unwrap().is_empty());
+    assert_eq!(search(&f, query(10)).await, ["app:aws_s3_bucket.shared"]);
+    let entries = f.catalog.indexed_states("acme").await.unwrap();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(instances_in(&f, "acme").await, 1);
+    assert!(f.catalog.conflicts("acme", None).await.unwrap().is_empty());
+}
+
+/// That `net`'s entry is at `version` with the buckets `names`, and the org has `conflicts`
+/// objects managed twice, by every read of the index.
+async fn seen(f: &Fixture, version: u64, names: &[&str], conflicts: usize) {
+    let rows = f.catalog.resources("acme", &query(10)).await.unwrap();
+    let ours: Vec<_> = rows.iter().filter(|r| r.state == "net").collect();
+    let expected: Vec<String> = names.iter().map(|n| format!("aws_s3_bucket.{n}")).collect();
+    assert_eq!(
+        ours.iter().map(|r| r.address.clone()).collect::<Vec<_>>(),
+        expected
+    );
+    assert!(ours.iter().all(|r| r.version == version), "{ours:?}");
+    let found = f.catalog.conflicts("acme", None).await.unwrap();
+    assert_eq!(found.len(), conflicts, "{found:?}");
+    assert!(found
+        .iter()
+        .flatten()
+        .all(|r| r.state != "net" || r.version == version));
+    let entry = IndexedState {
+        state: "net".into(),
+        version,
+        indexed: true,
+        instances: names.len() as u64,
+    };
+    let entries = f.catalog.indexed_states("acme").await.unwrap();
+    assert_eq!(entries[1], entry);
+    let summary = f.catalog.inventory_summary("acme").await.unwrap();
+    assert_eq!(summary.states[1], entry);
+    assert_eq!(summary.counts.instances, names.len() as u64 + 1);
+    assert_eq!(summary.conflicts, conflicts as u64);
+    assert!(f
+        .catalog
+        .holds_version("acme", "net", version)
+        .await
+        .unwrap());
 }
 
 /// The overview's summary: states not indexed listed, counts largest first, and the

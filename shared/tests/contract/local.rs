@@ -127,7 +127,7 @@ async fn an_older_catalog_opens_and_reads_as_before(older: &str) {
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 16, "brought up to date from: {older}");
+    assert_eq!(version, 17, "brought up to date from: {older}");
 }
 
 /// A catalog at schema 6 (trust policies, no protected states) opens, keeps its org's
@@ -177,7 +177,7 @@ async fn a_schema_6_catalog_gains_protected_states() {
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 16);
+    assert_eq!(version, 17);
 }
 
 /// A catalog at schema 7 (no inventory) opens up to date: its states are there, its index empty
@@ -226,7 +226,7 @@ async fn a_schema_7_catalog_gains_the_inventory() {
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 16);
+    assert_eq!(version, 17);
 }
 
 /// A catalog at schema 8 (the inventory keyed by its addresses, without the row ids its
@@ -335,7 +335,7 @@ async fn a_schema_8_catalog_keeps_its_inventory_and_indexes_its_addresses() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 16);
+    assert_eq!(version, 17);
     let aside: i64 = conn
         .query_row(
             "SELECT count(*) FROM sqlite_schema WHERE name = 'inventory_8'",
@@ -432,7 +432,7 @@ async fn a_schema_9_catalog_keeps_its_inventory_and_gains_the_resources_tags() {
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 16);
+    assert_eq!(version, 17);
 }
 
 /// A catalog at schema 14 keyed its deleted states by the purge date the retention at the
@@ -477,7 +477,7 @@ async fn a_schema_14_catalog_keys_its_deleted_states_by_delete_time() {
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 16);
+    assert_eq!(version, 17);
 }
 
 /// A catalog before schema 16 stored records without their incarnation's first version;
@@ -511,6 +511,74 @@ async fn a_schema_15_catalog_gives_its_records_their_first_versions() {
     assert_eq!(net.versions_held(50), Some(3));
     let lock = catalog.state("acme", "lock").await.unwrap().unwrap();
     assert_eq!(lock.first_version, None);
+}
+
+/// A catalog at 16 may hold entries an older build left waiting for the next read to derive
+/// (`inventory_waiting`): brought up to 17, each is listed as not indexed, its older
+/// version's rows gone, for the state's next save (or `index rebuild`) to build whole, and
+/// the table is dropped. An entry that did not wait keeps its rows.
+#[tokio::test]
+async fn a_schema_16_catalog_lists_its_waiting_entries_as_not_indexed() {
+    use hegemony_state::domain::inventory::{Instance, Mode, ResourceTag, StateInventory};
+    use hegemony_state::ports::{InventoryCatalog, InventoryChange, ResourceQuery, StateCatalog};
+    let dir = tempfile::tempdir().unwrap();
+    let entry = |address: &str| StateInventory {
+        version: 1,
+        indexed: true,
+        instances: vec![Instance {
+            address: address.into(),
+            module: "".into(),
+            mode: Mode::Managed,
+            resource_type: "aws_vpc".into(),
+            provider: "registry.terraform.io/hashicorp/aws".into(),
+            digest: None,
+            resource: ResourceTag(1),
+        }],
+        tags: Some(vec![ResourceTag(1)]),
+    };
+    {
+        let (catalog, _) = local::open(dir.path()).unwrap();
+        for (name, address) in [("net", "aws_vpc.old"), ("app", "aws_vpc.app")] {
+            let record = StateRecord::fresh("acme", name, "inc", NOW);
+            let mut c = commit(&record, 0, vec![version(1, "b1")]);
+            c.inventory = Some(InventoryChange::Replace(entry(address)));
+            catalog.commit(c).await.unwrap();
+        }
+    }
+    let file = dir.path().join(local::CATALOG_FILE);
+    rusqlite::Connection::open(&file)
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE inventory_waiting (
+                 org TEXT NOT NULL, state TEXT NOT NULL,
+                 PRIMARY KEY (org, state)) WITHOUT ROWID;
+             INSERT INTO inventory_waiting VALUES ('acme', 'net');
+             PRAGMA user_version = 16;",
+        )
+        .unwrap();
+    let (catalog, _) = local::open(dir.path()).unwrap();
+    let query = ResourceQuery {
+        limit: 10,
+        ..ResourceQuery::default()
+    };
+    let rows = catalog.resources("acme", &query).await.unwrap();
+    let found: Vec<_> = rows.iter().map(|r| r.address.as_str()).collect();
+    assert_eq!(found, ["aws_vpc.app"]);
+    let entries = catalog.indexed_states("acme").await.unwrap();
+    let net = entries.iter().find(|e| e.state == "net").unwrap();
+    assert_eq!((net.indexed, net.instances), (false, 0), "{entries:?}");
+    assert!(!catalog.holds_version("acme", "net", 1).await.unwrap());
+    assert!(catalog.holds_version("acme", "app", 1).await.unwrap());
+    assert_eq!(catalog.resource_tags("acme", "net").await.unwrap(), None);
+    let tables: i64 = rusqlite::Connection::open(&file)
+        .unwrap()
+        .query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE name = 'inventory_waiting'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(tables, 0);
 }
 
 /// The local store's marks of exchanged ID tokens do not expire by themselves: the sweeper's

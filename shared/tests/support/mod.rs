@@ -99,7 +99,6 @@ pub fn fixture(adapter: Adapter, limits: Limits) -> Fixture {
         blobs: blobs.clone(),
         keys: Some(keys),
         index_keys: Default::default(),
-        derivations: Default::default(),
         key_cache: hegemony_state::service::key_cache::KeyCache::off(),
         clock: clock.clone(),
         limits,

@@ -140,10 +140,9 @@ impl DynamoCatalog {
             InventoryChange::Replace(inventory) => self.inventory_puts(org, state, inventory),
             InventoryChange::Keep { version } => vec![self.inventory_keep(org, state, *version)],
             // Entries here hold no tags (`resource_tags`), so a patch has nothing to apply
-            // to, and none waits to be derived (`derives`): the entry is left not indexed,
-            // as the port says of a store that cannot take either.
-            InventoryChange::Patch(InventoryPatch { version, .. })
-            | InventoryChange::Derive { version } => self.inventory_puts(
+            // to: the entry is left not indexed, as the port says of a store that cannot
+            // take one.
+            InventoryChange::Patch(InventoryPatch { version, .. }) => self.inventory_puts(
                 org,
                 state,
                 &StateInventory {
@@ -320,15 +319,6 @@ impl InventoryCatalog for DynamoCatalog {
         _version: u64,
     ) -> Result<bool, StoreError> {
         Ok(true)
-    }
-
-    /// No: the list function that reads this index holds no permission to decrypt.
-    fn derives(&self) -> bool {
-        false
-    }
-
-    async fn waiting(&self, _org: &str) -> Result<Vec<String>, StoreError> {
-        Ok(Vec::new())
     }
 
     async fn put_inventory(

@@ -15,7 +15,7 @@ use rusqlite::{params, Connection, OpenFlags, TransactionBehavior};
 
 use super::scanners::Scanners;
 use super::tables::{
-    sql_error, to_json, DELETED_BY_TIME, ENTRY_TAGS, FIRST_VERSIONS, INVENTORY_ASIDE,
+    sql_error, to_json, DELETED_BY_TIME, END_WAITING, ENTRY_TAGS, FIRST_VERSIONS, INVENTORY_ASIDE,
     INVENTORY_BACK, ROW_RESOURCES, SCHEMA, SCHEMA_VERSION,
 };
 use crate::ports::{AuditEntry, StoreError};
@@ -236,7 +236,8 @@ fn open_read_only(path: &Path) -> Result<Connection, rusqlite::Error> {
 /// Creates the tables, or those an older catalog (at `version`) lacks, in WAL mode, which
 /// lets readers proceed during a write; one at 8 has its inventory reshaped too, one at 8
 /// or 9 gains the columns of the resources' tags, one at 5 to 14 has its deleted states
-/// keyed by delete time, and one before 16 gives its records their first versions.
+/// keyed by delete time, one before 16 gives its records their first versions, and one at
+/// 13 to 16 lists the entries it left waiting as not indexed.
 fn set_up(conn: &mut Connection, version: i64) -> Result<(), rusqlite::Error> {
     let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
@@ -265,7 +266,23 @@ fn set_up(conn: &mut Connection, version: i64) -> Result<(), rusqlite::Error> {
     if (1..16).contains(&version) {
         tx.execute_batch(FIRST_VERSIONS)?;
     }
+    if (13..17).contains(&version) && has_table(&tx, "inventory_waiting")? {
+        let no_rows = super::inventory::no_rows();
+        tx.execute(END_WAITING[0], [])?;
+        tx.execute(END_WAITING[1], [&no_rows])?;
+        tx.execute(END_WAITING[2], [])?;
+        tx.execute(END_WAITING[3], [])?;
+    }
     tx.commit()
+}
+
+/// Whether the catalog has a table `table`.
+fn has_table(conn: &Connection, table: &str) -> Result<bool, rusqlite::Error> {
+    conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?1)",
+        [table],
+        |r| r.get(0),
+    )
 }
 
 /// Whether `table` has a column `column`.

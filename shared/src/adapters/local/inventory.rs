@@ -8,10 +8,8 @@
 //! with its version and its resources' tags (8 bytes each, in their document's order). A
 //! commit writes its state's entry and records the change to the rows of the resources that
 //! changed (`change_inventory`, [`pending`]), found by comparing tags: no row is read to
-//! find them. The rows are written before anything reads them ([`write_pending`]).
-//! `inventory_waiting` names the states whose entries wait to be derived from their latest
-//! versions (`InventoryChange::Derive`): their entries and rows stay as the commit before
-//! left them until the derivation puts them.
+//! find them. The rows are written before anything reads them ([`write_pending`]); a
+//! change of more rows than that record holds is written in its commit ([`change_rows`]).
 
 use std::sync::Arc;
 
@@ -28,7 +26,6 @@ use crate::ports::{
     conflict_groups, provider_matches, IndexedState, InventoryCatalog, InventoryChange,
     InventoryCounts, InventoryPatch, InventorySummary, ResourceQuery, ResourceRow, StoreError,
 };
-use pending::Pending;
 
 mod pending;
 
@@ -46,63 +43,15 @@ pub(super) fn change_inventory(
     change: &InventoryChange,
 ) -> Result<(), StoreError> {
     match change {
-        InventoryChange::Keep { .. } | InventoryChange::Patch(_)
-            if is_waiting(conn, org, state)? =>
-        {
-            return Ok(());
-        }
-        InventoryChange::Derive { .. } => return wait(conn, org, state),
-        InventoryChange::Replace(inventory) => {
-            done_waiting(conn, org, state)?;
-            replace_inventory(conn, org, state, inventory)?;
-        }
+        InventoryChange::Replace(inventory) => replace_inventory(conn, org, state, inventory)?,
         InventoryChange::Patch(patch) => patch_inventory(conn, org, state, patch)?,
         InventoryChange::Keep { version } => return keep_inventory(conn, org, state, *version),
-        InventoryChange::Remove => {
-            done_waiting(conn, org, state)?;
-            remove_inventory(conn, org, state)?;
-        }
+        InventoryChange::Remove => remove_inventory(conn, org, state)?,
     }
     if pending::size(conn)? > PENDING_MAX {
         write_pending(conn)?;
     }
     Ok(())
-}
-
-/// Whether the state's entry waits to be derived: a keep or a patch then leaves it waiting,
-/// its reader deriving the latest version.
-fn is_waiting(conn: &Connection, org: &str, state: &str) -> Result<bool, StoreError> {
-    conn.prepare_cached(
-        "SELECT EXISTS (SELECT 1 FROM inventory_waiting WHERE org = ?1 AND state = ?2)",
-    )
-    .and_then(|mut s| s.query_row(params![org, state], |row| row.get(0)))
-    .map_err(sql_error)
-}
-
-/// Leaves the state's entry and rows as they are, listed as waiting to be derived.
-fn wait(conn: &Connection, org: &str, state: &str) -> Result<(), StoreError> {
-    conn.prepare_cached("INSERT OR IGNORE INTO inventory_waiting (org, state) VALUES (?1, ?2)")
-        .and_then(|mut s| s.execute(params![org, state]))
-        .map(drop)
-        .map_err(sql_error)
-}
-
-fn done_waiting(conn: &Connection, org: &str, state: &str) -> Result<(), StoreError> {
-    conn.prepare_cached("DELETE FROM inventory_waiting WHERE org = ?1 AND state = ?2")
-        .and_then(|mut s| s.execute(params![org, state]))
-        .map(drop)
-        .map_err(sql_error)
-}
-
-/// The states of the org waiting, in name order.
-fn waiting_in(conn: &Connection, org: &str) -> Result<Vec<String>, StoreError> {
-    let mut stmt = conn
-        .prepare_cached("SELECT state FROM inventory_waiting WHERE org = ?1 ORDER BY state")
-        .map_err(sql_error)?;
-    let rows = stmt
-        .query_map(params![org], |row| row.get(0))
-        .map_err(sql_error)?;
-    rows.map(|r| r.map_err(sql_error)).collect()
 }
 
 /// The most rows recorded changes may write or remove before the commit that records more
@@ -121,6 +70,14 @@ fn replace_inventory(
         Some(_) => stored_tags(conn, org, state)?,
         None => None,
     };
+    put_entry(
+        conn,
+        org,
+        state,
+        inventory.version,
+        inventory.indexed,
+        inventory.tags.as_deref(),
+    )?;
     match (&inventory.tags, stored) {
         (Some(tags), Some((kept, _))) => {
             let now = TagSet::of(tags);
@@ -130,7 +87,7 @@ fn replace_inventory(
                 // Every resource changed (renamed, or the rules or the key did): one sweep
                 // of the state's rows rather than one a resource.
                 let all: Vec<&Instance> = inventory.instances.iter().collect();
-                pending::record(conn, org, state, true, &[], &all)?;
+                change_rows(conn, org, state, true, &[], &all)
             } else {
                 let kept = TagSet::of(&kept);
                 let new: Vec<&Instance> = inventory
@@ -138,22 +95,34 @@ fn replace_inventory(
                     .iter()
                     .filter(|i| !kept.contains(i.resource))
                     .collect();
-                pending::record(conn, org, state, false, &gone, &new)?;
+                change_rows(conn, org, state, false, &gone, &new)
             }
         }
         _ => {
             let all: Vec<&Instance> = inventory.instances.iter().collect();
-            pending::record(conn, org, state, true, &[], &all)?;
+            change_rows(conn, org, state, true, &[], &all)
         }
     }
-    put_entry(
-        conn,
-        org,
-        state,
-        inventory.version,
-        inventory.indexed,
-        inventory.tags.as_deref(),
-    )
+}
+
+/// Records a change to the state's rows ([`pending`]), or, when it names more rows than
+/// the recorded changes may hold ([`PENDING_MAX`]), writes them in the commit after the
+/// changes recorded before it: recorded, they were written at once all the same, decoded
+/// from the record into a second copy of every row (a sixth of the memory a 60,000-instance
+/// import held at its peak). The state's entry is put first.
+fn change_rows(
+    conn: &Connection,
+    org: &str,
+    state: &str,
+    clear: bool,
+    gone: &[ResourceTag],
+    instances: &[&Instance],
+) -> Result<(), StoreError> {
+    if (gone.len() + instances.len()) as u64 <= PENDING_MAX {
+        return pending::record(conn, org, state, clear, gone, instances);
+    }
+    write_pending(conn)?;
+    write_rows(conn, org, state, clear, gone, instances.iter().copied())
 }
 
 /// A save's patch over an entry kept by resource; one that is not is left not indexed.
@@ -173,12 +142,12 @@ fn patch_inventory(
         .and_then(|mut s| s.query_row(params![org, state], |row| row.get(0)))
         .map_err(sql_error)?;
     if !kept {
-        pending::record(conn, org, state, true, &[], &[])?;
-        return put_entry(conn, org, state, patch.version, false, None);
+        put_entry(conn, org, state, patch.version, false, None)?;
+        return change_rows(conn, org, state, true, &[], &[]);
     }
+    put_entry(conn, org, state, patch.version, true, Some(&patch.tags))?;
     let new: Vec<&Instance> = patch.instances.iter().collect();
-    pending::record(conn, org, state, false, &patch.gone, &new)?;
-    put_entry(conn, org, state, patch.version, true, Some(&patch.tags))
+    change_rows(conn, org, state, false, &patch.gone, &new)
 }
 
 /// The tags and instance count of the state's entry, when it is kept by resource.
@@ -205,7 +174,15 @@ fn stored_tags(
 /// Writes every recorded change's rows, oldest first, each entry's count with them.
 pub(super) fn write_pending(conn: &Connection) -> Result<(), StoreError> {
     while let Some(recorded) = pending::oldest(conn)? {
-        write_rows(conn, &recorded.org, &recorded.state, &recorded.pending)?;
+        let change = &recorded.pending;
+        write_rows(
+            conn,
+            &recorded.org,
+            &recorded.state,
+            change.clear,
+            &change.gone,
+            change.instances.iter(),
+        )?;
         pending::done(conn, recorded.seq)?;
     }
     Ok(())
@@ -213,11 +190,13 @@ pub(super) fn write_pending(conn: &Connection) -> Result<(), StoreError> {
 
 /// One recorded change's rows: the state's all (or its gone resources') dropped, the new
 /// ones added; and the entry's count of rows after (an entry removed since has none).
-fn write_rows(
+fn write_rows<'a>(
     conn: &Connection,
     org: &str,
     state: &str,
-    change: &Pending,
+    clear: bool,
+    gone: &[ResourceTag],
+    instances: impl ExactSizeIterator<Item = &'a Instance>,
 ) -> Result<(), StoreError> {
     let before: u64 = conn
         .prepare_cached("SELECT instances FROM inventory_states WHERE org = ?1 AND state = ?2")
@@ -227,15 +206,15 @@ fn write_rows(
         })
         .map_err(sql_error)?
         .unwrap_or(0);
-    let (text, mut count) = if change.clear {
+    let (text, mut count) = if clear {
         remove_rows(conn, org, state)?;
         (Text::caught_up(conn)?, 0)
     } else {
-        let text = Text::for_change(conn, change.gone.len() + change.instances.len())?;
-        let dropped = drop_resources(conn, org, state, &change.gone, text)?;
+        let text = Text::for_change(conn, gone.len() + instances.len())?;
+        let dropped = drop_resources(conn, org, state, gone, text)?;
         (text, before.saturating_sub(dropped))
     };
-    for instance in &change.instances {
+    for instance in instances {
         count += insert_row(conn, org, state, instance, text)?;
     }
     text.done(conn)?;
@@ -496,6 +475,11 @@ fn keep_inventory(
         return Err(StoreError::Conflict);
     }
     Ok(())
+}
+
+/// The recorded rows of a change that adds none, for a schema step that records changes.
+pub(super) fn no_rows() -> Vec<u8> {
+    pending::no_rows()
 }
 
 /// A state's rows and their text.
@@ -906,14 +890,8 @@ impl InventoryCatalog for SqliteCatalog {
         state: &str,
     ) -> Result<Option<Vec<ResourceTag>>, StoreError> {
         let (org, state) = (org.to_owned(), state.to_owned());
-        self.read(move |conn| {
-            // The tags of an entry waiting are an older version's.
-            if is_waiting(conn, &org, &state)? {
-                return Ok(None);
-            }
-            Ok(stored_tags(conn, &org, &state)?.map(|(tags, _)| tags))
-        })
-        .await
+        self.read(move |conn| Ok(stored_tags(conn, &org, &state)?.map(|(tags, _)| tags)))
+            .await
     }
 
     async fn holds_version(
@@ -925,23 +903,13 @@ impl InventoryCatalog for SqliteCatalog {
         let (org, state) = (org.to_owned(), state.to_owned());
         self.read(move |conn| {
             conn.prepare_cached(
-                "SELECT EXISTS (SELECT 1 FROM inventory_waiting WHERE org = ?1 AND state = ?2)
-                     OR EXISTS (SELECT 1 FROM inventory_states
+                "SELECT EXISTS (SELECT 1 FROM inventory_states
                                 WHERE org = ?1 AND state = ?2 AND version = ?3 AND indexed)",
             )
             .and_then(|mut s| s.query_row(params![org, state, version], |row| row.get(0)))
             .map_err(sql_error)
         })
         .await
-    }
-
-    fn derives(&self) -> bool {
-        true
-    }
-
-    async fn waiting(&self, org: &str) -> Result<Vec<String>, StoreError> {
-        let org = org.to_owned();
-        self.read(move |conn| waiting_in(conn, &org)).await
     }
 
     async fn put_inventory(
@@ -1300,6 +1268,48 @@ mod tests {
             assert_eq!(written == 0, n < 2, "after {state}: {written} rows written");
         }
         assert_eq!(most, 6000);
+    }
+
+    #[test]
+    fn a_change_of_more_rows_than_are_recorded_is_written_in_its_commit() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(super::super::tables::SCHEMA).unwrap();
+        let small: Vec<String> = (0..10).map(|i| format!("aws_vpc.s{i}")).collect();
+        let rows: Vec<(&str, Option<&str>)> = small.iter().map(|a| (a.as_str(), None)).collect();
+        change_inventory(
+            &conn,
+            "acme",
+            "small",
+            &InventoryChange::Replace(entry(&rows)),
+        )
+        .unwrap();
+        assert_eq!(pending::size(&conn).unwrap(), 10);
+        let big: Vec<String> = (0..PENDING_MAX + 1)
+            .map(|i| format!("aws_vpc.b{i}"))
+            .collect();
+        let rows: Vec<(&str, Option<&str>)> = big.iter().map(|a| (a.as_str(), None)).collect();
+        change_inventory(
+            &conn,
+            "acme",
+            "big",
+            &InventoryChange::Replace(entry(&rows)),
+        )
+        .unwrap();
+        // The change recorded before it was written first, and nothing is left recorded.
+        assert_eq!(pending::size(&conn).unwrap(), 0);
+        let count = |state: &str| -> (i64, i64) {
+            conn.query_row(
+                "SELECT (SELECT count(*) FROM inventory WHERE state = ?1),
+                        (SELECT instances FROM inventory_states WHERE state = ?1)",
+                [state],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap()
+        };
+        let n = PENDING_MAX as i64 + 1;
+        assert_eq!(count("small"), (10, 10));
+        assert_eq!(count("big"), (n, n));
+        assert_eq!(found(&conn, "b8192"), ["aws_vpc.b8192"]);
     }
 
     /// Applies a change to acme's state `net` and writes its rows, as a read would.

@@ -87,12 +87,9 @@ CREATE TABLE IF NOT EXISTS inventory_pending (
     org TEXT NOT NULL, state TEXT NOT NULL, clear INTEGER NOT NULL,
     gone BLOB NOT NULL, instances BLOB NOT NULL, size INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS inventory_pending_by_state ON inventory_pending (org, state);
-CREATE TABLE IF NOT EXISTS inventory_waiting (
-    org TEXT NOT NULL, state TEXT NOT NULL,
-    PRIMARY KEY (org, state)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS exchanged_tokens (key TEXT PRIMARY KEY, until INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS exchanged_tokens_by_until ON exchanged_tokens (until);
-PRAGMA user_version = 16;
+PRAGMA user_version = 17;
 ";
 
 /// The `user_version` of a catalog that `SCHEMA` made: one at it needs no write to open.
@@ -117,9 +114,25 @@ PRAGMA user_version = 16;
 /// `deleted_states` by delete time (`deleted_at`, not the purge date the retention in force
 /// at the delete gave: the sweeper adds the setting in force now; see [`DELETED_BY_TIME`]);
 /// 16 gives each state's record its incarnation's first version, what the overview counts
-/// its versions from (see [`FIRST_VERSIONS`]). Every table is created if missing, so a
+/// its versions from (see [`FIRST_VERSIONS`]); 17 drops `inventory_waiting`, as every commit
+/// now carries its entry (see [`END_WAITING`]). Every table is created if missing, so a
 /// catalog of any older version gains all it lacks in one pass.
-pub(super) const SCHEMA_VERSION: i64 = 16;
+pub(super) const SCHEMA_VERSION: i64 = 17;
+
+/// What a catalog at 13 to 16 holds that 17 does not: `inventory_waiting`, the states whose
+/// entries an older build left for the next read to derive from their latest versions.
+/// Each such entry holds an older version's rows, so it is listed as not indexed and its
+/// rows are recorded to go (`?1` is an empty change's rows): the state's next save builds
+/// it whole, and `index rebuild` fills it at once. Its changes recorded before are moot.
+/// One statement at a time, in order; the second alone takes the parameter.
+pub(super) const END_WAITING: [&str; 4] = [
+    "DELETE FROM inventory_pending WHERE (org, state) IN (SELECT org, state FROM inventory_waiting)",
+    "INSERT INTO inventory_pending (org, state, clear, gone, instances, size)
+        SELECT org, state, 1, X'', ?1, 0 FROM inventory_waiting ORDER BY org, state",
+    "UPDATE inventory_states SET indexed = 0, tags = NULL
+        WHERE (org, state) IN (SELECT org, state FROM inventory_waiting)",
+    "DROP TABLE inventory_waiting",
+];
 
 /// What a catalog at 5 to 14 lacks that creating what is missing cannot add: its deleted
 /// states keyed by their purge date become keyed by their delete time, read from each

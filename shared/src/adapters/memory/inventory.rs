@@ -25,26 +25,18 @@ impl Inner {
     }
 
     /// Whether a commit's change to its state's entry is refused: a keep over an entry that
-    /// is missing or not indexed, and not waiting (see [`InventoryChange::Keep`]).
+    /// is missing or not indexed (see [`InventoryChange::Keep`]).
     pub(super) fn refuses(&self, org: &str, state: &str, change: &InventoryChange) -> bool {
         let key = (org.to_owned(), state.to_owned());
         matches!(change, InventoryChange::Keep { .. })
-            && !self.inventory_waiting.contains(&key)
             && !self.inventory.get(&key).is_some_and(|e| e.indexed)
     }
 
-    /// Applies a commit's change to its state's entry. An entry waiting to be derived stays
-    /// as it is through a keep or a patch: its reader derives the latest version.
+    /// Applies a commit's change to its state's entry.
     pub(super) fn change_inventory(&mut self, org: &str, state: &str, change: &InventoryChange) {
         let key = (org.to_owned(), state.to_owned());
-        let waiting = self.inventory_waiting.contains(&key);
         match change {
-            InventoryChange::Keep { .. } | InventoryChange::Patch(_) if waiting => {}
-            InventoryChange::Derive { .. } => {
-                self.inventory_waiting.insert(key);
-            }
             InventoryChange::Replace(inventory) => {
-                self.inventory_waiting.remove(&key);
                 self.inventory.insert(key, inventory.clone());
             }
             InventoryChange::Keep { version } => {
@@ -79,7 +71,6 @@ impl Inner {
                 entry.tags = Some(patch.tags.clone());
             }
             InventoryChange::Remove => {
-                self.inventory_waiting.remove(&key);
                 self.inventory.remove(&key);
             }
         }
@@ -147,8 +138,7 @@ impl InventoryCatalog for MemoryStore {
         Ok(inner
             .inventory
             .get(&key)
-            .and_then(|entry| entry.tags.clone())
-            .filter(|_| !inner.inventory_waiting.contains(&key)))
+            .and_then(|entry| entry.tags.clone()))
     }
 
     async fn holds_version(
@@ -159,25 +149,10 @@ impl InventoryCatalog for MemoryStore {
     ) -> Result<bool, StoreError> {
         let inner = self.lock();
         let key = (org.to_owned(), state.to_owned());
-        Ok(inner.inventory_waiting.contains(&key)
-            || inner
-                .inventory
-                .get(&key)
-                .is_some_and(|e| e.indexed && e.version == version))
-    }
-
-    fn derives(&self) -> bool {
-        true
-    }
-
-    async fn waiting(&self, org: &str) -> Result<Vec<String>, StoreError> {
-        Ok(self
-            .lock()
-            .inventory_waiting
-            .range((org.to_owned(), String::new())..)
-            .take_while(|(o, _)| o == org)
-            .map(|(_, state)| state.clone())
-            .collect())
+        Ok(inner
+            .inventory
+            .get(&key)
+            .is_some_and(|e| e.indexed && e.version == version))
     }
 
     async fn put_inventory(

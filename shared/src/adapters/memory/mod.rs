@@ -15,7 +15,7 @@ mod state;
 mod sweep;
 mod trust;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use crate::domain::app::{AppRecord, ArchiveRecord};
@@ -66,8 +66,6 @@ struct Inner {
     trust: BTreeMap<(String, String), TrustPolicy>,
     /// (org, state) -> the state's entry in the inventory.
     inventory: BTreeMap<(String, String), StateInventory>,
-    /// (org, state) of the entries waiting to be derived (`InventoryChange::Derive`).
-    inventory_waiting: BTreeSet<(String, String)>,
 }
 
 impl MemoryStore {

@@ -102,7 +102,6 @@ fn app() -> App {
         blobs: store,
         keys: None,
         index_keys: Default::default(),
-        derivations: Default::default(),
         key_cache: crate::service::key_cache::KeyCache::off(),
         clock: std::sync::Arc::new(crate::service::SystemClock),
         limits: clamp(Limits {
@@ -189,7 +188,6 @@ async fn holding(size: usize, door: Option<&str>) -> (App, String) {
         blobs: store.clone(),
         keys: Some(key.clone()),
         index_keys: Default::default(),
-        derivations: Default::default(),
         key_cache: crate::service::key_cache::KeyCache::off(),
         clock: std::sync::Arc::new(crate::service::SystemClock),
         limits,

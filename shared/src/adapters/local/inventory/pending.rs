@@ -72,6 +72,11 @@ pub(super) fn record(
     .map_err(sql_error)
 }
 
+/// The rows of a change that adds none, as a record holds them.
+pub(super) fn no_rows() -> Vec<u8> {
+    instances_bytes(&[])
+}
+
 /// Drops the state's recorded changes (its rows are going whole).
 fn forget(conn: &Connection, org: &str, state: &str) -> Result<(), StoreError> {
     conn.prepare_cached("DELETE FROM inventory_pending WHERE org = ?1 AND state = ?2")
