@@ -135,16 +135,14 @@ fn describe_json_error(e: &sonic_rs::Error) -> String {
 ///
 /// # Errors
 /// `NotAState` when `body` is not a JSON object with a top-level `serial`.
-pub fn with_serial(body: &[u8], serial: u64) -> Result<Vec<u8>, Refusal> {
-    let (start, end) = top_level_value(body, "serial").ok_or_else(|| Refusal::NotAState {
+pub fn with_serial(mut body: Vec<u8>, serial: u64) -> Result<Vec<u8>, Refusal> {
+    let (start, end) = top_level_value(&body, "serial").ok_or_else(|| Refusal::NotAState {
         reason: "it has no top-level \"serial\" to raise".into(),
     })?;
-    let digits = serial.to_string();
-    let mut out = Vec::with_capacity(body.len() + digits.len());
-    out.extend_from_slice(&body[..start]);
-    out.extend_from_slice(digits.as_bytes());
-    out.extend_from_slice(&body[end..]);
-    Ok(out)
+    // In place: the bytes after the serial move by the difference in its digits, where a
+    // copy of the document held two of it at once (a rollback's peak).
+    body.splice(start..end, serial.to_string().into_bytes());
+    Ok(body)
 }
 
 /// The byte span of the last top-level value named `key` in a JSON object.

@@ -202,7 +202,7 @@ pub async fn rollback(
             }
             _ => {
                 let old = open_version(app, keys, &snapshot, &plan.target).await?;
-                let body = with_serial(&old, plan.serial)?;
+                let body = with_serial(old, plan.serial)?;
                 let (body, document, sha256, found) = examine(body).await?;
                 let meta = document?;
                 let (org, stored) = (&principal.org, first.inventory_key());

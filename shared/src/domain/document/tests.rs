@@ -132,23 +132,23 @@ fn names_the_missing_or_mistyped_field() {
 #[test]
 fn raising_the_serial_changes_only_its_digits() {
     let body = b"{\n  \"version\": 4,\n  \"serial\": 9,\n  \"lineage\": \"l\",\n  \"outputs\": {\"serial\": 1, \"s\": \"}\\\"\"}\n}\n";
-    let raised = with_serial(body, 12).unwrap();
+    let raised = with_serial(body.to_vec(), 12).unwrap();
     let expected = String::from_utf8_lossy(body).replace("\"serial\": 9", "\"serial\": 12");
     assert_eq!(String::from_utf8(raised.clone()).unwrap(), expected);
     assert_eq!(sniff(&raised).unwrap().serial, Some(12));
     let compact =
         br#"{"serial":7,"lineage":"l","meta":{},"encrypted_data":"x","encryption_version":"v0"}"#;
     assert_eq!(
-        sniff(&with_serial(compact, 8).unwrap()).unwrap().serial,
+        sniff(&with_serial(compact.to_vec(), 8).unwrap()).unwrap().serial,
         Some(8)
     );
 }
 
 #[test]
 fn raising_needs_a_top_level_serial() {
-    assert!(with_serial(br#"{"outputs":{"serial":1}}"#, 2).is_err());
-    assert!(with_serial(b"[]", 2).is_err());
-    assert!(with_serial(b"{}", 2).is_err());
+    assert!(with_serial(br#"{"outputs":{"serial":1}}"#.to_vec(), 2).is_err());
+    assert!(with_serial(b"[]".to_vec(), 2).is_err());
+    assert!(with_serial(b"{}".to_vec(), 2).is_err());
 }
 
 #[test]
