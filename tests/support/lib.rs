@@ -71,6 +71,9 @@ pub struct Server {
     /// The threads reading the server's stderr and stdout: each ends when its pipe closes.
     readers: Vec<JoinHandle<()>>,
     env: Vec<(String, String)>,
+    /// The binary it runs, which makes its tokens too: another build's may not open the
+    /// catalog this one wrote.
+    binary: PathBuf,
 }
 
 impl Server {
@@ -161,6 +164,7 @@ impl Server {
             stdout,
             readers: vec![log_reader, out_reader],
             env,
+            binary: binary.to_owned(),
         }
     }
 
@@ -202,7 +206,7 @@ impl Server {
         let mut args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
         args.push("--data-dir".into());
         args.push(self.data_dir().to_string_lossy().into_owned());
-        token_create(&args, &self.env)
+        token_create_with(&self.binary, &args, &self.env)
     }
 
     /// Runs `hegemony-state ARGS` against this server with `token`.
@@ -313,7 +317,12 @@ impl Drop for Server {
 /// Runs `hegemony-state token create ARGS` with `env` and returns the token, which the
 /// command prints alone on its last line.
 pub fn token_create(args: &[String], env: &[(String, String)]) -> String {
-    let out = Command::new(bin())
+    token_create_with(&bin(), args, env)
+}
+
+/// [`token_create`] with `binary`.
+fn token_create_with(binary: &Path, args: &[String], env: &[(String, String)]) -> String {
+    let out = Command::new(binary)
         .args(["token", "create"])
         .args(args)
         .envs(env.iter().cloned())
