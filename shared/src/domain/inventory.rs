@@ -431,7 +431,29 @@ fn mode_of(mode: &str) -> Option<Mode> {
 
 /// The address as Terraform prints it: `module.a["k"].aws_x.y[0]`, `data.aws_ami.base`.
 fn address(resource: &FoundResource<'_>, mode: Mode, key: Option<IndexKey<'_>>) -> String {
-    let mut address = String::with_capacity(resource.module.len() + resource.name.len() + 40);
+    // Sized as it will be (an escaped key aside): each of a large state's tens of thousands
+    // of addresses is kept until its entry is committed, and room to spare is kept with it.
+    let dots = usize::from(!resource.module.is_empty()) + 1;
+    let data = if mode == Mode::Data { "data.".len() } else { 0 };
+    let key_len = match key {
+        None => 0,
+        Some(IndexKey::Int(i)) => {
+            "[]".len()
+                + i.unsigned_abs()
+                    .checked_ilog10()
+                    .map_or(1, |d| d as usize + 1)
+                + usize::from(i < 0)
+        }
+        Some(IndexKey::Str(s)) => "[\"\"]".len() + s.len(),
+    };
+    let mut address = String::with_capacity(
+        resource.module.len()
+            + dots
+            + data
+            + resource.resource_type.len()
+            + resource.name.len()
+            + key_len,
+    );
     if !resource.module.is_empty() {
         address.push_str(resource.module);
         address.push('.');

@@ -139,7 +139,9 @@ fn raising_the_serial_changes_only_its_digits() {
     let compact =
         br#"{"serial":7,"lineage":"l","meta":{},"encrypted_data":"x","encryption_version":"v0"}"#;
     assert_eq!(
-        sniff(&with_serial(compact.to_vec(), 8).unwrap()).unwrap().serial,
+        sniff(&with_serial(compact.to_vec(), 8).unwrap())
+            .unwrap()
+            .serial,
         Some(8)
     );
 }

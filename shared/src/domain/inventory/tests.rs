@@ -431,3 +431,19 @@ fn an_order_is_applied_in_place_along_its_cycles() {
         assert_eq!(items, expected);
     }
 }
+
+#[test]
+fn an_address_is_made_in_the_room_it_needs() {
+    let doc = state(
+        r#"{"module":"module.m","mode":"data","type":"aws_ami","name":"base","provider":"provider[\"registry.terraform.io/hashicorp/aws\"]","instances":[{"index_key":-12,"attributes":{}},{"index_key":0,"attributes":{}},{"index_key":"k","attributes":{}},{"index_key":1000,"attributes":{}}]},
+           {"mode":"managed","type":"aws_vpc","name":"v","provider":"provider[\"registry.terraform.io/hashicorp/aws\"]","instances":[{"attributes":{}}]}"#,
+    );
+    for instance in index(&doc).instances {
+        assert_eq!(
+            instance.address.capacity(),
+            instance.address.len(),
+            "{}",
+            instance.address
+        );
+    }
+}
