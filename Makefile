@@ -78,7 +78,9 @@ test: tools lint web build web-test clients-test
 ## over 500,000 instances on the local store, rebuild throughput); BENCH=index-save its cost on
 ## a save alone; BENCH=index-ab that cost in two builds side by side in one run, the binaries
 ## named by HEGEMONY_BENCH_A and HEGEMONY_BENCH_B (absolute paths); BENCH=index-commit what
-## recording a whole entry's rows costs the local store's commit, in the process.
+## recording a whole entry's rows costs the local store's commit, in the process;
+## BENCH=memory the server's peak memory on every path that reads a whole document (a save,
+## an import, a rollback, a restore) against 1.15x the state, failing past it.
 ## It builds what the chosen part runs: the CLI always, the functions only for BENCH=aws and
 ## the whole run (a release build of the CLI alone takes minutes, the functions' tens).
 BENCH ?=
