@@ -26,7 +26,8 @@ use hegemony_state_blackbox::*;
 
 use super::percentile;
 
-const TYPES: [&str; 5] = [
+/// The resource types the bench's states take in turn.
+pub(super) const TYPES: [&str; 5] = [
     "aws_s3_bucket",
     "aws_iam_role",
     "aws_instance",

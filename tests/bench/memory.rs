@@ -13,6 +13,7 @@ use std::path::PathBuf;
 
 use hegemony_state_blackbox::*;
 
+use super::index::TYPES;
 use super::rss_kib;
 
 /// At most this many times the state's size, body buffer included.
@@ -196,13 +197,6 @@ pub fn run() {
 /// a resource (32 MiB for 60,000): the shape of a real large state, where the index's share
 /// of a save is the largest.
 fn small_resources(count: usize, serial: u64) -> String {
-    const TYPES: [&str; 5] = [
-        "aws_s3_bucket",
-        "aws_iam_role",
-        "aws_instance",
-        "google_storage_bucket",
-        "aws_security_group",
-    ];
     let resources: Vec<String> = (0..count)
         .map(|i| {
             let (kind, m) = (TYPES[i % TYPES.len()], i % 7);
