@@ -649,10 +649,32 @@ fn protected_state_rules_add_no_aws_call() {
 /// write units for every kilobyte it seals; a larger one goes to S3 whole and costs
 /// DynamoDB only its records, whatever its size. Reads cost what the token and the batch
 /// bring back.
+///
+/// The org's inventory key is made anew each run, so the index entry's digests, and its
+/// compressed size, differ by a few bytes from run to run: now and then across a kilobyte,
+/// two write units in a transaction. The tables are measured again, twice at most, before
+/// they are taken to differ from the doc.
 #[test]
 fn request_units_by_state_size() {
     let deployment = Deployment::counted();
     let server = deployment.container(&[]);
+    let doc = std::fs::read_to_string(repo_root().join("docs/scaling.md")).unwrap();
+    for attempt in 1..=3 {
+        let tables = units_by_state_size(&deployment, &server, attempt);
+        if attempt == 3 || tables.iter().all(|(_, t)| doc.contains(t)) {
+            cost_tables::check(&doc, &tables);
+            return;
+        }
+    }
+}
+
+/// The figures of [`request_units_by_state_size`] in one org per size and attempt, checked
+/// against their bounds, and docs/scaling.md's tables made of them.
+fn units_by_state_size(
+    deployment: &Deployment,
+    server: &Server,
+    attempt: usize,
+) -> Vec<(&'static str, String)> {
     let mut writes = Vec::new();
     let mut columns = Vec::new();
     for (label, size) in [
@@ -660,8 +682,9 @@ fn request_units_by_state_size() {
         ("100 KiB", 100 << 10),
         ("1 MiB", 1 << 20),
     ] {
-        let token = server.token(&format!("units-{}", size >> 10), "alice", "operator");
-        let counted = aws_calls::per_operation_on(&deployment, &server, &token, &|serial| {
+        let org = format!("units-{}-{attempt}", size >> 10);
+        let token = server.token(&org, "alice", "operator");
+        let counted = aws_calls::per_operation_on(deployment, server, &token, &|serial| {
             state_of_size(size, serial)
         });
         println!("{label}\n{}", aws_calls::table(&counted));
@@ -680,21 +703,17 @@ fn request_units_by_state_size() {
     let columns: Vec<cost_tables::Column<'_>> =
         columns.iter().map(|(l, c)| (*l, c.as_slice())).collect();
     let template = std::fs::read_to_string(repo_root().join("infra/template.yaml")).unwrap();
-    let doc = std::fs::read_to_string(repo_root().join("docs/scaling.md")).unwrap();
-    cost_tables::check(
-        &doc,
-        &[
-            (
-                "What each backend operation costs",
-                cost_tables::operations(&columns),
-            ),
-            (
-                "What a Terraform run costs",
-                cost_tables::applies(&columns, &template),
-            ),
-            ("CloudWatch custom metrics", cost_tables::custom_metrics()),
-        ],
-    );
+    let tables = vec![
+        (
+            "What each backend operation costs",
+            cost_tables::operations(&columns),
+        ),
+        (
+            "What a Terraform run costs",
+            cost_tables::applies(&columns, &template),
+        ),
+        ("CloudWatch custom metrics", cost_tables::custom_metrics()),
+    ];
     let [(_, small, small_s3), (_, middle, middle_s3), (_, large, large_s3)] = writes[..] else {
         unreachable!()
     };
@@ -719,6 +738,7 @@ fn request_units_by_state_size() {
         large <= 14 + instances.div_ceil(10),
         "a blob save of {instances} instances writes only records and its index entry: {writes:?}"
     );
+    tables
 }
 
 /// What [`aws_calls_per_operation`] counts.
