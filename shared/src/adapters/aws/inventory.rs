@@ -311,7 +311,7 @@ impl InventoryCatalog for DynamoCatalog {
         Ok(None)
     }
 
-    /// Unread, as the port allows a store that does not derive.
+    /// Unread, as the port says of DynamoDB: every commit here carries its entry whole.
     async fn holds_version(
         &self,
         _org: &str,
