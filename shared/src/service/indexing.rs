@@ -291,10 +291,9 @@ impl Indexer {
         if *new == kept {
             // Kept only where the entry holds the latest version: one left not indexed is
             // built again, by this save and whatever its size, not carried on to this
-            // version. A store that
-            // could hold such an entry refuses the keep in its commit (see
-            // `InventoryChange::Keep`), so the first attempt reads nothing and one after a
-            // refused commit asks.
+            // version. A store that could hold such an entry refuses the keep in its commit
+            // (see `InventoryChange::Keep`), so the first attempt reads nothing and one after
+            // a refused commit asks.
             let again = self.kept.swap(true, Ordering::Relaxed);
             if again
                 && !app

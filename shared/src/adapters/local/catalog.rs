@@ -268,10 +268,14 @@ fn set_up(conn: &mut Connection, version: i64) -> Result<(), rusqlite::Error> {
     }
     if (13..17).contains(&version) && has_table(&tx, "inventory_waiting")? {
         let no_rows = super::inventory::no_rows();
-        tx.execute(END_WAITING[0], [])?;
-        tx.execute(END_WAITING[1], [&no_rows])?;
-        tx.execute(END_WAITING[2], [])?;
-        tx.execute(END_WAITING[3], [])?;
+        for sql in END_WAITING {
+            let mut statement = tx.prepare(sql)?;
+            // Only the step that records the changes takes the empty change's rows.
+            match statement.parameter_count() {
+                0 => statement.execute([])?,
+                _ => statement.execute([&no_rows])?,
+            };
+        }
     }
     tx.commit()
 }

@@ -124,7 +124,7 @@ pub(super) const SCHEMA_VERSION: i64 = 17;
 /// Each such entry holds an older version's rows, so it is listed as not indexed and its
 /// rows are recorded to go (`?1` is an empty change's rows): the state's next save builds
 /// it whole, and `index rebuild` fills it at once. Its changes recorded before are moot.
-/// One statement at a time, in order; the second alone takes the parameter.
+/// One statement at a time, in order; the one that records the changes takes the parameter.
 pub(super) const END_WAITING: [&str; 4] = [
     "DELETE FROM inventory_pending WHERE (org, state) IN (SELECT org, state FROM inventory_waiting)",
     "INSERT INTO inventory_pending (org, state, clear, gone, instances, size)
